@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and shows vdev at work on the worked examples.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+bash scripts/build.sh
+vdev=build/tools/vdev
+echo "\$ vdev join cuda:3 'cuda[cuda]/global'"; $vdev join cuda:3 'cuda[cuda]/global'
+echo "\$ vdev default cuda /global";          $vdev default cuda /global
+if [ -x build/examples/demo.sh ] || [ -f examples/demo.sh ]; then bash examples/demo.sh "$vdev"; fi

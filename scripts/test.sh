@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds everything, runs the whole test suite, then checks that an outside
+# project can find_package(vdev) from an installed tree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+bash scripts/build.sh
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
+
+echo "== install + find_package(vdev) consumer"
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install build --prefix "$prefix" >/dev/null
+cmake -S examples/consumer -B "$prefix/consumer-build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/consumer-build" >/dev/null
+"$prefix/consumer-build/join_devices" cuda:3 'cuda[cuda]/global'

@@ -1,0 +1,19 @@
+// Entry point of the vdev command line; subcommands live in one file per layer.
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"vdev: plans where every value of an ML program lives, and runs it there"};
+  app.require_subcommand(1);
+  int exit_code = vdev::cli::kExitOk;
+  vdev::cli::AddLatticeCommands(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? vdev::cli::kExitOk : vdev::cli::kExitUsage;
+  }
+  return exit_code;
+}
