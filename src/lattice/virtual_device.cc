@@ -114,7 +114,10 @@ absl::StatusOr<VirtualDevice> ParseVirtualDevicePrefix(absl::string_view text, s
       return ErrorAt(error_offset, pos, absl::StrCat("unexpected ", Describe(text, pos), " in device literal"));
     return absl::OkStatus();
   };
-  if (pos < text.size() && text[pos] == '?') {
+  if (text.empty() || EndsLiteral(text[0]))
+    return ErrorAt(error_offset, 0,
+                   absl::StrCat("expected a device literal (cpu:0, cuda:1/global, ?, …), found ", Describe(text, 0)));
+  if (text[pos] == '?') {
     ++pos;
     if (absl::Status s = check_end(); !s.ok()) return s;
     return finish(VirtualDevice());
