@@ -38,12 +38,13 @@ DeviceIndex DeviceTable::Default(DeviceIndex a, DeviceIndex b) {
   return it->second;
 }
 
-DomainId DeviceDomains::MakeFirstOrder(DeviceIndex device) {
+DomainId DeviceDomains::MakeFirstOrder(DeviceIndex device, uint32_t origin) {
   assert((device & kHigherOrderBit) == 0);
   DomainId id = static_cast<DomainId>(parent_.size());
   parent_.push_back(id);
   rank_.push_back(0);
   payload_.push_back(device);
+  origin_.push_back(origin);
   return id;
 }
 
@@ -56,6 +57,7 @@ DomainId DeviceDomains::MakeHigherOrder(absl::Span<const DomainId> params, Domai
   parent_.push_back(id);
   rank_.push_back(0);
   payload_.push_back(kHigherOrderBit | offset);
+  origin_.push_back(kNoOrigin);
   return id;
 }
 
@@ -88,7 +90,12 @@ DomainId DeviceDomains::ResultLeaf(DomainId d) {
 DeviceIndex DeviceDomains::Device(DomainId d) { return payload_[ResultLeaf(d)]; }
 
 DomainId DeviceDomains::Link(DomainId a, DomainId b, uint32_t payload) {
+  // Keep the origin of the side that had a device (a's when both or neither had one).
+  bool a_blank = payload_[a] == DeviceTable::kUnconstrained || origin_[a] == kNoOrigin;
+  bool b_blank = payload_[b] == DeviceTable::kUnconstrained || origin_[b] == kNoOrigin;
+  uint32_t origin = a_blank && !b_blank ? origin_[b] : origin_[a] != kNoOrigin ? origin_[a] : origin_[b];
   if (rank_[a] < rank_[b]) std::swap(a, b);
+  origin_[a] = origin;
   parent_[b] = a;
   if (rank_[a] == rank_[b]) ++rank_[a];
   payload_[a] = payload;
@@ -181,14 +188,11 @@ bool DeviceDomains::CanUnify(DomainId a, DomainId b) {
   return !UnifyIn(overlay, a, b).has_value();
 }
 
-bool DeviceDomains::Constrain(DomainId d, DeviceIndex device) {
-  DomainId root = Find(d);
-  if (payload_[root] & kHigherOrderBit) {
-    DomainId fixed = MakeFirstOrder(device);
-    return !Unify(root, fixed).has_value();
-  }
+bool DeviceDomains::Constrain(DomainId d, DeviceIndex device, uint32_t origin) {
+  DomainId root = ResultLeaf(d);
   std::optional<DeviceIndex> joined = devices_->Join(payload_[root], device);
   if (!joined) return false;
+  if (origin_[root] == kNoOrigin || payload_[root] == DeviceTable::kUnconstrained) origin_[root] = origin;
   payload_[root] = *joined;
   return true;
 }

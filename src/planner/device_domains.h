@@ -79,13 +79,18 @@ class DeviceDomains {
   DeviceDomains(const DeviceDomains&) = delete;
   DeviceDomains& operator=(const DeviceDomains&) = delete;
 
-  DomainId MakeFirstOrder(DeviceIndex device = DeviceTable::kUnconstrained);
+  // `origin` is the caller's tag for what constrains the domain (e.g. an annotation); a class keeps
+  // the origin of whichever side first gave it a device.
+  static constexpr uint32_t kNoOrigin = UINT32_MAX;
+
+  DomainId MakeFirstOrder(DeviceIndex device = DeviceTable::kUnconstrained, uint32_t origin = kNoOrigin);
   // A function signature over existing domains.
   DomainId MakeHigherOrder(absl::Span<const DomainId> params, DomainId result);
   void Reserve(size_t domains) {
     parent_.reserve(domains);
     rank_.reserve(domains);
     payload_.reserve(domains);
+    origin_.reserve(domains);
   }
 
   // The representative of d's class (with path compression).
@@ -107,8 +112,12 @@ class DeviceDomains {
   std::optional<UnifyConflict> Unify(DomainId a, DomainId b);
   // Whether Unify(a, b) would succeed; changes nothing.
   bool CanUnify(DomainId a, DomainId b);
-  // Joins a first-order domain's device with `device`; on a conflict changes nothing.
-  bool Constrain(DomainId d, DeviceIndex device);
+  // Joins d's device (a higher-order domain's result leaf) with `device`; on a conflict changes
+  // nothing.
+  bool Constrain(DomainId d, DeviceIndex device, uint32_t origin = kNoOrigin);
+  uint32_t Origin(DomainId d) { return origin_[ResultLeaf(d)]; }
+  // The union-find forest (no compression): with Find, what a conflict explanation needs.
+  DomainId ParentOf(DomainId d) const { return parent_[d]; }
 
   // Defaulting: a first-order domain takes Default(its device, device). A higher-order one defaults
   // its result with `device`, then each parameter with the result's device (TVM's
@@ -135,6 +144,7 @@ class DeviceDomains {
   std::vector<uint8_t> rank_;
   // First-order: the device index. Higher-order: kHigherOrderBit | offset into signatures_.
   std::vector<uint32_t> payload_;
+  std::vector<uint32_t> origin_;
   // Per signature: arity, the parameter domains, the result domain.
   std::vector<uint32_t> signatures_;
   std::vector<std::pair<DomainId, DomainId>> work_;
