@@ -1,9 +1,7 @@
 // `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]` (shared/spec/cli.md).
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
-#include <sstream>
+#include <optional>
 #include <string>
 
 #include "commands.h"
@@ -22,19 +20,6 @@ struct PlanArgs {
   std::string default_device;
   std::string host_device;
 };
-
-bool ReadInput(const std::string& file, std::string* text) {
-  if (file == "-") {
-    text->assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-    return true;
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  *text = buffer.str();
-  return true;
-}
 
 // Parses a --default/--host literal; prints a located message on failure.
 bool ParseDeviceOption(absl::string_view flag, const std::string& text, std::optional<VirtualDevice>* out) {
@@ -59,21 +44,9 @@ int RunPlan(const PlanArgs& args) {
     return kExitUsage;
   }
   std::string text;
-  if (!ReadInput(args.file, &text)) {
-    std::cerr << args.file << ": error: cannot read the file\n";
-    return kExitUsage;
-  }
+  std::optional<ir::Module> module = LoadModule(args.file, &text);
+  if (!module) return kExitUsage;
   absl::string_view name = args.file == "-" ? "<stdin>" : args.file;
-  Diagnostic diag;
-  absl::StatusOr<ir::Module> module = ir::ParseModule(text, &diag);
-  if (module.ok()) {
-    absl::Status verified = ir::VerifyModule(*module, &diag);
-    if (!verified.ok()) module = verified;
-  }
-  if (!module.ok()) {
-    std::cerr << FormatDiagnostic(name, text, diag);
-    return kExitUsage;
-  }
   PlanError error;
   absl::StatusOr<PlanResult> plan = PlanDevices(*std::move(module), options, &error);
   if (!plan.ok()) {
