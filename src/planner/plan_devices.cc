@@ -745,6 +745,10 @@ void Planner::Capture() {
       m_.params[p].device = intern(domains_.Device(param_domain_[p]));
     }
     fn.result_device = intern(domains_.Device(result_domain_[f]));
+    // `on vd` needs a written result type: take the inferred one where none was written.
+    if (fn.result_type == ir::kNoType && fn.type != ir::kNoType && m_.types.kind(fn.type) == ir::TypeKind::kFunc) {
+      fn.result_type = m_.types.func_result(fn.type);
+    }
   }
   std::vector<std::vector<BindingId>> lists(m_.blocks.size());
   auto set_operand = [&](const ir::Expr& e, uint32_t k, ValueRef v) {
