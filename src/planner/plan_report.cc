@@ -44,7 +44,10 @@ std::string PlanReportJson(const PlanResult& plan) {
     if (plan.binding_replaced[b] || plan.binding_devices[b] == ir::kNoDevice) continue;
     ir::FuncId f = m.blocks[m.bindings[b].block].func;
     if (entry[f] == nullptr) continue;
-    (*entry[f])["bindings"][std::string(m.Name(m.bindings[b].name))] = DeviceText(m, plan.binding_devices[b]);
+    // Names are unique per function: append without ordered_json's linear key search.
+    auto* bindings = (*entry[f])["bindings"].get_ptr<Json::object_t*>();
+    static_cast<std::vector<Json::object_t::value_type>&>(*bindings)
+        .emplace_back(std::string(m.Name(m.bindings[b].name)), DeviceText(m, plan.binding_devices[b]));
   }
   for (const PlannedCopy& c : plan.copies) {
     if (entry[c.func] == nullptr) continue;
