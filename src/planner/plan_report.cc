@@ -51,7 +51,7 @@ std::string PlanReportJson(const PlanResult& plan) {
   }
   for (const PlannedCopy& c : plan.copies) {
     if (entry[c.func] == nullptr) continue;
-    Json copy = {{"of", ValueText(m, c.of)}, {"src", c.src.ToString()}, {"dst", c.dst.ToString()}};
+    Json copy = {{"of", ValueText(m, c.of)}, {"src", DeviceText(m, c.src)}, {"dst", DeviceText(m, c.dst)}};
     copy["into"] = c.into == ir::kNoBinding ? std::string("return") : ValueText(m, ir::ValueRef::Binding(c.into));
     (*entry[c.func])["copies"].push_back(std::move(copy));
   }
