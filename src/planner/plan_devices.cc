@@ -105,7 +105,7 @@ class Planner {
   // An on_device or device_copy as `device_copy(x, src, dst)`, reusing its operand slot for x (so
   // the operand arena does not grow).
   ir::Expr RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex dst);
-  ir::Attr DeviceAttr(absl::string_view key, DeviceIndex device);
+  ir::Attr DeviceAttr(ir::Symbol key, DeviceIndex device);
   // The planned module's id for a device (memoised: devices are few, bindings many).
   ir::DeviceId ToModule(DeviceIndex d) {
     if (d >= module_device_.size()) module_device_.resize(d + 1, ir::kNoDevice);
@@ -166,6 +166,9 @@ class Planner {
   absl::flat_hash_map<BindingId, size_t> added_copy_;         // copies the planner added → index
 
   std::vector<ir::DeviceId> module_device_;
+  ir::Symbol device_copy_symbol_ = ir::kNoSymbol;
+  ir::Symbol src_symbol_ = ir::kNoSymbol;
+  ir::Symbol dst_symbol_ = ir::kNoSymbol;
   PlanResult result_;
 };
 
@@ -726,21 +729,25 @@ ValueRef Planner::Resolve(ValueRef v) const {
 
 ir::Expr Planner::DeviceCopyExpr(const Operand& value, DeviceIndex src, DeviceIndex dst, SourceLoc loc) {
   Operand x = value.is_local() ? m_.LocalOperand(value.value) : value;
-  ir::Attr attrs[] = {DeviceAttr("src", src), DeviceAttr("dst", dst)};
+  ir::Attr attrs[] = {DeviceAttr(src_symbol_, src), DeviceAttr(dst_symbol_, dst)};
   ir::Expr e = m_.MakeOpCall("device_copy", {&x, 1}, attrs);
   e.loc = loc;
   return e;
 }
 
-ir::Attr Planner::DeviceAttr(absl::string_view key, DeviceIndex device) {
-  return m_.MakeAttr(key, m_.DeviceOperand(devices_.Get(device)));
+ir::Attr Planner::DeviceAttr(ir::Symbol key, DeviceIndex device) {
+  ir::Attr attr;
+  attr.key = key;
+  attr.value.kind = ir::OperandKind::kDevice;
+  attr.value.index = ToModule(device);
+  return attr;
 }
 
 ir::Expr Planner::RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex dst) {
   ir::Expr copy = e;
-  copy.op = m_.symbols.Intern("device_copy");
+  copy.op = device_copy_symbol_;
   copy.args.count = 1;
-  ir::Attr attrs[] = {DeviceAttr("src", src), DeviceAttr("dst", dst)};
+  ir::Attr attrs[] = {DeviceAttr(src_symbol_, src), DeviceAttr(dst_symbol_, dst)};
   copy.attrs = m_.AddAttrs(attrs);
   return copy;
 }
@@ -802,6 +809,9 @@ void Planner::Capture() {
     if (Has(b, kKernelCall)) attrs_needed += 2 * (B(b).expr.args.count + 1);
   }
   m_.attrs.reserve(m_.attrs.size() + attrs_needed);
+  device_copy_symbol_ = m_.symbols.Intern("device_copy");
+  src_symbol_ = m_.symbols.Intern("src");
+  dst_symbol_ = m_.symbols.Intern("dst");
   std::vector<std::vector<BindingId>> lists(m_.blocks.size());
   auto set_operand = [&](const ir::Expr& e, uint32_t k, ValueRef v) {
     Operand& o = m_.operands[e.args.begin + k];
