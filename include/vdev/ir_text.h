@@ -1,0 +1,42 @@
+// The text form of the IR (shared/spec/ir-text.md): parser, canonical printer, verifier.
+//
+//   absl::StatusOr<ir::Module> m = ir::ParseModule(text, &diag);   // parse + resolve names
+//   absl::Status s = ir::VerifyModule(*m, &diag);                  // structure, arities, types
+//   std::string canonical = ir::PrintModule(*m);                    // print(parse(x)) fixed point
+//
+// Errors carry a Diagnostic (line, column, message); FormatDiagnostic renders the CLI form. None of
+// these functions recurse with the input's nesting depth.
+#ifndef VDEV_IR_TEXT_H_
+#define VDEV_IR_TEXT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "vdev/diagnostic.h"
+#include "vdev/ir.h"
+
+namespace vdev::ir {
+
+class OpRegistry;
+
+// Parses a whole module and resolves every %name and @name. On failure returns InvalidArgument
+// whose message is "LINE:COL: message", and fills *error when given. Comments are not kept.
+absl::StatusOr<Module> ParseModule(absl::string_view text, Diagnostic* error = nullptr);
+
+// Checks what the parser cannot or a builder may get wrong: every local used is defined before use
+// in a visible scope, names unique per function, every block ends in return, built-in op arities and
+// required attributes, @names resolved. Then infers types (InferTypes) and checks written types.
+absl::Status VerifyModule(Module& module, Diagnostic* error = nullptr);
+absl::Status VerifyModule(Module& module, const OpRegistry& registry, Diagnostic* error = nullptr);
+
+// The canonical text: config first, then items in order separated by blank lines, two-space
+// indentation per block level (capped, see docs/ir.md), written types and devices only.
+std::string PrintModule(const Module& module);
+// One expression's right-hand side, e.g. `device_copy(%0, src=cpu:0, dst=cuda:0)` (no blocks).
+std::string PrintOperand(const Module& module, const Operand& operand);
+
+}  // namespace vdev::ir
+
+#endif  // VDEV_IR_TEXT_H_

@@ -1,0 +1,425 @@
+// IR tables (symbols, types, devices), Module helpers and the iterative walker.
+#include "vdev/ir.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace vdev::ir {
+
+// ---------------------------------------------------------------------------------------------
+// SymbolTable
+
+Symbol SymbolTable::Intern(absl::string_view text) {
+  auto it = index_.find(text);
+  if (it != index_.end()) return it->second;
+  // Spellings live in large chunks so that interning a million names costs few allocations.
+  constexpr size_t kChunk = 64 * 1024;
+  if (text.size() > chunk_left_) {
+    size_t size = std::max(kChunk, text.size());
+    chunks_.push_back(std::make_unique<char[]>(size));
+    chunk_next_ = chunks_.back().get();
+    chunk_left_ = size;
+  }
+  if (!text.empty()) std::memcpy(chunk_next_, text.data(), text.size());
+  absl::string_view stored(chunk_next_, text.size());
+  chunk_next_ += text.size();
+  chunk_left_ -= text.size();
+  Symbol s = static_cast<Symbol>(names_.size());
+  names_.push_back(stored);
+  index_.emplace(stored, s);
+  return s;
+}
+
+Symbol SymbolTable::Find(absl::string_view text) const {
+  auto it = index_.find(text);
+  return it == index_.end() ? kNoSymbol : it->second;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Types
+
+namespace {
+constexpr absl::string_view kDTypeNames[] = {"f64", "f32", "f16", "bf16", "i64", "i32", "i8", "u8", "bool"};
+}  // namespace
+
+absl::string_view DTypeName(DType dtype) { return kDTypeNames[static_cast<int>(dtype)]; }
+
+std::optional<DType> DTypeFromName(absl::string_view name) {
+  for (int i = 0; i < static_cast<int>(std::size(kDTypeNames)); ++i) {
+    if (kDTypeNames[i] == name) return static_cast<DType>(i);
+  }
+  return std::nullopt;
+}
+
+TypeId TypeTable::Intern(TypeKind kind, DType dtype, absl::Span<const int64_t> dims,
+                         absl::Span<const TypeId> kids) {
+  std::string key;
+  key.reserve(2 + dims.size() * sizeof(int64_t) + kids.size() * sizeof(TypeId));
+  key.push_back(static_cast<char>(kind));
+  key.push_back(static_cast<char>(dtype));
+  key.append(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(int64_t));
+  key.append(reinterpret_cast<const char*>(kids.data()), kids.size() * sizeof(TypeId));
+  auto it = index_.find(key);
+  if (it != index_.end()) return it->second;
+  TypeNode node;
+  node.kind = kind;
+  node.dtype = dtype;
+  if (kind == TypeKind::kTensor) {
+    node.items = {static_cast<uint32_t>(dims_.size()), static_cast<uint32_t>(dims.size())};
+    dims_.insert(dims_.end(), dims.begin(), dims.end());
+  } else {
+    node.items = {static_cast<uint32_t>(kids_.size()), static_cast<uint32_t>(kids.size())};
+    kids_.insert(kids_.end(), kids.begin(), kids.end());
+  }
+  TypeId id = static_cast<TypeId>(nodes_.size());
+  nodes_.push_back(node);
+  index_.emplace(std::move(key), id);
+  return id;
+}
+
+TypeId TypeTable::Tensor(DType dtype, absl::Span<const int64_t> dims) {
+  return Intern(TypeKind::kTensor, dtype, dims, {});
+}
+TypeId TypeTable::Tuple(absl::Span<const TypeId> fields) {
+  return Intern(TypeKind::kTuple, DType::kF32, {}, fields);
+}
+TypeId TypeTable::Func(absl::Span<const TypeId> params, TypeId result) {
+  std::vector<TypeId> kids(params.begin(), params.end());
+  kids.push_back(result);
+  return Intern(TypeKind::kFunc, DType::kF32, {}, kids);
+}
+TypeId TypeTable::Storage() { return Intern(TypeKind::kStorage, DType::kF32, {}, {}); }
+
+absl::Span<const int64_t> TypeTable::dims(TypeId t) const {
+  const TypeNode& n = nodes_[t];
+  return {dims_.data() + n.items.begin, n.items.count};
+}
+absl::Span<const TypeId> TypeTable::fields(TypeId t) const {
+  const TypeNode& n = nodes_[t];
+  return {kids_.data() + n.items.begin, n.items.count};
+}
+absl::Span<const TypeId> TypeTable::func_params(TypeId t) const {
+  const TypeNode& n = nodes_[t];
+  return {kids_.data() + n.items.begin, n.items.count - 1};
+}
+TypeId TypeTable::func_result(TypeId t) const {
+  const TypeNode& n = nodes_[t];
+  return kids_[n.items.begin + n.items.count - 1];
+}
+
+std::string TypeTable::ToString(TypeId t) const {
+  std::string out;
+  AppendTo(t, &out);
+  return out;
+}
+
+void TypeTable::AppendTo(TypeId root, std::string* out) const {
+  // Explicit stack of (type, next child to print).
+  struct Frame {
+    TypeId type;
+    uint32_t next;
+  };
+  std::vector<Frame> stack;
+  auto open = [&](TypeId t) {
+    if (t == kNoType) {
+      out->push_back('?');
+      return;
+    }
+    const TypeNode& n = nodes_[t];
+    switch (n.kind) {
+      case TypeKind::kStorage:
+        out->append("storage");
+        return;
+      case TypeKind::kTensor: {
+        absl::StrAppend(out, DTypeName(n.dtype));
+        out->push_back('[');
+        for (uint32_t i = 0; i < n.items.count; ++i) {
+          if (i > 0) out->push_back(',');
+          int64_t d = dims_[n.items.begin + i];
+          if (d == kDynamicDim) {
+            out->push_back('?');
+          } else {
+            absl::StrAppend(out, d);
+          }
+        }
+        out->push_back(']');
+        return;
+      }
+      case TypeKind::kTuple:
+        out->push_back('(');
+        stack.push_back({t, 0});
+        return;
+      case TypeKind::kFunc:
+        out->append("fn(");
+        stack.push_back({t, 0});
+        return;
+    }
+  };
+  open(root);
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    const TypeNode& n = nodes_[f.type];
+    uint32_t i = f.next++;
+    if (n.kind == TypeKind::kTuple) {
+      if (i == n.items.count) {
+        out->push_back(')');
+        stack.pop_back();
+        continue;
+      }
+      if (i > 0) out->append(", ");
+      open(kids_[n.items.begin + i]);
+    } else {  // kFunc: params, then `) -> ` and the result
+      uint32_t num_params = n.items.count - 1;
+      if (i > num_params) {
+        stack.pop_back();
+        continue;
+      }
+      if (i == num_params) {
+        out->append(") -> ");
+      } else if (i > 0) {
+        out->append(", ");
+      }
+      open(kids_[n.items.begin + i]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Devices, config
+
+DeviceId DeviceTable::Intern(const VirtualDevice& device) {
+  auto it = index_.find(device);
+  if (it != index_.end()) return it->second;
+  DeviceId id = static_cast<DeviceId>(devices_.size());
+  devices_.push_back(device);
+  index_.emplace(device, id);
+  return id;
+}
+
+std::vector<TargetKind> Config::EffectiveTargets() const {
+  if (targets) return *targets;
+  return {TargetKind::kLLVM, TargetKind::kCUDA};
+}
+VirtualDevice Config::EffectiveDefault() const {
+  return default_device ? *default_device : VirtualDevice::ForDevice(DeviceType::kCUDA, 0);
+}
+VirtualDevice Config::EffectiveHost() const {
+  return host_device ? *host_device : VirtualDevice::ForDevice(DeviceType::kCPU, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Module
+
+FuncId Module::FindGlobal(absl::string_view name) const {
+  Symbol s = symbols.Find(name);
+  if (s == kNoSymbol) return kNoFunc;
+  auto it = globals.find(s);
+  return it == globals.end() ? kNoFunc : it->second;
+}
+
+const Attr* Module::FindAttr(const Expr& e, absl::string_view key) const {
+  Symbol s = symbols.Find(key);
+  if (s == kNoSymbol) return nullptr;
+  for (const Attr& a : Attrs(e)) {
+    if (a.key == s) return &a;
+  }
+  return nullptr;
+}
+
+Symbol Module::ValueName(ValueRef v) const {
+  switch (v.kind) {
+    case ValueKind::kParam: return params[v.index].name;
+    case ValueKind::kBinding: return bindings[v.index].name;
+    case ValueKind::kNone: break;
+  }
+  return kNoSymbol;
+}
+
+SourceLoc Module::ValueLoc(ValueRef v) const {
+  switch (v.kind) {
+    case ValueKind::kParam: return params[v.index].loc;
+    case ValueKind::kBinding: return bindings[v.index].loc;
+    case ValueKind::kNone: break;
+  }
+  return {};
+}
+
+absl::string_view Module::OpName(const Expr& e) const {
+  return e.kind == ExprKind::kOpCall ? Name(e.op) : absl::string_view();
+}
+
+Range Module::AddOperands(absl::Span<const Operand> ops) {
+  Range r{static_cast<uint32_t>(operands.size()), static_cast<uint32_t>(ops.size())};
+  operands.insert(operands.end(), ops.begin(), ops.end());
+  return r;
+}
+
+Range Module::AddAttrs(absl::Span<const Attr> as) {
+  Range r{static_cast<uint32_t>(attrs.size()), static_cast<uint32_t>(as.size())};
+  attrs.insert(attrs.end(), as.begin(), as.end());
+  return r;
+}
+
+Operand Module::LocalOperand(ValueRef v, SourceLoc loc) const {
+  Operand o;
+  o.kind = OperandKind::kLocal;
+  o.symbol = ValueName(v);
+  o.value = v;
+  o.loc = loc;
+  return o;
+}
+
+Operand Module::DeviceOperand(const VirtualDevice& vd, SourceLoc loc) {
+  Operand o;
+  o.kind = OperandKind::kDevice;
+  o.index = devices.Intern(vd);
+  o.loc = loc;
+  return o;
+}
+
+Operand Module::NumberOperand(absl::string_view spelling, SourceLoc loc) {
+  Operand o;
+  o.kind = OperandKind::kNumber;
+  o.symbol = symbols.Intern(spelling);
+  o.loc = loc;
+  return o;
+}
+
+Operand Module::IntListOperand(absl::Span<const int64_t> values, SourceLoc loc) {
+  Operand o;
+  o.kind = OperandKind::kIntList;
+  o.index = static_cast<uint32_t>(ints.size());
+  o.count = static_cast<uint32_t>(values.size());
+  ints.insert(ints.end(), values.begin(), values.end());
+  o.loc = loc;
+  return o;
+}
+
+Operand Module::IdentOperand(absl::string_view ident, SourceLoc loc) {
+  Operand o;
+  o.kind = OperandKind::kIdent;
+  o.symbol = symbols.Intern(ident);
+  o.loc = loc;
+  return o;
+}
+
+Operand Module::BoolOperand(bool value, SourceLoc loc) {
+  Operand o;
+  o.kind = OperandKind::kBool;
+  o.index = value ? 1 : 0;
+  o.loc = loc;
+  return o;
+}
+
+Attr Module::MakeAttr(absl::string_view key, Operand value) {
+  Attr a;
+  a.key = symbols.Intern(key);
+  a.value = value;
+  return a;
+}
+
+Expr Module::MakeOpCall(absl::string_view op, absl::Span<const Operand> args, absl::Span<const Attr> as) {
+  Expr e;
+  e.kind = ExprKind::kOpCall;
+  e.op = symbols.Intern(op);
+  e.args = AddOperands(args);
+  e.attrs = AddAttrs(as);
+  return e;
+}
+
+BindingId Module::AddBinding(BlockId block, Symbol name, Expr expr, SourceLoc loc) {
+  Binding b;
+  b.name = name;
+  b.loc = loc;
+  b.block = block;
+  b.expr = expr;
+  BindingId id = static_cast<BindingId>(bindings.size());
+  bindings.push_back(b);
+  return id;
+}
+
+Symbol Module::FreshName(absl::string_view hint) {
+  if (symbols.Find(hint) == kNoSymbol) return symbols.Intern(hint);
+  for (uint64_t i = 1;; ++i) {
+    std::string name = absl::StrCat(hint, "_", i);
+    if (symbols.Find(name) == kNoSymbol) return symbols.Intern(name);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Walking
+
+void WalkFunction(const Module& m, FuncId root, Visitor& v) {
+  // A frame is an open block (with the next binding to visit) or a pending local-function exit.
+  struct Frame {
+    BlockId block;
+    uint32_t next;      // next index in block.bindings
+    BindingId pending;  // binding whose nested blocks are being visited; kNoBinding when none
+    uint8_t stage;      // for `if`: 0 = then not yet entered, 1 = else not yet entered, 2 = done
+  };
+  std::vector<Frame> stack;
+  v.EnterFunction(root);
+  if (m.functions[root].body == kNoBlock) {
+    v.ExitFunction(root);
+    return;
+  }
+  v.EnterBlock(m.functions[root].body);
+  stack.push_back({m.functions[root].body, 0, kNoBinding, 0});
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    if (f.pending != kNoBinding) {
+      const Binding& b = m.bindings[f.pending];
+      if (b.expr.kind == ExprKind::kIf && f.stage < 2) {
+        BlockId arm = f.stage == 0 ? b.expr.then_block : b.expr.else_block;
+        ++f.stage;
+        v.EnterBlock(arm);
+        stack.push_back({arm, 0, kNoBinding, 0});
+        continue;
+      }
+      if (b.expr.kind == ExprKind::kFn && f.stage < 2) {
+        f.stage = 2;
+        FuncId fn = b.expr.func;
+        v.EnterFunction(fn);
+        BlockId body = m.functions[fn].body;
+        if (body != kNoBlock) {
+          v.EnterBlock(body);
+          stack.push_back({body, 0, kNoBinding, 0});
+          continue;
+        }
+        v.ExitFunction(fn);
+      }
+      BindingId done = f.pending;
+      f.pending = kNoBinding;
+      v.BindingDone(done);
+      continue;
+    }
+    const Block& block = m.blocks[f.block];
+    if (f.next == block.bindings.size()) {
+      BlockId finished = f.block;
+      stack.pop_back();
+      v.ExitBlock(finished);
+      // A function body closes its function; an `if` arm returns to its binding's frame.
+      if (block.owner == kNoBinding) {
+        FuncId fn = block.func;
+        v.ExitFunction(fn);
+      }
+      continue;
+    }
+    BindingId b = block.bindings[f.next++];
+    v.Binding(b);
+    ExprKind kind = m.bindings[b].expr.kind;
+    if (kind == ExprKind::kIf || kind == ExprKind::kFn) {
+      f.pending = b;
+      f.stage = 0;
+    } else {
+      v.BindingDone(b);
+    }
+  }
+}
+
+void WalkModule(const Module& m, Visitor& v) {
+  for (FuncId f : m.items) WalkFunction(m, f, v);
+}
+
+}  // namespace vdev::ir
