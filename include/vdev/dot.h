@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
+#include "vdev/ir.h"
+
 namespace vdev {
 
 struct DotNode {
@@ -38,6 +41,12 @@ struct DotGraph {
 // Renders `graph` as a DOT digraph with a legend of device colours. Colours are assigned by order of
 // first appearance of each device, so the output is deterministic. Strings are escaped.
 std::string WriteDot(const DotGraph& graph);
+
+// The graph of a device-planned module (PlanResult::module and ::binding_devices): a node per
+// parameter, top-level binding and return of each global function, coloured by device; an edge per
+// use. A `device_copy` is not a node: each use of it is a red edge from the copied value, labelled
+// `src -> dst`. Nested blocks (if arms, local functions) are drawn as their binding's node.
+DotGraph PlannedProgramGraph(const ir::Module& module, absl::Span<const ir::DeviceId> binding_devices);
 
 }  // namespace vdev
 
