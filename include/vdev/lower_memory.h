@@ -101,6 +101,12 @@ absl::StatusOr<MemoryPlan> LowerMemory(ir::Module& module, std::vector<ir::Devic
 // Returns how many were rewritten; InvalidArgument for an ipc_memory storage not on a CUDA device.
 absl::StatusOr<int> LowerIpcAllocStorage(ir::Module& module);
 
+// The `vdev lower --json` report of a lowered module (docs/memory-planning.md): per function the
+// pool sizes per (device, scope), each storage with its allocator, size and offset in its pool,
+// each tensor with its storage and offset, the all-reduces with their strategy (or why NCCL), the
+// unplanned values; then the pool sizes summed over functions.
+std::string MemoryReportJson(const ir::Module& module, const MemoryPlan& plan);
+
 }  // namespace vdev
 
 #endif  // VDEV_LOWER_MEMORY_H_
