@@ -1,0 +1,928 @@
+// PlanDevices: collect device constraints over domains, join free boundaries, default, capture.
+//
+// Every value gets a domain: a parameter from its function's signature, a binding from its
+// expression (a primitive call site's own domain, a call's result domain, a tuple's domain, …).
+// Copy points are the bindings whose value may live elsewhere than what they read: on_device,
+// device_copy and projections of an on_device result; they keep their body's domain on the side.
+// Capture turns each copy point whose two devices differ into a device_copy binding.
+#include "vdev/plan_devices.h"
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "src/planner/conflict_core.h"
+#include "src/planner/device_domains.h"
+#include "vdev/status_macros.h"
+
+namespace vdev {
+namespace {
+
+using ir::BindingId;
+using ir::BlockId;
+using ir::ExprKind;
+using ir::FuncId;
+using ir::FuncKind;
+using ir::Operand;
+using ir::ValueRef;
+using planner_internal::ConflictProblem;
+using planner_internal::DeviceDomains;
+using planner_internal::DeviceIndex;
+using planner_internal::DeviceTable;
+using planner_internal::DomainId;
+using planner_internal::UnifyConflict;
+
+constexpr DomainId kNoDomain = UINT32_MAX;
+
+// What put a device on a domain; the annotations of a conflict are reported from these.
+enum class PinKind : uint8_t { kOnDevice, kCopySrc, kCopyDst, kParam, kResult, kHost, kAlloc, kKernelParam, kKernelResult };
+
+struct Pin {
+  DomainId domain;
+  DeviceIndex device;
+  PinKind kind;
+  uint32_t ref;  // the binding, parameter or function the pin is written on
+  SourceLoc loc;
+};
+
+// A use of an operand whose value could not join the use site: the value is copied to the site.
+struct CopiedUse {
+  uint32_t operand;
+  DomainId site;
+};
+
+// Devices compare by type, id and scope when deciding whether a copy moves anything.
+bool SameDevice(const VirtualDevice& a, const VirtualDevice& b) {
+  return a.device_type() == b.device_type() && a.virtual_device_id() == b.virtual_device_id() &&
+         a.memory_scope() == b.memory_scope();
+}
+
+std::string LocText(SourceLoc loc) { return absl::StrCat(loc.line, ":", loc.col); }
+
+class Planner {
+ public:
+  Planner(ir::Module& module, const PlanOptions& options, PlanError* error)
+      : m_(module), options_(options), error_(error), domains_(&devices_) {}
+
+  absl::Status Run();
+  PlanResult TakeResult();
+
+ private:
+  class Collector;
+
+  // --- Signatures ---------------------------------------------------------------------------
+  void MakeSignatures();
+  DomainId DomainForType(ir::TypeId type);
+
+  // --- Collection -----------------------------------------------------------------------------
+  absl::Status CollectBinding(BindingId b);
+  absl::Status CollectOpCall(BindingId b);
+  absl::Status FinishFunction(FuncId f);
+  DomainId OperandDomain(const Operand& o);
+  void NoteUse(const Operand& o, DomainId site, BindingId user);
+  DomainId PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref, SourceLoc loc);
+  // A value used by a primitive op at `site`: joined, or copied (with a warning), or an error.
+  absl::Status PrimitiveUse(BindingId b, uint32_t operand, DomainId site);
+  // Structural equality (calls, tuples, if, returns): a conflict is an error in both modes.
+  absl::Status HardUnify(DomainId a, DomainId b, SourceLoc loc, absl::string_view what);
+  absl::Status ConflictError(const UnifyConflict& conflict, SourceLoc loc, std::string message);
+  std::string DescribePin(const Pin& pin) const;
+  std::string DescribeValue(const Operand& o) const;
+  std::string DeviceText(DeviceIndex d) const { return devices_.Get(d).ToString(); }
+
+  // --- Later phases ----------------------------------------------------------------------------
+  void JoinFreeBoundaries();
+  void ApplyDefaults();
+  void Capture();
+  ValueRef Resolve(ValueRef v) const;
+  // The device_copy binding that brings `value` to `dst` for a use in `block`, made on first need.
+  BindingId CopyFor(BlockId block, BindingId consumer, ValueRef value, DeviceIndex src, DeviceIndex dst,
+                    std::vector<BindingId>& out);
+  ir::Expr DeviceCopyExpr(const Operand& value, DeviceIndex src, DeviceIndex dst, SourceLoc loc);
+  // A binding the plan adds, with the device of its value.
+  BindingId AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc, DeviceIndex device);
+  void NoteConsumer(const Operand& o, BindingId consumer);
+
+  const ir::Binding& B(BindingId b) const { return m_.bindings[b]; }
+  FuncId FuncOf(BindingId b) const { return m_.blocks[m_.bindings[b].block].func; }
+
+  ir::Module& m_;
+  const PlanOptions& options_;
+  PlanError* error_;
+  DeviceTable devices_;
+  DeviceDomains domains_;
+  DeviceIndex default_device_ = 0;
+  DeviceIndex host_device_ = 0;
+  size_t input_bindings_ = 0;
+
+  std::vector<DomainId> param_domain_;
+  std::vector<DomainId> result_domain_;   // by FuncId
+  std::vector<DomainId> func_domain_;     // by FuncId: the signature
+  std::vector<bool> analysed_;            // by FuncId: not a kernel, not inside fn[primitive]
+  std::vector<DomainId> binding_domain_;  // by BindingId
+  std::vector<DomainId> first_use_;       // by BindingId: the site of its first consumer
+  std::vector<BindingId> first_user_;     // by BindingId: its first consumer
+  // Copy points: on_device, device_copy and projections of an on_device result → body domain.
+  absl::flat_hash_map<BindingId, DomainId> copy_body_;
+  absl::flat_hash_map<BindingId, std::vector<CopiedUse>> copied_uses_;
+  // Kernel calls: the kernel's parameter domains are the use sites; the result's own domain.
+  absl::flat_hash_map<BindingId, DomainId> kernel_result_;
+  std::vector<std::pair<DomainId, DomainId>> free_pairs_;
+  std::vector<Pin> pins_;  // a domain's origin is an index into pins_
+  // Post-order of analysed bindings (a binding after its nested blocks), and each item's range.
+  std::vector<BindingId> order_;
+  std::vector<std::pair<FuncId, std::pair<size_t, size_t>>> item_ranges_;
+
+  // Capture.
+  absl::flat_hash_map<BindingId, ValueRef> replaced_by_;
+  absl::flat_hash_map<std::tuple<BlockId, ValueRef, DeviceIndex>, BindingId> shared_copies_;
+  absl::flat_hash_map<BindingId, size_t> awaiting_consumer_;  // copy binding → index in copies
+
+  PlanResult result_;
+};
+
+// --- Signatures -------------------------------------------------------------------------------
+
+// A function type gets a signature domain (built bottom-up, no recursion); anything else a plain one.
+DomainId Planner::DomainForType(ir::TypeId type) {
+  if (type == ir::kNoType || m_.types.kind(type) != ir::TypeKind::kFunc) return domains_.MakeFirstOrder();
+  struct Frame {
+    ir::TypeId type;
+    size_t next;
+    std::vector<DomainId> kids;
+  };
+  std::vector<Frame> stack{{type, 0, {}}};
+  DomainId made = kNoDomain;
+  while (true) {
+    Frame& f = stack.back();
+    auto params = m_.types.func_params(f.type);
+    if (made != kNoDomain) {
+      f.kids.push_back(made);
+      made = kNoDomain;
+    }
+    if (f.next <= params.size()) {
+      ir::TypeId kid = f.next < params.size() ? params[f.next] : m_.types.func_result(f.type);
+      ++f.next;
+      if (kid != ir::kNoType && m_.types.kind(kid) == ir::TypeKind::kFunc) {
+        stack.push_back({kid, 0, {}});
+      } else {
+        made = domains_.MakeFirstOrder();
+      }
+      continue;
+    }
+    DomainId result = f.kids.back();
+    f.kids.pop_back();
+    made = domains_.MakeHigherOrder(f.kids, result);
+    stack.pop_back();
+    if (stack.empty()) return made;
+  }
+}
+
+void Planner::MakeSignatures() {
+  size_t nf = m_.functions.size();
+  param_domain_.assign(m_.params.size(), kNoDomain);
+  result_domain_.assign(nf, kNoDomain);
+  func_domain_.assign(nf, kNoDomain);
+  analysed_.assign(nf, false);
+  for (FuncId f = 0; f < nf; ++f) {
+    const ir::Function& fn = m_.functions[f];
+    bool inside_primitive = fn.kind == FuncKind::kLocal && fn.parent != ir::kNoFunc && !analysed_[fn.parent];
+    analysed_[f] = fn.kind != FuncKind::kKernel && !fn.primitive && !inside_primitive;
+    std::vector<DomainId> params;
+    PinKind param_pin = fn.kind == FuncKind::kKernel ? PinKind::kKernelParam : PinKind::kParam;
+    for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
+      const ir::Param& param = m_.params[p];
+      DomainId d = DomainForType(param.type);
+      if (param.device != ir::kNoDevice) {
+        DeviceIndex device = devices_.Intern(m_.Device(param.device));
+        pins_.push_back({domains_.ResultLeaf(d), device, param_pin, p, param.device_loc});
+        domains_.Constrain(d, device, static_cast<uint32_t>(pins_.size() - 1));
+      }
+      param_domain_[p] = d;
+      params.push_back(d);
+    }
+    ir::TypeId result_type = fn.result_type;
+    if (result_type == ir::kNoType && fn.type != ir::kNoType && m_.types.kind(fn.type) == ir::TypeKind::kFunc) {
+      result_type = m_.types.func_result(fn.type);
+    }
+    DomainId result = DomainForType(result_type);
+    if (fn.result_device != ir::kNoDevice) {
+      DeviceIndex device = devices_.Intern(m_.Device(fn.result_device));
+      PinKind kind = fn.kind == FuncKind::kKernel ? PinKind::kKernelResult : PinKind::kResult;
+      pins_.push_back({domains_.ResultLeaf(result), device, kind, f, fn.result_device_loc});
+      domains_.Constrain(result, device, static_cast<uint32_t>(pins_.size() - 1));
+    }
+    result_domain_[f] = result;
+    func_domain_[f] = domains_.MakeHigherOrder(params, result);
+  }
+}
+
+// --- Collection -------------------------------------------------------------------------------
+
+// Walks the module in program order; a binding is collected once its nested blocks are.
+class Planner::Collector : public ir::Visitor {
+ public:
+  explicit Collector(Planner* planner) : p_(planner) {}
+  void EnterFunction(FuncId f) override {
+    if (!p_->analysed_[f]) ++skipping_;
+  }
+  void ExitFunction(FuncId f) override {
+    if (!p_->analysed_[f]) {
+      --skipping_;
+    } else if (status_.ok()) {
+      status_ = p_->FinishFunction(f);
+    }
+  }
+  void BindingDone(BindingId b) override {
+    if (skipping_ > 0 || !status_.ok()) return;
+    p_->order_.push_back(b);
+    status_ = p_->CollectBinding(b);
+  }
+  absl::Status status() const { return status_; }
+
+ private:
+  Planner* p_;
+  int skipping_ = 0;
+  absl::Status status_;
+};
+
+DomainId Planner::OperandDomain(const Operand& o) {
+  if (o.kind == ir::OperandKind::kGlobal) return o.index == ir::kNoFunc ? kNoDomain : func_domain_[o.index];
+  if (!o.is_local()) return kNoDomain;
+  return o.value.is_param() ? param_domain_[o.value.index] : binding_domain_[o.value.index];
+}
+
+void Planner::NoteUse(const Operand& o, DomainId site, BindingId user) {
+  if (o.is_local() && o.value.is_binding() && first_use_[o.value.index] == kNoDomain) {
+    first_use_[o.value.index] = site;
+    first_user_[o.value.index] = user;
+  }
+}
+
+DomainId Planner::PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref, SourceLoc loc) {
+  DomainId d = domains_.MakeFirstOrder(device, static_cast<uint32_t>(pins_.size()));
+  pins_.push_back({d, device, kind, ref, loc});
+  return d;
+}
+
+std::string Planner::DescribeValue(const Operand& o) const {
+  if (o.kind == ir::OperandKind::kGlobal) return absl::StrCat("@", m_.Name(o.symbol));
+  return absl::StrCat("%", m_.Name(m_.ValueName(o.value)));
+}
+
+std::string Planner::DescribePin(const Pin& pin) const {
+  std::string device = DeviceText(pin.device);
+  switch (pin.kind) {
+    case PinKind::kOnDevice: {
+      const Operand& x = m_.Args(B(pin.ref).expr)[0];
+      return absl::StrCat("on_device(", x.is_local() ? DescribeValue(x) : "…", ", ", device, ")");
+    }
+    case PinKind::kCopySrc:
+      return absl::StrCat("device_copy src=", device, " of %", m_.Name(B(pin.ref).name));
+    case PinKind::kCopyDst:
+      return absl::StrCat("device_copy dst=", device, " of %", m_.Name(B(pin.ref).name));
+    case PinKind::kParam:
+      return absl::StrCat("parameter %", m_.Name(m_.params[pin.ref].name), " on ", device);
+    case PinKind::kKernelParam:
+      return absl::StrCat("kernel parameter %", m_.Name(m_.params[pin.ref].name), " on ", device);
+    case PinKind::kResult:
+      return absl::StrCat("result of ", m_.functions[pin.ref].kind == FuncKind::kLocal ? "%" : "@",
+                          m_.Name(m_.functions[pin.ref].name), " on ", device);
+    case PinKind::kKernelResult:
+      return absl::StrCat("result of kernel @", m_.Name(m_.functions[pin.ref].name), " on ", device);
+    case PinKind::kHost:
+      return absl::StrCat("host operand of ", m_.OpName(B(pin.ref).expr), " (", device, ")");
+    case PinKind::kAlloc:
+      return absl::StrCat("memory.alloc_storage device=", device);
+  }
+  return device;
+}
+
+absl::Status Planner::ConflictError(const UnifyConflict& conflict, SourceLoc loc, std::string message) {
+  PlanError error;
+  error.loc = loc;
+  error.message = std::move(message);
+  if (!conflict.arity_mismatch) {
+    // The two classes that failed to join, their forest edges plus the failed edge, their pins.
+    DomainId lhs = domains_.Find(conflict.lhs);
+    DomainId rhs = domains_.Find(conflict.rhs);
+    ConflictProblem problem;
+    absl::flat_hash_map<DomainId, uint32_t> node;
+    auto node_of = [&](DomainId d) {
+      auto [it, inserted] = node.try_emplace(d, problem.num_nodes);
+      if (inserted) ++problem.num_nodes;
+      return it->second;
+    };
+    for (DomainId d = 0; d < domains_.size(); ++d) {
+      DomainId root = domains_.Find(d);
+      if ((root == lhs || root == rhs) && domains_.ParentOf(d) != d) {
+        problem.equalities.emplace_back(node_of(d), node_of(domains_.ParentOf(d)));
+      }
+    }
+    problem.equalities.emplace_back(node_of(conflict.lhs), node_of(conflict.rhs));
+    std::vector<size_t> pin_of;
+    for (size_t i = 0; i < pins_.size(); ++i) {
+      DomainId root = domains_.Find(pins_[i].domain);
+      if (root != lhs && root != rhs) continue;
+      problem.pins.push_back({node_of(pins_[i].domain), devices_.Get(pins_[i].device)});
+      pin_of.push_back(i);
+    }
+    planner_internal::ConflictCoreStats stats;
+    absl::StatusOr<std::vector<size_t>> core = planner_internal::FindMinimalConflict(problem, &stats);
+    result_.stats.solver_calls += stats.solver_calls;
+    result_.stats.solver_seconds += stats.solver_seconds;
+    if (core.ok()) {
+      for (size_t k : *core) {
+        const Pin& pin = pins_[pin_of[k]];
+        error.conflicts.push_back({pin.loc, devices_.Get(pin.device), DescribePin(pin)});
+      }
+      std::sort(error.conflicts.begin(), error.conflicts.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.loc.line, a.loc.col) < std::tie(b.loc.line, b.loc.col);
+      });
+    } else if (!absl::IsNotFound(core.status())) {
+      return core.status();
+    }
+  }
+  std::string text = absl::StrCat(LocText(error.loc), ": ", error.message);
+  for (const ConflictAnnotation& c : error.conflicts) {
+    absl::StrAppend(&text, "\n  ", LocText(c.loc), ": ", c.what);
+  }
+  if (error_ != nullptr) *error_ = std::move(error);
+  return absl::InvalidArgumentError(text);
+}
+
+absl::Status Planner::HardUnify(DomainId a, DomainId b, SourceLoc loc, absl::string_view what) {
+  std::optional<UnifyConflict> conflict = domains_.Unify(a, b);
+  if (!conflict) return absl::OkStatus();
+  std::string message =
+      conflict->arity_mismatch
+          ? absl::StrCat(what, ": a function of the wrong number of parameters")
+          : absl::StrCat(what, ": ", DeviceText(conflict->lhs_device), " and ", DeviceText(conflict->rhs_device),
+                         " cannot be joined");
+  return ConflictError(*conflict, loc, std::move(message));
+}
+
+absl::Status Planner::PrimitiveUse(BindingId b, uint32_t operand, DomainId site) {
+  const Operand& o = m_.Args(B(b).expr)[operand];
+  DomainId value = OperandDomain(o);
+  if (value == kNoDomain) return absl::OkStatus();
+  BindingId earlier_user =
+      o.is_local() && o.value.is_binding() ? first_user_[o.value.index] : ir::kNoBinding;
+  NoteUse(o, site, b);
+  DeviceIndex value_device = domains_.Device(value);
+  uint32_t value_origin = domains_.Origin(value);
+  std::optional<UnifyConflict> conflict = domains_.Unify(value, site);
+  if (!conflict) return absl::OkStatus();
+  bool from_signature = value_origin < pins_.size() &&
+                        (pins_[value_origin].kind == PinKind::kParam || pins_[value_origin].kind == PinKind::kResult);
+  SourceLoc use_loc = o.loc.valid() ? o.loc : B(b).loc;
+  if (options_.strict || from_signature || conflict->arity_mismatch || !o.is_local()) {
+    return ConflictError(*conflict, use_loc,
+                         absl::StrCat(DescribeValue(o), " is needed on ", DeviceText(value_device), " and on ",
+                                      DeviceText(domains_.Device(site)), " at once"));
+  }
+  // Copy for this (the later) use; the warning names the earlier use and what fixed its device.
+  std::string message = absl::StrCat(DescribeValue(o), " is needed on ", DeviceText(value_device));
+  if (earlier_user != ir::kNoBinding && earlier_user != b) {
+    absl::StrAppend(&message, " by the use at ", LocText(B(earlier_user).expr.loc));
+  }
+  if (value_origin < pins_.size()) {
+    absl::StrAppend(&message, " (", DescribePin(pins_[value_origin]), " at ", LocText(pins_[value_origin].loc), ")");
+  }
+  absl::StrAppend(&message, " and on ", DeviceText(domains_.Device(site)), " by the use at ", LocText(use_loc),
+                  "; copied for the later use");
+  result_.warnings.push_back({Severity::kWarning, use_loc, std::move(message)});
+  copied_uses_[b].push_back({operand, site});
+  ++result_.stats.conflict_copies;
+  return absl::OkStatus();
+}
+
+absl::Status Planner::CollectOpCall(BindingId b) {
+  const ir::Expr& e = B(b).expr;
+  absl::string_view op = m_.OpName(e);
+  auto args = m_.Args(e);
+  auto bool_attr = [&](absl::string_view key, bool fallback) {
+    const ir::Attr* a = m_.FindAttr(e, key);
+    return a == nullptr || a->value.kind != ir::OperandKind::kBool ? fallback : a->value.index != 0;
+  };
+  auto device_attr = [&](absl::string_view key) -> std::optional<std::pair<DeviceIndex, SourceLoc>> {
+    const ir::Attr* a = m_.FindAttr(e, key);
+    if (a == nullptr || !a->value.is_device()) return std::nullopt;
+    return std::make_pair(devices_.Intern(m_.Device(a->value.index)), a->value.loc);
+  };
+  auto host_site = [&]() { return PinnedDomain(host_device_, PinKind::kHost, b, e.loc); };
+
+  if (op == "on_device" && !args.empty()) {
+    DeviceIndex vd = DeviceTable::kUnconstrained;
+    SourceLoc vd_loc = e.loc;
+    if (args.size() > 1 && args[1].is_device()) {
+      vd = devices_.Intern(m_.Device(args[1].index));
+      vd_loc = args[1].loc;
+    } else if (auto a = device_attr("device")) {
+      std::tie(vd, vd_loc) = *a;
+    }
+    bool constrain_body = bool_attr("constrain_body", true);
+    bool constrain_result = bool_attr("constrain_result", false);
+    const ir::Block& block = m_.blocks[B(b).block];
+    bool returned = block.owner == ir::kNoBinding && block.result.is_local() &&
+                    block.result.value == ValueRef::Binding(b);
+    if (returned && constrain_body) constrain_result = true;  // a returned on_device pins the result
+    DomainId body;
+    if (constrain_body) {
+      body = PinnedDomain(vd, PinKind::kOnDevice, b, vd_loc);
+      VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
+    } else {
+      body = OperandDomain(args[0]);
+      if (body == kNoDomain) body = domains_.MakeFirstOrder();
+    }
+    DomainId result;
+    if (constrain_result) {
+      result = constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b, vd_loc);
+    } else {
+      result = domains_.MakeFirstOrder();
+      if (!constrain_body) free_pairs_.emplace_back(body, result);
+    }
+    binding_domain_[b] = result;
+    copy_body_[b] = body;  // also when result == body: the on_device goes, as a copy from src to src
+    if (!constrain_body) NoteUse(args[0], result, b);
+    return absl::OkStatus();
+  }
+  if (op == "device_copy" && !args.empty()) {
+    auto src = device_attr("src");
+    auto dst = device_attr("dst");
+    DomainId body = src ? PinnedDomain(src->first, PinKind::kCopySrc, b, src->second) : domains_.MakeFirstOrder();
+    absl::Status s = PrimitiveUse(b, 0, body);
+    if (!s.ok()) return s;
+    DomainId result = dst ? PinnedDomain(dst->first, PinKind::kCopyDst, b, dst->second) : domains_.MakeFirstOrder();
+    binding_domain_[b] = result;
+    copy_body_[b] = body;
+    return absl::OkStatus();
+  }
+  if (op == "vm.shape_of") {
+    // The operand may live anywhere; the shape is on the host.
+    DomainId result = host_site();
+    if (!args.empty()) NoteUse(args[0], result, b);
+    binding_domain_[b] = result;
+    return absl::OkStatus();
+  }
+  if (op == "memory.alloc_storage") {
+    for (uint32_t k = 0; k < args.size(); ++k) {
+      if (args[k].is_device()) continue;
+      absl::Status s = PrimitiveUse(b, k, host_site());
+      if (!s.ok()) return s;
+    }
+    auto device = device_attr("device");
+    binding_domain_[b] = device ? PinnedDomain(device->first, PinKind::kAlloc, b, device->second)
+                                : domains_.MakeFirstOrder();
+    return absl::OkStatus();
+  }
+  if (op == "memory.alloc_tensor" || op == "vm.reshape_tensor") {
+    // The first operand (storage, data) shares the result's device; the others are on the host.
+    DomainId result = domains_.MakeFirstOrder();
+    for (uint32_t k = 0; k < args.size(); ++k) {
+      absl::Status s = PrimitiveUse(b, k, k == 0 ? result : host_site());
+      if (!s.ok()) return s;
+    }
+    binding_domain_[b] = result;
+    return absl::OkStatus();
+  }
+  // Any other op: operands and result on one device, chosen for this call site.
+  DomainId site = domains_.MakeFirstOrder();
+  for (uint32_t k = 0; k < args.size(); ++k) {
+    if (args[k].is_device()) continue;
+    absl::Status s = PrimitiveUse(b, k, site);
+    if (!s.ok()) return s;
+  }
+  binding_domain_[b] = site;
+  return absl::OkStatus();
+}
+
+absl::Status Planner::CollectBinding(BindingId b) {
+  const ir::Binding& binding = B(b);
+  const ir::Expr& e = binding.expr;
+  auto args = m_.Args(e);
+  switch (e.kind) {
+    case ExprKind::kOpCall:
+      return CollectOpCall(b);
+    case ExprKind::kCallGlobal: {
+      const ir::Function& callee = m_.functions[e.func];
+      auto params = m_.Params(callee);
+      if (params.size() != args.size()) {
+        return ConflictError(UnifyConflict{0, 0, 0, 0, true}, e.loc,
+                             absl::StrCat("@", m_.Name(callee.name), " takes ", params.size(), " arguments, not ",
+                                          args.size()));
+      }
+      if (callee.kind == FuncKind::kKernel) {
+        // The kernel boundary may copy: operands and result join the signature only where they can.
+        for (uint32_t k = 0; k < args.size(); ++k) {
+          DomainId value = OperandDomain(args[k]);
+          if (value == kNoDomain) continue;
+          DomainId param = param_domain_[callee.params.begin + k];
+          NoteUse(args[k], param, b);
+          free_pairs_.emplace_back(value, param);
+        }
+        DomainId result = domains_.MakeFirstOrder();
+        free_pairs_.emplace_back(result_domain_[e.func], result);
+        kernel_result_[b] = result_domain_[e.func];
+        binding_domain_[b] = result;
+        return absl::OkStatus();
+      }
+      for (uint32_t k = 0; k < args.size(); ++k) {
+        DomainId value = OperandDomain(args[k]);
+        if (value == kNoDomain) continue;
+        NoteUse(args[k], param_domain_[callee.params.begin + k], b);
+        VDEV_RETURN_IF_ERROR(HardUnify(value, param_domain_[callee.params.begin + k],
+                                       args[k].loc.valid() ? args[k].loc : e.loc,
+                                       absl::StrCat("argument ", k + 1, " of @", m_.Name(callee.name))));
+      }
+      binding_domain_[b] = result_domain_[e.func];
+      return absl::OkStatus();
+    }
+    case ExprKind::kCallValue: {
+      DomainId callee = OperandDomain(args[0]);
+      NoteUse(args[0], callee, b);
+      if (callee != kNoDomain && domains_.IsHigherOrder(callee)) {
+        if (domains_.Arity(callee) != args.size() - 1) {
+          return ConflictError(UnifyConflict{0, 0, 0, 0, true}, e.loc,
+                               absl::StrCat(DescribeValue(args[0]), " takes ", domains_.Arity(callee),
+                                            " arguments, not ", args.size() - 1));
+        }
+        for (uint32_t k = 1; k < args.size(); ++k) {
+          DomainId value = OperandDomain(args[k]);
+          if (value == kNoDomain) continue;
+          DomainId param = domains_.Param(callee, k - 1);
+          NoteUse(args[k], param, b);
+          VDEV_RETURN_IF_ERROR(HardUnify(value, param, args[k].loc.valid() ? args[k].loc : e.loc,
+                                         absl::StrCat("argument ", k, " of ", DescribeValue(args[0]))));
+        }
+        binding_domain_[b] = domains_.Result(callee);
+        return absl::OkStatus();
+      }
+      // A collapsed function (from a tuple or an if): arguments and result on its one device.
+      DomainId site = callee != kNoDomain ? callee : domains_.MakeFirstOrder();
+      for (uint32_t k = 1; k < args.size(); ++k) {
+        DomainId value = OperandDomain(args[k]);
+        if (value == kNoDomain) continue;
+        NoteUse(args[k], site, b);
+        VDEV_RETURN_IF_ERROR(HardUnify(value, site, args[k].loc.valid() ? args[k].loc : e.loc,
+                                       absl::StrCat("argument ", k, " of ", DescribeValue(args[0]))));
+      }
+      binding_domain_[b] = site;
+      return absl::OkStatus();
+    }
+    case ExprKind::kTuple: {
+      DomainId tuple = domains_.MakeFirstOrder();
+      for (const Operand& field : args) {
+        DomainId value = OperandDomain(field);
+        if (value == kNoDomain) continue;
+        NoteUse(field, tuple, b);
+        VDEV_RETURN_IF_ERROR(HardUnify(tuple, value, field.loc.valid() ? field.loc : e.loc, "a tuple field"));
+      }
+      binding_domain_[b] = tuple;
+      return absl::OkStatus();
+    }
+    case ExprKind::kProject: {
+      const Operand& t = args[0];
+      // Projecting an on_device result projects the annotated tuple, then copies only the field.
+      if (t.is_local() && t.value.is_binding()) {
+        auto it = copy_body_.find(t.value.index);
+        const ir::Expr& te = B(t.value.index).expr;
+        if (it != copy_body_.end() && te.kind == ExprKind::kOpCall && m_.OpName(te) == "on_device") {
+          DomainId result = domains_.MakeFirstOrder();
+          copy_body_[b] = it->second;
+          binding_domain_[b] = result;
+          return absl::OkStatus();
+        }
+      }
+      DomainId tuple = OperandDomain(t);
+      binding_domain_[b] = tuple != kNoDomain ? tuple : domains_.MakeFirstOrder();
+      NoteUse(t, binding_domain_[b], b);
+      return absl::OkStatus();
+    }
+    case ExprKind::kIf: {
+      DomainId site = domains_.MakeFirstOrder();
+      DomainId cond = OperandDomain(args[0]);
+      if (cond != kNoDomain) {
+        NoteUse(args[0], site, b);
+        VDEV_RETURN_IF_ERROR(HardUnify(site, cond, args[0].loc.valid() ? args[0].loc : e.loc, "an if condition"));
+      }
+      for (BlockId arm : {e.then_block, e.else_block}) {
+        const Operand& r = m_.blocks[arm].result;
+        DomainId value = OperandDomain(r);
+        if (value == kNoDomain) continue;
+        NoteUse(r, site, b);
+        VDEV_RETURN_IF_ERROR(HardUnify(site, value, m_.blocks[arm].return_loc, "an if arm's value"));
+      }
+      binding_domain_[b] = site;
+      return absl::OkStatus();
+    }
+    case ExprKind::kFn:
+      binding_domain_[b] = func_domain_[e.func];
+      return absl::OkStatus();
+    case ExprKind::kConst:
+      binding_domain_[b] = domains_.MakeFirstOrder();
+      return absl::OkStatus();
+    case ExprKind::kAlias: {
+      DomainId value = OperandDomain(args[0]);
+      binding_domain_[b] = value != kNoDomain ? value : domains_.MakeFirstOrder();
+      NoteUse(args[0], binding_domain_[b], b);
+      return absl::OkStatus();
+    }
+  }
+  return absl::InternalError("unknown expression kind");
+}
+
+absl::Status Planner::FinishFunction(FuncId f) {
+  const ir::Function& fn = m_.functions[f];
+  if (fn.body == ir::kNoBlock) return absl::OkStatus();
+  const ir::Block& body = m_.blocks[fn.body];
+  DomainId value = OperandDomain(body.result);
+  if (value == kNoDomain) return absl::OkStatus();
+  NoteUse(body.result, result_domain_[f], ir::kNoBinding);
+  return HardUnify(result_domain_[f], value, body.return_loc.valid() ? body.return_loc : body.result.loc,
+                   "the returned value");
+}
+
+// --- Free boundaries and defaults ---------------------------------------------------------------
+
+void Planner::JoinFreeBoundaries() {
+  for (const auto& [a, b] : free_pairs_) {
+    if (domains_.CanUnify(a, b)) (void)domains_.Unify(a, b);
+  }
+}
+
+void Planner::ApplyDefaults() {
+  for (FuncId f : m_.items) {
+    if (m_.functions[f].kind == FuncKind::kKernel) domains_.SetDefault(func_domain_[f], default_device_);
+  }
+  for (const auto& [f, range] : item_ranges_) {
+    domains_.SetDefault(func_domain_[f], default_device_);
+    for (size_t i = range.second; i-- > range.first;) {
+      BindingId b = order_[i];
+      const ir::Expr& e = B(b).expr;
+      if (e.kind == ExprKind::kFn) domains_.SetDefault(func_domain_[e.func], default_device_);
+      DeviceIndex fallback;
+      if (first_use_[b] != kNoDomain) {
+        fallback = domains_.Device(first_use_[b]);
+      } else if (auto it = copy_body_.find(b); it != copy_body_.end()) {
+        fallback = domains_.Device(it->second);  // an unused copy copies nothing
+      } else {
+        fallback = domains_.Device(result_domain_[FuncOf(b)]);
+      }
+      domains_.SetDefault(binding_domain_[b], fallback);
+      if (auto it = copy_body_.find(b); it != copy_body_.end()) {
+        domains_.SetDefault(it->second, domains_.Device(binding_domain_[b]));
+      }
+    }
+  }
+  // Primitive functions' signatures and anything no function reached.
+  for (FuncId f = 0; f < m_.functions.size(); ++f) domains_.SetDefault(func_domain_[f], default_device_);
+}
+
+// --- Capture -----------------------------------------------------------------------------------
+
+ValueRef Planner::Resolve(ValueRef v) const {
+  while (v.is_binding()) {
+    auto it = replaced_by_.find(v.index);
+    if (it == replaced_by_.end()) break;
+    v = it->second;
+  }
+  return v;
+}
+
+ir::Expr Planner::DeviceCopyExpr(const Operand& value, DeviceIndex src, DeviceIndex dst, SourceLoc loc) {
+  Operand x = value.is_local() ? m_.LocalOperand(value.value) : value;
+  ir::Attr attrs[] = {m_.MakeAttr("src", m_.DeviceOperand(devices_.Get(src))),
+                      m_.MakeAttr("dst", m_.DeviceOperand(devices_.Get(dst)))};
+  ir::Expr e = m_.MakeOpCall("device_copy", {&x, 1}, attrs);
+  e.loc = loc;
+  return e;
+}
+
+void Planner::NoteConsumer(const Operand& o, BindingId consumer) {
+  if (!o.is_local() || !o.value.is_binding()) return;
+  auto it = awaiting_consumer_.find(o.value.index);
+  if (it == awaiting_consumer_.end()) return;
+  result_.copies[it->second].into = consumer;
+  awaiting_consumer_.erase(it);
+}
+
+BindingId Planner::CopyFor(BlockId block, BindingId consumer, ValueRef value, DeviceIndex src, DeviceIndex dst,
+                           std::vector<BindingId>& out) {
+  auto [it, inserted] = shared_copies_.try_emplace(std::make_tuple(block, value, dst), ir::kNoBinding);
+  if (!inserted) return it->second;
+  ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(m_.ValueName(value)), "_copy"));
+  BindingId c = AddPlannedBinding(block, name, DeviceCopyExpr(m_.LocalOperand(value), src, dst, B(consumer).expr.loc),
+                                  B(consumer).loc, dst);
+  it->second = c;
+  out.push_back(c);
+  result_.copies.push_back({m_.blocks[block].func, value, devices_.Get(src), devices_.Get(dst), c, consumer, false});
+  return c;
+}
+
+BindingId Planner::AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc,
+                                     DeviceIndex device) {
+  BindingId c = m_.AddBinding(block, name, std::move(expr), loc);
+  result_.binding_devices.push_back(m_.devices.Intern(devices_.Get(device)));
+  result_.binding_replaced.push_back(false);
+  return c;
+}
+
+void Planner::Capture() {
+  std::vector<ir::DeviceId>& devices_out = result_.binding_devices;
+  devices_out.assign(m_.bindings.size(), ir::kNoDevice);
+  result_.binding_replaced.assign(m_.bindings.size(), false);
+  auto intern = [&](DeviceIndex d) { return m_.devices.Intern(devices_.Get(d)); };
+  auto same = [&](DeviceIndex a, DeviceIndex b) { return SameDevice(devices_.Get(a), devices_.Get(b)); };
+  for (FuncId f = 0; f < m_.functions.size(); ++f) {
+    ir::Function& fn = m_.functions[f];
+    for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
+      m_.params[p].device = intern(domains_.Device(param_domain_[p]));
+    }
+    fn.result_device = intern(domains_.Device(result_domain_[f]));
+  }
+  std::vector<std::vector<BindingId>> lists(m_.blocks.size());
+  auto set_operand = [&](const ir::Expr& e, uint32_t k, ValueRef v) {
+    Operand& o = m_.operands[e.args.begin + k];
+    o = m_.LocalOperand(v, o.loc);
+  };
+  for (BindingId b : order_) {
+    BlockId block = B(b).block;
+    std::vector<BindingId>& out = lists[block];
+    const ir::Expr e = B(b).expr;
+    ValueRef first_operand = e.args.count > 0 ? m_.operands[e.args.begin].value : ValueRef();
+    // Operands read through removed bindings.
+    for (uint32_t k = 0; k < e.args.count; ++k) {
+      const Operand& o = m_.operands[e.args.begin + k];
+      if (!o.is_local() || !o.value.is_binding()) continue;
+      ValueRef v = Resolve(o.value);
+      if (!(v == o.value)) set_operand(e, k, v);
+    }
+    if (auto body = copy_body_.find(b); body != copy_body_.end()) {
+      DeviceIndex src = domains_.Device(body->second);
+      DeviceIndex dst = domains_.Device(binding_domain_[b]);
+      devices_out[b] = intern(dst);
+      if (e.kind == ExprKind::kProject) {
+        // Project the annotated value itself, then copy the field if it moves.
+        const Operand& annotated = m_.Args(B(first_operand.index).expr)[0];
+        ValueRef source = Resolve(annotated.value);
+        set_operand(e, 0, source);
+        NoteConsumer(m_.Args(e)[0], b);
+        out.push_back(b);
+        if (same(src, dst)) continue;
+        out.pop_back();
+        ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(B(b).name), "_field"));
+        BindingId field = AddPlannedBinding(block, name, e, B(b).loc, src);
+        out.push_back(field);
+        m_.bindings[b].expr = DeviceCopyExpr(m_.LocalOperand(ValueRef::Binding(field)), src, dst, e.loc);
+        result_.copies.push_back({FuncOf(b), source, devices_.Get(src), devices_.Get(dst), b, ir::kNoBinding, false});
+        awaiting_consumer_[b] = result_.copies.size() - 1;
+        out.push_back(b);
+        continue;
+      }
+      const Operand& x = m_.Args(e)[0];
+      NoteConsumer(x, b);
+      bool written = m_.OpName(e) == "device_copy";
+      result_.binding_replaced[b] = !written;
+      if (same(src, dst) && x.is_local()) {
+        replaced_by_[b] = x.value;
+        result_.binding_replaced[b] = true;
+        devices_out[b] = ir::kNoDevice;
+        ++result_.stats.copies_dropped;
+        continue;
+      }
+      m_.bindings[b].expr = DeviceCopyExpr(x, src, dst, e.loc);
+      result_.copies.push_back({FuncOf(b), x.value, devices_.Get(src), devices_.Get(dst), b,
+                                written ? b : ir::kNoBinding, written});
+      if (!written) awaiting_consumer_[b] = result_.copies.size() - 1;
+      out.push_back(b);
+      continue;
+    }
+    // Conflicting primitive uses read from copies.
+    if (auto uses = copied_uses_.find(b); uses != copied_uses_.end()) {
+      for (const CopiedUse& use : uses->second) {
+        const Operand& o = m_.Args(e)[use.operand];
+        DeviceIndex src = domains_.Device(OperandDomain(o));
+        DeviceIndex dst = domains_.Device(use.site);
+        if (same(src, dst)) continue;
+        set_operand(e, use.operand, ValueRef::Binding(CopyFor(block, b, o.value, src, dst, out)));
+      }
+    }
+    // Kernel calls copy operands to the kernel's devices, and the result to where it is used.
+    auto kernel = kernel_result_.find(b);
+    if (kernel != kernel_result_.end()) {
+      const ir::Function& callee = m_.functions[e.func];
+      for (uint32_t k = 0; k < e.args.count; ++k) {
+        const Operand& o = m_.Args(e)[k];
+        DomainId value = OperandDomain(o);
+        if (value == kNoDomain || !o.is_local()) continue;
+        DeviceIndex src = domains_.Device(value);
+        DeviceIndex dst = domains_.Device(param_domain_[callee.params.begin + k]);
+        if (same(src, dst)) continue;
+        set_operand(e, k, ValueRef::Binding(CopyFor(block, b, o.value, src, dst, out)));
+      }
+    }
+    for (const Operand& o : m_.Args(e)) NoteConsumer(o, b);
+    if (e.kind == ExprKind::kIf) {
+      for (BlockId arm : {e.then_block, e.else_block}) NoteConsumer(m_.blocks[arm].result, b);
+    }
+    out.push_back(b);
+    devices_out[b] = intern(domains_.Device(binding_domain_[b]));
+    if (kernel != kernel_result_.end()) {
+      DeviceIndex src = domains_.Device(kernel->second);
+      DeviceIndex dst = domains_.Device(binding_domain_[b]);
+      devices_out[b] = intern(src);
+      if (!same(src, dst)) {
+        ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(B(b).name), "_copy"));
+        BindingId c = AddPlannedBinding(
+            block, name, DeviceCopyExpr(m_.LocalOperand(ValueRef::Binding(b)), src, dst, e.loc), B(b).loc, dst);
+        out.push_back(c);
+        replaced_by_[b] = ValueRef::Binding(c);
+        result_.copies.push_back({FuncOf(b), ValueRef::Binding(b), devices_.Get(src), devices_.Get(dst), c,
+                                  ir::kNoBinding, false});
+        awaiting_consumer_[c] = result_.copies.size() - 1;
+      }
+    }
+  }
+  for (BlockId blk = 0; blk < m_.blocks.size(); ++blk) {
+    ir::Block& block = m_.blocks[blk];
+    if (!analysed_[block.func]) continue;
+    if (block.result.is_local()) {
+      ValueRef v = Resolve(block.result.value);
+      if (!(v == block.result.value)) block.result = m_.LocalOperand(v, block.result.loc);
+      if (v.is_binding()) awaiting_consumer_.erase(v.index);
+    }
+    block.bindings = std::move(lists[blk]);
+  }
+  result_.stats.copies = result_.copies.size();
+}
+
+// --- Driver ------------------------------------------------------------------------------------
+
+absl::Status Planner::Run() {
+  default_device_ = devices_.Intern(options_.default_device.value_or(m_.config.EffectiveDefault()));
+  host_device_ = devices_.Intern(options_.host_device.value_or(m_.config.EffectiveHost()));
+  input_bindings_ = m_.bindings.size();
+  binding_domain_.assign(input_bindings_, kNoDomain);
+  first_use_.assign(input_bindings_, kNoDomain);
+  first_user_.assign(input_bindings_, ir::kNoBinding);
+  domains_.Reserve(input_bindings_ * 2 + m_.params.size() + 16);
+  order_.reserve(input_bindings_);
+  MakeSignatures();
+  Collector collector(this);
+  for (FuncId f : m_.items) {
+    size_t begin = order_.size();
+    ir::WalkFunction(m_, f, collector);
+    VDEV_RETURN_IF_ERROR(collector.status());
+    if (m_.functions[f].kind != FuncKind::kKernel) item_ranges_.push_back({f, {begin, order_.size()}});
+  }
+  JoinFreeBoundaries();
+  ApplyDefaults();
+  result_.stats.bindings = order_.size();
+  result_.stats.domains = domains_.size();
+  result_.input_bindings = input_bindings_;
+  Capture();
+  return absl::OkStatus();
+}
+
+PlanResult Planner::TakeResult() {
+  result_.module = std::move(m_);
+  return std::move(result_);
+}
+
+// A copy of the module: symbols re-interned in order keep their ids; everything else is values.
+ir::Module CopyModule(const ir::Module& m) {
+  ir::Module copy;
+  for (ir::Symbol s = 0; s < m.symbols.size(); ++s) copy.symbols.Intern(m.symbols.Name(s));
+  copy.types = m.types;
+  copy.devices = m.devices;
+  copy.config = m.config;
+  copy.items = m.items;
+  copy.globals = m.globals;
+  copy.functions = m.functions;
+  copy.params = m.params;
+  copy.blocks = m.blocks;
+  copy.bindings = m.bindings;
+  copy.operands = m.operands;
+  copy.attrs = m.attrs;
+  copy.ints = m.ints;
+  return copy;
+}
+
+}  // namespace
+
+absl::StatusOr<PlanResult> PlanDevices(ir::Module&& module, const PlanOptions& options, PlanError* error) {
+  ir::Module owned = std::move(module);
+  Planner planner(owned, options, error);
+  VDEV_RETURN_IF_ERROR(planner.Run());
+  return planner.TakeResult();
+}
+
+absl::StatusOr<PlanResult> PlanDevices(const ir::Module& module, const PlanOptions& options, PlanError* error) {
+  return PlanDevices(CopyModule(module), options, error);
+}
+
+}  // namespace vdev
