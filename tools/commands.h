@@ -5,10 +5,12 @@
 #ifndef VDEV_TOOLS_COMMANDS_H_
 #define VDEV_TOOLS_COMMANDS_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "CLI/CLI.hpp"
+#include "vdev/ir.h"
 
 namespace vdev::cli {
 
@@ -18,6 +20,13 @@ inline constexpr int kExitUsage = 2;
 
 // `vdev join A B`, `vdev default A B`.
 void AddLatticeCommands(CLI::App& app, int* exit_code);
+
+// `vdev fmt FILE`, `vdev parse FILE`.
+void AddIrCommands(CLI::App& app, int* exit_code);
+
+// Reads FILE (`-`: standard input) into *source, parses and verifies it. On failure prints the
+// located diagnostic to standard error and returns nullopt (the caller exits with kExitUsage).
+std::optional<ir::Module> LoadModule(const std::string& path, std::string* source);
 
 }  // namespace vdev::cli
 

@@ -373,6 +373,8 @@ class Visitor {
   virtual void ExitBlock(BlockId) {}
   virtual void Binding(BindingId) {}
   virtual void BindingDone(BindingId) {}
+  // Checked before each step: true stops the walk (e.g. after an error).
+  virtual bool Done() const { return false; }
 };
 void WalkModule(const Module& module, Visitor& visitor);
 // Walks one function (and the local functions it contains).

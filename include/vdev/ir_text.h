@@ -31,11 +31,19 @@ absl::StatusOr<Module> ParseModule(absl::string_view text, Diagnostic* error = n
 absl::Status VerifyModule(Module& module, Diagnostic* error = nullptr);
 absl::Status VerifyModule(Module& module, const OpRegistry& registry, Diagnostic* error = nullptr);
 
+struct PrintOptions {
+  // Also write the inferred type of every binding whose type is known but not written
+  // (`vdev parse`); the output is still valid input.
+  bool inferred_types = false;
+};
+
 // The canonical text: config first, then items in order separated by blank lines, two-space
 // indentation per block level (capped, see docs/ir.md), written types and devices only.
-std::string PrintModule(const Module& module);
-// One expression's right-hand side, e.g. `device_copy(%0, src=cpu:0, dst=cuda:0)` (no blocks).
+std::string PrintModule(const Module& module, const PrintOptions& options = {});
+// One operand as written: `%x`, `@f`, `2.5`, `[1, 2]`, `cuda:0`, `sum`, `true`, `"s"`.
 std::string PrintOperand(const Module& module, const Operand& operand);
+// A binding's right-hand side; for `if` and `fn` only the header up to `{`.
+std::string PrintExprHead(const Module& module, const Expr& expr);
 
 }  // namespace vdev::ir
 

@@ -364,9 +364,10 @@ void WalkFunction(const Module& m, FuncId root, Visitor& v) {
     v.ExitFunction(root);
     return;
   }
+  if (v.Done()) return;
   v.EnterBlock(m.functions[root].body);
   stack.push_back({m.functions[root].body, 0, kNoBinding, 0});
-  while (!stack.empty()) {
+  while (!stack.empty() && !v.Done()) {
     Frame& f = stack.back();
     if (f.pending != kNoBinding) {
       const Binding& b = m.bindings[f.pending];
@@ -381,6 +382,7 @@ void WalkFunction(const Module& m, FuncId root, Visitor& v) {
         f.stage = 2;
         FuncId fn = b.expr.func;
         v.EnterFunction(fn);
+        if (v.Done()) return;
         BlockId body = m.functions[fn].body;
         if (body != kNoBlock) {
           v.EnterBlock(body);

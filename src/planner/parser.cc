@@ -1,0 +1,834 @@
+// Parser of the IR text: one pass, names resolved on the fly, explicit stacks for nested blocks
+// and types so that no input depth reaches the C++ stack.
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "lexer.h"
+#include "scope.h"
+#include "vdev/ir.h"
+#include "vdev/ir_text.h"
+#include "vdev/virtual_device.h"
+
+namespace vdev::ir {
+namespace {
+
+using internal::Lexer;
+using internal::Tok;
+using internal::Token;
+
+std::string LocText(SourceLoc loc) { return absl::StrCat(loc.line, ":", loc.col); }
+
+class Parser {
+ public:
+  explicit Parser(absl::string_view text) : lex_(text) {}
+
+  bool Run();
+
+  Module module;
+  Diagnostic error;
+
+ private:
+  enum class FrameKind : uint8_t { kFunctionBody, kIfThen, kIfElse };
+  // An open block: what closes it and the name-scope mark to unwind to.
+  struct Frame {
+    FrameKind kind;
+    BlockId block;
+    BindingId binding;  // the `if`/`fn` binding; kNoBinding for a `def` body
+    size_t visible_mark;
+  };
+  // --- Errors ---
+  bool Fail(SourceLoc loc, std::string message) {
+    if (!failed_) {
+      failed_ = true;
+      error.severity = Severity::kError;
+      error.loc = loc;
+      error.message = std::move(message);
+    }
+    return false;
+  }
+  std::string Describe(const Token& t) const {
+    if (t.kind == Tok::kEnd) return "end of input";
+    absl::string_view text = lex_.source().substr(t.offset, std::min<size_t>(t.end - t.offset, 32));
+    return absl::StrCat("'", text, "'");
+  }
+  bool Unexpected(const Token& t, absl::string_view expected) {
+    if (t.kind == Tok::kError) return Fail(t.loc, std::string(t.text));
+    return Fail(t.loc, absl::StrCat("expected ", expected, ", found ", Describe(t)));
+  }
+  bool Expect(Tok kind, absl::string_view expected, Token* out = nullptr) {
+    Token t = lex_.Next();
+    if (t.kind != kind) return Unexpected(t, expected);
+    if (out != nullptr) *out = t;
+    return true;
+  }
+  bool PeekIs(Tok kind) { return lex_.Peek().kind == kind; }
+  bool PeekIdent(absl::string_view word) {
+    const Token& t = lex_.Peek();
+    return t.kind == Tok::kIdent && t.text == word;
+  }
+
+  // --- Names ---
+  bool Define(Symbol s, ValueRef v, SourceLoc loc);
+  bool Resolve(const Token& t, Operand* out);
+
+  // --- Grammar ---
+  bool ParseConfig();
+  bool ParseKernel();
+  bool ParseDef();
+  bool ParseParams(FuncId f);
+  bool ParseResult(FuncId f);
+  bool ParseType(TypeId* out);
+  bool ParseDevice(const Token& first, DeviceId* out);
+  bool ParseAtomFrom(const Token& t, Operand* out);
+  bool ParseAtom(Operand* out) { return ParseAtomFrom(lex_.Next(), out); }
+  bool ParseInt(const Token& t, int64_t* out);
+  bool ParseAttrValue(Operand* out);
+  bool ParseBlocks();
+  bool ParseBinding();
+  bool ParseSimpleExpr(Expr* e);
+  bool ParseOpArgs(Expr* e);
+  bool ParseAtomArgs(Expr* e, const Operand* first);
+  bool ParseReturn();
+  bool FinishBinding(BindingId b);
+  BlockId NewBlock(FuncId f, BindingId owner, SourceLoc loc);
+  bool ResolveGlobals();
+
+  Lexer lex_;
+  bool failed_ = false;
+  std::vector<Frame> frames_;
+  internal::Scopes scopes_;
+  // ParseType's explicit stack.
+  struct TypeFrame {
+    uint8_t kind;  // 0 tuple fields, 1 fn params, 2 fn result
+    uint32_t base;
+  };
+  std::vector<TypeFrame> type_frames_;
+  std::vector<TypeId> type_items_;
+  std::vector<int64_t> dims_;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+bool Parser::Define(Symbol s, ValueRef v, SourceLoc loc) {
+  ValueRef prev = scopes_.Define(s, v);
+  if (!prev.valid()) return true;
+  return Fail(loc, absl::StrCat("duplicate name '%", module.Name(s), "' (already defined at ",
+                                LocText(module.ValueLoc(prev)), ")"));
+}
+
+bool Parser::Resolve(const Token& t, Operand* out) {
+  Symbol s = module.symbols.Find(t.text);
+  ValueRef v = s == kNoSymbol ? ValueRef() : scopes_.Lookup(s);
+  if (!v.valid()) return Fail(t.loc, absl::StrCat("undefined name '%", t.text, "'"));
+  out->kind = OperandKind::kLocal;
+  out->symbol = s;
+  out->value = v;
+  out->loc = t.loc;
+  return true;
+}
+
+BlockId Parser::NewBlock(FuncId f, BindingId owner, SourceLoc loc) {
+  Block b;
+  b.func = f;
+  b.owner = owner;
+  b.loc = loc;
+  BlockId id = static_cast<BlockId>(module.blocks.size());
+  module.blocks.push_back(std::move(b));
+  return id;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+bool Parser::Run() {
+  if (lex_.source().size() >= UINT32_MAX) return Fail({}, "input larger than 4 GiB");
+  while (true) {
+    const Token& t = lex_.Peek();
+    if (t.kind == Tok::kEnd) break;
+    bool ok;
+    if (t.kind == Tok::kIdent && t.text == "def") {
+      ok = ParseDef();
+    } else if (t.kind == Tok::kIdent && t.text == "kernel") {
+      ok = ParseKernel();
+    } else if (t.kind == Tok::kIdent && t.text == "config") {
+      ok = ParseConfig();
+    } else {
+      ok = Unexpected(t, "'def', 'kernel' or 'config'");
+    }
+    if (!ok) return false;
+  }
+  return ResolveGlobals();
+}
+
+bool Parser::ParseConfig() {
+  Token kw = lex_.Next();
+  Config& c = module.config;
+  if (c.present) return Fail(kw.loc, "duplicate config");
+  c.present = true;
+  c.loc = kw.loc;
+  if (!Expect(Tok::kLBrace, "'{'")) return false;
+  while (true) {
+    Token key = lex_.Next();
+    if (key.kind != Tok::kIdent || (key.text != "targets" && key.text != "default" && key.text != "host"))
+      return Unexpected(key, "'targets', 'default' or 'host'");
+    if (!Expect(Tok::kEquals, "'='")) return false;
+    if (key.text == "targets") {
+      if (c.targets) return Fail(key.loc, "duplicate config entry 'targets'");
+      c.targets_loc = key.loc;
+      c.targets.emplace();
+      if (!Expect(Tok::kLBracket, "'['")) return false;
+      while (true) {
+        Token kind = lex_.Next();
+        if (kind.kind != Tok::kIdent) return Unexpected(kind, "a target kind");
+        std::optional<TargetKind> k = TargetKindFromName(kind.text);
+        if (!k) return Fail(kind.loc, absl::StrCat("unknown target kind '", kind.text, "'"));
+        c.targets->push_back(*k);
+        Token sep = lex_.Next();
+        if (sep.kind == Tok::kRBracket) break;
+        if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ']'");
+      }
+    } else {
+      bool is_default = key.text == "default";
+      std::optional<VirtualDevice>& slot = is_default ? c.default_device : c.host_device;
+      if (slot) return Fail(key.loc, absl::StrCat("duplicate config entry '", key.text, "'"));
+      (is_default ? c.default_loc : c.host_loc) = key.loc;
+      Token first = lex_.Peek();
+      DeviceId d;
+      if (!ParseDevice(first, &d)) return false;
+      slot = module.Device(d);
+    }
+    Token sep = lex_.Next();
+    if (sep.kind == Tok::kRBrace) return true;
+    if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or '}'");
+  }
+}
+
+bool Parser::ParseKernel() {
+  lex_.Next();
+  Token name;
+  if (!Expect(Tok::kGlobal, "'@name'", &name)) return false;
+  Symbol s = module.symbols.Intern(name.text);
+  if (auto it = module.globals.find(s); it != module.globals.end())
+    return Fail(name.loc, absl::StrCat("duplicate global '@", name.text, "' (already defined at ",
+                                       LocText(module.functions[it->second].loc), ")"));
+  FuncId f = static_cast<FuncId>(module.functions.size());
+  Function fn;
+  fn.kind = FuncKind::kKernel;
+  fn.name = s;
+  fn.loc = name.loc;
+  module.functions.push_back(fn);
+  module.globals.emplace(s, f);
+  module.items.push_back(f);
+  scopes_.OpenFunction(f);
+  if (!ParseParams(f)) return false;
+  if (!PeekIs(Tok::kArrow)) return Unexpected(lex_.Peek(), "'->' and the kernel's result type");
+  if (!ParseResult(f)) return false;
+  scopes_.CloseFunction();
+  return true;
+}
+
+bool Parser::ParseDef() {
+  lex_.Next();
+  Token name;
+  if (!Expect(Tok::kGlobal, "'@name'", &name)) return false;
+  Symbol s = module.symbols.Intern(name.text);
+  if (auto it = module.globals.find(s); it != module.globals.end())
+    return Fail(name.loc, absl::StrCat("duplicate global '@", name.text, "' (already defined at ",
+                                       LocText(module.functions[it->second].loc), ")"));
+  FuncId f = static_cast<FuncId>(module.functions.size());
+  Function fn;
+  fn.kind = FuncKind::kGlobal;
+  fn.name = s;
+  fn.loc = name.loc;
+  module.functions.push_back(fn);
+  module.globals.emplace(s, f);
+  module.items.push_back(f);
+  scopes_.OpenFunction(f);
+  if (!ParseParams(f) || !ParseResult(f)) return false;
+  Token lb;
+  if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
+  BlockId body = NewBlock(f, kNoBinding, lb.loc);
+  module.functions[f].body = body;
+  frames_.push_back({FrameKind::kFunctionBody, body, kNoBinding, scopes_.Mark()});
+  return ParseBlocks();
+}
+
+bool Parser::ParseParams(FuncId f) {
+  if (!Expect(Tok::kLParen, "'('")) return false;
+  uint32_t begin = static_cast<uint32_t>(module.params.size());
+  if (PeekIs(Tok::kRParen)) {
+    lex_.Next();
+  } else {
+    while (true) {
+      Token name;
+      if (!Expect(Tok::kLocal, "a parameter '%name'", &name)) return false;
+      if (!Expect(Tok::kColon, "':' and the parameter's type")) return false;
+      Param p;
+      p.name = module.symbols.Intern(name.text);
+      p.loc = name.loc;
+      p.func = f;
+      if (!ParseType(&p.type)) return false;
+      if (PeekIdent("on")) {
+        lex_.Next();
+        Token first = lex_.Peek();
+        p.device_loc = first.loc;
+        if (!ParseDevice(first, &p.device)) return false;
+      }
+      ParamId id = static_cast<ParamId>(module.params.size());
+      module.params.push_back(p);
+      if (!Define(p.name, ValueRef::Param(id), p.loc)) return false;
+      Token sep = lex_.Next();
+      if (sep.kind == Tok::kRParen) break;
+      if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ')'");
+    }
+  }
+  module.functions[f].params = {begin, static_cast<uint32_t>(module.params.size()) - begin};
+  return true;
+}
+
+bool Parser::ParseResult(FuncId f) {
+  if (!PeekIs(Tok::kArrow)) return true;
+  lex_.Next();
+  TypeId type = kNoType;
+  if (PeekIs(Tok::kQuestion)) {
+    lex_.Next();  // `-> ?`: result type not known (written only to carry `on vd`)
+  } else if (!ParseType(&type)) {
+    return false;
+  }
+  module.functions[f].result_type = type;
+  if (PeekIdent("on")) {
+    lex_.Next();
+    Token first = lex_.Peek();
+    module.functions[f].result_device_loc = first.loc;
+    DeviceId d;
+    if (!ParseDevice(first, &d)) return false;
+    module.functions[f].result_device = d;
+  }
+  return true;
+}
+
+bool Parser::ParseDevice(const Token& first, DeviceId* out) {
+  if (first.kind == Tok::kError) return Fail(first.loc, std::string(first.text));
+  if (first.kind == Tok::kEnd) return Unexpected(first, "a device literal");
+  absl::string_view rest = lex_.source().substr(first.offset);
+  size_t consumed = 0;
+  size_t error_offset = 0;
+  absl::StatusOr<VirtualDevice> vd = ParseVirtualDevicePrefix(rest, &consumed, &error_offset);
+  if (!vd.ok()) {
+    return Fail(lex_.LocAfter(first, first.offset + static_cast<uint32_t>(error_offset)),
+                std::string(vd.status().message()));
+  }
+  *out = module.devices.Intern(*vd);
+  lex_.ResetTo(first, first.offset + static_cast<uint32_t>(consumed));
+  return true;
+}
+
+bool Parser::ParseInt(const Token& t, int64_t* out) {
+  absl::string_view s = t.text;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  if (ec != std::errc() || ptr != s.data() + s.size())
+    return Fail(t.loc, absl::StrCat("expected an integer, found ", Describe(t)));
+  return true;
+}
+
+bool Parser::ParseType(TypeId* out) {
+  const size_t frame_base = type_frames_.size();
+  TypeTable& types = module.types;
+  while (true) {
+    // A type's first token.
+    Token t = lex_.Next();
+    TypeId leaf = kNoType;
+    if (t.kind == Tok::kIdent && t.text == "storage") {
+      leaf = types.Storage();
+    } else if (t.kind == Tok::kIdent && t.text == "fn") {
+      if (!Expect(Tok::kLParen, "'(' after 'fn'")) return false;
+      if (PeekIs(Tok::kRParen)) {
+        lex_.Next();
+        if (!Expect(Tok::kArrow, "'->' and the function's result type")) return false;
+        type_frames_.push_back({2, static_cast<uint32_t>(type_items_.size())});
+      } else {
+        type_frames_.push_back({1, static_cast<uint32_t>(type_items_.size())});
+      }
+      continue;
+    } else if (t.kind == Tok::kIdent) {
+      std::optional<DType> dtype = DTypeFromName(t.text);
+      if (!dtype) return Unexpected(t, "a type (f32[…], (…), fn(…) -> …, storage)");
+      if (!Expect(Tok::kLBracket, "'[' and the tensor's dimensions")) return false;
+      dims_.clear();
+      if (PeekIs(Tok::kRBracket)) {
+        lex_.Next();
+      } else {
+        while (true) {
+          Token d = lex_.Next();
+          if (d.kind == Tok::kQuestion) {
+            dims_.push_back(kDynamicDim);
+          } else if (d.kind == Tok::kNumber) {
+            int64_t v;
+            if (!ParseInt(d, &v)) return false;
+            if (v < 0) return Fail(d.loc, "a dimension must be non-negative or '?'");
+            dims_.push_back(v);
+          } else {
+            return Unexpected(d, "a dimension (a non-negative integer or '?')");
+          }
+          Token sep = lex_.Next();
+          if (sep.kind == Tok::kRBracket) break;
+          if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ']'");
+        }
+      }
+      leaf = types.Tensor(*dtype, dims_);
+    } else if (t.kind == Tok::kLParen) {
+      if (PeekIs(Tok::kRParen)) {
+        lex_.Next();
+        leaf = types.Tuple({});
+      } else {
+        type_frames_.push_back({0, static_cast<uint32_t>(type_items_.size())});
+        continue;
+      }
+    } else {
+      return Unexpected(t, "a type (f32[…], (…), fn(…) -> …, storage)");
+    }
+    // Reduce: hand the finished type to the enclosing tuple or function type.
+    bool more = false;
+    while (!more) {
+      if (type_frames_.size() == frame_base) {
+        *out = leaf;
+        return true;
+      }
+      TypeFrame& f = type_frames_.back();
+      if (f.kind == 2) {
+        absl::Span<const TypeId> params(type_items_.data() + f.base, type_items_.size() - f.base);
+        leaf = types.Func(params, leaf);
+        type_items_.resize(f.base);
+        type_frames_.pop_back();
+        continue;
+      }
+      type_items_.push_back(leaf);
+      Token sep = lex_.Next();
+      if (sep.kind == Tok::kComma) {
+        more = true;
+      } else if (sep.kind == Tok::kRParen) {
+        if (f.kind == 0) {
+          absl::Span<const TypeId> fields(type_items_.data() + f.base, type_items_.size() - f.base);
+          leaf = types.Tuple(fields);
+          type_items_.resize(f.base);
+          type_frames_.pop_back();
+        } else {
+          if (!Expect(Tok::kArrow, "'->' and the function's result type")) return false;
+          f.kind = 2;
+          more = true;
+        }
+      } else {
+        return Unexpected(sep, "',' or ')'");
+      }
+    }
+  }
+}
+
+bool Parser::ParseAtomFrom(const Token& t, Operand* out) {
+  switch (t.kind) {
+    case Tok::kLocal:
+      return Resolve(t, out);
+    case Tok::kGlobal:
+      out->kind = OperandKind::kGlobal;
+      out->symbol = module.symbols.Intern(t.text);
+      out->index = kNoFunc;
+      out->loc = t.loc;
+      return true;
+    case Tok::kNumber:
+      out->kind = OperandKind::kNumber;
+      out->symbol = module.symbols.Intern(t.text);
+      out->loc = t.loc;
+      return true;
+    case Tok::kLBracket: {
+      out->kind = OperandKind::kIntList;
+      out->index = static_cast<uint32_t>(module.ints.size());
+      out->loc = t.loc;
+      if (PeekIs(Tok::kRBracket)) {
+        lex_.Next();
+      } else {
+        while (true) {
+          Token n = lex_.Next();
+          if (n.kind != Tok::kNumber) return Unexpected(n, "an integer");
+          int64_t v;
+          if (!ParseInt(n, &v)) return false;
+          module.ints.push_back(v);
+          Token sep = lex_.Next();
+          if (sep.kind == Tok::kRBracket) break;
+          if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ']'");
+        }
+      }
+      out->count = static_cast<uint32_t>(module.ints.size()) - out->index;
+      return true;
+    }
+    default:
+      return Unexpected(t, "an atom (%name, @name, a number or [integers])");
+  }
+}
+
+bool Parser::ParseAttrValue(Operand* out) {
+  Token v = lex_.Peek();
+  switch (v.kind) {
+    case Tok::kLocal:
+    case Tok::kGlobal:
+    case Tok::kNumber:
+    case Tok::kLBracket:
+      return ParseAtom(out);
+    case Tok::kString:
+      lex_.Next();
+      out->kind = OperandKind::kString;
+      out->symbol = module.symbols.Intern(v.text);
+      out->loc = v.loc;
+      return true;
+    case Tok::kQuestion:
+    case Tok::kStar:
+    case Tok::kSlash:
+      out->kind = OperandKind::kDevice;
+      out->loc = v.loc;
+      return ParseDevice(v, &out->index);
+    case Tok::kIdent:
+      if (v.text == "true" || v.text == "false") {
+        lex_.Next();
+        out->kind = OperandKind::kBool;
+        out->index = v.text == "true" ? 1 : 0;
+        out->loc = v.loc;
+        return true;
+      }
+      // A device type, or a word that continues like a device literal (gpu:0), is a device.
+      if (DeviceTypeFromName(v.text) || lex_.FollowedBy(v, ':') || lex_.FollowedBy(v, '[') ||
+          lex_.FollowedBy(v, '/')) {
+        out->kind = OperandKind::kDevice;
+        out->loc = v.loc;
+        return ParseDevice(v, &out->index);
+      }
+      lex_.Next();
+      out->kind = OperandKind::kIdent;
+      out->symbol = module.symbols.Intern(v.text);
+      out->loc = v.loc;
+      return true;
+    default:
+      return Unexpected(v, "an attribute value");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Blocks and bindings
+
+bool Parser::ParseBlocks() {
+  while (!frames_.empty()) {
+    const Token& t = lex_.Peek();
+    if (t.kind == Tok::kLocal) {
+      if (!ParseBinding()) return false;
+    } else if (t.kind == Tok::kIdent && t.text == "return") {
+      if (!ParseReturn()) return false;
+    } else if (t.kind == Tok::kRBrace) {
+      return Fail(t.loc, "missing 'return': a block must end in 'return ATOM'");
+    } else {
+      return Unexpected(t, "a binding '%name = …' or 'return'");
+    }
+  }
+  return true;
+}
+
+bool Parser::ParseBinding() {
+  int previous_line = lex_.last_line();
+  Token name = lex_.Next();
+  if (name.loc.line == previous_line) return Fail(name.loc, "a binding must start on its own line");
+  const Frame frame = frames_.back();
+  Symbol sym = module.symbols.Intern(name.text);
+  BindingId b = static_cast<BindingId>(module.bindings.size());
+  {
+    Binding binding;
+    binding.name = sym;
+    binding.loc = name.loc;
+    binding.block = frame.block;
+    module.bindings.push_back(binding);
+    module.blocks[frame.block].bindings.push_back(b);
+  }
+  if (PeekIs(Tok::kColon)) {
+    lex_.Next();
+    TypeId t;
+    if (!ParseType(&t)) return false;
+    module.bindings[b].declared_type = t;
+  }
+  if (!Expect(Tok::kEquals, "'='")) return false;
+  const Token& head = lex_.Peek();
+  FuncId func = module.blocks[frame.block].func;
+  if (head.kind == Tok::kIdent && head.text == "if") {
+    Token kw = lex_.Next();
+    Operand cond;
+    if (!ParseAtom(&cond)) return false;
+    Token lb;
+    if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
+    Expr e;
+    e.kind = ExprKind::kIf;
+    e.loc = kw.loc;
+    e.args = module.AddOperands({&cond, 1});
+    e.then_block = NewBlock(func, b, lb.loc);
+    module.bindings[b].expr = e;
+    frames_.push_back({FrameKind::kIfThen, e.then_block, b, scopes_.Mark()});
+    return true;
+  }
+  if (head.kind == Tok::kIdent && head.text == "fn") {
+    Token kw = lex_.Next();
+    FuncId f = static_cast<FuncId>(module.functions.size());
+    Function fn;
+    fn.kind = FuncKind::kLocal;
+    fn.name = sym;
+    fn.loc = kw.loc;
+    fn.parent = func;
+    fn.binding = b;
+    module.functions.push_back(fn);
+    if (PeekIs(Tok::kLBracket)) {
+      lex_.Next();
+      Token word = lex_.Next();
+      if (word.kind != Tok::kIdent || word.text != "primitive") return Unexpected(word, "'primitive'");
+      if (!Expect(Tok::kRBracket, "']'")) return false;
+      module.functions[f].primitive = true;
+    }
+    scopes_.OpenFunction(f);
+    if (!ParseParams(f) || !ParseResult(f)) return false;
+    Token lb;
+    if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
+    BlockId body = NewBlock(f, kNoBinding, lb.loc);
+    module.functions[f].body = body;
+    Expr e;
+    e.kind = ExprKind::kFn;
+    e.loc = kw.loc;
+    e.func = f;
+    module.bindings[b].expr = e;
+    frames_.push_back({FrameKind::kFunctionBody, body, b, scopes_.Mark()});
+    return true;
+  }
+  Expr e;
+  if (!ParseSimpleExpr(&e)) return false;
+  module.bindings[b].expr = e;
+  return FinishBinding(b);
+}
+
+bool Parser::FinishBinding(BindingId b) {
+  const Binding& binding = module.bindings[b];
+  if (!Define(binding.name, ValueRef::Binding(b), binding.loc)) return false;
+  const Token& next = lex_.Peek();
+  if (next.kind != Tok::kEnd && next.loc.line == lex_.last_line())
+    return Unexpected(next, "the end of the line after the binding");
+  return true;
+}
+
+bool Parser::ParseSimpleExpr(Expr* e) {
+  Token t = lex_.Next();
+  e->loc = t.loc;
+  switch (t.kind) {
+    case Tok::kIdent:
+      if (!PeekIs(Tok::kLParen)) return Unexpected(lex_.Peek(), absl::StrCat("'(' after op '", t.text, "'"));
+      lex_.Next();
+      if (t.text == "const") {
+        e->kind = ExprKind::kConst;
+        if (!ParseType(&e->const_type)) return false;
+        return Expect(Tok::kRParen, "')'");
+      }
+      e->kind = ExprKind::kOpCall;
+      e->op = module.symbols.Intern(t.text);
+      return ParseOpArgs(e);
+    case Tok::kGlobal:
+      if (PeekIs(Tok::kLParen)) {
+        lex_.Next();
+        e->kind = ExprKind::kCallGlobal;
+        e->op = module.symbols.Intern(t.text);
+        return ParseAtomArgs(e, nullptr);
+      }
+      break;
+    case Tok::kLocal:
+      if (PeekIs(Tok::kLParen)) {
+        Operand callee;
+        if (!Resolve(t, &callee)) return false;
+        lex_.Next();
+        e->kind = ExprKind::kCallValue;
+        return ParseAtomArgs(e, &callee);
+      }
+      if (PeekIs(Tok::kDot)) {
+        Operand tuple;
+        if (!Resolve(t, &tuple)) return false;
+        lex_.Next();
+        Token index = lex_.Next();
+        int64_t i;
+        if (index.kind != Tok::kNumber) return Unexpected(index, "a field index");
+        if (!ParseInt(index, &i)) return false;
+        if (i < 0 || i > INT32_MAX) return Fail(index.loc, "a field index must be a non-negative integer");
+        e->kind = ExprKind::kProject;
+        e->index = static_cast<uint32_t>(i);
+        e->args = module.AddOperands({&tuple, 1});
+        return true;
+      }
+      break;
+    case Tok::kLParen:
+      e->kind = ExprKind::kTuple;
+      return ParseAtomArgs(e, nullptr);
+    case Tok::kNumber:
+    case Tok::kLBracket:
+      break;
+    default:
+      return Unexpected(t, "an expression");
+  }
+  Operand atom;
+  if (!ParseAtomFrom(t, &atom)) return false;
+  e->kind = ExprKind::kAlias;
+  e->args = module.AddOperands({&atom, 1});
+  return true;
+}
+
+// `(` already consumed: atoms separated by commas up to `)`. `first` is prepended (a callee).
+bool Parser::ParseAtomArgs(Expr* e, const Operand* first) {
+  uint32_t begin = static_cast<uint32_t>(module.operands.size());
+  if (first != nullptr) module.operands.push_back(*first);
+  if (PeekIs(Tok::kRParen)) {
+    lex_.Next();
+  } else {
+    while (true) {
+      Operand o;
+      if (!ParseAtom(&o)) return false;
+      module.operands.push_back(o);
+      Token sep = lex_.Next();
+      if (sep.kind == Tok::kRParen) break;
+      if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ')'");
+    }
+  }
+  e->args = {begin, static_cast<uint32_t>(module.operands.size()) - begin};
+  return true;
+}
+
+// `(` already consumed: positional atoms and devices, and key=value attributes.
+bool Parser::ParseOpArgs(Expr* e) {
+  uint32_t args_begin = static_cast<uint32_t>(module.operands.size());
+  uint32_t attrs_begin = static_cast<uint32_t>(module.attrs.size());
+  if (PeekIs(Tok::kRParen)) {
+    lex_.Next();
+  } else {
+    while (true) {
+      Token a = lex_.Peek();
+      Operand o;
+      switch (a.kind) {
+        case Tok::kIdent: {
+          lex_.Next();
+          if (PeekIs(Tok::kEquals)) {
+            lex_.Next();
+            Attr attr;
+            attr.key = module.symbols.Intern(a.text);
+            attr.loc = a.loc;
+            if (!ParseAttrValue(&attr.value)) return false;
+            module.attrs.push_back(attr);
+            break;
+          }
+          // A positional word is a device literal (cuda, cpu:0[llvm]); re-read it as one.
+          lex_.ResetTo(a, a.offset);
+          o.kind = OperandKind::kDevice;
+          o.loc = a.loc;
+          if (!ParseDevice(a, &o.index)) return false;
+          module.operands.push_back(o);
+          break;
+        }
+        case Tok::kQuestion:
+        case Tok::kStar:
+        case Tok::kSlash:
+          o.kind = OperandKind::kDevice;
+          o.loc = a.loc;
+          if (!ParseDevice(a, &o.index)) return false;
+          module.operands.push_back(o);
+          break;
+        case Tok::kLocal:
+        case Tok::kGlobal:
+        case Tok::kNumber:
+        case Tok::kLBracket:
+          if (!ParseAtom(&o)) return false;
+          module.operands.push_back(o);
+          break;
+        default:
+          return Unexpected(a, "an argument (an atom, a device literal or key=value)");
+      }
+      Token sep = lex_.Next();
+      if (sep.kind == Tok::kRParen) break;
+      if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ')'");
+    }
+  }
+  e->args = {args_begin, static_cast<uint32_t>(module.operands.size()) - args_begin};
+  e->attrs = {attrs_begin, static_cast<uint32_t>(module.attrs.size()) - attrs_begin};
+  return true;
+}
+
+bool Parser::ParseReturn() {
+  Token kw = lex_.Next();
+  const Frame frame = frames_.back();
+  Operand result;
+  if (!ParseAtom(&result)) return false;
+  if (!Expect(Tok::kRBrace, "'}' after the returned value")) return false;
+  Block& block = module.blocks[frame.block];
+  block.result = result;
+  block.return_loc = kw.loc;
+  block.has_return = true;
+  frames_.pop_back();
+  scopes_.CloseBlock(frame.visible_mark);
+  switch (frame.kind) {
+    case FrameKind::kFunctionBody:
+      scopes_.CloseFunction();
+      return frame.binding == kNoBinding || FinishBinding(frame.binding);
+    case FrameKind::kIfThen: {
+      Token word = lex_.Next();
+      if (word.kind != Tok::kIdent || word.text != "else") return Unexpected(word, "'else'");
+      Token lb;
+      if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
+      BlockId arm = NewBlock(module.blocks[frame.block].func, frame.binding, lb.loc);
+      module.bindings[frame.binding].expr.else_block = arm;
+      frames_.push_back({FrameKind::kIfElse, arm, frame.binding, scopes_.Mark()});
+      return true;
+    }
+    case FrameKind::kIfElse:
+      return FinishBinding(frame.binding);
+  }
+  return true;
+}
+
+// `@name` may name a function defined later: resolve once everything is read, reporting the
+// first unresolved use in program order.
+bool Parser::ResolveGlobals() {
+  SourceLoc first_bad;
+  Symbol bad = kNoSymbol;
+  auto resolve = [&](Symbol s, SourceLoc loc) -> FuncId {
+    auto it = module.globals.find(s);
+    if (it != module.globals.end()) return it->second;
+    if (bad == kNoSymbol || loc.line < first_bad.line ||
+        (loc.line == first_bad.line && loc.col < first_bad.col)) {
+      bad = s;
+      first_bad = loc;
+    }
+    return kNoFunc;
+  };
+  for (Operand& o : module.operands) {
+    if (o.kind == OperandKind::kGlobal) o.index = resolve(o.symbol, o.loc);
+  }
+  for (Attr& a : module.attrs) {
+    if (a.value.kind == OperandKind::kGlobal) a.value.index = resolve(a.value.symbol, a.value.loc);
+  }
+  for (Block& b : module.blocks) {
+    if (b.result.kind == OperandKind::kGlobal) b.result.index = resolve(b.result.symbol, b.result.loc);
+  }
+  for (Binding& b : module.bindings) {
+    if (b.expr.kind == ExprKind::kCallGlobal) b.expr.func = resolve(b.expr.op, b.expr.loc);
+  }
+  if (bad != kNoSymbol) return Fail(first_bad, absl::StrCat("undefined global '@", module.Name(bad), "'"));
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<Module> ParseModule(absl::string_view text, Diagnostic* error) {
+  Parser parser(text);
+  if (!parser.Run()) {
+    if (error != nullptr) *error = parser.error;
+    return absl::InvalidArgumentError(
+        absl::StrCat(parser.error.loc.line, ":", parser.error.loc.col, ": ", parser.error.message));
+  }
+  return std::move(parser.module);
+}
+
+}  // namespace vdev::ir

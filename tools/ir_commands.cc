@@ -1,0 +1,70 @@
+// `vdev fmt FILE` and `vdev parse FILE`: read, verify and print the IR text.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "commands.h"
+#include "vdev/diagnostic.h"
+#include "vdev/ir_text.h"
+
+namespace vdev::cli {
+
+std::optional<ir::Module> LoadModule(const std::string& path, std::string* source) {
+  std::string name = path == "-" ? "<stdin>" : path;
+  if (path == "-") {
+    source->assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      std::cerr << name << ": error: cannot open file\n";
+      return std::nullopt;
+    }
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    *source = std::move(buffer).str();
+  }
+  Diagnostic diag;
+  absl::StatusOr<ir::Module> module = ir::ParseModule(*source, &diag);
+  if (module.ok() && ir::VerifyModule(*module, &diag).ok()) return std::move(*module);
+  std::cerr << FormatDiagnostic(name, *source, diag);
+  return std::nullopt;
+}
+
+namespace {
+
+struct IrArgs {
+  std::string file;
+};
+
+void AddPrintCommand(CLI::App& app, const char* name, const char* help, bool inferred_types, int* exit_code) {
+  auto args = std::make_shared<IrArgs>();
+  CLI::App* sub = app.add_subcommand(name, help);
+  sub->add_option("FILE", args->file, "IR text file, or - for standard input")->required();
+  sub->callback([args, inferred_types, exit_code] {
+    std::string source;
+    std::optional<ir::Module> module = LoadModule(args->file, &source);
+    if (!module) {
+      *exit_code = kExitUsage;
+      return;
+    }
+    ir::PrintOptions options;
+    options.inferred_types = inferred_types;
+    std::cout << ir::PrintModule(*module, options);
+    *exit_code = kExitOk;
+  });
+}
+
+}  // namespace
+
+void AddIrCommands(CLI::App& app, int* exit_code) {
+  AddPrintCommand(app, "fmt", "Parse and verify FILE, print its canonical text", false, exit_code);
+  AddPrintCommand(app, "parse",
+                  "Parse and verify FILE, print its canonical text with every inferred binding type written",
+                  true, exit_code);
+}
+
+}  // namespace vdev::cli
