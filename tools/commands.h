@@ -28,6 +28,9 @@ void AddIrCommands(CLI::App& app, int* exit_code);
 // located diagnostic to standard error and returns nullopt (the caller exits with kExitUsage).
 std::optional<ir::Module> LoadModule(const std::string& path, std::string* source);
 
+// `vdev lower FILE [--json] [--dot]`.
+void AddMemoryCommands(CLI::App& app, int* exit_code);
+
 }  // namespace vdev::cli
 
 #endif  // VDEV_TOOLS_COMMANDS_H_
