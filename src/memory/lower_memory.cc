@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "nested_operands.h"
 #include "vdev/status_macros.h"
 
 namespace vdev {
@@ -110,41 +111,6 @@ class FunctionLowering {
     return values_[it->second];
   }
 
-  // Locals of this body used anywhere inside the nested blocks of binding `b` (if arms, local fns).
-  std::vector<ir::Operand> NestedUses(ir::BindingId b) const {
-    std::vector<ir::Operand> uses;
-    std::vector<ir::BlockId> stack;
-    auto push_expr_blocks = [&](const ir::Expr& e) {
-      if (e.kind == ir::ExprKind::kIf) {
-        stack.push_back(e.then_block);
-        stack.push_back(e.else_block);
-      } else if (e.kind == ir::ExprKind::kFn && m_.functions[e.func].body != ir::kNoBlock) {
-        stack.push_back(m_.functions[e.func].body);
-      }
-    };
-    push_expr_blocks(m_.bindings[b].expr);
-    while (!stack.empty()) {
-      const ir::Block& block = m_.blocks[stack.back()];
-      stack.pop_back();
-      for (ir::BindingId inner : block.bindings) {
-        const ir::Expr& e = m_.bindings[inner].expr;
-        for (const ir::Operand& o : m_.Args(e)) {
-          if (o.is_local() && o.value.is_binding() && pos_.contains(o.value.index)) uses.push_back(o);
-        }
-        for (const ir::Attr& a : m_.Attrs(e)) {
-          if (a.value.is_local() && a.value.value.is_binding() && pos_.contains(a.value.value.index)) {
-            uses.push_back(a.value);
-          }
-        }
-        push_expr_blocks(e);
-      }
-      if (block.result.is_local() && block.result.value.is_binding() && pos_.contains(block.result.value.index)) {
-        uses.push_back(block.result);
-      }
-    }
-    return uses;
-  }
-
   // Every local operand that binding `b` reads: arguments, attribute values, nested blocks.
   std::vector<ir::Operand> Uses(ir::BindingId b) const {
     const ir::Expr& e = m_.bindings[b].expr;
@@ -155,9 +121,9 @@ class FunctionLowering {
     for (const ir::Attr& a : m_.Attrs(e)) {
       if (a.value.is_local()) uses.push_back(a.value);
     }
-    if (e.kind == ir::ExprKind::kIf || e.kind == ir::ExprKind::kFn) {
-      std::vector<ir::Operand> nested = NestedUses(b);
-      uses.insert(uses.end(), nested.begin(), nested.end());
+    for (const ir::Operand& o : NestedLocalOperands(m_, e)) {
+      // Values of the nested blocks themselves have no memory here; outer ones are kept alive.
+      if (o.value.is_param() || pos_.contains(o.value.index)) uses.push_back(o);
     }
     return uses;
   }

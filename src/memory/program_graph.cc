@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "nested_operands.h"
 #include "vdev/dot.h"
 
 namespace vdev {
@@ -86,27 +87,8 @@ class GraphBuilder {
       if (a.value.is_local()) AddUse(fn, a.value.value, to);
     }
     // Values read inside nested blocks are drawn as uses by the binding that holds the block.
-    std::vector<ir::BlockId> stack;
-    auto push = [&](const ir::Expr& x) {
-      if (x.kind == ir::ExprKind::kIf) {
-        stack.push_back(x.then_block);
-        stack.push_back(x.else_block);
-      } else if (x.kind == ir::ExprKind::kFn && m_.functions[x.func].body != ir::kNoBlock) {
-        stack.push_back(m_.functions[x.func].body);
-      }
-    };
-    push(e);
-    while (!stack.empty()) {
-      const ir::Block& block = m_.blocks[stack.back()];
-      stack.pop_back();
-      for (ir::BindingId inner : block.bindings) {
-        const ir::Expr& x = m_.bindings[inner].expr;
-        for (const ir::Operand& o : m_.Args(x)) {
-          if (o.is_local() && nodes_.contains(o.value)) AddUse(fn, o.value, to);
-        }
-        push(x);
-      }
-      if (block.result.is_local() && nodes_.contains(block.result.value)) AddUse(fn, block.result.value, to);
+    for (const ir::Operand& o : NestedLocalOperands(m_, e)) {
+      if (nodes_.contains(o.value)) AddUse(fn, o.value, to);
     }
   }
 

@@ -220,6 +220,29 @@ def @main(%x: f32[8,8]) -> f32[64] {
   EXPECT_NE(l.StorageOf("0"), l.StorageOf("2"));
 }
 
+TEST(StaticPlanTest, UsesInsideAnIfKeepOuterTensorsAliveAndItsResultsAreResults) {
+  Lowered l = Lower(R"(
+def @main(%c: bool[], %x: f32[8,8]) -> f32[8,8] {
+  %0: f32[8,8] = exp(%x)
+  %1: f32[8,8] = exp(%x)
+  %2: f32[8,8] = exp(%0)
+  %3: f32[8,8] = exp(%2)
+  %4 = if %c {
+    return %3
+  } else {
+    %9: f32[8,8] = exp(%1)
+    return %9
+  }
+  return %4
+})");
+  // %1 is read inside the else arm, so %3 cannot take its storage; %3 may be returned, so it is a
+  // result and shares with nothing.
+  EXPECT_NE(l.StorageOf("3"), l.StorageOf("1"));
+  EXPECT_EQ(l.main().plan.storages[l.StorageOf("3")].tensors.size(), 1u);
+  ASSERT_EQ(l.main().unplanned.size(), 1u);
+  EXPECT_EQ(l.main().unplanned[0].binding, l.Binding("4"));
+}
+
 TEST(StaticPlanTest, ResultsAreNeverReusedAndParametersNotAllocated) {
   Lowered l = Lower(R"(
 def @main(%x: f32[8,8]) -> (f32[8,8], f32[8,8]) {

@@ -1,0 +1,36 @@
+// Operands of nested blocks; see nested_operands.h.
+#include "nested_operands.h"
+
+namespace vdev {
+
+std::vector<ir::Operand> NestedLocalOperands(const ir::Module& m, const ir::Expr& expr) {
+  std::vector<ir::Operand> out;
+  std::vector<ir::BlockId> stack;
+  auto push_blocks = [&](const ir::Expr& e) {
+    if (e.kind == ir::ExprKind::kIf) {
+      stack.push_back(e.then_block);
+      stack.push_back(e.else_block);
+    } else if (e.kind == ir::ExprKind::kFn && m.functions[e.func].body != ir::kNoBlock) {
+      stack.push_back(m.functions[e.func].body);
+    }
+  };
+  push_blocks(expr);
+  while (!stack.empty()) {
+    const ir::Block& block = m.blocks[stack.back()];
+    stack.pop_back();
+    for (ir::BindingId inner : block.bindings) {
+      const ir::Expr& e = m.bindings[inner].expr;
+      for (const ir::Operand& o : m.Args(e)) {
+        if (o.is_local()) out.push_back(o);
+      }
+      for (const ir::Attr& a : m.Attrs(e)) {
+        if (a.value.is_local()) out.push_back(a.value);
+      }
+      push_blocks(e);
+    }
+    if (block.result.is_local()) out.push_back(block.result);
+  }
+  return out;
+}
+
+}  // namespace vdev
