@@ -28,6 +28,9 @@ void AddIrCommands(CLI::App& app, int* exit_code);
 // located diagnostic to standard error and returns nullopt (the caller exits with kExitUsage).
 std::optional<ir::Module> LoadModule(const std::string& path, std::string* source);
 
+// `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]`.
+void AddPlanCommands(CLI::App& app, int* exit_code);
+
 // `vdev lower FILE [--json] [--dot]`.
 void AddMemoryCommands(CLI::App& app, int* exit_code);
 

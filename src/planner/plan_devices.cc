@@ -140,6 +140,7 @@ class Planner {
   absl::flat_hash_map<BindingId, ValueRef> replaced_by_;
   absl::flat_hash_map<std::tuple<BlockId, ValueRef, DeviceIndex>, BindingId> shared_copies_;
   absl::flat_hash_map<BindingId, size_t> awaiting_consumer_;  // copy binding → index in copies
+  absl::flat_hash_map<BindingId, size_t> added_copy_;         // copies the planner added → index
 
   PlanResult result_;
 };
@@ -720,6 +721,7 @@ BindingId Planner::CopyFor(BlockId block, BindingId consumer, ValueRef value, De
   it->second = c;
   out.push_back(c);
   result_.copies.push_back({m_.blocks[block].func, value, devices_.Get(src), devices_.Get(dst), c, consumer, false});
+  added_copy_[c] = result_.copies.size() - 1;
   return c;
 }
 
@@ -761,6 +763,16 @@ void Planner::Capture() {
       ValueRef v = Resolve(o.value);
       if (!(v == o.value)) set_operand(e, k, v);
     }
+    // Conflicting primitive uses read from copies.
+    if (auto uses = copied_uses_.find(b); uses != copied_uses_.end()) {
+      for (const CopiedUse& use : uses->second) {
+        const Operand& o = m_.Args(e)[use.operand];
+        DeviceIndex src = domains_.Device(OperandDomain(o));
+        DeviceIndex dst = domains_.Device(use.site);
+        if (same(src, dst)) continue;
+        set_operand(e, use.operand, ValueRef::Binding(CopyFor(block, b, o.value, src, dst, out)));
+      }
+    }
     if (auto body = copy_body_.find(b); body != copy_body_.end()) {
       DeviceIndex src = domains_.Device(body->second);
       DeviceIndex dst = domains_.Device(binding_domain_[b]);
@@ -771,9 +783,10 @@ void Planner::Capture() {
         ValueRef source = Resolve(annotated.value);
         set_operand(e, 0, source);
         NoteConsumer(m_.Args(e)[0], b);
-        out.push_back(b);
-        if (same(src, dst)) continue;
-        out.pop_back();
+        if (same(src, dst)) {
+          out.push_back(b);
+          continue;
+        }
         ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(B(b).name), "_field"));
         BindingId field = AddPlannedBinding(block, name, e, B(b).loc, src);
         out.push_back(field);
@@ -783,8 +796,7 @@ void Planner::Capture() {
         out.push_back(b);
         continue;
       }
-      const Operand& x = m_.Args(e)[0];
-      NoteConsumer(x, b);
+      const Operand x = m_.Args(e)[0];
       bool written = m_.OpName(e) == "device_copy";
       result_.binding_replaced[b] = !written;
       if (same(src, dst) && x.is_local()) {
@@ -792,24 +804,20 @@ void Planner::Capture() {
         result_.binding_replaced[b] = true;
         devices_out[b] = ir::kNoDevice;
         ++result_.stats.copies_dropped;
+        // A copy made for this binding now feeds this binding's consumers.
+        if (auto added = added_copy_.find(x.value.index); x.value.is_binding() && added != added_copy_.end() &&
+                                                          result_.copies[added->second].into == b) {
+          awaiting_consumer_[x.value.index] = added->second;
+        }
         continue;
       }
+      NoteConsumer(x, b);
       m_.bindings[b].expr = DeviceCopyExpr(x, src, dst, e.loc);
       result_.copies.push_back({FuncOf(b), x.value, devices_.Get(src), devices_.Get(dst), b,
                                 written ? b : ir::kNoBinding, written});
       if (!written) awaiting_consumer_[b] = result_.copies.size() - 1;
       out.push_back(b);
       continue;
-    }
-    // Conflicting primitive uses read from copies.
-    if (auto uses = copied_uses_.find(b); uses != copied_uses_.end()) {
-      for (const CopiedUse& use : uses->second) {
-        const Operand& o = m_.Args(e)[use.operand];
-        DeviceIndex src = domains_.Device(OperandDomain(o));
-        DeviceIndex dst = domains_.Device(use.site);
-        if (same(src, dst)) continue;
-        set_operand(e, use.operand, ValueRef::Binding(CopyFor(block, b, o.value, src, dst, out)));
-      }
     }
     // Kernel calls copy operands to the kernel's devices, and the result to where it is used.
     auto kernel = kernel_result_.find(b);
