@@ -123,6 +123,7 @@ class ModuleBuilder {
   Module& module() { return module_; }
 
  private:
+  FuncId BeginGlobal(FuncKind kind, absl::string_view name);
   Operand Lower(const Arg& arg);
   Range LowerAll(absl::Span<const Arg> args);
   BindingId NewBinding(absl::string_view name, Expr expr);

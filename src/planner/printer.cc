@@ -88,6 +88,8 @@ void Printer::Operand(const ir::Operand& o) {
 }
 
 void Printer::Signature(const Function& f) {
+  // A kernel always has `-> T` (the grammar requires it), even when T is unknown (`?`).
+  bool arrow = f.kind == FuncKind::kKernel || f.result_type != kNoType || f.result_device != kNoDevice;
   out_.push_back('(');
   absl::Span<const Param> params = m_.Params(f);
   for (size_t i = 0; i < params.size(); ++i) {
@@ -103,7 +105,7 @@ void Printer::Signature(const Function& f) {
     }
   }
   out_.push_back(')');
-  if (f.result_type != kNoType || f.result_device != kNoDevice) {
+  if (arrow) {
     out_ += " -> ";
     Type(f.result_type);
     if (f.result_device != kNoDevice) {
