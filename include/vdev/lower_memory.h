@@ -101,6 +101,14 @@ absl::StatusOr<MemoryPlan> LowerMemory(ir::Module& module, std::vector<ir::Devic
 // Returns how many were rewritten; InvalidArgument for an ipc_memory storage not on a CUDA device.
 absl::StatusOr<int> LowerIpcAllocStorage(ir::Module& module);
 
+// Re-checks a lowered module from its text alone, by executing each global function's body in
+// order: every read of a tensor (directly or through a view, alias, tuple, call, `if` or `fn` that
+// may hold it) and the return find its `memory.alloc_tensor` still the latest one made in its
+// storage; each `out=%t` names a current `memory.alloc_tensor`; a tensor fits its storage; a storage's
+// allocator matches its scope; every `vdev.allreduce` input is in `ipc_memory`. LowerMemory runs it
+// on its own output. Internal on a violation.
+absl::Status CheckLoweredMemory(const ir::Module& module);
+
 // The `vdev lower --json` report of a lowered module (docs/memory-planning.md): per function the
 // pool sizes per (device, scope), each storage with its allocator, size and offset in its pool,
 // each tensor with its storage and offset, the all-reduces with their strategy (or why NCCL), the

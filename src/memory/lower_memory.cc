@@ -9,7 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "nested_operands.h"
+#include "ir_walk.h"
 #include "vdev/status_macros.h"
 
 namespace vdev {
@@ -17,25 +17,6 @@ namespace {
 
 constexpr absl::string_view kGlobalScope = "global";
 constexpr absl::string_view kIpcScope = "ipc_memory";
-
-int64_t DTypeBytes(ir::DType dtype) {
-  switch (dtype) {
-    case ir::DType::kF64:
-    case ir::DType::kI64:
-      return 8;
-    case ir::DType::kF32:
-    case ir::DType::kI32:
-      return 4;
-    case ir::DType::kF16:
-    case ir::DType::kBF16:
-      return 2;
-    case ir::DType::kI8:
-    case ir::DType::kU8:
-    case ir::DType::kBool:
-      return 1;
-  }
-  return 0;
-}
 
 bool IsViewOp(absl::string_view op) {
   return op == "reshape" || op == "vm.reshape_tensor" || op == "memory.view";
@@ -147,21 +128,20 @@ class FunctionLowering {
 
   // A new tensor for op binding `b` at position `pos`, or the reason it is not planned.
   absl::StatusOr<int> MaybeTensor(ir::BindingId b, int pos, std::string* reason) {
-    ir::TypeId t = m_.bindings[b].type;
-    if (t == ir::kNoType || m_.types.kind(t) != ir::TypeKind::kTensor) {
-      *reason = t == ir::kNoType ? "its type is unknown (write it on the binding)" : "it is not a tensor";
+    const ir::TypeId t = m_.bindings[b].type;
+    const std::optional<int64_t> bytes = TensorBytes(m_.types, t);
+    if (!bytes) {
+      if (t == ir::kNoType) {
+        *reason = "its type is unknown (write it on the binding)";
+      } else if (m_.types.kind(t) != ir::TypeKind::kTensor) {
+        *reason = "it is not a tensor";
+      } else {
+        *reason = absl::StrCat("its shape ", m_.types.ToString(t), " is dynamic");
+      }
       return -1;
     }
-    int64_t bytes = DTypeBytes(m_.types.node(t).dtype);
-    for (int64_t dim : m_.types.dims(t)) {
-      if (dim == ir::kDynamicDim) {
-        *reason = absl::StrCat("its shape ", m_.types.ToString(t), " is dynamic");
-        return -1;
-      }
-      bytes *= dim;
-    }
     VDEV_ASSIGN_OR_RETURN(PoolKey pool, PoolOf(b));
-    candidates_.push_back(Candidate{b, pos, bytes, std::move(pool), pos, false});
+    candidates_.push_back(Candidate{b, pos, *bytes, std::move(pool), pos, false});
     return static_cast<int>(candidates_.size()) - 1;
   }
 
@@ -410,6 +390,7 @@ absl::StatusOr<MemoryPlan> LowerMemory(ir::Module& module, std::vector<ir::Devic
     plan.functions.push_back(std::move(fm));
   }
   VDEV_RETURN_IF_ERROR(LowerIpcAllocStorage(module).status());
+  VDEV_RETURN_IF_ERROR(CheckLoweredMemory(module));
   return plan;
 }
 

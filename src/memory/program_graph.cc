@@ -4,7 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "nested_operands.h"
+#include "ir_walk.h"
 #include "vdev/dot.h"
 
 namespace vdev {

@@ -1,5 +1,5 @@
-// Operands of nested blocks; see nested_operands.h.
-#include "nested_operands.h"
+// IR helpers of the memory passes; see ir_walk.h.
+#include "ir_walk.h"
 
 namespace vdev {
 
@@ -31,6 +31,39 @@ std::vector<ir::Operand> NestedLocalOperands(const ir::Module& m, const ir::Expr
     if (block.result.is_local()) out.push_back(block.result);
   }
   return out;
+}
+
+namespace {
+
+int64_t DTypeBytes(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kF64:
+    case ir::DType::kI64:
+      return 8;
+    case ir::DType::kF32:
+    case ir::DType::kI32:
+      return 4;
+    case ir::DType::kF16:
+    case ir::DType::kBF16:
+      return 2;
+    case ir::DType::kI8:
+    case ir::DType::kU8:
+    case ir::DType::kBool:
+      return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::optional<int64_t> TensorBytes(const ir::TypeTable& types, ir::TypeId type) {
+  if (type == ir::kNoType || types.kind(type) != ir::TypeKind::kTensor) return std::nullopt;
+  int64_t bytes = DTypeBytes(types.node(type).dtype);
+  for (int64_t dim : types.dims(type)) {
+    if (dim == ir::kDynamicDim) return std::nullopt;
+    bytes *= dim;
+  }
+  return bytes;
 }
 
 }  // namespace vdev
