@@ -390,6 +390,22 @@ def @main(%a: f32[2], %b: f32[2]) -> f32[2] {
   EXPECT_THAT(WriteDot(g), HasSubstr("color=red"));
 }
 
+TEST(LowerMemoryTest, DeeplyNestedIfsLowerWithoutRecursion) {
+  // 10,000 nested ifs whose innermost arm returns the outer tensor %0.
+  constexpr int kDepth = 10000;
+  std::string text = "def @main(%c: bool[], %x: f32[2]) -> f32[2] {\n  %0: f32[2] = exp(%x)\n";
+  for (int i = 1; i <= kDepth; ++i) text += "%r" + std::to_string(i) + " = if %c {\n";
+  text += "return %0\n";
+  for (int i = kDepth; i >= 1; --i) {
+    text += "} else {\nreturn %x\n}\n";
+    text += (i == 1 ? "  %2: f32[2] = exp(%x)\n  return %r1\n}\n" : "return %r" + std::to_string(i) + "\n");
+  }
+  Lowered l = Lower(text);
+  // %0 is not read after the if, but the if may return it: it is a result, so %2 cannot reuse it.
+  EXPECT_NE(l.StorageOf("2"), l.StorageOf("0"));
+  EXPECT_EQ(l.main().plan.storages[l.StorageOf("0")].tensors.size(), 1u);
+}
+
 TEST(LowerMemoryTest, LongChainLowersWithoutRecursionIntoTwoStorages) {
   std::string text = "def @main(%x: f32[64]) -> f32[64] {\n  %v0: f32[64] = exp(%x)\n";
   constexpr int kChain = 200000;
