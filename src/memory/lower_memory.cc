@@ -145,6 +145,25 @@ class FunctionLowering {
     return static_cast<int>(candidates_.size()) - 1;
   }
 
+  bool IsKernelCall(const ir::Expr& e) const {
+    return e.kind == ir::ExprKind::kCallGlobal && e.func != ir::kNoFunc &&
+           m_.functions[e.func].kind == ir::FuncKind::kKernel;
+  }
+
+  // Binding `b` (an op or kernel call) produces a tensor the function allocates, when it can be sized.
+  absl::Status Produce(ir::BindingId b, int pos, ValueMemory& v) {
+    std::string reason;
+    VDEV_ASSIGN_OR_RETURN(int k, MaybeTensor(b, pos, &reason));
+    if (k < 0) {
+      Unplanned(b, std::move(reason));
+      v.why = absl::StrCat(BindingName(b), ", which is not planned");
+    } else {
+      v.roots = {k};
+      v.direct = k;
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Analyse() {
     const std::vector<ir::BindingId>& order = m_.blocks[body_].bindings;
     values_.resize(order.size());
@@ -168,15 +187,7 @@ class FunctionLowering {
             v = Lookup(m_.Args(e)[0]);
             break;
           }
-          std::string reason;
-          VDEV_ASSIGN_OR_RETURN(int k, MaybeTensor(b, pos, &reason));
-          if (k < 0) {
-            Unplanned(b, std::move(reason));
-            v.why = absl::StrCat(BindingName(b), ", which is not planned");
-          } else {
-            v.roots = {k};
-            v.direct = k;
-          }
+          VDEV_RETURN_IF_ERROR(Produce(b, pos, v));
           if (op == "allreduce") RewriteAllReduce(b);
           break;
         }
@@ -201,6 +212,12 @@ class FunctionLowering {
           break;
         }
         case ir::ExprKind::kCallGlobal:
+          if (IsKernelCall(e)) {
+            // A lowered kernel writes its result where it is told, like an op.
+            VDEV_RETURN_IF_ERROR(Produce(b, pos, v));
+            break;
+          }
+          [[fallthrough]];
         case ir::ExprKind::kCallValue:
         case ir::ExprKind::kIf:
         case ir::ExprKind::kFn:
@@ -212,7 +229,7 @@ class FunctionLowering {
                                                                              : ", the result of a call");
           Unplanned(b, e.kind == ir::ExprKind::kIf   ? "an if: its arms are not lowered"
                        : e.kind == ir::ExprKind::kFn ? "a local function: its body is not lowered"
-                                                     : "a call: the callee allocates its result");
+                                                     : "a call of a function: the callee allocates its result");
           break;
         case ir::ExprKind::kConst:
           v.why = absl::StrCat(BindingName(b), ", a constant");
@@ -325,13 +342,23 @@ class FunctionLowering {
     m_.blocks[body_].bindings = std::move(lowered);
   }
 
-  // Rebuilds op binding `b` to write into `alloc` (`out=%t`); a rewritten all-reduce becomes the
-  // runtime's custom all-reduce with its strategy.
+  // Rebuilds op or kernel-call binding `b` to write into `alloc` (`out=%t`); a rewritten all-reduce
+  // becomes the runtime's custom all-reduce with its strategy.
   void WriteInto(ir::BindingId b, ir::BindingId alloc, const AllReduceInfo* allreduce) {
     const ir::Expr old = m_.bindings[b].expr;
-    const std::vector<ir::Operand> args(m_.Args(old).begin(), m_.Args(old).end());
-    std::vector<ir::Attr> attrs(m_.Attrs(old).begin(), m_.Attrs(old).end());
+    std::vector<ir::Operand> args;
     std::string op(m_.OpName(old));
+    if (IsKernelCall(old)) {
+      // `@k(args)` becomes `vdev.call_kernel(@k, args, out=%t)`: a call has no attributes.
+      ir::Operand kernel;
+      kernel.kind = ir::OperandKind::kGlobal;
+      kernel.symbol = m_.functions[old.func].name;
+      kernel.index = old.func;
+      args.push_back(kernel);
+      op = "vdev.call_kernel";
+    }
+    args.insert(args.end(), m_.Args(old).begin(), m_.Args(old).end());
+    std::vector<ir::Attr> attrs(m_.Attrs(old).begin(), m_.Attrs(old).end());
     if (allreduce != nullptr && allreduce->ipc) {
       op = "vdev.allreduce";
       if (m_.FindAttr(old, "op") == nullptr) attrs.push_back(m_.MakeAttr("op", m_.IdentOperand("sum")));

@@ -130,6 +130,39 @@ def @main(%x: f32[4,4]) -> f32[4,4] {
   EXPECT_EQ(TensorsIn(l, kGpuIpc), 1);
 }
 
+TEST(IpcAllReduceTest, InputFromAKernelCallMovesItsAllocationAndTheCallWritesIntoIt) {
+  Lowered l = Lower(R"(
+kernel @k(%a: f32[4,4]) -> f32[4,4]
+def @main(%x: f32[4,4]) -> f32[4,4] {
+  %0 = @k(%x)
+  %1: f32[4,4] = allreduce(%0, op=sum)
+  return %1
+})");
+  ASSERT_EQ(l.main().allreduces.size(), 1u);
+  EXPECT_TRUE(l.main().allreduces[0].ipc);
+  EXPECT_EQ(l.PoolOf("0"), kGpuIpc);
+  EXPECT_THAT(l.Text(), HasSubstr("%0: f32[4,4] = vdev.call_kernel(@k, %x, out=%t0)"));
+}
+
+TEST(IpcAllReduceTest, CallOfAFunctionStaysOnNccl) {
+  Lowered l = Lower(R"(
+def @f(%a: f32[4,4]) -> f32[4,4] {
+  %0: f32[4,4] = exp(%a)
+  return %0
+}
+def @main(%x: f32[4,4]) -> f32[4,4] {
+  %0 = @f(%x)
+  %1: f32[4,4] = allreduce(%0, op=sum)
+  return %1
+})");
+  const FunctionMemory& main = l.memory.functions.at(1);
+  ASSERT_EQ(main.allreduces.size(), 1u);
+  EXPECT_FALSE(main.allreduces[0].ipc);
+  EXPECT_THAT(main.allreduces[0].reason, HasSubstr("the result of a call"));
+  ASSERT_EQ(main.unplanned.size(), 1u);
+  EXPECT_THAT(main.unplanned[0].reason, HasSubstr("the callee allocates"));
+}
+
 TEST(IpcAllReduceTest, NonSumAllReduceStaysOnNccl) {
   Lowered l = Lower(R"(
 def @main(%x: f32[4,4]) -> f32[4,4] {
