@@ -46,7 +46,7 @@ int RunPlan(const PlanArgs& args) {
   std::string text;
   std::optional<ir::Module> module = LoadModule(args.file, &text);
   if (!module) return kExitUsage;
-  absl::string_view name = args.file == "-" ? "<stdin>" : args.file;
+  const std::string name = args.file == "-" ? "<stdin>" : args.file;
   PlanError error;
   absl::StatusOr<PlanResult> plan = PlanDevices(*std::move(module), options, &error);
   if (!plan.ok()) {

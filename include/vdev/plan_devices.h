@@ -62,8 +62,8 @@ struct PlanError {
 struct PlannedCopy {
   ir::FuncId func = ir::kNoFunc;
   ir::ValueRef of;                            // the input value copied (parameter or binding)
-  VirtualDevice src;
-  VirtualDevice dst;
+  ir::DeviceId src = ir::kNoDevice;           // devices of the planned module (module.Device(src))
+  ir::DeviceId dst = ir::kNoDevice;
   ir::BindingId binding = ir::kNoBinding;     // the device_copy binding in the planned module
   ir::BindingId into = ir::kNoBinding;        // its first consumer; kNoBinding: a block's return
   bool written = false;                       // written as device_copy in the input

@@ -102,9 +102,27 @@ class Planner {
   BindingId CopyFor(BlockId block, BindingId consumer, ValueRef value, DeviceIndex src, DeviceIndex dst,
                     std::vector<BindingId>& out);
   ir::Expr DeviceCopyExpr(const Operand& value, DeviceIndex src, DeviceIndex dst, SourceLoc loc);
+  // An on_device or device_copy as `device_copy(x, src, dst)`, reusing its operand slot for x (so
+  // the operand arena does not grow).
+  ir::Expr RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex dst);
+  ir::Attr DeviceAttr(absl::string_view key, DeviceIndex device);
+  // The planned module's id for a device (memoised: devices are few, bindings many).
+  ir::DeviceId ToModule(DeviceIndex d) {
+    if (d >= module_device_.size()) module_device_.resize(d + 1, ir::kNoDevice);
+    if (module_device_[d] == ir::kNoDevice) module_device_[d] = m_.devices.Intern(devices_.Get(d));
+    return module_device_[d];
+  }
   // A binding the plan adds, with the device of its value.
   BindingId AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc, DeviceIndex device);
   void NoteConsumer(const Operand& o, BindingId consumer);
+  void AwaitConsumer(BindingId copy, size_t index) {
+    awaiting_consumer_[copy] = index;
+    Set(copy, kAwaiting);
+  }
+  void Replace(BindingId b, ValueRef by) {
+    replaced_by_[b] = by;
+    Set(b, kReplaced);
+  }
 
   const ir::Binding& B(BindingId b) const { return m_.bindings[b]; }
   FuncId FuncOf(BindingId b) const { return m_.blocks[m_.bindings[b].block].func; }
@@ -140,8 +158,14 @@ class Planner {
   absl::flat_hash_map<BindingId, ValueRef> replaced_by_;
   absl::flat_hash_map<std::tuple<BlockId, ValueRef, DeviceIndex>, BindingId> shared_copies_;
   absl::flat_hash_map<BindingId, size_t> awaiting_consumer_;  // copy binding → index in copies
+  // Per binding: which of the maps above hold it, so the common binding costs no hash lookup.
+  enum Flag : uint8_t { kCopyPoint = 1, kCopiedUses = 2, kKernelCall = 4, kReplaced = 8, kAwaiting = 16 };
+  std::vector<uint8_t> flags_;
+  bool Has(BindingId b, uint8_t flag) const { return b < flags_.size() && (flags_[b] & flag) != 0; }
+  void Set(BindingId b, uint8_t flag) { flags_[b] |= flag; }
   absl::flat_hash_map<BindingId, size_t> added_copy_;         // copies the planner added → index
 
+  std::vector<ir::DeviceId> module_device_;
   PlanResult result_;
 };
 
@@ -397,6 +421,7 @@ absl::Status Planner::PrimitiveUse(BindingId b, uint32_t operand, DomainId site)
                   "; copied for the later use");
   result_.warnings.push_back({Severity::kWarning, use_loc, std::move(message)});
   copied_uses_[b].push_back({operand, site});
+  Set(b, kCopiedUses);
   ++result_.stats.conflict_copies;
   return absl::OkStatus();
 }
@@ -448,6 +473,7 @@ absl::Status Planner::CollectOpCall(BindingId b) {
     }
     binding_domain_[b] = result;
     copy_body_[b] = body;  // also when result == body: the on_device goes, as a copy from src to src
+    Set(b, kCopyPoint);
     if (!constrain_body) NoteUse(args[0], result, b);
     return absl::OkStatus();
   }
@@ -460,6 +486,7 @@ absl::Status Planner::CollectOpCall(BindingId b) {
     DomainId result = dst ? PinnedDomain(dst->first, PinKind::kCopyDst, b, dst->second) : domains_.MakeFirstOrder();
     binding_domain_[b] = result;
     copy_body_[b] = body;
+    Set(b, kCopyPoint);
     return absl::OkStatus();
   }
   if (op == "vm.shape_of") {
@@ -490,8 +517,16 @@ absl::Status Planner::CollectOpCall(BindingId b) {
     binding_domain_[b] = result;
     return absl::OkStatus();
   }
-  // Any other op: operands and result on one device, chosen for this call site.
-  DomainId site = domains_.MakeFirstOrder();
+  // Any other op: operands and result on one device, chosen for this call site. The first operand's
+  // domain serves as the site (joining it with a fresh `?` would change nothing) and saves a domain.
+  DomainId site = kNoDomain;
+  for (const Operand& o : args) {
+    if (o.is_device()) continue;
+    DomainId first = OperandDomain(o);
+    if (first != kNoDomain && !domains_.IsHigherOrder(first)) site = first;
+    break;
+  }
+  if (site == kNoDomain) site = domains_.MakeFirstOrder();
   for (uint32_t k = 0; k < args.size(); ++k) {
     if (args[k].is_device()) continue;
     absl::Status s = PrimitiveUse(b, k, site);
@@ -528,6 +563,7 @@ absl::Status Planner::CollectBinding(BindingId b) {
         DomainId result = domains_.MakeFirstOrder();
         free_pairs_.emplace_back(result_domain_[e.func], result);
         kernel_result_[b] = result_domain_[e.func];
+        Set(b, kKernelCall);
         binding_domain_[b] = result;
         return absl::OkStatus();
       }
@@ -589,11 +625,11 @@ absl::Status Planner::CollectBinding(BindingId b) {
       const Operand& t = args[0];
       // Projecting an on_device result projects the annotated tuple, then copies only the field.
       if (t.is_local() && t.value.is_binding()) {
-        auto it = copy_body_.find(t.value.index);
         const ir::Expr& te = B(t.value.index).expr;
-        if (it != copy_body_.end() && te.kind == ExprKind::kOpCall && m_.OpName(te) == "on_device") {
+        if (Has(t.value.index, kCopyPoint) && te.kind == ExprKind::kOpCall && m_.OpName(te) == "on_device") {
           DomainId result = domains_.MakeFirstOrder();
-          copy_body_[b] = it->second;
+          copy_body_[b] = copy_body_.at(t.value.index);
+          Set(b, kCopyPoint);
           binding_domain_[b] = result;
           return absl::OkStatus();
         }
@@ -668,15 +704,13 @@ void Planner::ApplyDefaults() {
       DeviceIndex fallback;
       if (first_use_[b] != kNoDomain) {
         fallback = domains_.Device(first_use_[b]);
-      } else if (auto it = copy_body_.find(b); it != copy_body_.end()) {
-        fallback = domains_.Device(it->second);  // an unused copy copies nothing
+      } else if (Has(b, kCopyPoint)) {
+        fallback = domains_.Device(copy_body_.at(b));  // an unused copy copies nothing
       } else {
         fallback = domains_.Device(result_domain_[FuncOf(b)]);
       }
       domains_.SetDefault(binding_domain_[b], fallback);
-      if (auto it = copy_body_.find(b); it != copy_body_.end()) {
-        domains_.SetDefault(it->second, domains_.Device(binding_domain_[b]));
-      }
+      if (Has(b, kCopyPoint)) domains_.SetDefault(copy_body_.at(b), domains_.Device(binding_domain_[b]));
     }
   }
   // Primitive functions' signatures and anything no function reached.
@@ -686,29 +720,37 @@ void Planner::ApplyDefaults() {
 // --- Capture -----------------------------------------------------------------------------------
 
 ValueRef Planner::Resolve(ValueRef v) const {
-  while (v.is_binding()) {
-    auto it = replaced_by_.find(v.index);
-    if (it == replaced_by_.end()) break;
-    v = it->second;
-  }
+  while (v.is_binding() && Has(v.index, kReplaced)) v = replaced_by_.at(v.index);
   return v;
 }
 
 ir::Expr Planner::DeviceCopyExpr(const Operand& value, DeviceIndex src, DeviceIndex dst, SourceLoc loc) {
   Operand x = value.is_local() ? m_.LocalOperand(value.value) : value;
-  ir::Attr attrs[] = {m_.MakeAttr("src", m_.DeviceOperand(devices_.Get(src))),
-                      m_.MakeAttr("dst", m_.DeviceOperand(devices_.Get(dst)))};
+  ir::Attr attrs[] = {DeviceAttr("src", src), DeviceAttr("dst", dst)};
   ir::Expr e = m_.MakeOpCall("device_copy", {&x, 1}, attrs);
   e.loc = loc;
   return e;
 }
 
+ir::Attr Planner::DeviceAttr(absl::string_view key, DeviceIndex device) {
+  return m_.MakeAttr(key, m_.DeviceOperand(devices_.Get(device)));
+}
+
+ir::Expr Planner::RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex dst) {
+  ir::Expr copy = e;
+  copy.op = m_.symbols.Intern("device_copy");
+  copy.args.count = 1;
+  ir::Attr attrs[] = {DeviceAttr("src", src), DeviceAttr("dst", dst)};
+  copy.attrs = m_.AddAttrs(attrs);
+  return copy;
+}
+
 void Planner::NoteConsumer(const Operand& o, BindingId consumer) {
-  if (!o.is_local() || !o.value.is_binding()) return;
+  if (!o.is_local() || !o.value.is_binding() || !Has(o.value.index, kAwaiting)) return;
   auto it = awaiting_consumer_.find(o.value.index);
-  if (it == awaiting_consumer_.end()) return;
   result_.copies[it->second].into = consumer;
   awaiting_consumer_.erase(it);
+  flags_[o.value.index] &= ~kAwaiting;
 }
 
 BindingId Planner::CopyFor(BlockId block, BindingId consumer, ValueRef value, DeviceIndex src, DeviceIndex dst,
@@ -720,7 +762,7 @@ BindingId Planner::CopyFor(BlockId block, BindingId consumer, ValueRef value, De
                                   B(consumer).loc, dst);
   it->second = c;
   out.push_back(c);
-  result_.copies.push_back({m_.blocks[block].func, value, devices_.Get(src), devices_.Get(dst), c, consumer, false});
+  result_.copies.push_back({m_.blocks[block].func, value, ToModule(src), ToModule(dst), c, consumer, false});
   added_copy_[c] = result_.copies.size() - 1;
   return c;
 }
@@ -728,7 +770,8 @@ BindingId Planner::CopyFor(BlockId block, BindingId consumer, ValueRef value, De
 BindingId Planner::AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc,
                                      DeviceIndex device) {
   BindingId c = m_.AddBinding(block, name, std::move(expr), loc);
-  result_.binding_devices.push_back(m_.devices.Intern(devices_.Get(device)));
+  flags_.push_back(0);
+  result_.binding_devices.push_back(ToModule(device));
   result_.binding_replaced.push_back(false);
   return c;
 }
@@ -737,15 +780,28 @@ void Planner::Capture() {
   std::vector<ir::DeviceId>& devices_out = result_.binding_devices;
   devices_out.assign(m_.bindings.size(), ir::kNoDevice);
   result_.binding_replaced.assign(m_.bindings.size(), false);
-  auto intern = [&](DeviceIndex d) { return m_.devices.Intern(devices_.Get(d)); };
   auto same = [&](DeviceIndex a, DeviceIndex b) { return SameDevice(devices_.Get(a), devices_.Get(b)); };
   for (FuncId f = 0; f < m_.functions.size(); ++f) {
     ir::Function& fn = m_.functions[f];
     for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
-      m_.params[p].device = intern(domains_.Device(param_domain_[p]));
+      m_.params[p].device = ToModule(domains_.Device(param_domain_[p]));
     }
-    fn.result_device = intern(domains_.Device(result_domain_[f]));
+    fn.result_device = ToModule(domains_.Device(result_domain_[f]));
+    // `on vd` needs a written result type: take the inferred one where none was written.
+    if (fn.result_type == ir::kNoType && fn.type != ir::kNoType && m_.types.kind(fn.type) == ir::TypeKind::kFunc) {
+      fn.result_type = m_.types.func_result(fn.type);
+    }
   }
+  // Two attributes per copy: reserve them once rather than let the arena double while it grows.
+  size_t attrs_needed = 0;
+  for (BindingId b : order_) {
+    if (Has(b, kCopyPoint)) {
+      attrs_needed += same(domains_.Device(copy_body_.at(b)), domains_.Device(binding_domain_[b])) ? 0 : 2;
+    }
+    if (Has(b, kCopiedUses)) attrs_needed += 2 * copied_uses_.at(b).size();
+    if (Has(b, kKernelCall)) attrs_needed += 2 * (B(b).expr.args.count + 1);
+  }
+  m_.attrs.reserve(m_.attrs.size() + attrs_needed);
   std::vector<std::vector<BindingId>> lists(m_.blocks.size());
   auto set_operand = [&](const ir::Expr& e, uint32_t k, ValueRef v) {
     Operand& o = m_.operands[e.args.begin + k];
@@ -764,8 +820,8 @@ void Planner::Capture() {
       if (!(v == o.value)) set_operand(e, k, v);
     }
     // Conflicting primitive uses read from copies.
-    if (auto uses = copied_uses_.find(b); uses != copied_uses_.end()) {
-      for (const CopiedUse& use : uses->second) {
+    if (Has(b, kCopiedUses)) {
+      for (const CopiedUse& use : copied_uses_.at(b)) {
         const Operand& o = m_.Args(e)[use.operand];
         DeviceIndex src = domains_.Device(OperandDomain(o));
         DeviceIndex dst = domains_.Device(use.site);
@@ -773,10 +829,10 @@ void Planner::Capture() {
         set_operand(e, use.operand, ValueRef::Binding(CopyFor(block, b, o.value, src, dst, out)));
       }
     }
-    if (auto body = copy_body_.find(b); body != copy_body_.end()) {
-      DeviceIndex src = domains_.Device(body->second);
+    if (Has(b, kCopyPoint)) {
+      DeviceIndex src = domains_.Device(copy_body_.at(b));
       DeviceIndex dst = domains_.Device(binding_domain_[b]);
-      devices_out[b] = intern(dst);
+      devices_out[b] = ToModule(dst);
       if (e.kind == ExprKind::kProject) {
         // Project the annotated value itself, then copy the field if it moves.
         const Operand& annotated = m_.Args(B(first_operand.index).expr)[0];
@@ -791,8 +847,8 @@ void Planner::Capture() {
         BindingId field = AddPlannedBinding(block, name, e, B(b).loc, src);
         out.push_back(field);
         m_.bindings[b].expr = DeviceCopyExpr(m_.LocalOperand(ValueRef::Binding(field)), src, dst, e.loc);
-        result_.copies.push_back({FuncOf(b), source, devices_.Get(src), devices_.Get(dst), b, ir::kNoBinding, false});
-        awaiting_consumer_[b] = result_.copies.size() - 1;
+        result_.copies.push_back({FuncOf(b), source, ToModule(src), ToModule(dst), b, ir::kNoBinding, false});
+        AwaitConsumer(b, result_.copies.size() - 1);
         out.push_back(b);
         continue;
       }
@@ -800,27 +856,27 @@ void Planner::Capture() {
       bool written = m_.OpName(e) == "device_copy";
       result_.binding_replaced[b] = !written;
       if (same(src, dst) && x.is_local()) {
-        replaced_by_[b] = x.value;
+        Replace(b, x.value);
         result_.binding_replaced[b] = true;
         devices_out[b] = ir::kNoDevice;
         ++result_.stats.copies_dropped;
         // A copy made for this binding now feeds this binding's consumers.
         if (auto added = added_copy_.find(x.value.index); x.value.is_binding() && added != added_copy_.end() &&
                                                           result_.copies[added->second].into == b) {
-          awaiting_consumer_[x.value.index] = added->second;
+          AwaitConsumer(x.value.index, added->second);
         }
         continue;
       }
       NoteConsumer(x, b);
-      m_.bindings[b].expr = DeviceCopyExpr(x, src, dst, e.loc);
-      result_.copies.push_back({FuncOf(b), x.value, devices_.Get(src), devices_.Get(dst), b,
+      m_.bindings[b].expr = RewriteAsCopy(e, src, dst);
+      result_.copies.push_back({FuncOf(b), x.value, ToModule(src), ToModule(dst), b,
                                 written ? b : ir::kNoBinding, written});
-      if (!written) awaiting_consumer_[b] = result_.copies.size() - 1;
+      if (!written) AwaitConsumer(b, result_.copies.size() - 1);
       out.push_back(b);
       continue;
     }
     // Kernel calls copy operands to the kernel's devices, and the result to where it is used.
-    auto kernel = kernel_result_.find(b);
+    auto kernel = Has(b, kKernelCall) ? kernel_result_.find(b) : kernel_result_.end();
     if (kernel != kernel_result_.end()) {
       const ir::Function& callee = m_.functions[e.func];
       for (uint32_t k = 0; k < e.args.count; ++k) {
@@ -838,20 +894,20 @@ void Planner::Capture() {
       for (BlockId arm : {e.then_block, e.else_block}) NoteConsumer(m_.blocks[arm].result, b);
     }
     out.push_back(b);
-    devices_out[b] = intern(domains_.Device(binding_domain_[b]));
+    devices_out[b] = ToModule(domains_.Device(binding_domain_[b]));
     if (kernel != kernel_result_.end()) {
       DeviceIndex src = domains_.Device(kernel->second);
       DeviceIndex dst = domains_.Device(binding_domain_[b]);
-      devices_out[b] = intern(src);
+      devices_out[b] = ToModule(src);
       if (!same(src, dst)) {
         ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(B(b).name), "_copy"));
         BindingId c = AddPlannedBinding(
             block, name, DeviceCopyExpr(m_.LocalOperand(ValueRef::Binding(b)), src, dst, e.loc), B(b).loc, dst);
         out.push_back(c);
-        replaced_by_[b] = ValueRef::Binding(c);
-        result_.copies.push_back({FuncOf(b), ValueRef::Binding(b), devices_.Get(src), devices_.Get(dst), c,
+        Replace(b, ValueRef::Binding(c));
+        result_.copies.push_back({FuncOf(b), ValueRef::Binding(b), ToModule(src), ToModule(dst), c,
                                   ir::kNoBinding, false});
-        awaiting_consumer_[c] = result_.copies.size() - 1;
+        AwaitConsumer(c, result_.copies.size() - 1);
       }
     }
   }
@@ -861,7 +917,10 @@ void Planner::Capture() {
     if (block.result.is_local()) {
       ValueRef v = Resolve(block.result.value);
       if (!(v == block.result.value)) block.result = m_.LocalOperand(v, block.result.loc);
-      if (v.is_binding()) awaiting_consumer_.erase(v.index);
+      if (v.is_binding() && Has(v.index, kAwaiting)) {
+        awaiting_consumer_.erase(v.index);
+        flags_[v.index] &= ~kAwaiting;
+      }
     }
     block.bindings = std::move(lists[blk]);
   }
@@ -877,7 +936,7 @@ absl::Status Planner::Run() {
   binding_domain_.assign(input_bindings_, kNoDomain);
   first_use_.assign(input_bindings_, kNoDomain);
   first_user_.assign(input_bindings_, ir::kNoBinding);
-  domains_.Reserve(input_bindings_ * 2 + m_.params.size() + 16);
+  flags_.assign(input_bindings_, 0);
   order_.reserve(input_bindings_);
   MakeSignatures();
   Collector collector(this);

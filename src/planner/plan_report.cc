@@ -23,7 +23,8 @@ std::string PlanReportJson(const PlanResult& plan) {
   const ir::Module& m = plan.module;
   // Local functions are named by their path of enclosing functions (main/f/inner).
   std::vector<std::string> path(m.functions.size());
-  Json functions = Json::object();
+  // Built apart and assembled at the end: ordered_json entries move when the object grows.
+  std::vector<Json> entries(m.functions.size());
   std::vector<Json*> entry(m.functions.size(), nullptr);
   for (ir::FuncId f = 0; f < m.functions.size(); ++f) {
     const ir::Function& fn = m.functions[f];
@@ -32,7 +33,7 @@ std::string PlanReportJson(const PlanResult& plan) {
     if (fn.kind == ir::FuncKind::kKernel || fn.primitive) continue;
     Json params = Json::object();
     for (const ir::Param& p : m.Params(fn)) params[std::string(m.Name(p.name))] = DeviceText(m, p.device);
-    Json& j = functions[path[f]];
+    Json& j = entries[f];
     j["params"] = std::move(params);
     j["result"] = DeviceText(m, fn.result_device);
     j["bindings"] = Json::object();
@@ -43,13 +44,20 @@ std::string PlanReportJson(const PlanResult& plan) {
     if (plan.binding_replaced[b] || plan.binding_devices[b] == ir::kNoDevice) continue;
     ir::FuncId f = m.blocks[m.bindings[b].block].func;
     if (entry[f] == nullptr) continue;
-    (*entry[f])["bindings"][std::string(m.Name(m.bindings[b].name))] = DeviceText(m, plan.binding_devices[b]);
+    // Names are unique per function: append without ordered_json's linear key search.
+    auto* bindings = (*entry[f])["bindings"].get_ptr<Json::object_t*>();
+    static_cast<std::vector<Json::object_t::value_type>&>(*bindings)
+        .emplace_back(std::string(m.Name(m.bindings[b].name)), DeviceText(m, plan.binding_devices[b]));
   }
   for (const PlannedCopy& c : plan.copies) {
     if (entry[c.func] == nullptr) continue;
-    Json copy = {{"of", ValueText(m, c.of)}, {"src", c.src.ToString()}, {"dst", c.dst.ToString()}};
+    Json copy = {{"of", ValueText(m, c.of)}, {"src", DeviceText(m, c.src)}, {"dst", DeviceText(m, c.dst)}};
     copy["into"] = c.into == ir::kNoBinding ? std::string("return") : ValueText(m, ir::ValueRef::Binding(c.into));
     (*entry[c.func])["copies"].push_back(std::move(copy));
+  }
+  Json functions = Json::object();
+  for (ir::FuncId f = 0; f < m.functions.size(); ++f) {
+    if (entry[f] != nullptr) functions[path[f]] = std::move(entries[f]);
   }
   Json kernels = Json::object();
   for (ir::FuncId f : m.items) {

@@ -1,0 +1,147 @@
+// PlanDevices on generated add chains of 10^3…10^6 bindings: time, bindings per second, peak heap per
+// binding, and the ratio plan time / parse time (the parser is the peer measured in the same run).
+//
+// The program: N adds `%i = add(%i-1, %i-2)` over two parameters; every 10th add (the 10th, 20th, …,
+// so the last add is one) is wrapped in on_device(…, cpu:0). Variant 2 also wraps both inputs of each
+// annotated add in on_device(…, cuda:0), which costs three copies per annotated add (two inputs to
+// the CPU, the result back, shared by its two consumers), except the last: its result is returned,
+// so it pins the function's result and needs no copy back.
+#include <malloc.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "benchmark/benchmark.h"
+#include "vdev/ir_text.h"
+#include "vdev/plan_devices.h"
+
+namespace {
+
+// Heap accounting: every operator new/delete of the process goes through these counters.
+std::atomic<size_t> g_live{0};
+std::atomic<size_t> g_peak{0};
+
+void* Allocate(size_t size) {
+  void* p = std::malloc(size == 0 ? 1 : size);
+  if (p == nullptr) throw std::bad_alloc();
+  size_t live = g_live.fetch_add(malloc_usable_size(p), std::memory_order_relaxed) + malloc_usable_size(p);
+  size_t peak = g_peak.load(std::memory_order_relaxed);
+  while (live > peak && !g_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+  return p;
+}
+
+void Free(void* p) {
+  if (p == nullptr) return;
+  g_live.fetch_sub(malloc_usable_size(p), std::memory_order_relaxed);
+  std::free(p);
+}
+
+}  // namespace
+
+void* operator new(size_t size) { return Allocate(size); }
+void* operator new[](size_t size) { return Allocate(size); }
+void operator delete(void* p) noexcept { Free(p); }
+void operator delete[](void* p) noexcept { Free(p); }
+void operator delete(void* p, size_t) noexcept { Free(p); }
+void operator delete[](void* p, size_t) noexcept { Free(p); }
+
+namespace {
+
+std::string Chain(int n, int variant) {
+  std::string text = "def @main(%p: f32[4], %q: f32[4]) -> f32[4] {\n";
+  text.reserve(static_cast<size_t>(n) * 40);
+  auto name = [](int i) { return i == -1 ? std::string("%p") : i == -2 ? std::string("%q") : absl::StrCat("%", i); };
+  for (int i = 0; i < n; ++i) {
+    std::string a = name(i - 1);
+    std::string b = name(i - 2);
+    if (i % 10 == 9) {
+      if (variant == 2) {
+        absl::StrAppend(&text, "  %l", i, " = on_device(", a, ", cuda:0)\n  %r", i, " = on_device(", b, ", cuda:0)\n");
+        a = absl::StrCat("%l", i);
+        b = absl::StrCat("%r", i);
+      }
+      absl::StrAppend(&text, "  %a", i, " = add(", a, ", ", b, ")\n  %", i, " = on_device(%a", i, ", cpu:0)\n");
+    } else {
+      absl::StrAppend(&text, "  %", i, " = add(", a, ", ", b, ")\n");
+    }
+  }
+  absl::StrAppend(&text, "  return %", n - 1, "\n}\n");
+  return text;
+}
+
+// Copies by the spec (see the file comment): 3 per annotated add, less the last one's copy back.
+size_t ExpectedCopies(int n, int variant) {
+  size_t annotated = static_cast<size_t>(n) / 10;
+  return variant == 2 ? 3 * annotated - 1 : 0;
+}
+
+double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+void BM_ParseAndPlan(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int variant = static_cast<int>(state.range(1));
+  const std::string text = Chain(n, variant);
+  double parse_s = 0;
+  double plan_s = 0;
+  size_t peak_total = 0;
+  size_t peak_plan = 0;
+  size_t bindings = 0;
+  size_t copies = 0;
+  for (auto _ : state) {
+    size_t base = g_live.load();
+    g_peak.store(base);
+    auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<vdev::ir::Module> module = vdev::ir::ParseModule(text);
+    if (!module.ok() || !vdev::ir::VerifyModule(*module).ok()) {
+      state.SkipWithError("parse failed");
+      return;
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    size_t parsed = g_live.load();
+    size_t peak_parse = g_peak.load();
+    g_peak.store(parsed);
+    bindings = module->bindings.size();
+    absl::StatusOr<vdev::PlanResult> plan = vdev::PlanDevices(*std::move(module), vdev::PlanOptions{});
+    auto t2 = std::chrono::steady_clock::now();
+    if (!plan.ok()) {
+      state.SkipWithError("plan failed");
+      return;
+    }
+    copies = plan->copies.size();
+    parse_s += Seconds(t1 - t0);
+    plan_s += Seconds(t2 - t1);
+    peak_total = std::max(peak_parse, g_peak.load()) - base;
+    peak_plan = g_peak.load() - parsed;
+    benchmark::DoNotOptimize(plan);
+  }
+  if (copies != ExpectedCopies(n, variant)) {
+    state.SkipWithError(absl::StrCat("copies: ", copies, ", expected ", ExpectedCopies(n, variant)).c_str());
+    return;
+  }
+  double iterations = static_cast<double>(state.iterations());
+  state.counters["bindings"] = static_cast<double>(bindings);
+  state.counters["copies"] = static_cast<double>(copies);
+  state.counters["bindings/s"] =
+      benchmark::Counter(static_cast<double>(bindings) * iterations, benchmark::Counter::kIsRate);
+  state.counters["parse_ms"] = 1e3 * parse_s / iterations;
+  state.counters["plan_ms"] = 1e3 * plan_s / iterations;
+  state.counters["plan/parse"] = plan_s / parse_s;
+  state.counters["peak_B/binding"] = static_cast<double>(peak_total) / static_cast<double>(bindings);
+  state.counters["plan_extra_B/binding"] = static_cast<double>(peak_plan) / static_cast<double>(bindings);
+}
+
+BENCHMARK(BM_ParseAndPlan)
+    ->ArgsProduct({{1'000, 10'000, 100'000, 1'000'000}, {1, 2}})
+    ->ArgNames({"adds", "variant"})
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

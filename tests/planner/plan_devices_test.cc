@@ -1,0 +1,606 @@
+// PlanDevices behaviours, translated from what TVM's PlanDevices tests pin down, restated in the
+// vdev IR: each test lists every parameter, result and binding device and the exact multiset of
+// copies, and checks that planning the planned program changes nothing.
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/plan_test_util.h"
+
+namespace vdev::testing {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+// Plans `program`, checks the facts exactly, validates the report and replans the output.
+void ExpectPlan(const std::string& program, const std::string& facts, size_t warnings = 0) {
+  PlanOutcome outcome = PlanText(program);
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+  EXPECT_EQ(ValidateReport(outcome.report), "");
+  EXPECT_EQ(CompareFacts(json::parse(facts), outcome.report, /*exact=*/true), "") << outcome.text;
+  EXPECT_EQ(outcome.warnings.size(), warnings);
+  EXPECT_EQ(CheckIdempotent(outcome.text), "");
+}
+
+constexpr char kConfig[] = "config { targets = [llvm, cuda], default = cuda:0, host = cpu:0 }\n";
+
+TEST(PlanDevicesTest, PlainProgramDefaultsEverything) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%a: f32[5,7], %b: f32[5,7], %c: f32[5,7], %d: f32[5,7]) {
+  %0 = add(%a, %b)
+  %1 = add(%c, %d)
+  %2 = subtract(%0, %1)
+  return %2
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"a": "cuda:0", "b": "cuda:0", "c": "cuda:0", "d": "cuda:0"}, "result": "cuda:0",
+                 "bindings": {"0": "cuda:0", "1": "cuda:0", "2": "cuda:0"}, "copies": []}}})");
+}
+
+TEST(PlanDevicesTest, AnnotatedSubexpressionIsCopiedToItsConsumer) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%a: f32[5,7], %b: f32[5,7], %c: f32[5,7], %d: f32[5,7]) {
+  %0 = add(%a, %b)
+  %1 = on_device(%0, cpu:0)
+  %2 = add(%c, %d)
+  %3 = subtract(%1, %2)
+  return %3
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"a": "cpu:0", "b": "cpu:0", "c": "cuda:0", "d": "cuda:0"}, "result": "cuda:0",
+                 "bindings": {"0": "cpu:0", "2": "cuda:0", "3": "cuda:0"},
+                 "copies": [{"of": "0", "src": "cpu:0", "dst": "cuda:0", "into": "3"}]}}})");
+}
+
+TEST(PlanDevicesTest, NestedAnnotationsMakeOneCopy) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%a: f32[5,7], %b: f32[5,7]) {
+  %0 = add(%a, %b)
+  %1 = on_device(%0, cpu:0)
+  %2 = on_device(%1, cuda:0)
+  %3 = negative(%2)
+  return %3
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"a": "cpu:0", "b": "cpu:0"}, "result": "cuda:0",
+                 "bindings": {"0": "cpu:0", "3": "cuda:0"},
+                 "copies": [{"of": "0", "src": "cpu:0", "dst": "cuda:0", "into": "3"}]}}})");
+}
+
+TEST(PlanDevicesTest, OneAnnotationUsedTwiceSharesItsCopy) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%a: f32[5,7], %b: f32[5,7], %c: f32[5,7]) {
+  %0 = add(%a, %b)
+  %1 = on_device(%0, cpu:0)
+  %2 = add(%1, %c)
+  %3 = multiply(%1, %2)
+  return %3
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"a": "cpu:0", "b": "cpu:0", "c": "cuda:0"}, "result": "cuda:0",
+                 "bindings": {"0": "cpu:0", "2": "cuda:0", "3": "cuda:0"},
+                 "copies": [{"of": "0", "src": "cpu:0", "dst": "cuda:0", "into": "2"}]}}})");
+}
+
+TEST(PlanDevicesTest, TwoAnnotationsOfOneValueMakeTwoCopies) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%a: f32[5,7], %b: f32[5,7]) {
+  %0 = add(%a, %b)
+  %1 = on_device(%0, cpu:0)
+  %2 = on_device(%0, cpu:0)
+  %3 = add(%1, %2)
+  return %3
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"a": "cpu:0", "b": "cpu:0"}, "result": "cuda:0",
+                 "bindings": {"0": "cpu:0", "3": "cuda:0"},
+                 "copies": [{"of": "0", "src": "cpu:0", "dst": "cuda:0", "into": "3"},
+                            {"of": "0", "src": "cpu:0", "dst": "cuda:0", "into": "3"}]}}})");
+}
+
+TEST(PlanDevicesTest, ExplicitCopyFixesBothSides) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[5,7]) {
+  %0 = device_copy(%x, src=cpu:0, dst=cuda:0)
+  %k = const(f32[5,7])
+  %1 = add(%0, %k)
+  return %1
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"x": "cpu:0"}, "result": "cuda:0",
+                 "bindings": {"0": "cuda:0", "k": "cuda:0", "1": "cuda:0"},
+                 "copies": [{"of": "x", "src": "cpu:0", "dst": "cuda:0", "into": "0"}]}}})");
+}
+
+TEST(PlanDevicesTest, CopyToTheSameDeviceIsRemoved) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[5,7]) {
+  %0 = device_copy(%x, src=cuda:0, dst=cuda:0)
+  %1 = negative(%0)
+  return %1
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"x": "cuda:0"}, "result": "cuda:0", "bindings": {"1": "cuda:0"}, "copies": []}}})");
+}
+
+TEST(PlanDevicesTest, LetBoundValuesFollowTheirAnnotations) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%a: f32[5,7], %b: f32[5,7]) {
+  %x = add(%a, %b)
+  %y = %x
+  %z = on_device(%y, cpu:0)
+  %w = negative(%z)
+  %v = on_device(%w, cpu:0)
+  return %v
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"a": "cpu:0", "b": "cpu:0"}, "result": "cpu:0",
+                 "bindings": {"x": "cpu:0", "y": "cpu:0", "w": "cpu:0"}, "copies": []}}})");
+}
+
+TEST(PlanDevicesTest, AnnotatedParameterIsCopiedInTheBody) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%a: f32[5,7], %b: f32[5,7]) {
+  %0 = on_device(%a, cpu:0)
+  %1 = add(%0, %b)
+  return %1
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"a": "cpu:0", "b": "cuda:0"}, "result": "cuda:0", "bindings": {"1": "cuda:0"},
+                 "copies": [{"of": "a", "src": "cpu:0", "dst": "cuda:0", "into": "1"}]}}})");
+}
+
+TEST(PlanDevicesTest, ReturnedAnnotationPinsTheResult) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%a: f32[5,7], %b: f32[5,7]) {
+  %0 = add(%a, %b)
+  %1 = on_device(%0, cpu:0)
+  return %1
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"a": "cpu:0", "b": "cpu:0"}, "result": "cpu:0", "bindings": {"0": "cpu:0"},
+                 "copies": []}}})");
+}
+
+TEST(PlanDevicesTest, WrittenParameterAndResultDevicesHold) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%a: f32[5,7] on cpu:0, %b: f32[5,7]) -> f32[5,7] on cpu:0 {
+  %0 = add(%a, %b)
+  return %0
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"a": "cpu:0", "b": "cpu:0"}, "result": "cpu:0", "bindings": {"0": "cpu:0"},
+                 "copies": []}}})");
+}
+
+TEST(PlanDevicesTest, LocalFunctionSignatureFlowsToItsCaller) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[5,7], %y: f32[5,7]) -> f32[5,7] {
+  %f = fn(%a: f32[5,7]) -> f32[5,7] {
+    %0 = on_device(%a, cpu:0)
+    %1 = negative(%0)
+    return %1
+  }
+  %r = %f(%x)
+  %s = add(%r, %y)
+  return %s
+}
+)",
+             R"({"functions": {
+                 "main": {"params": {"x": "cpu:0", "y": "cuda:0"}, "result": "cuda:0",
+                          "bindings": {"f": "cuda:0", "r": "cuda:0", "s": "cuda:0"}, "copies": []},
+                 "main/f": {"params": {"a": "cpu:0"}, "result": "cuda:0", "bindings": {"1": "cuda:0"},
+                            "copies": [{"of": "a", "src": "cpu:0", "dst": "cuda:0", "into": "1"}]}}})");
+}
+
+TEST(PlanDevicesTest, FunctionPassedAsArgumentUnifiesSignatures) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @apply(%g: fn(f32[5,7]) -> f32[5,7], %z: f32[5,7]) -> f32[5,7] {
+  %0 = %g(%z)
+  return %0
+}
+
+def @main(%x: f32[5,7]) -> f32[5,7] {
+  %h = fn(%a: f32[5,7]) -> f32[5,7] {
+    %0 = negative(%a)
+    %1 = on_device(%0, cpu:0)
+    return %1
+  }
+  %r = @apply(%h, %x)
+  return %r
+}
+)",
+             R"({"functions": {
+                 "apply": {"params": {"g": "cpu:0", "z": "cpu:0"}, "result": "cpu:0",
+                           "bindings": {"0": "cpu:0"}, "copies": []},
+                 "main": {"params": {"x": "cpu:0"}, "result": "cpu:0",
+                          "bindings": {"h": "cpu:0", "r": "cpu:0"}, "copies": []},
+                 "main/h": {"params": {"a": "cpu:0"}, "result": "cpu:0", "bindings": {"0": "cpu:0"},
+                            "copies": []}}})");
+}
+
+TEST(PlanDevicesTest, FunctionsInATupleCollapseOntoIt) {
+  // Only %g is annotated; %f shares the tuple with it and so lands on the CPU too.
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[5,7]) -> f32[5,7] {
+  %f = fn(%a: f32[5,7]) -> f32[5,7] {
+    %0 = negative(%a)
+    return %0
+  }
+  %g = fn(%b: f32[5,7]) -> f32[5,7] {
+    %0 = on_device(%b, cpu:0)
+    %1 = exp(%0)
+    return %1
+  }
+  %t = (%f, %g)
+  %p = %t.0
+  %r = %p(%x)
+  return %r
+}
+)",
+             R"({"functions": {
+                 "main": {"params": {"x": "cpu:0"}, "result": "cpu:0",
+                          "bindings": {"f": "cpu:0", "g": "cpu:0", "t": "cpu:0", "p": "cpu:0", "r": "cpu:0"},
+                          "copies": []},
+                 "main/f": {"params": {"a": "cpu:0"}, "result": "cpu:0", "bindings": {"0": "cpu:0"}, "copies": []},
+                 "main/g": {"params": {"b": "cpu:0"}, "result": "cpu:0", "bindings": {"1": "cpu:0"},
+                            "copies": []}}})");
+}
+
+TEST(PlanDevicesTest, FunctionsThroughAnIfCollapseOntoIt) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[5,7], %c: bool[]) -> f32[5,7] {
+  %f = fn(%a: f32[5,7]) -> f32[5,7] {
+    %0 = negative(%a)
+    return %0
+  }
+  %g = fn(%b: f32[5,7]) -> f32[5,7] {
+    %0 = exp(%b)
+    return %0
+  }
+  %h = if %c {
+    return %f
+  } else {
+    return %g
+  }
+  %k = on_device(%c, cpu:0)
+  %r = %h(%x)
+  return %r
+}
+)",
+             R"({"functions": {
+                 "main": {"params": {"x": "cpu:0", "c": "cpu:0"}, "result": "cpu:0",
+                          "bindings": {"f": "cpu:0", "g": "cpu:0", "h": "cpu:0", "r": "cpu:0"}, "copies": []},
+                 "main/f": {"params": {"a": "cpu:0"}, "result": "cpu:0", "bindings": {"0": "cpu:0"}, "copies": []},
+                 "main/g": {"params": {"b": "cpu:0"}, "result": "cpu:0", "bindings": {"0": "cpu:0"},
+                            "copies": []}}})");
+}
+
+TEST(PlanDevicesTest, IfSharesItsDeviceWithConditionAndArms) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[5,7], %y: f32[5,7], %c: bool[]) -> f32[5,7] {
+  %r = if %c {
+    %0 = negative(%x)
+    %1 = on_device(%0, cpu:0)
+    return %1
+  } else {
+    %2 = exp(%y)
+    return %2
+  }
+  return %r
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"x": "cpu:0", "y": "cuda:0", "c": "cuda:0"}, "result": "cuda:0",
+                 "bindings": {"0": "cpu:0", "2": "cuda:0", "r": "cuda:0"},
+                 "copies": [{"of": "0", "src": "cpu:0", "dst": "cuda:0", "into": "r"}]}}})");
+}
+
+TEST(PlanDevicesTest, GlobalsCallingGlobalsShareSignatures) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @g(%p: f32[5,7]) -> f32[5,7] {
+  %0 = on_device(%p, cpu:0)
+  %1 = negative(%0)
+  return %1
+}
+
+def @f(%a: f32[5,7]) -> f32[5,7] {
+  %0 = @g(%a)
+  %1 = exp(%0)
+  return %1
+}
+
+def @main(%x: f32[5,7]) -> f32[5,7] {
+  %0 = @f(%x)
+  return %0
+}
+)",
+             R"({"functions": {
+                 "g": {"params": {"p": "cpu:0"}, "result": "cuda:0", "bindings": {"1": "cuda:0"},
+                       "copies": [{"of": "p", "src": "cpu:0", "dst": "cuda:0", "into": "1"}]},
+                 "f": {"params": {"a": "cpu:0"}, "result": "cuda:0", "bindings": {"0": "cuda:0", "1": "cuda:0"},
+                       "copies": []},
+                 "main": {"params": {"x": "cpu:0"}, "result": "cuda:0", "bindings": {"0": "cuda:0"},
+                          "copies": []}}})");
+}
+
+TEST(PlanDevicesTest, ShapesAndAllocationOperandsLiveOnTheHost) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[5,7]) -> f32[5,7] {
+  %size = const(i64[])
+  %st = memory.alloc_storage(%size, 64, device=cuda:0)
+  %shape = const(i64[2])
+  %t = memory.alloc_tensor(%st, 0, %shape)
+  %s = vm.shape_of(%x)
+  %r = vm.reshape_tensor(%x, %s)
+  %o = add(%r, %t)
+  return %o
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"x": "cuda:0"}, "result": "cuda:0",
+                 "bindings": {"size": "cpu:0", "st": "cuda:0", "shape": "cpu:0", "t": "cuda:0", "s": "cpu:0",
+                              "r": "cuda:0", "o": "cuda:0"},
+                 "copies": []}}})");
+}
+
+TEST(PlanDevicesTest, HostOverrideMovesShapes) {
+  PlanOptions options;
+  options.host_device = *ParseVirtualDevice("cpu:1");
+  PlanOutcome outcome = PlanText(std::string(kConfig) + R"(
+def @main(%x: f32[5,7]) -> i64[2] {
+  %s = vm.shape_of(%x)
+  return %s
+}
+)",
+                                 options);
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+  EXPECT_EQ(outcome.report["functions"]["main"]["bindings"]["s"], "cpu:1");
+  EXPECT_EQ(outcome.report["functions"]["main"]["result"], "cpu:1");
+}
+
+TEST(PlanDevicesTest, DefaultOverrideReplacesTheConfig) {
+  PlanOptions options;
+  options.default_device = *ParseVirtualDevice("cuda:2");
+  PlanOutcome outcome = PlanText(std::string(kConfig) + R"(
+def @main(%x: f32[5,7]) -> f32[5,7] {
+  %0 = negative(%x)
+  return %0
+}
+)",
+                                 options);
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+  EXPECT_EQ(outcome.report["functions"]["main"]["params"]["x"], "cuda:2");
+  EXPECT_EQ(CheckIdempotent(outcome.text, options), "");
+}
+
+TEST(PlanDevicesTest, KernelScopesFlowIntoCallersAndBack) {
+  ExpectPlan(std::string(kConfig) + R"(
+kernel @mm(%a: f32[4,4] on /shared, %b: f32[4,4]) -> f32[4,4] on /global
+
+def @main(%x: f32[4,4], %y: f32[4,4]) -> f32[4,4] {
+  %0 = @mm(%x, %y)
+  %1 = add(%0, %y)
+  return %1
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"x": "cuda:0/shared", "y": "cuda:0/global"}, "result": "cuda:0/global",
+                 "bindings": {"0": "cuda:0/global", "1": "cuda:0/global"}, "copies": []}},
+                 "kernels": {"mm": {"params": ["cuda:0/shared", "cuda:0/global"], "result": "cuda:0/global"}}})");
+}
+
+TEST(PlanDevicesTest, KernelBoundaryCopiesWhatCannotJoin) {
+  ExpectPlan(std::string(kConfig) + R"(
+kernel @mm(%a: f32[4,4] on /shared, %b: f32[4,4]) -> f32[4,4] on /global
+
+def @main(%x: f32[4,4] on cuda:0/global, %y: f32[4,4]) -> f32[4,4] {
+  %0 = @mm(%x, %y)
+  return %0
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"x": "cuda:0/global", "y": "cuda:0/global"}, "result": "cuda:0/global",
+                 "bindings": {"0": "cuda:0/global"},
+                 "copies": [{"of": "x", "src": "cuda:0/global", "dst": "cuda:0/shared", "into": "0"}]}},
+                 "kernels": {"mm": {"params": ["cuda:0/shared", "cuda:0/global"], "result": "cuda:0/global"}}})");
+}
+
+TEST(PlanDevicesTest, FreeAnnotationJoinsWhereItCan) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[5,7] on cpu:0) -> f32[5,7] {
+  %0 = on_device(%x, ?, constrain_body=false, constrain_result=false)
+  %1 = negative(%0)
+  return %1
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"x": "cpu:0"}, "result": "cpu:0", "bindings": {"1": "cpu:0"}, "copies": []}}})");
+}
+
+TEST(PlanDevicesTest, FreeAnnotationCopiesWhereItCannotJoin) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[5,7] on cpu:0) -> f32[5,7] on cuda:0 {
+  %0 = on_device(%x, ?, constrain_body=false, constrain_result=false)
+  %1 = negative(%0)
+  return %1
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"x": "cpu:0"}, "result": "cuda:0", "bindings": {"1": "cuda:0"},
+                 "copies": [{"of": "x", "src": "cpu:0", "dst": "cuda:0", "into": "1"}]}}})");
+}
+
+TEST(PlanDevicesTest, ScopeOnlyAnnotationKeepsTheDefaultDevice) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[5,7]) -> f32[5,7] {
+  %0 = negative(%x)
+  %1 = on_device(%0, /global.texture, constrain_result=true)
+  %2 = exp(%1)
+  return %2
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"x": "cuda:0/global.texture"}, "result": "cuda:0/global.texture",
+                 "bindings": {"0": "cuda:0/global.texture", "2": "cuda:0/global.texture"}, "copies": []}}})");
+}
+
+constexpr char kConflictingUses[] = R"(config { targets = [llvm, cuda], default = cuda:0, host = cpu:0 }
+def @main(%a: f32[5,7], %b: f32[5,7]) -> f32[5,7] {
+  %0 = add(%a, %b)
+  %1 = negative(%0)
+  %2 = on_device(%1, cpu:0)
+  %3 = exp(%0)
+  %4 = on_device(%3, cuda:0)
+  %5 = add(%2, %4)
+  return %5
+}
+)";
+
+TEST(PlanDevicesTest, ConflictingUsesCopyForTheLaterUseAndWarn) {
+  ExpectPlan(kConflictingUses,
+             R"({"functions": {"main": {
+                 "params": {"a": "cpu:0", "b": "cpu:0"}, "result": "cuda:0",
+                 "bindings": {"0": "cpu:0", "1": "cpu:0", "3": "cpu:0", "5": "cuda:0"},
+                 "copies": [{"of": "1", "src": "cpu:0", "dst": "cuda:0", "into": "5"},
+                            {"of": "3", "src": "cpu:0", "dst": "cuda:0", "into": "5"}]}}})",
+             /*warnings=*/1);
+  PlanOutcome outcome = PlanText(kConflictingUses);
+  ASSERT_EQ(outcome.warnings.size(), 1u);
+  EXPECT_EQ(outcome.warnings[0].loc.line, 7);
+  EXPECT_THAT(outcome.warnings[0].message, HasSubstr("%3 is needed on cpu:0"));
+  EXPECT_THAT(outcome.warnings[0].message, HasSubstr("on cuda:0 by the use at 7:"));
+  EXPECT_THAT(outcome.warnings[0].message, HasSubstr("at 5:"));  // the annotation that put it on the CPU
+}
+
+TEST(PlanDevicesTest, StrictConflictListsTheTwoAnnotations) {
+  PlanOptions options;
+  options.strict = true;
+  PlanOutcome outcome = PlanText(kConflictingUses, options);
+  ASSERT_FALSE(outcome.status.ok());
+  EXPECT_EQ(outcome.error.loc.line, 7);
+  ASSERT_EQ(outcome.error.conflicts.size(), 2u);
+  EXPECT_EQ(outcome.error.conflicts[0].loc, (SourceLoc{5, 22}));
+  EXPECT_EQ(outcome.error.conflicts[0].device.ToString(), "cpu:0");
+  EXPECT_EQ(outcome.error.conflicts[1].loc, (SourceLoc{7, 22}));
+  EXPECT_EQ(outcome.error.conflicts[1].device.ToString(), "cuda:0");
+  EXPECT_EQ(ValidateErrorReport(json::parse(PlanErrorJson(outcome.error))), "");
+}
+
+TEST(PlanDevicesTest, AnnotationAgainstWrittenParameterIsAnErrorInBothModes) {
+  constexpr char kProgram[] = R"(def @main(%x: f32[5,7] on cuda:0) -> f32[5,7] {
+  %0 = on_device(%x, cpu:0)
+  %1 = negative(%0)
+  return %1
+}
+)";
+  for (bool strict : {false, true}) {
+    PlanOptions options;
+    options.strict = strict;
+    PlanOutcome outcome = PlanText(kProgram, options);
+    ASSERT_FALSE(outcome.status.ok());
+    ASSERT_EQ(outcome.error.conflicts.size(), 2u);
+    EXPECT_EQ(outcome.error.conflicts[0].loc, (SourceLoc{1, 27}));
+    EXPECT_THAT(outcome.error.conflicts[0].what, HasSubstr("parameter %x"));
+    EXPECT_EQ(outcome.error.conflicts[1].loc, (SourceLoc{2, 22}));
+  }
+}
+
+TEST(PlanDevicesTest, ArgumentAgainstCalleeSignatureIsAnError) {
+  PlanOutcome outcome = PlanText(R"(def @f(%a: f32[2] on cpu:0) -> f32[2] {
+  return %a
+}
+
+def @main(%x: f32[2] on cuda:0) -> f32[2] {
+  %0 = @f(%x)
+  return %0
+}
+)");
+  ASSERT_FALSE(outcome.status.ok());
+  EXPECT_EQ(outcome.error.loc.line, 6);
+  ASSERT_EQ(outcome.error.conflicts.size(), 2u);
+  EXPECT_EQ(outcome.error.conflicts[0].loc.line, 1);
+  EXPECT_EQ(outcome.error.conflicts[1].loc.line, 5);
+}
+
+TEST(PlanDevicesTest, ProjectionOfAnnotatedTupleCopiesOnlyTheField) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%a: f32[5,7], %b: f32[5,7]) -> f32[5,7] {
+  %t = (%a, %b)
+  %u = on_device(%t, cpu:0)
+  %p = %u.0
+  %q = negative(%p)
+  return %q
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"a": "cpu:0", "b": "cpu:0"}, "result": "cuda:0",
+                 "bindings": {"t": "cpu:0", "p": "cuda:0", "q": "cuda:0"},
+                 "copies": [{"of": "t", "src": "cpu:0", "dst": "cuda:0", "into": "q"}]}}})");
+}
+
+// The argument takes the written cpu:0 and, like every parameter, the rest (the scope) from its
+// function's result.
+TEST(PlanDevicesTest, PrimitiveFunctionSignatureConstrainsCallers) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[5,7]) -> f32[5,7] {
+  %k = fn[primitive](%a: f32[5,7] on cpu:0) -> f32[5,7] on /global {
+    %0 = negative(%a)
+    return %0
+  }
+  %r = %k(%x)
+  return %r
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"x": "cpu:0/global"}, "result": "cuda:0/global",
+                 "bindings": {"k": "cuda:0/global", "r": "cuda:0/global"}, "copies": []}}})");
+}
+
+// A chain of `n` adds, `%i = add(%i-1, %i-2)`, over two parameters.
+std::string Chain(int n) {
+  std::string text = "def @main(%p: f32[4], %q: f32[4]) -> f32[4] {\n  %0 = add(%p, %q)\n  %1 = add(%0, %p)\n";
+  for (int i = 2; i < n; ++i) absl::StrAppend(&text, "  %", i, " = add(%", i - 1, ", %", i - 2, ")\n");
+  absl::StrAppend(&text, "  return %", n - 1, "\n}\n");
+  return text;
+}
+
+TEST(PlanDevicesTest, LongChainPlansWithoutRecursion) {
+  constexpr int kN = 200'000;
+  PlanOutcome outcome = PlanText(Chain(kN));
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+  const json& main = outcome.report["functions"]["main"];
+  EXPECT_EQ(main["bindings"].size(), static_cast<size_t>(kN));
+  EXPECT_EQ(main["bindings"]["199999"], "cuda:0");
+  EXPECT_EQ(main["params"]["p"], "cuda:0");
+}
+
+TEST(PlanDevicesTest, DeeplyNestedFunctionsPlanWithoutRecursion) {
+  constexpr int kDepth = 10'000;
+  std::string text = "def @main(%x0: f32[2]) -> f32[2] {\n";
+  for (int i = 0; i < kDepth; ++i) absl::StrAppend(&text, "%f", i, " = fn(%x", i + 1, ": f32[2]) -> f32[2] {\n");
+  absl::StrAppend(&text, "%in = on_device(%x", kDepth, ", cpu:0)\n%out = negative(%in)\nreturn %out\n");
+  for (int i = kDepth; i-- > 0;) absl::StrAppend(&text, "}\n%r", i, " = %f", i, "(%x", i, ")\nreturn %r", i, "\n");
+  absl::StrAppend(&text, "}\n");
+  PlanOutcome outcome = PlanText(text);
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+  // The innermost parameter is pinned to the CPU and every signature passes it outwards.
+  EXPECT_EQ(outcome.report["functions"]["main"]["params"]["x0"], "cpu:0");
+  EXPECT_EQ(outcome.report["functions"]["main"]["result"], "cuda:0");
+  EXPECT_EQ(outcome.report["functions"].size(), static_cast<size_t>(kDepth + 1));
+}
+
+}  // namespace
+}  // namespace vdev::testing
