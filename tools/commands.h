@@ -31,6 +31,9 @@ std::optional<ir::Module> LoadModule(const std::string& path, std::string* sourc
 // `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]`.
 void AddPlanCommands(CLI::App& app, int* exit_code);
 
+// `vdev lower FILE [--json] [--dot]`.
+void AddMemoryCommands(CLI::App& app, int* exit_code);
+
 }  // namespace vdev::cli
 
 #endif  // VDEV_TOOLS_COMMANDS_H_

@@ -1,0 +1,57 @@
+// The tensor-parallel transformer program generator; see transformer_program.h.
+#include "transformer_program.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace vdev::bench {
+namespace {
+
+std::string F16(int64_t a, int64_t b) { return absl::StrCat("f16[", a, ",", b, "]"); }
+
+}  // namespace
+
+std::string TransformerProgram(const TransformerShape& s) {
+  const int64_t t = s.tokens, h = s.hidden, tp = s.tensor_parallel;
+  const int64_t local_heads = s.heads / tp, head_dim = h / s.heads, local_h = local_heads * head_dim;
+  const int64_t local_ffn = s.ffn / tp;
+  std::string out = absl::StrCat("# ", s.layers, "-layer tensor-parallel transformer, one worker of ", tp,
+                                 " (hidden ", h, ", ", t, " tokens, f16)\n");
+  absl::StrAppend(&out, "def @main(%x: ", F16(t, h), " on cuda:0");
+  for (int l = 0; l < s.layers; ++l) {
+    absl::StrAppend(&out, ",\n          %g1_", l, ": f16[", h, "], %wqkv_", l, ": ", F16(h, 3 * local_h), ", %wo_", l,
+                    ": ", F16(local_h, h), ", %g2_", l, ": f16[", h, "], %wgu_", l, ": ", F16(h, 2 * local_ffn),
+                    ", %wd_", l, ": ", F16(local_ffn, h));
+  }
+  absl::StrAppend(&out, ") -> ", F16(t, h), " {\n");
+  std::string hs = "%x";
+  for (int l = 0; l < s.layers; ++l) {
+    const std::string p = absl::StrCat("%l", l, "_");
+    auto bind = [&](absl::string_view name, const std::string& type, const std::string& expr) {
+      absl::StrAppend(&out, "  ", p, name, ": ", type, " = ", expr, "\n");
+    };
+    bind("n1", F16(t, h), absl::StrCat("rms_norm(", hs, ", %g1_", l, ")"));
+    bind("qkv", F16(t, 3 * local_h), absl::StrCat("matmul(", p, "n1, %wqkv_", l, ")"));
+    bind("qkv4", absl::StrCat("f16[", t, ",3,", local_heads, ",", head_dim, "]"),
+         absl::StrCat("reshape(", p, "qkv, [", t, ", 3, ", local_heads, ", ", head_dim, "])"));
+    bind("att", absl::StrCat("f16[", t, ",", local_heads, ",", head_dim, "]"),
+         absl::StrCat("attention(", p, "qkv4, causal=true)"));
+    bind("att2", F16(t, local_h), absl::StrCat("reshape(", p, "att, [", t, ", ", local_h, "])"));
+    bind("o", F16(t, h), absl::StrCat("matmul(", p, "att2, %wo_", l, ")"));
+    bind("ar1", F16(t, h), absl::StrCat("allreduce(", p, "o, op=sum)"));
+    bind("h1", F16(t, h), absl::StrCat("add(", hs, ", ", p, "ar1)"));
+    bind("n2", F16(t, h), absl::StrCat("rms_norm(", p, "h1, %g2_", l, ")"));
+    bind("gu", F16(t, 2 * local_ffn), absl::StrCat("matmul(", p, "n2, %wgu_", l, ")"));
+    bind("act", F16(t, local_ffn), absl::StrCat("silu_mul(", p, "gu)"));
+    bind("down", F16(t, h), absl::StrCat("matmul(", p, "act, %wd_", l, ")"));
+    bind("flat", absl::StrCat("f16[", t * h, "]"), absl::StrCat("reshape(", p, "down, [", t * h, "])"));
+    bind("ar2", absl::StrCat("f16[", t * h, "]"), absl::StrCat("allreduce(", p, "flat, op=sum)"));
+    bind("mlp", F16(t, h), absl::StrCat("reshape(", p, "ar2, [", t, ", ", h, "])"));
+    bind("h2", F16(t, h), absl::StrCat("add(", p, "h1, ", p, "mlp)"));
+    hs = absl::StrCat(p, "h2");
+  }
+  absl::StrAppend(&out, "  %out: ", F16(t, h), " = device_copy(", hs, ", src=cuda:0, dst=cpu:0)\n");
+  absl::StrAppend(&out, "  return %out\n}\n");
+  return out;
+}
+
+}  // namespace vdev::bench

@@ -1,0 +1,28 @@
+// Generates the text of a tensor-parallel transformer program (Megatron-style, one worker's share),
+// for the memory benchmark and the `vdev lower` demo.
+#ifndef VDEV_BENCH_TRANSFORMER_PROGRAM_H_
+#define VDEV_BENCH_TRANSFORMER_PROGRAM_H_
+
+#include <cstdint>
+#include <string>
+
+namespace vdev::bench {
+
+struct TransformerShape {
+  int layers = 10;
+  int64_t tokens = 256;        // batch × sequence
+  int64_t hidden = 4096;
+  int64_t heads = 32;
+  int64_t ffn = 11008;         // intermediate size of the gated MLP
+  int64_t tensor_parallel = 4; // workers; each holds heads/tp heads and ffn/tp columns
+};
+
+// One `def @main` per worker: per layer, attention (rms_norm, fused QKV matmul, attention, output
+// projection) and a gated MLP, each ending in `allreduce(op=sum)` of its row-parallel matmul (the
+// MLP's through a reshape) and a residual add; the final hidden state is copied to cpu:0.
+// All tensors f16 with static shapes, types written. Built with a loop: any depth is fine.
+std::string TransformerProgram(const TransformerShape& shape);
+
+}  // namespace vdev::bench
+
+#endif  // VDEV_BENCH_TRANSFORMER_PROGRAM_H_

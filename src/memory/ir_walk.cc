@@ -1,0 +1,69 @@
+// IR helpers of the memory passes; see ir_walk.h.
+#include "ir_walk.h"
+
+namespace vdev {
+
+std::vector<ir::Operand> NestedLocalOperands(const ir::Module& m, const ir::Expr& expr) {
+  std::vector<ir::Operand> out;
+  std::vector<ir::BlockId> stack;
+  auto push_blocks = [&](const ir::Expr& e) {
+    if (e.kind == ir::ExprKind::kIf) {
+      stack.push_back(e.then_block);
+      stack.push_back(e.else_block);
+    } else if (e.kind == ir::ExprKind::kFn && m.functions[e.func].body != ir::kNoBlock) {
+      stack.push_back(m.functions[e.func].body);
+    }
+  };
+  push_blocks(expr);
+  while (!stack.empty()) {
+    const ir::Block& block = m.blocks[stack.back()];
+    stack.pop_back();
+    for (ir::BindingId inner : block.bindings) {
+      const ir::Expr& e = m.bindings[inner].expr;
+      for (const ir::Operand& o : m.Args(e)) {
+        if (o.is_local()) out.push_back(o);
+      }
+      for (const ir::Attr& a : m.Attrs(e)) {
+        if (a.value.is_local()) out.push_back(a.value);
+      }
+      push_blocks(e);
+    }
+    if (block.result.is_local()) out.push_back(block.result);
+  }
+  return out;
+}
+
+namespace {
+
+int64_t DTypeBytes(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kF64:
+    case ir::DType::kI64:
+      return 8;
+    case ir::DType::kF32:
+    case ir::DType::kI32:
+      return 4;
+    case ir::DType::kF16:
+    case ir::DType::kBF16:
+      return 2;
+    case ir::DType::kI8:
+    case ir::DType::kU8:
+    case ir::DType::kBool:
+      return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::optional<int64_t> TensorBytes(const ir::TypeTable& types, ir::TypeId type) {
+  if (type == ir::kNoType || types.kind(type) != ir::TypeKind::kTensor) return std::nullopt;
+  int64_t bytes = DTypeBytes(types.node(type).dtype);
+  for (int64_t dim : types.dims(type)) {
+    if (dim == ir::kDynamicDim) return std::nullopt;
+    bytes *= dim;
+  }
+  return bytes;
+}
+
+}  // namespace vdev

@@ -1,0 +1,109 @@
+// `vdev lower FILE [--json] [--dot]`: plans devices, then lowers to explicit allocation with the
+// IPC all-reduce rewrite and static memory planning (docs/lowered-form.md, docs/memory-planning.md).
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "commands.h"
+#include "vdev/diagnostic.h"
+#include "vdev/dot.h"
+#include "vdev/ir_text.h"
+#include "vdev/lower_memory.h"
+#include "vdev/plan_devices.h"
+
+namespace vdev::cli {
+namespace {
+
+struct LowerArgs {
+  std::string file;
+  bool json = false;
+  bool dot = false;
+  bool strict = false;
+  bool no_ipc = false;
+  std::string strategy = "auto";
+  int64_t alignment = 256;
+  std::string default_device;
+  std::string host_device;
+};
+
+// Parses an optional `--default`/`--host` literal into *out; prints a located error on failure.
+bool ParseDeviceOption(absl::string_view flag, const std::string& text, std::optional<VirtualDevice>* out) {
+  if (text.empty()) return true;
+  size_t offset = 0;
+  absl::StatusOr<VirtualDevice> device = ParseVirtualDevice(text, &offset);
+  if (!device.ok()) {
+    std::cerr << FormatDiagnostic(flag, text,
+                                  {Severity::kError, {1, static_cast<int>(offset) + 1}, std::string(device.status().message())});
+    return false;
+  }
+  *out = *device;
+  return true;
+}
+
+int RunLower(const LowerArgs& args) {
+  const std::string name = args.file == "-" ? "<stdin>" : args.file;
+  PlanOptions plan_options;
+  plan_options.strict = args.strict;
+  if (!ParseDeviceOption("--default", args.default_device, &plan_options.default_device) ||
+      !ParseDeviceOption("--host", args.host_device, &plan_options.host_device)) {
+    return kExitUsage;
+  }
+  LowerOptions lower_options;
+  std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(args.strategy);
+  if (!strategy) {
+    std::cerr << "--allreduce-strategy: error: expected auto, one-shot, two-shot or nccl, found '" << args.strategy << "'\n";
+    return kExitUsage;
+  }
+  lower_options.strategy = *strategy;
+  lower_options.ipc_allreduce = !args.no_ipc;
+  lower_options.storage.alignment = args.alignment;
+
+  std::string text;
+  std::optional<ir::Module> module = LoadModule(args.file, &text);
+  if (!module) return kExitUsage;
+  PlanError plan_error;
+  absl::StatusOr<PlanResult> planned = PlanDevices(std::move(*module), plan_options, &plan_error);
+  if (!planned.ok()) {
+    if (args.json) std::cout << PlanErrorJson(plan_error);
+    std::cerr << FormatDiagnostic(name, text, {Severity::kError, plan_error.loc, plan_error.message});
+    return kExitNegative;
+  }
+  for (const Diagnostic& warning : planned->warnings) std::cerr << FormatDiagnostic(name, text, warning);
+  if (args.dot) {
+    std::cout << WriteDot(PlannedProgramGraph(planned->module, planned->binding_devices));
+    return kExitOk;
+  }
+  absl::StatusOr<MemoryPlan> memory = LowerMemory(planned->module, planned->binding_devices, lower_options);
+  if (!memory.ok()) {
+    std::cerr << name << ": error: " << memory.status().message() << "\n";
+    return kExitNegative;
+  }
+  Diagnostic diag;
+  if (absl::Status s = ir::VerifyModule(planned->module, &diag); !s.ok()) {
+    std::cerr << name << ": error: the lowered program does not verify (a vdev bug): " << diag.message << "\n";
+    return kExitNegative;
+  }
+  std::cout << (args.json ? MemoryReportJson(planned->module, *memory) : ir::PrintModule(planned->module));
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddMemoryCommands(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<LowerArgs>();
+  CLI::App* lower = app.add_subcommand(
+      "lower", "Plan devices, then lower to explicit allocation: IPC all-reduces, static memory plan per (device, scope)");
+  lower->add_option("FILE", args->file, "program text (`-` reads standard input)")->required();
+  lower->add_flag("--json", args->json, "print the memory report (pools, storages, tensors, all-reduces) as JSON");
+  lower->add_flag("--dot", args->dot, "print the planned program as Graphviz: devices as colours, copies as red edges");
+  lower->add_flag("--strict", args->strict, "a conflict between primitive uses is an error, not a copy");
+  lower->add_option("--default", args->default_device, "device for unconstrained computations (overrides config)");
+  lower->add_option("--host", args->host_device, "host device (overrides config)");
+  lower->add_option("--allreduce-strategy", args->strategy, "strategy of rewritten all-reduces: auto, one-shot, two-shot, nccl");
+  lower->add_flag("--no-ipc-allreduce", args->no_ipc, "leave every all-reduce on NCCL (no ipc_memory)");
+  lower->add_option("--alignment", args->alignment, "alignment of storages in their pool, bytes (a power of two)");
+  lower->callback([args, exit_code] { *exit_code = RunLower(*args); });
+}
+
+}  // namespace vdev::cli
