@@ -19,6 +19,9 @@ inline constexpr int kExitUsage = 2;
 // `vdev join A B`, `vdev default A B`.
 void AddLatticeCommands(CLI::App& app, int* exit_code);
 
+// `vdev launch -n N -- PROGRAM ARGS`.
+void AddRuntimeCommands(CLI::App& app, int* exit_code);
+
 }  // namespace vdev::cli
 
 #endif  // VDEV_TOOLS_COMMANDS_H_

@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = vdev::cli::kExitOk;
   vdev::cli::AddLatticeCommands(app, &exit_code);
+  vdev::cli::AddRuntimeCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
