@@ -33,6 +33,8 @@ void AddPlanCommands(CLI::App& app, int* exit_code);
 
 // `vdev lower FILE [--json] [--dot]`.
 void AddMemoryCommands(CLI::App& app, int* exit_code);
+// `vdev launch -n N -- PROGRAM ARGS`.
+void AddRuntimeCommands(CLI::App& app, int* exit_code);
 
 }  // namespace vdev::cli
 

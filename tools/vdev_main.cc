@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   vdev::cli::AddIrCommands(app, &exit_code);
   vdev::cli::AddPlanCommands(app, &exit_code);
   vdev::cli::AddMemoryCommands(app, &exit_code);
+  vdev::cli::AddRuntimeCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,256 @@
+// All-reduce benchmark in the style of nccl-tests, run under `vdev launch -n N -- allreduce_bench`.
+//
+// Every worker uses the same processes and buffers for every variant: vdev one-shot, two-shot and
+// auto, plain ncclAllReduce, and ncclAllReduce on NCCL symmetric windows (ncclMemAlloc +
+// ncclCommWindowRegister). Variants are interleaved within each size. For each size and variant:
+// a correctness check (integer-valued bf16 inputs, exact expected sums, inputs intact), then CUDA-
+// graph and eager timings: each repeat runs a warm-up batch (which also lines the GPUs up), then a
+// timed batch of `iters` back-to-back ops between two events; per-op time = elapsed / iters; the
+// median over repeats, then the maximum over workers, is reported with algbw and busbw
+// (busbw = algbw * 2(N-1)/N).
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "allreduce_bench_kernels.h"
+#include "vdev/cuda_allreduce.h"
+#include "vdev/session.h"
+
+namespace vdev::bench {
+namespace {
+
+#define CUDA_OK(expr)                                                                              \
+  do {                                                                                             \
+    cudaError_t e_ = (expr);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+void Ok(const absl::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+struct Variant {
+  std::string name;
+  void* in;
+  void* out;
+  std::function<absl::Status(size_t count, cudaStream_t)> run;
+};
+
+struct Size {
+  size_t bytes;
+  std::string label;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The maximum of a per-worker value over all workers.
+double MaxOverWorkers(Session& s, double mine) {
+  std::vector<std::string> all;
+  Ok(s.AllGather("bench-max", std::string(reinterpret_cast<const char*>(&mine), sizeof(mine)), &all), "gather");
+  double m = 0;
+  for (const std::string& a : all) {
+    double v;
+    std::memcpy(&v, a.data(), sizeof(v));
+    m = std::max(m, v);
+  }
+  return m;
+}
+
+int Main(int argc, char** argv) {
+  size_t max_bytes = size_t{1} << 30, min_bytes = 1024;
+  int reps = 15;
+  bool llm = true, eager = true;
+  std::string csv_path;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (a == "--max-bytes") max_bytes = std::strtoull(next().c_str(), nullptr, 0);
+    if (a == "--min-bytes") min_bytes = std::strtoull(next().c_str(), nullptr, 0);
+    if (a == "--reps") reps = std::atoi(next().c_str());
+    if (a == "--csv") csv_path = next();
+    if (a == "--no-llm") llm = false;
+    if (a == "--no-eager") eager = false;
+  }
+  absl::StatusOr<std::unique_ptr<Session>> session_or = Session::FromEnvironment();
+  Ok(session_or.status(), "session");
+  Session& session = **session_or;
+  const int world = session.world_size(), rank = session.rank();
+  CudaCommunicatorOptions options;
+  options.max_bytes = max_bytes;
+  options.max_one_shot_bytes = std::min(max_bytes, size_t{32} << 20);
+  absl::StatusOr<std::unique_ptr<CudaCommunicator>> comm_or = CudaCommunicator::Create(&session, options);
+  Ok(comm_or.status(), "communicator");
+  CudaCommunicator& comm = **comm_or;
+  if (!comm.ipc_available()) std::fprintf(stderr, "worker %d: no P2P/IPC: vdev variants run NCCL\n", rank);
+
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  void *in, *out, *sin = nullptr, *sout = nullptr;
+  CUDA_OK(cudaMalloc(&in, max_bytes));
+  CUDA_OK(cudaMalloc(&out, max_bytes));
+  ncclWindow_t win_in, win_out;
+  bool symm = ncclMemAlloc(&sin, max_bytes) == ncclSuccess && ncclMemAlloc(&sout, max_bytes) == ncclSuccess &&
+              ncclCommWindowRegister(comm.nccl(), sin, max_bytes, &win_in, NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess &&
+              ncclCommWindowRegister(comm.nccl(), sout, max_bytes, &win_out, NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess;
+  if (!symm && rank == 0) std::fprintf(stderr, "NCCL symmetric windows unavailable: nccl-symm skipped\n");
+  unsigned long long* counters;
+  CUDA_OK(cudaMalloc(&counters, 2 * sizeof(unsigned long long)));
+
+  auto vdev_variant = [&](const char* name, AllReduceAlgorithm algo) {
+    return Variant{name, in, out, [&comm, algo, &in, &out](size_t n, cudaStream_t s) {
+                     return comm.AllReduce(in, out, n, DataType::kBF16, algo, s);
+                   }};
+  };
+  std::vector<Variant> all_variants = {
+      vdev_variant("vdev-1shot", AllReduceAlgorithm::kOneShot),
+      vdev_variant("vdev-2shot", AllReduceAlgorithm::kTwoShot),
+      vdev_variant("vdev-auto", AllReduceAlgorithm::kAuto),
+      Variant{"nccl", in, out, [&](size_t n, cudaStream_t s) {
+                return ncclAllReduce(in, out, n, ncclBfloat16, ncclSum, comm.nccl(), s) == ncclSuccess
+                           ? absl::OkStatus()
+                           : absl::InternalError("ncclAllReduce");
+              }}};
+  if (symm) {
+    all_variants.push_back(Variant{"nccl-symm", sin, sout, [&](size_t n, cudaStream_t s) {
+                                     return ncclAllReduce(sin, sout, n, ncclBfloat16, ncclSum, comm.nccl(), s) ==
+                                                    ncclSuccess
+                                                ? absl::OkStatus()
+                                                : absl::InternalError("ncclAllReduce symm");
+                                   }});
+  }
+
+  std::vector<Size> sizes;
+  for (size_t b = min_bytes; b <= max_bytes; b *= 2) sizes.push_back({b, ""});
+  if (llm) {
+    for (size_t hidden : {4096, 8192}) {
+      for (size_t tokens : {1, 7, 128, 1000, 4096, 8192}) {
+        size_t b = tokens * hidden * 2;
+        if (b <= max_bytes) sizes.push_back({b, absl::StrCat("llm:", tokens, "x", hidden)});
+      }
+    }
+  }
+
+  FILE* csv = nullptr;
+  if (rank == 0 && !csv_path.empty()) {
+    csv = std::fopen(csv_path.c_str(), "w");
+    std::fprintf(csv, "world,mode,bytes,label,variant,us,algbw_GBps,busbw_GBps,check,auto_choice\n");
+  }
+  if (rank == 0) {
+    std::printf("# vdev all-reduce bench: %d workers, bf16 sum, reps %d (median), max over workers, us/op\n", world,
+                reps);
+  }
+  int salt = 0;
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  for (const Size& size : sizes) {
+    const size_t count = size.bytes / 2;
+    std::vector<Variant*> variants;
+    for (Variant& v : all_variants) {
+      if (v.name == "vdev-1shot" && size.bytes > options.max_one_shot_bytes) continue;
+      variants.push_back(&v);
+    }
+    const int iters = size.bytes <= (1 << 20) ? 50 : size.bytes <= (16 << 20) ? 20 : size.bytes <= (128 << 20) ? 5 : 2;
+    std::map<std::string, std::string> check;
+    for (Variant* v : variants) {
+      ++salt;
+      Fill(v->in, count, rank, salt, stream);
+      CUDA_OK(cudaMemsetAsync(v->out, 0xff, size.bytes, stream));
+      CUDA_OK(cudaMemsetAsync(counters, 0, 2 * sizeof(unsigned long long), stream));
+      Ok(v->run(count, stream), v->name.c_str());
+      Check(v->in, v->out, count, rank, world, salt, counters, stream);
+      unsigned long long bad[2];
+      CUDA_OK(cudaMemcpyAsync(bad, counters, sizeof(bad), cudaMemcpyDeviceToHost, stream));
+      CUDA_OK(cudaStreamSynchronize(stream));
+      const double worst = MaxOverWorkers(session, static_cast<double>(bad[0] + bad[1]));
+      check[v->name] = worst == 0 ? "ok" : absl::StrCat("BAD:", static_cast<long long>(worst));
+    }
+    for (int graph = 1; graph >= (eager ? 0 : 1); --graph) {
+      std::map<std::string, cudaGraphExec_t> execs;
+      if (graph) {
+        for (Variant* v : variants) {
+          cudaGraph_t g;
+          CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+          for (int i = 0; i < iters; ++i) Ok(v->run(count, stream), v->name.c_str());
+          CUDA_OK(cudaStreamEndCapture(stream, &g));
+          CUDA_OK(cudaGraphInstantiate(&execs[v->name], g, 0));
+          CUDA_OK(cudaGraphDestroy(g));
+        }
+      }
+      std::map<std::string, std::vector<double>> times;
+      auto batch = [&](Variant* v) {
+        if (graph) {
+          CUDA_OK(cudaGraphLaunch(execs[v->name], stream));
+        } else {
+          for (int i = 0; i < iters; ++i) Ok(v->run(count, stream), v->name.c_str());
+        }
+      };
+      for (int rep = 0; rep < reps; ++rep) {
+        for (Variant* v : variants) {
+          batch(v);  // warm-up; leaves the GPUs in step for the timed batch
+          CUDA_OK(cudaEventRecord(e0, stream));
+          batch(v);
+          CUDA_OK(cudaEventRecord(e1, stream));
+          CUDA_OK(cudaEventSynchronize(e1));
+          float ms = 0;
+          CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+          times[v->name].push_back(ms * 1000.0 / iters);
+        }
+      }
+      Ok(comm.CheckErrors(), "kernel wait");
+      for (auto& [name, exec] : execs) cudaGraphExecDestroy(exec);
+      const std::string auto_choice(AlgorithmName(comm.Choose(size.bytes)));
+      std::string line = absl::StrFormat("%-6s %12zu %-14s", graph ? "graph" : "eager", size.bytes, size.label);
+      for (Variant* v : variants) {
+        const double us = MaxOverWorkers(session, Median(times[v->name]));
+        const double algbw = size.bytes / us / 1e3;
+        const double busbw = algbw * 2.0 * (world - 1) / world;
+        absl::StrAppendFormat(&line, " %s=%.2f(%s)", v->name, us, check[v->name]);
+        if (csv) {
+          std::fprintf(csv, "%d,%s,%zu,%s,%s,%.3f,%.2f,%.2f,%s,%s\n", world, graph ? "graph" : "eager", size.bytes,
+                       size.label.c_str(), v->name.c_str(), us, algbw, busbw, check[v->name].c_str(),
+                       auto_choice.c_str());
+        }
+      }
+      if (rank == 0) {
+        std::printf("%s auto->%s\n", line.c_str(), auto_choice.c_str());
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (csv) std::fclose(csv);
+  CUDA_OK(cudaStreamSynchronize(stream));
+  if (symm) {
+    ncclCommWindowDeregister(comm.nccl(), win_in);
+    ncclCommWindowDeregister(comm.nccl(), win_out);
+    ncclMemFree(sin);
+    ncclMemFree(sout);
+  }
+  cudaFree(in);
+  cudaFree(out);
+  return 0;
+}
+
+}  // namespace
+}  // namespace vdev::bench
+
+int main(int argc, char** argv) { return vdev::bench::Main(argc, argv); }

@@ -1,0 +1,53 @@
+// All-reduce (sum) over IPCMemory, on the host backend; the CUDA one is in vdev/cuda_allreduce.h.
+//
+// Both backends run the same protocol. A call takes the next epoch e from `barrier_flag` and uses
+// the half (e & 1) of the workspace that the previous call did not: a worker can only reach call
+// e + 2 after every peer has finished call e, so no second barrier is needed to keep a fast worker
+// from overwriting data a slow one still reads.
+//   one-shot: each worker writes its whole input into every peer's slot, raises its flag in every
+//             peer's `barrier_in`, waits for all flags, and sums the N inputs (N reads of S bytes).
+//   two-shot: reduce-scatter then all-gather: worker j sums chunk j of every input (flags in
+//             `barrier_in`), writes the sum into every peer's gather slot (flags in `barrier_out`),
+//             and every worker copies the N sums out. 2(N-1)/N·S bytes leave each worker.
+// Sums are taken in rank order 0..N-1 by every worker (one-shot) or by the chunk's owner (two-shot),
+// so all workers get bitwise-identical results. The input is left intact; `in == out` is allowed.
+// Waits are bounded: a peer that died (or that does not arrive within the session's timeout) turns
+// into an error naming it. After an error the workspace is out of step and must not be reused.
+//
+// Example:
+//   size_t ws = vdev::AllReduceWorkspaceBytes(AllReduceAlgorithm::kAuto, n, count, DataType::kF32);
+//   VDEV_ASSIGN_OR_RETURN(IPCMemory* mem, allocator->Allocate(ws));
+//   VDEV_RETURN_IF_ERROR(vdev::HostAllReduce(*session, *mem, in, out, count, DataType::kF32,
+//                                            AllReduceAlgorithm::kAuto));
+#ifndef VDEV_ALLREDUCE_H_
+#define VDEV_ALLREDUCE_H_
+
+#include <cstddef>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "vdev/ipc_memory.h"
+#include "vdev/session.h"
+
+namespace vdev {
+
+enum class DataType { kF32, kF64, kI32, kF16, kBF16 };
+size_t DataTypeSize(DataType type);
+absl::string_view DataTypeName(DataType type);
+
+enum class AllReduceAlgorithm { kAuto, kOneShot, kTwoShot, kNccl };
+absl::string_view AlgorithmName(AllReduceAlgorithm algorithm);
+
+// Bytes each worker's IPCMemory needs for `count` elements with `algorithm` (kAuto: enough for
+// either kernel).
+size_t AllReduceWorkspaceBytes(AllReduceAlgorithm algorithm, int world_size, size_t count,
+                               DataType type);
+
+// The host backend: f32, f64 and i32 (i32 wraps around like unsigned arithmetic). `in` and `out` are
+// this process's memory; `workspace` came from a host IPCAllocator of `session`.
+absl::Status HostAllReduce(Session& session, IPCMemory& workspace, const void* in, void* out,
+                           size_t count, DataType type, AllReduceAlgorithm algorithm);
+
+}  // namespace vdev
+
+#endif  // VDEV_ALLREDUCE_H_

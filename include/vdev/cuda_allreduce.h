@@ -1,0 +1,81 @@
+// The CUDA backend: IPCMemory in device memory shared with cudaIpc*MemHandle, and an all-reduce
+// (sum of f32, f16, bf16) whose kernels read and write the peers' memory over NVLink/PCIe P2P.
+//
+// Only built when CUDA is (VDEV_HAVE_CUDA). One process per GPU. `CudaCommunicator::Create` is
+// collective: the workers agree on whether every pair of GPUs can reach each other (P2P) and, if
+// so, allocate one IPC workspace; otherwise every all-reduce goes to NCCL. The protocol and the
+// kernels' guarantees (input intact, identical results on all ranks, any world size 2..8, any count,
+// bounded waits) are those of vdev/allreduce.h; the kernels take their epoch from device memory, so
+// a call captured in a CUDA graph stays correct on every replay.
+//
+// A wait that times out (a peer that never launched its kernel) does not hang the GPU: the kernel
+// records the missing peer in host-mapped memory and finishes; `CheckErrors` turns it into a Status.
+//
+// Example:
+//   VDEV_ASSIGN_OR_RETURN(auto comm, vdev::CudaCommunicator::Create(session.get(), {.max_bytes = 64 << 20}));
+//   VDEV_RETURN_IF_ERROR(comm->AllReduce(in, out, n, vdev::DataType::kBF16,
+//                                        vdev::AllReduceAlgorithm::kAuto, stream));
+#ifndef VDEV_CUDA_ALLREDUCE_H_
+#define VDEV_CUDA_ALLREDUCE_H_
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "vdev/allreduce.h"
+#include "vdev/ipc_memory.h"
+#include "vdev/session.h"
+
+typedef struct ncclComm* ncclComm_t;  // as nccl.h declares it
+
+namespace vdev {
+
+// cudaMalloc + cudaIpcGetMemHandle/cudaIpcOpenMemHandle on `device` (the current device is set to it).
+absl::StatusOr<std::unique_ptr<IPCAllocator>> CreateCudaIPCAllocator(Session* session, int device);
+
+struct CudaCommunicatorOptions {
+  int device = -1;                       // -1: local_rank modulo the visible devices
+  size_t max_bytes = size_t{64} << 20;   // largest message the vdev kernels take (NCCL beyond)
+  size_t max_one_shot_bytes = size_t{8} << 20;
+  absl::Duration kernel_timeout = kDefaultPeerTimeout;  // bounded spins inside the kernels
+  bool force_nccl = false;               // behave as if P2P were unavailable (tests)
+};
+
+class CudaCommunicator {
+ public:
+  static absl::StatusOr<std::unique_ptr<CudaCommunicator>> Create(Session* session,
+                                                                   const CudaCommunicatorOptions& options);
+  ~CudaCommunicator();
+
+  // Enqueues the all-reduce on `stream`. kNccl, or buffers not 16-byte aligned, or no IPC: NCCL.
+  absl::Status AllReduce(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
+                         cudaStream_t stream);
+  // What kAuto runs for `bytes` (a table measured on H200s; see docs/allreduce.md).
+  AllReduceAlgorithm Choose(size_t bytes) const;
+  // Reports (and clears) a wait that timed out in an earlier kernel; synchronizes nothing.
+  absl::Status CheckErrors();
+
+  bool ipc_available() const { return workspace_ != nullptr; }
+  int device() const { return device_; }
+  ncclComm_t nccl() const { return nccl_; }
+  Session* session() const { return session_; }
+
+ private:
+  CudaCommunicator() = default;
+  absl::Status Launch(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
+                      cudaStream_t stream);
+
+  Session* session_ = nullptr;
+  CudaCommunicatorOptions options_;
+  int device_ = 0;
+  ncclComm_t nccl_ = nullptr;
+  std::unique_ptr<IPCAllocator> allocator_;
+  IPCMemory* workspace_ = nullptr;
+  volatile int* error_host_ = nullptr;  // host-mapped: peer + 1 whose flag never came
+  int* error_device_ = nullptr;
+};
+
+}  // namespace vdev
+
+#endif  // VDEV_CUDA_ALLREDUCE_H_

@@ -1,0 +1,32 @@
+// `vdev launch -n N -- PROGRAM ARGS`: starts N workers of one session on this host.
+//
+// Makes a private rendezvous directory (mkdtemp, mode 0700), starts the workers with
+// VDEV_RANK / VDEV_WORLD_SIZE / VDEV_LOCAL_RANK / VDEV_RENDEZVOUS / VDEV_SESSION_ID set, and waits.
+// When a worker fails, it is reported by rank and pid; the others are given `grace` to notice (their
+// own waits are bounded) and are then killed. Afterwards the directory and any shared-memory segment
+// of the session (`/dev/shm/vdev-<session id>-*`) are removed, whatever happened.
+#ifndef VDEV_LAUNCH_H_
+#define VDEV_LAUNCH_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "vdev/session.h"
+
+namespace vdev {
+
+struct LaunchOptions {
+  int num_workers = 1;
+  std::vector<std::string> argv;  // PROGRAM ARGS
+  absl::Duration grace = kDefaultPeerTimeout + absl::Seconds(4);
+};
+
+// Returns the job's exit status: 0 when every worker exited 0, otherwise the first failing worker's
+// exit code (128 + signal number when it was killed). Errors are for failures to start at all.
+absl::StatusOr<int> Launch(const LaunchOptions& options);
+
+}  // namespace vdev
+
+#endif  // VDEV_LAUNCH_H_

@@ -1,0 +1,207 @@
+// CudaCommunicator: P2P agreement, the NCCL communicator, the IPC workspace and kernel dispatch.
+#include <nccl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "internal/allreduce_layout.h"
+#include "internal/cuda_kernels.h"
+#include "vdev/cuda_allreduce.h"
+#include "vdev/status_macros.h"
+
+namespace vdev {
+namespace {
+
+absl::Status CudaStatus(cudaError_t e, absl::string_view what) {
+  if (e == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
+}
+
+absl::Status NcclStatus(ncclResult_t r, absl::string_view what) {
+  if (r == ncclSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", ncclGetErrorString(r)));
+}
+
+ncclDataType_t NcclType(DataType type) {
+  switch (type) {
+    case DataType::kF32: return ncclFloat32;
+    case DataType::kF64: return ncclFloat64;
+    case DataType::kI32: return ncclInt32;
+    case DataType::kF16: return ncclFloat16;
+    case DataType::kBF16: return ncclBfloat16;
+  }
+  return ncclFloat32;
+}
+
+// kAuto's choice by message size, per world size: the largest size at which each vdev kernel was
+// the fastest variant on H200s (NVLink) in bench/allreduce_bench, CUDA-graph timings; above the
+// last row NCCL. Measured 2026-11-22; docs/allreduce.md has the table it was read from.
+struct AutoRow {
+  size_t max_bytes;
+  AllReduceAlgorithm algorithm;
+};
+const std::vector<AutoRow>& AutoTable(int world) {
+  static const std::vector<AutoRow> kTwo = {{size_t{512} << 10, AllReduceAlgorithm::kOneShot},
+                                            {size_t{64} << 20, AllReduceAlgorithm::kTwoShot}};
+  static const std::vector<AutoRow> kFour = {{size_t{256} << 10, AllReduceAlgorithm::kOneShot},
+                                             {size_t{64} << 20, AllReduceAlgorithm::kTwoShot}};
+  static const std::vector<AutoRow> kMore = {{size_t{128} << 10, AllReduceAlgorithm::kOneShot},
+                                             {size_t{64} << 20, AllReduceAlgorithm::kTwoShot}};
+  return world <= 2 ? kTwo : (world <= 4 ? kFour : kMore);
+}
+
+size_t WorkspaceFor(const CudaCommunicatorOptions& o, int world) {
+  size_t bytes = 0;
+  for (DataType t : {DataType::kF32, DataType::kBF16}) {
+    const size_t e = DataTypeSize(t);
+    bytes = std::max({bytes, AllReduceWorkspaceBytes(AllReduceAlgorithm::kOneShot, world, o.max_one_shot_bytes / e, t),
+                      AllReduceWorkspaceBytes(AllReduceAlgorithm::kTwoShot, world, o.max_bytes / e, t)});
+  }
+  return bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Session* session,
+                                                                           const CudaCommunicatorOptions& options) {
+  std::unique_ptr<CudaCommunicator> c(new CudaCommunicator());
+  c->session_ = session;
+  c->options_ = options;
+  int devices = 0;
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaGetDeviceCount(&devices), "cudaGetDeviceCount"));
+  if (devices == 0) return absl::FailedPreconditionError("no CUDA device");
+  c->device_ = options.device >= 0 ? options.device : session->local_rank() % devices;
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(c->device_), "cudaSetDevice"));
+
+  // Can every worker reach every other one's memory? All must agree, or some would wait forever in
+  // a kernel while others called NCCL.
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::vector<std::string> where;
+  VDEV_RETURN_IF_ERROR(session->AllGather("cuda-devices", absl::StrCat(host, "|", c->device_), &where));
+  std::string problem;
+  for (int j = 0; j < session->world_size() && problem.empty(); ++j) {
+    if (j == session->rank()) continue;
+    size_t bar = where[j].rfind('|');
+    const int peer_device = std::atoi(where[j].c_str() + bar + 1);
+    if (where[j].substr(0, bar) != host) {
+      problem = absl::StrCat("worker ", j, " is on another host");
+    } else if (peer_device != c->device_) {
+      int can = 0;
+      cudaDeviceCanAccessPeer(&can, c->device_, peer_device);
+      if (!can) problem = absl::StrCat("no P2P from GPU ", c->device_, " to GPU ", peer_device);
+    }
+  }
+  if (options.force_nccl) problem = "NCCL forced";
+  std::vector<std::string> problems;
+  VDEV_RETURN_IF_ERROR(session->AllGather("cuda-p2p", problem, &problems));
+  const bool ipc = std::all_of(problems.begin(), problems.end(), [](const std::string& p) { return p.empty(); });
+
+  ncclUniqueId id;
+  if (session->rank() == 0) VDEV_RETURN_IF_ERROR(NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId"));
+  std::vector<std::string> ids;
+  VDEV_RETURN_IF_ERROR(session->AllGather(
+      "nccl-id", session->rank() == 0 ? std::string(reinterpret_cast<const char*>(&id), sizeof(id)) : "", &ids));
+  std::memcpy(&id, ids[0].data(), sizeof(id));
+  VDEV_RETURN_IF_ERROR(
+      NcclStatus(ncclCommInitRank(&c->nccl_, session->world_size(), id, session->rank()), "ncclCommInitRank"));
+
+  void* error_host = nullptr;
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostAlloc(&error_host, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc"));
+  c->error_host_ = static_cast<volatile int*>(error_host);
+  *c->error_host_ = 0;
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostGetDevicePointer(reinterpret_cast<void**>(&c->error_device_), error_host, 0),
+                                  "cudaHostGetDevicePointer"));
+  if (ipc && session->world_size() > 1) {
+    VDEV_ASSIGN_OR_RETURN(c->allocator_, CreateCudaIPCAllocator(session, c->device_));
+    VDEV_ASSIGN_OR_RETURN(c->workspace_, c->allocator_->Allocate(WorkspaceFor(options, session->world_size())));
+  }
+  return c;
+}
+
+CudaCommunicator::~CudaCommunicator() {
+  cudaSetDevice(device_);
+  cudaDeviceSynchronize();
+  // Peers may still be reading this worker's region: free only once everyone is done.
+  if (allocator_ != nullptr) session_->Barrier("cuda-free").IgnoreError();
+  allocator_.reset();
+  if (nccl_ != nullptr) ncclCommDestroy(nccl_);
+  if (error_host_ != nullptr) cudaFreeHost(const_cast<int*>(error_host_));
+}
+
+AllReduceAlgorithm CudaCommunicator::Choose(size_t bytes) const {
+  if (workspace_ == nullptr || bytes > options_.max_bytes) return AllReduceAlgorithm::kNccl;
+  for (const AutoRow& row : AutoTable(session_->world_size())) {
+    if (bytes <= row.max_bytes) {
+      if (row.algorithm == AllReduceAlgorithm::kOneShot && bytes > options_.max_one_shot_bytes) continue;
+      return row.algorithm;
+    }
+  }
+  return AllReduceAlgorithm::kNccl;
+}
+
+absl::Status CudaCommunicator::CheckErrors() {
+  const int peer = *error_host_ - 1;
+  if (peer < 0) return absl::OkStatus();
+  *error_host_ = 0;
+  absl::Status alive = session_->CheckAlive(peer);
+  return absl::DeadlineExceededError(absl::StrCat(
+      "an all-reduce kernel waited more than ", absl::FormatDuration(options_.kernel_timeout), " for worker ", peer,
+      " (pid ", session_->pid(peer), ")", alive.ok() ? ", which did not launch its all-reduce" : ": ",
+      alive.ok() ? "" : alive.message(), "; the workspace is out of step"));
+}
+
+absl::Status CudaCommunicator::AllReduce(const void* in, void* out, size_t count, DataType type,
+                                         AllReduceAlgorithm algorithm, cudaStream_t stream) {
+  if (count == 0) return absl::OkStatus();
+  const size_t bytes = count * DataTypeSize(type);
+  if (algorithm == AllReduceAlgorithm::kAuto) algorithm = Choose(bytes);
+  const bool kernel_type = type == DataType::kF32 || type == DataType::kF16 || type == DataType::kBF16;
+  const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
+  if (algorithm == AllReduceAlgorithm::kNccl || workspace_ == nullptr || !kernel_type || !aligned) {
+    return NcclStatus(ncclAllReduce(in, out, count, NcclType(type), ncclSum, nccl_, stream), "ncclAllReduce");
+  }
+  const size_t need = AllReduceWorkspaceBytes(algorithm, session_->world_size(), count, type);
+  if (need > workspace_->size) {
+    return absl::InvalidArgumentError(absl::StrCat(AlgorithmName(algorithm), " all-reduce of ", bytes,
+                                                   " bytes needs a workspace of ", need, " bytes; this one has ",
+                                                   workspace_->size, " (raise CudaCommunicatorOptions::max_bytes)"));
+  }
+  return Launch(in, out, count, type, algorithm, stream);
+}
+
+absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, DataType type,
+                                      AllReduceAlgorithm algorithm, cudaStream_t stream) {
+  const IPCMemory& ws = *workspace_;
+  internal::KernelArgs a;
+  a.in = in;
+  a.out = out;
+  a.count = count;
+  a.rank = ws.worker_id;
+  a.world = ws.num_workers;
+  for (int i = 0; i < ws.num_workers; ++i) {
+    a.data[i] = static_cast<char*>(ws.remote_data[i]);
+    a.flags_in[i] = ws.barrier_in[i];
+    a.flags_out[i] = ws.barrier_out[i];
+  }
+  a.epochs = ws.barrier_flag;
+  a.half_bytes = internal::HalfBytes(ws.size);
+  a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(options_.kernel_timeout));
+  a.error = error_device_;
+  const size_t elem = DataTypeSize(type);
+  cudaError_t e;
+  if (algorithm == AllReduceAlgorithm::kOneShot) {
+    a.slot_bytes = internal::OneShotSlotBytes(count, elem);
+    e = internal::LaunchOneShot(type, a, internal::OneShotBlocks(count, elem), stream);
+  } else {
+    a.slot_bytes = internal::TwoShotSlotBytes(count, a.world, elem);
+    a.chunk_elems = internal::TwoShotChunkElems(count, a.world, elem);
+    e = internal::LaunchTwoShot(type, a, internal::TwoShotBlocks(count, a.world, elem), stream);
+  }
+  return CudaStatus(e, absl::StrCat(AlgorithmName(algorithm), " all-reduce launch"));
+}
+
+}  // namespace vdev

@@ -1,0 +1,310 @@
+// The CUDA all-reduce kernels: one-shot and two-shot, with per-block epoch barriers across GPUs.
+//
+// Block b of every worker handles the same element range and raises/awaits flags in slot b only,
+// so blocks never wait for each other inside one GPU. Flags are written with st.release.sys after a
+// __syncthreads (so they publish the whole block's stores) and read with ld.acquire.sys before one
+// (so the whole block may read what they guard). Data goes out as 16-byte stores into the peers'
+// slots; the partial last pack of a range is handled element by element.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "internal/allreduce_layout.h"
+#include "internal/cuda_kernels.h"
+#include "vdev/ipc_memory.h"
+
+namespace vdev::internal {
+namespace {
+
+constexpr int kMaxBlocks = 128;  // <= kMaxBarrierBlocks, and all co-resident on an H100/H200
+constexpr int kUnroll = 4;       // independent 16-byte loads in flight per thread when copying
+
+template <typename T>
+struct Elem;
+template <>
+struct Elem<float> {
+  static __device__ __forceinline__ float ToF(float v) { return v; }
+  static __device__ __forceinline__ float FromF(float v) { return v; }
+};
+template <>
+struct Elem<__half> {
+  static __device__ __forceinline__ float ToF(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half FromF(float v) { return __float2half_rn(v); }
+};
+template <>
+struct Elem<__nv_bfloat16> {
+  static __device__ __forceinline__ float ToF(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 FromF(float v) { return __float2bfloat16_rn(v); }
+};
+
+template <typename T>
+constexpr int kPer = 16 / sizeof(T);
+
+__device__ __forceinline__ void StoreRelease(uint64_t* p, uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t LoadAcquire(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint64_t GlobalTimer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// This call's epoch: one more than the last. Every block also advances the counters of the blocks
+// congruent to it modulo the grid, so all kMaxBarrierBlocks counters stay equal whatever the grid.
+__device__ uint64_t NextEpoch(uint64_t* epochs) {
+  __shared__ uint64_t epoch;
+  if (threadIdx.x == 0) epoch = epochs[blockIdx.x] + 1;
+  __syncthreads();
+  const uint64_t e = epoch;
+  for (unsigned b = blockIdx.x + threadIdx.x * gridDim.x; b < kMaxBarrierBlocks; b += blockDim.x * gridDim.x) {
+    epochs[b] = e;
+  }
+  return e;
+}
+
+// Raises this block's flag in every peer's array and waits for every peer's flag in ours; bounded.
+__device__ void Barrier(const KernelArgs& a, uint64_t* const* flags, uint64_t epoch) {
+  __syncthreads();
+  const int t = threadIdx.x;
+  if (t < a.world && t != a.rank) {
+    StoreRelease(flags[t] + blockIdx.x * kMaxWorkers + a.rank, epoch);
+    const uint64_t* mine = flags[a.rank] + blockIdx.x * kMaxWorkers + t;
+    if (LoadAcquire(mine) < epoch) {
+      const uint64_t start = GlobalTimer();
+      for (uint32_t spins = 1; LoadAcquire(mine) < epoch; ++spins) {
+        if ((spins & 1023) == 0 && GlobalTimer() - start > a.timeout_ns) {
+          *reinterpret_cast<volatile int*>(a.error) = t + 1;
+          break;
+        }
+      }
+    }
+  }
+  __syncthreads();
+}
+
+template <typename T>
+__device__ __forceinline__ void AddPack(float (&acc)[kPer<T>], uint4 v) {
+  const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+  for (int k = 0; k < kPer<T>; ++k) acc[k] += Elem<T>::ToF(e[k]);
+}
+
+template <typename T>
+__device__ __forceinline__ uint4 ToPack(const float (&acc)[kPer<T>]) {
+  uint4 v;
+  T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+  for (int k = 0; k < kPer<T>; ++k) e[k] = Elem<T>::FromF(acc[k]);
+  return v;
+}
+
+// This block's share [lo, hi) of `packs` 16-byte packs.
+struct Range {
+  size_t lo, hi;
+};
+__device__ __forceinline__ Range BlockRange(size_t packs) {
+  const size_t per = (packs + gridDim.x - 1) / gridDim.x;
+  const size_t lo = min(packs, blockIdx.x * per);
+  return {lo, min(packs, lo + per)};
+}
+
+// Copies the elements of [0, len) that fall in this block's pack range r, from src to each dst
+// (`ndst` destinations): whole packs as 16-byte accesses, the partial last pack element-wise.
+template <typename T>
+__device__ __forceinline__ void CopyRange(Range r, size_t len, const T* src, T* const* dst, int ndst) {
+  constexpr int P = kPer<T>;
+  const size_t full = min(r.hi, len / P);
+  const uint4* s = reinterpret_cast<const uint4*>(src);
+  for (size_t i = r.lo + threadIdx.x; i < full; i += kUnroll * blockDim.x) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t k = i + u * blockDim.x;
+      if (k < full) v[u] = s[k];
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t k = i + u * blockDim.x;
+      if (k < full) {
+#pragma unroll
+        for (int d = 0; d < kMaxWorkers; ++d) {
+          if (d < ndst) reinterpret_cast<uint4*>(dst[d])[k] = v[u];
+        }
+      }
+    }
+  }
+  const size_t partial = len / P;
+  if (len % P != 0 && partial >= r.lo && partial < r.hi && threadIdx.x < len % P) {
+    const size_t k = partial * P + threadIdx.x;
+    const T v = src[k];
+#pragma unroll
+    for (int d = 0; d < kMaxWorkers; ++d) {
+      if (d < ndst) dst[d][k] = v;
+    }
+  }
+}
+
+// Sums element ranges of `world` sources in rank order into each dst (`ndst` destinations).
+// sources[j] == nullptr is never passed; `local` marks sources in this GPU's own memory written by
+// peers, which are read through L2 (.cg) so no stale L1 line survives from an earlier call.
+template <typename T>
+__device__ __forceinline__ void ReduceRange(Range r, size_t len, const T* const* sources, int world, int own,
+                                            T* const* dst, int ndst) {
+  constexpr int P = kPer<T>;
+  const size_t full = min(r.hi, len / P);
+  for (size_t i = r.lo + threadIdx.x; i < full; i += blockDim.x) {
+    uint4 v[kMaxWorkers];
+#pragma unroll
+    for (int j = 0; j < kMaxWorkers; ++j) {
+      if (j < world) {
+        const uint4* p = reinterpret_cast<const uint4*>(sources[j]) + i;
+        v[j] = j == own ? *p : __ldcg(p);
+      }
+    }
+    float acc[P] = {};
+#pragma unroll
+    for (int j = 0; j < kMaxWorkers; ++j) {
+      if (j < world) AddPack<T>(acc, v[j]);
+    }
+    const uint4 out = ToPack<T>(acc);
+#pragma unroll
+    for (int d = 0; d < kMaxWorkers; ++d) {
+      if (d < ndst) reinterpret_cast<uint4*>(dst[d])[i] = out;
+    }
+  }
+  const size_t partial = len / P;
+  if (len % P != 0 && partial >= r.lo && partial < r.hi && threadIdx.x < len % P) {
+    const size_t k = partial * P + threadIdx.x;
+    float acc = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kMaxWorkers; ++j) {
+      if (j < world) {
+        const T* p = sources[j] + k;
+        acc += Elem<T>::ToF(j == own ? *p : __ldcg(p));
+      }
+    }
+    const T out = Elem<T>::FromF(acc);
+#pragma unroll
+    for (int d = 0; d < kMaxWorkers; ++d) {
+      if (d < ndst) dst[d][k] = out;
+    }
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) OneShotKernel(const __grid_constant__ KernelArgs a) {
+  constexpr int P = kPer<T>;
+  const uint64_t epoch = NextEpoch(a.epochs);
+  const size_t parity = epoch & 1;
+  const Range r = BlockRange((a.count + P - 1) / P);
+  const T* in = static_cast<const T*>(a.in);
+  T* peers[kMaxWorkers];
+#pragma unroll
+  for (int k = 1; k < kMaxWorkers; ++k) {
+    if (k < a.world) {
+      peers[k - 1] = reinterpret_cast<T*>(a.data[(a.rank + k) % a.world] +
+                                          OneShotSlotOffset(a.half_bytes, a.slot_bytes, parity, a.rank));
+    }
+  }
+  CopyRange<T>(r, a.count, in, peers, a.world - 1);
+  Barrier(a, a.flags_in, epoch);
+  const T* sources[kMaxWorkers];
+#pragma unroll
+  for (int j = 0; j < kMaxWorkers; ++j) {
+    if (j < a.world) sources[j] = j == a.rank ? in
+                             : reinterpret_cast<const T*>(a.data[a.rank] +
+                                                          OneShotSlotOffset(a.half_bytes, a.slot_bytes, parity, j));
+  }
+  T* out = static_cast<T*>(a.out);
+  ReduceRange<T>(r, a.count, sources, a.world, a.rank, &out, 1);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) TwoShotKernel(const __grid_constant__ KernelArgs a) {
+  constexpr int P = kPer<T>;
+  const uint64_t epoch = NextEpoch(a.epochs);
+  const size_t parity = epoch & 1;
+  const size_t chunk = a.chunk_elems;
+  const Range r = BlockRange(chunk / P);
+  auto length = [&](int j) -> size_t {
+    const size_t begin = min(a.count, j * chunk);
+    return min(a.count, begin + chunk) - begin;
+  };
+  auto slot = [&](int owner, int stage, int source) {
+    return reinterpret_cast<T*>(a.data[owner] +
+                                TwoShotSlotOffset(a.half_bytes, a.slot_bytes, a.world, stage, parity, source));
+  };
+  const T* in = static_cast<const T*>(a.in);
+  T* out = static_cast<T*>(a.out);
+  // Reduce-scatter: chunk q of this input goes to worker q.
+  for (int k = 1; k < a.world; ++k) {
+    const int q = (a.rank + k) % a.world;  // spread the first stores over all links
+    T* dst = slot(q, 0, a.rank);
+    CopyRange<T>(r, length(q), in + q * chunk, &dst, 1);
+  }
+  Barrier(a, a.flags_in, epoch);
+  const T* sources[kMaxWorkers];
+#pragma unroll
+  for (int j = 0; j < kMaxWorkers; ++j) {
+    if (j < a.world) sources[j] = j == a.rank ? in + a.rank * chunk : slot(a.rank, 0, j);
+  }
+  T* dsts[kMaxWorkers];
+  dsts[0] = out + a.rank * chunk;
+#pragma unroll
+  for (int k = 1; k < kMaxWorkers; ++k) {
+    if (k < a.world) dsts[k] = slot((a.rank + k) % a.world, 1, a.rank);
+  }
+  ReduceRange<T>(r, length(a.rank), sources, a.world, a.rank, dsts, a.world);
+  Barrier(a, a.flags_out, epoch);
+  // All-gather: the sums the peers wrote into this worker's slots.
+  for (int j = 0; j < a.world; ++j) {
+    if (j == a.rank) continue;
+    T* dst = out + j * chunk;
+    CopyRange<T>(r, length(j), slot(a.rank, 1, j), &dst, 1);
+  }
+}
+
+template <template <typename> class Kernel>
+cudaError_t Launch(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
+  switch (type) {
+    case DataType::kF32: Kernel<float>::Run(args, blocks, stream); break;
+    case DataType::kF16: Kernel<__half>::Run(args, blocks, stream); break;
+    case DataType::kBF16: Kernel<__nv_bfloat16>::Run(args, blocks, stream); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+template <typename T>
+struct OneShot {
+  static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { OneShotKernel<T><<<blocks, kThreads, 0, s>>>(a); }
+};
+template <typename T>
+struct TwoShot {
+  static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { TwoShotKernel<T><<<blocks, kThreads, 0, s>>>(a); }
+};
+
+int BlocksFor(size_t packs) {
+  const size_t blocks = (packs + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
+}
+
+}  // namespace
+
+int OneShotBlocks(size_t count, size_t elem) { return BlocksFor((count * elem + 15) / 16); }
+int TwoShotBlocks(size_t count, int world, size_t elem) {
+  return BlocksFor(TwoShotChunkElems(count, world, elem) * elem / 16);
+}
+
+cudaError_t LaunchOneShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
+  return Launch<OneShot>(type, args, blocks, stream);
+}
+cudaError_t LaunchTwoShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
+  return Launch<TwoShot>(type, args, blocks, stream);
+}
+
+}  // namespace vdev::internal

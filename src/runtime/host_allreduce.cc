@@ -1,0 +1,227 @@
+// The host backend's all-reduce (protocol in vdev/allreduce.h), plus the shared dtype helpers.
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "internal/allreduce_layout.h"
+#include "vdev/allreduce.h"
+#include "vdev/status_macros.h"
+
+namespace vdev {
+
+size_t DataTypeSize(DataType type) {
+  switch (type) {
+    case DataType::kF64: return 8;
+    case DataType::kF32:
+    case DataType::kI32: return 4;
+    case DataType::kF16:
+    case DataType::kBF16: return 2;
+  }
+  return 0;
+}
+
+absl::string_view DataTypeName(DataType type) {
+  switch (type) {
+    case DataType::kF32: return "f32";
+    case DataType::kF64: return "f64";
+    case DataType::kI32: return "i32";
+    case DataType::kF16: return "f16";
+    case DataType::kBF16: return "bf16";
+  }
+  return "?";
+}
+
+absl::string_view AlgorithmName(AllReduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllReduceAlgorithm::kAuto: return "auto";
+    case AllReduceAlgorithm::kOneShot: return "one-shot";
+    case AllReduceAlgorithm::kTwoShot: return "two-shot";
+    case AllReduceAlgorithm::kNccl: return "nccl";
+  }
+  return "?";
+}
+
+size_t AllReduceWorkspaceBytes(AllReduceAlgorithm algorithm, int world_size, size_t count, DataType type) {
+  const size_t elem = DataTypeSize(type);
+  const size_t one = 2 * world_size * internal::OneShotSlotBytes(count, elem);
+  const size_t two = 4 * world_size * internal::TwoShotSlotBytes(count, world_size, elem);
+  switch (algorithm) {
+    case AllReduceAlgorithm::kOneShot: return one;
+    case AllReduceAlgorithm::kTwoShot: return two;
+    case AllReduceAlgorithm::kNccl: return 0;
+    case AllReduceAlgorithm::kAuto: return std::max(one, two);
+  }
+  return 0;
+}
+
+namespace {
+
+// Above this many bytes summed over all inputs, two-shot moves fewer bytes per worker.
+constexpr size_t kHostOneShotLimit = size_t{1} << 20;
+
+std::atomic_ref<uint64_t> Word(uint64_t* flags, int source) {
+  return std::atomic_ref<uint64_t>(flags[source]);  // block 0: the host has one "block"
+}
+
+void Signal(IPCMemory& ws, std::vector<uint64_t*> IPCMemory::*flags, uint64_t epoch) {
+  for (int q = 0; q < ws.num_workers; ++q) {
+    if (q != ws.worker_id) Word((ws.*flags)[q], ws.worker_id).store(epoch, std::memory_order_release);
+  }
+}
+
+// Waits until every peer raised its word in this worker's `flags` to `epoch`. Spins briefly, then
+// yields (workers may share few cores); every millisecond checks the deadline and the peers' lives.
+absl::Status Wait(Session& session, IPCMemory& ws, std::vector<uint64_t*> IPCMemory::*flags,
+                  uint64_t epoch, absl::string_view stage) {
+  uint64_t* mine = (ws.*flags)[ws.worker_id];
+  const absl::Time deadline = absl::Now() + session.timeout();
+  absl::Time next_check = absl::Now() + absl::Milliseconds(1);
+  for (int j = 0; j < ws.num_workers; ++j) {
+    if (j == ws.worker_id) continue;
+    for (uint64_t spins = 0; Word(mine, j).load(std::memory_order_acquire) < epoch; ++spins) {
+      if (spins < 64) continue;
+      sched_yield();
+      if ((spins & 15) != 0) continue;
+      absl::Time now = absl::Now();
+      if (now < next_check) continue;
+      next_check = now + absl::Milliseconds(1);
+      absl::Status alive = session.CheckAlive(j);
+      // A peer may raise its flag, finish and exit between our load and the check: look again.
+      if (!alive.ok() && Word(mine, j).load(std::memory_order_acquire) >= epoch) break;
+      if (!alive.ok()) return absl::UnavailableError(absl::StrCat("all-reduce ", stage, " #", epoch, ": ", alive.message()));
+      if (now > deadline) {
+        return absl::DeadlineExceededError(absl::StrCat("all-reduce ", stage, " #", epoch, ": worker ", j, " (pid ",
+                                                        session.pid(j), ") did not arrive within ",
+                                                        absl::FormatDuration(session.timeout())));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Integers add modulo 2^32 (no signed overflow); floats in the given order.
+template <typename T>
+T Add(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b));
+  } else {
+    return a + b;
+  }
+}
+
+template <typename T>
+const T* Slot(IPCMemory& ws, size_t offset) {
+  return reinterpret_cast<const T*>(static_cast<const char*>(ws.remote_data[ws.worker_id]) + offset);
+}
+
+template <typename T>
+absl::Status OneShot(Session& session, IPCMemory& ws, const T* in, T* out, size_t count) {
+  const int n = ws.num_workers, me = ws.worker_id;
+  const uint64_t epoch = ++ws.barrier_flag[0];
+  const int parity = static_cast<int>(epoch & 1);
+  const size_t slot = internal::OneShotSlotBytes(count, sizeof(T));
+  const size_t half = internal::HalfBytes(ws.size);
+  for (int q = 0; q < n; ++q) {
+    if (q == me) continue;
+    std::memcpy(static_cast<char*>(ws.remote_data[q]) + internal::OneShotSlotOffset(half, slot, parity, me), in,
+                count * sizeof(T));
+  }
+  Signal(ws, &IPCMemory::barrier_in, epoch);
+  VDEV_RETURN_IF_ERROR(Wait(session, ws, &IPCMemory::barrier_in, epoch, "one-shot"));
+  const T* src[kMaxWorkers];
+  for (int j = 0; j < n; ++j) src[j] = j == me ? in : Slot<T>(ws, internal::OneShotSlotOffset(half, slot, parity, j));
+  for (size_t i = 0; i < count; ++i) {
+    T acc = src[0][i];
+    for (int j = 1; j < n; ++j) acc = Add(acc, src[j][i]);
+    out[i] = acc;
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status TwoShot(Session& session, IPCMemory& ws, const T* in, T* out, size_t count) {
+  const int n = ws.num_workers, me = ws.worker_id;
+  const uint64_t epoch = ++ws.barrier_flag[0];
+  const int parity = static_cast<int>(epoch & 1);
+  const size_t chunk = internal::TwoShotChunkElems(count, n, sizeof(T));
+  const size_t slot = internal::TwoShotSlotBytes(count, n, sizeof(T));
+  const size_t half = internal::HalfBytes(ws.size);
+  auto begin = [&](int j) { return std::min(count, j * chunk); };
+  auto length = [&](int j) { return std::min(count, (j + 1) * chunk) - begin(j); };
+  auto remote = [&](int q, int stage, int source) {
+    return static_cast<char*>(ws.remote_data[q]) + internal::TwoShotSlotOffset(half, slot, n, stage, parity, source);
+  };
+  for (int q = 0; q < n; ++q) {
+    if (q != me) std::memcpy(remote(q, 0, me), in + begin(q), length(q) * sizeof(T));
+  }
+  Signal(ws, &IPCMemory::barrier_in, epoch);
+  VDEV_RETURN_IF_ERROR(Wait(session, ws, &IPCMemory::barrier_in, epoch, "reduce-scatter"));
+  const T* src[kMaxWorkers];
+  for (int j = 0; j < n; ++j) {
+    src[j] = j == me ? in + begin(me) : reinterpret_cast<const T*>(remote(me, 0, j));
+  }
+  T* mine = out + begin(me);
+  for (size_t i = 0; i < length(me); ++i) {
+    T acc = src[0][i];
+    for (int j = 1; j < n; ++j) acc = Add(acc, src[j][i]);
+    mine[i] = acc;
+  }
+  for (int q = 0; q < n; ++q) {
+    if (q != me) std::memcpy(remote(q, 1, me), mine, length(me) * sizeof(T));
+  }
+  Signal(ws, &IPCMemory::barrier_out, epoch);
+  VDEV_RETURN_IF_ERROR(Wait(session, ws, &IPCMemory::barrier_out, epoch, "all-gather"));
+  for (int j = 0; j < n; ++j) {
+    if (j != me) std::memcpy(out + begin(j), remote(me, 1, j), length(j) * sizeof(T));
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status Run(Session& session, IPCMemory& ws, const void* in, void* out, size_t count,
+                 AllReduceAlgorithm algorithm) {
+  const T* typed_in = static_cast<const T*>(in);
+  T* typed_out = static_cast<T*>(out);
+  if (ws.num_workers == 1) {
+    if (in != out) std::memmove(out, in, count * sizeof(T));
+    return absl::OkStatus();
+  }
+  return algorithm == AllReduceAlgorithm::kOneShot ? OneShot(session, ws, typed_in, typed_out, count)
+                                                   : TwoShot(session, ws, typed_in, typed_out, count);
+}
+
+}  // namespace
+
+absl::Status HostAllReduce(Session& session, IPCMemory& workspace, const void* in, void* out,
+                           size_t count, DataType type, AllReduceAlgorithm algorithm) {
+  if (algorithm == AllReduceAlgorithm::kNccl) {
+    return absl::InvalidArgumentError("the host backend has no NCCL algorithm");
+  }
+  if (workspace.num_workers != session.world_size() || workspace.worker_id != session.rank()) {
+    return absl::InvalidArgumentError("the workspace belongs to another session");
+  }
+  if (algorithm == AllReduceAlgorithm::kAuto) {
+    algorithm = count * DataTypeSize(type) * session.world_size() <= kHostOneShotLimit
+                    ? AllReduceAlgorithm::kOneShot
+                    : AllReduceAlgorithm::kTwoShot;
+  }
+  const size_t need = AllReduceWorkspaceBytes(algorithm, session.world_size(), count, type);
+  if (workspace.size < need) {
+    return absl::InvalidArgumentError(absl::StrCat("all-reduce of ", count, " ", DataTypeName(type), " with ",
+                                                   AlgorithmName(algorithm), " needs a workspace of ", need,
+                                                   " bytes; this one has ", workspace.size));
+  }
+  switch (type) {
+    case DataType::kF32: return Run<float>(session, workspace, in, out, count, algorithm);
+    case DataType::kF64: return Run<double>(session, workspace, in, out, count, algorithm);
+    case DataType::kI32: return Run<int32_t>(session, workspace, in, out, count, algorithm);
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("the host backend does not reduce ", DataTypeName(type)));
+  }
+}
+
+}  // namespace vdev

@@ -1,0 +1,45 @@
+// Where the one-shot and two-shot all-reduce keep their slots inside a workspace (both backends).
+#ifndef VDEV_SRC_RUNTIME_INTERNAL_ALLREDUCE_LAYOUT_H_
+#define VDEV_SRC_RUNTIME_INTERNAL_ALLREDUCE_LAYOUT_H_
+
+#include <cstddef>
+
+// Shared by host code and the CUDA kernels.
+#ifdef __CUDACC__
+#define VDEV_HOST_DEVICE __host__ __device__
+#else
+#define VDEV_HOST_DEVICE
+#endif
+
+namespace vdev::internal {
+
+VDEV_HOST_DEVICE inline size_t RoundUpTo(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+// The workspace is split into two fixed halves; a call uses half (epoch & 1). The halves must not
+// depend on the call's size: consecutive calls of different sizes would otherwise overlap.
+VDEV_HOST_DEVICE inline size_t HalfBytes(size_t workspace_bytes) { return workspace_bytes / 2 / 256 * 256; }
+
+// One-shot: slot `source` of a half holds that worker's whole input.
+VDEV_HOST_DEVICE inline size_t OneShotSlotBytes(size_t count, size_t elem) { return RoundUpTo(count * elem, 256); }
+VDEV_HOST_DEVICE inline size_t OneShotSlotOffset(size_t half_bytes, size_t slot_bytes, int parity, int source) {
+  return parity * half_bytes + source * slot_bytes;
+}
+
+// Two-shot: worker j owns elements [j*chunk, (j+1)*chunk) ∩ [0, count); chunk is a multiple of
+// 16 bytes so every chunk starts 16-byte aligned when the buffer does.
+VDEV_HOST_DEVICE inline size_t TwoShotChunkElems(size_t count, int world, size_t elem) {
+  size_t per_vector = 16 / elem > 0 ? 16 / elem : 1;
+  return RoundUpTo((count + world - 1) / world, per_vector);
+}
+VDEV_HOST_DEVICE inline size_t TwoShotSlotBytes(size_t count, int world, size_t elem) {
+  return RoundUpTo(TwoShotChunkElems(count, world, elem) * elem, 256);
+}
+// stage 0: reduce-scatter slots, stage 1: all-gather slots.
+VDEV_HOST_DEVICE inline size_t TwoShotSlotOffset(size_t half_bytes, size_t slot_bytes, int world, int stage, int parity,
+                                int source) {
+  return parity * half_bytes + (static_cast<size_t>(stage) * world + source) * slot_bytes;
+}
+
+}  // namespace vdev::internal
+
+#endif  // VDEV_SRC_RUNTIME_INTERNAL_ALLREDUCE_LAYOUT_H_

@@ -1,0 +1,220 @@
+// The CUDA all-reduce across real worker processes, one GPU each; skipped without enough GPUs.
+//
+// The parent process never touches CUDA (a CUDA context does not survive fork): the GPU count comes
+// from a forked probe.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/worker_harness.h"
+#include "vdev/cuda_allreduce.h"
+#include "vdev/status_macros.h"
+
+namespace vdev {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::HarnessOptions;
+using testing::RunWorkers;
+using testing::UniqueSessionId;
+using testing::WorkerResult;
+
+int GpuCount() {
+  static int count = [] {
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+      int n = 0;
+      _exit(cudaGetDeviceCount(&n) == cudaSuccess ? n : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+  }();
+  return count;
+}
+
+#define REQUIRE_GPUS(n)                                                              \
+  if (GpuCount() < (n)) GTEST_SKIP() << "needs " << (n) << " GPUs, found " << GpuCount()
+
+void ExpectAllOk(const std::vector<WorkerResult>& results) {
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_EQ(results[r].exit_code, 0) << "worker " << r << ": " << results[r].message;
+  }
+}
+
+absl::Status Cuda(cudaError_t e) {
+  return e == cudaSuccess ? absl::OkStatus() : absl::InternalError(cudaGetErrorString(e));
+}
+
+// Integer-valued inputs: every sum is exact in every type (|sum| <= 8 * 40).
+int Value(int rank, size_t i, int salt) { return static_cast<int>((i * 5 + salt) % 41) - 20 + rank; }
+
+template <typename T>
+T FromInt(int v) {
+  if constexpr (std::is_same_v<T, float>) return static_cast<float>(v);
+  if constexpr (std::is_same_v<T, __half>) return __float2half(static_cast<float>(v));
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16(static_cast<float>(v));
+}
+template <typename T>
+float ToFloat(T v) {
+  if constexpr (std::is_same_v<T, float>) return v;
+  if constexpr (std::is_same_v<T, __half>) return __half2float(v);
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(v);
+}
+
+template <typename T>
+absl::Status CheckOne(Session& s, CudaCommunicator& comm, DataType type, AllReduceAlgorithm algo, size_t count,
+                      bool in_place, int salt, cudaStream_t stream) {
+  std::vector<T> host(count);
+  for (size_t i = 0; i < count; ++i) host[i] = FromInt<T>(Value(s.rank(), i, salt));
+  T *in = nullptr, *out = nullptr;
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&in), count * sizeof(T))));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&out), count * sizeof(T))));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(in, host.data(), count * sizeof(T), cudaMemcpyHostToDevice)));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(out, 0xff, count * sizeof(T))));
+  T* dst = in_place ? in : out;
+  VDEV_RETURN_IF_ERROR(comm.AllReduce(in, dst, count, type, algo, stream));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream)));
+  VDEV_RETURN_IF_ERROR(comm.CheckErrors());
+  std::vector<T> got(count), input_after(count);
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(got.data(), dst, count * sizeof(T), cudaMemcpyDeviceToHost)));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(input_after.data(), in, count * sizeof(T), cudaMemcpyDeviceToHost)));
+  cudaFree(in);
+  cudaFree(out);
+  for (size_t i = 0; i < count; ++i) {
+    int want = 0;
+    for (int r = 0; r < s.world_size(); ++r) want += Value(r, i, salt);
+    if (ToFloat(got[i]) != static_cast<float>(want)) {
+      return absl::InternalError(absl::StrCat(AlgorithmName(algo), " ", DataTypeName(type), " count ", count,
+                                              in_place ? " in place" : "", ": element ", i, " is ", ToFloat(got[i]),
+                                              ", want ", want));
+    }
+    if (!in_place && std::memcmp(&input_after[i], &host[i], sizeof(T)) != 0) {
+      return absl::InternalError(absl::StrCat(AlgorithmName(algo), " modified its input"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExactSums(Session& s) {
+  CudaCommunicatorOptions options;
+  options.max_bytes = 8 << 20;
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, options));
+  if (!comm->ipc_available()) return absl::FailedPreconditionError("no P2P between the GPUs");
+  cudaStream_t stream;
+  VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreate(&stream)));
+  int salt = 0;
+  for (AllReduceAlgorithm algo : {AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
+                                  AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kNccl}) {
+    for (size_t count : {size_t{1}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{1000}, size_t{4097},
+                         size_t{65539}, size_t{1} << 20}) {
+      for (bool in_place : {false, true}) {
+        ++salt;
+        VDEV_RETURN_IF_ERROR(CheckOne<float>(s, *comm, DataType::kF32, algo, count, in_place, salt, stream));
+        VDEV_RETURN_IF_ERROR(CheckOne<__half>(s, *comm, DataType::kF16, algo, count, in_place, salt, stream));
+        VDEV_RETURN_IF_ERROR(CheckOne<__nv_bfloat16>(s, *comm, DataType::kBF16, algo, count, in_place, salt, stream));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+TEST(CudaAllReduceTest, ExactSumsOnTwoGpus) {
+  REQUIRE_GPUS(2);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), ExactSums));
+}
+
+TEST(CudaAllReduceTest, ExactSumsOnThreeGpus) {
+  REQUIRE_GPUS(3);
+  ExpectAllOk(RunWorkers(3, UniqueSessionId(), ExactSums));
+}
+
+TEST(CudaAllReduceTest, ExactSumsOnFourGpus) {
+  REQUIRE_GPUS(4);
+  ExpectAllOk(RunWorkers(4, UniqueSessionId(), ExactSums));
+}
+
+TEST(CudaAllReduceTest, GraphReplaysSeeNewInputsAndStayInStep) {
+  REQUIRE_GPUS(2);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, {}));
+    cudaStream_t stream;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
+    const size_t count = 10001;
+    float *in, *out;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&in), count * sizeof(float))));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&out), count * sizeof(float))));
+    cudaGraph_t graph;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal)));
+    VDEV_RETURN_IF_ERROR(comm->AllReduce(in, out, count, DataType::kF32, AllReduceAlgorithm::kOneShot, stream));
+    VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kTwoShot, stream));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamEndCapture(stream, &graph)));
+    cudaGraphExec_t exec;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaGraphInstantiate(&exec, graph, 0)));
+    std::vector<float> host(count), got(count);
+    for (int replay = 0; replay < 6; ++replay) {
+      for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>(Value(s.rank(), i, replay));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(in, host.data(), count * sizeof(float), cudaMemcpyHostToDevice)));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaGraphLaunch(exec, stream)));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream)));
+      VDEV_RETURN_IF_ERROR(comm->CheckErrors());
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost)));
+      for (size_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int r = 0; r < s.world_size(); ++r) want += static_cast<float>(Value(r, i, replay));
+        want *= s.world_size();  // the second all-reduce sums the (equal) sums again
+        if (got[i] != want) return absl::InternalError(absl::StrCat("replay ", replay, " element ", i));
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
+TEST(CudaAllReduceTest, PeerThatNeverLaunchesIsReportedNotHung) {
+  REQUIRE_GPUS(2);
+  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    CudaCommunicatorOptions options;
+    options.kernel_timeout = absl::Milliseconds(200);
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, options));
+    float* buf;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&buf), 1024 * sizeof(float))));
+    if (s.rank() == 0) {
+      VDEV_RETURN_IF_ERROR(comm->AllReduce(buf, buf, 1024, DataType::kF32, AllReduceAlgorithm::kOneShot, nullptr));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
+      absl::Status st = comm->CheckErrors();
+      VDEV_RETURN_IF_ERROR(s.Barrier("done"));
+      return st;
+    }
+    return s.Barrier("done");
+  });
+  EXPECT_EQ(results[1].exit_code, 0) << results[1].message;
+  EXPECT_EQ(results[0].exit_code, 1);
+  EXPECT_THAT(results[0].message, HasSubstr("waited more than 200ms for worker 1"));
+}
+
+TEST(CudaAllReduceTest, WithoutP2PEverythingGoesThroughNccl) {
+  REQUIRE_GPUS(2);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    CudaCommunicatorOptions options;
+    options.force_nccl = true;
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, options));
+    if (comm->ipc_available()) return absl::InternalError("IPC despite force_nccl");
+    if (comm->Choose(4096) != AllReduceAlgorithm::kNccl) return absl::InternalError("auto did not pick NCCL");
+    cudaStream_t stream;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreate(&stream)));
+    return CheckOne<float>(s, *comm, DataType::kF32, AllReduceAlgorithm::kOneShot, 1000, false, 1, stream);
+  }));
+}
+
+}  // namespace
+}  // namespace vdev

@@ -1,0 +1,85 @@
+// `vdev launch` end to end: real workers, exit statuses, a killed worker, cleanup.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <regex>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/worker_harness.h"
+
+namespace vdev {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct ShellRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+  double seconds = 0;
+};
+
+ShellRun Shell(const std::string& command) {
+  ShellRun run;
+  absl::Time start = absl::Now();
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) run.output.append(buf, n);
+  int status = pclose(p);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  return run;
+}
+
+std::string SessionIdIn(const std::string& output) {
+  std::smatch m;
+  std::regex re("session ([0-9a-f]+)");
+  return std::regex_search(output, m, re) ? m[1].str() : "";
+}
+
+TEST(LaunchTest, RunsWorkersThatAllReduceTogether) {
+  ShellRun run = Shell(absl::StrCat(VDEV_BINARY, " launch -n 4 -- ", VDEV_TEST_WORKER, " --calls 200"));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  for (int r = 0; r < 4; ++r) EXPECT_THAT(run.output, HasSubstr(absl::StrCat("worker ", r, " ok")));
+  EXPECT_THAT(testing::LeftoverSegments(SessionIdIn(run.output)), ::testing::IsEmpty());
+}
+
+TEST(LaunchTest, GivesEachWorkerARankAndAPrivateRendezvous) {
+  ShellRun run = Shell(absl::StrCat(VDEV_BINARY, " launch -n 3 -- sh -c 'echo \"r=$VDEV_RANK/$VDEV_WORLD_SIZE "
+                               "mode=$(stat -c %a $VDEV_RENDEZVOUS)\"'"));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  for (int r = 0; r < 3; ++r) EXPECT_THAT(run.output, HasSubstr(absl::StrCat("r=", r, "/3 mode=700")));
+}
+
+TEST(LaunchTest, KilledWorkerIsNamedAndTheOthersFailWithinTenSeconds) {
+  ShellRun run = Shell(absl::StrCat(VDEV_BINARY, " launch -n 3 -- ", VDEV_TEST_WORKER,
+                               " --calls 1000000 --die-rank 1 --die-at 50"));
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_THAT(run.output, HasSubstr("vdev launch: worker 1 (pid"));
+  EXPECT_THAT(run.output, HasSubstr("was killed by signal 9"));
+  EXPECT_THAT(run.output, HasSubstr("worker 0: "));
+  EXPECT_THAT(run.output, HasSubstr("worker 2: "));
+  EXPECT_LT(run.seconds, 10.0);
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("killing worker")));  // they failed on their own
+  EXPECT_THAT(testing::LeftoverSegments(SessionIdIn(run.output)), ::testing::IsEmpty());
+}
+
+TEST(LaunchTest, ExitStatusIsTheFirstFailingWorkers) {
+  ShellRun run = Shell(absl::StrCat(VDEV_BINARY, " launch -n 2 -- sh -c 'exit $((VDEV_RANK * 5))'"));
+  EXPECT_EQ(run.exit_code, 5);
+  EXPECT_THAT(run.output, HasSubstr("worker 1 (pid"));
+  EXPECT_THAT(run.output, HasSubstr("exited with status 5"));
+}
+
+TEST(LaunchTest, MissingProgramIsReported) {
+  ShellRun run = Shell(absl::StrCat(VDEV_BINARY, " launch -n 2 -- /nonexistent/program"));
+  EXPECT_EQ(run.exit_code, 127);
+  EXPECT_THAT(run.output, HasSubstr("cannot run /nonexistent/program"));
+}
+
+}  // namespace
+}  // namespace vdev

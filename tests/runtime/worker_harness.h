@@ -1,0 +1,49 @@
+// Runs a test body in N real worker processes (fork), each with its own Session, and collects how
+// each one ended: its exit status and the message of the absl::Status it returned.
+#ifndef VDEV_TESTS_RUNTIME_WORKER_HARNESS_H_
+#define VDEV_TESTS_RUNTIME_WORKER_HARNESS_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "vdev/session.h"
+
+namespace vdev::testing {
+
+struct WorkerResult {
+  bool exited = false;     // false: killed by a signal
+  int exit_code = -1;      // 0: the body returned OK
+  int signal = 0;
+  std::string message;     // the body's status message when it failed
+  double seconds = 0;      // the body's own measure, if it reported one (see ReportSeconds)
+};
+
+struct HarnessOptions {
+  absl::Duration timeout = absl::Seconds(5);    // the sessions' peer timeout
+  absl::Duration kill_after = absl::Seconds(60); // the parent kills workers still running then
+};
+
+// A unique session id for a test; segments are then named /dev/shm/vdev-<id>-*.
+std::string UniqueSessionId();
+
+// Forks `n` workers; worker r runs body(session) in a session of rank r. `session_id` names the
+// session (see UniqueSessionId).
+std::vector<WorkerResult> RunWorkers(int n, const std::string& session_id,
+                                     const std::function<absl::Status(Session&)>& body,
+                                     const HarnessOptions& options = {});
+
+// Called inside a body: reports a duration to the parent (WorkerResult::seconds).
+void ReportSeconds(double seconds);
+
+// Names of /dev/shm entries of this session (should be none once the workers are gone).
+std::vector<std::string> LeftoverSegments(const std::string& session_id);
+
+// Makes a fresh 0700 directory.
+std::string MakePrivateDir();
+
+}  // namespace vdev::testing
+
+#endif  // VDEV_TESTS_RUNTIME_WORKER_HARNESS_H_
