@@ -7,4 +7,4 @@ bash scripts/build.sh
 vdev=build/tools/vdev
 echo "\$ vdev join cuda:3 'cuda[cuda]/global'"; $vdev join cuda:3 'cuda[cuda]/global'
 echo "\$ vdev default cuda /global";          $vdev default cuda /global
-if [ -x build/examples/demo.sh ] || [ -f examples/demo.sh ]; then bash examples/demo.sh "$vdev"; fi
+bash examples/demo.sh "$vdev"

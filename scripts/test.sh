@@ -7,6 +7,14 @@ bash scripts/deps.sh
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
 
+echo "== parser fuzzer, ${FUZZ_SECONDS:-60} s"
+if ! bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}" > build/fuzz.log 2>&1; then
+  tail -n 60 build/fuzz.log
+  echo "parser fuzzer failed (log: build/fuzz.log)"
+  exit 1
+fi
+grep -E "^(Done|stat::)" build/fuzz.log || tail -n 5 build/fuzz.log
+
 echo "== install + find_package(vdev) consumer"
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
