@@ -38,6 +38,7 @@ struct CudaCommunicatorOptions {
   int device = -1;                       // -1: local_rank modulo the visible devices
   size_t max_bytes = size_t{64} << 20;   // largest message the vdev kernels take (NCCL beyond)
   size_t max_one_shot_bytes = size_t{8} << 20;
+  size_t max_ll_bytes = size_t{1} << 20;  // largest message for kOneShotLL
   absl::Duration kernel_timeout = kDefaultPeerTimeout;  // bounded spins inside the kernels
   bool force_nccl = false;               // behave as if P2P were unavailable (tests)
 };
@@ -71,7 +72,8 @@ class CudaCommunicator {
   int device_ = 0;
   ncclComm_t nccl_ = nullptr;
   std::unique_ptr<IPCAllocator> allocator_;
-  IPCMemory* workspace_ = nullptr;
+  IPCMemory* workspace_ = nullptr;     // one-shot and two-shot; its barrier_flag holds the epochs
+  IPCMemory* ll_workspace_ = nullptr;  // one-shot LL lines only
   volatile int* error_host_ = nullptr;  // host-mapped: peer + 1 whose flag never came
   int* error_device_ = nullptr;
 };

@@ -36,21 +36,23 @@ ncclDataType_t NcclType(DataType type) {
   return ncclFloat32;
 }
 
-// kAuto's choice by message size, per world size: the largest size at which each vdev kernel was
-// the fastest variant on H200s (NVLink) in bench/allreduce_bench, CUDA-graph timings; above the
-// last row NCCL. Measured 2026-11-22; docs/allreduce.md has the table it was read from.
+// kAuto's choice by message size, per world size: each row covers sizes up to max_bytes where that
+// algorithm was the fastest variant in bench/allreduce_bench (bf16, CUDA graphs, 4 H200s with
+// NV18 links, NCCL 2.28.3, 2026-11-22; docs/allreduce.md). Above the last row: NCCL.
 struct AutoRow {
   size_t max_bytes;
   AllReduceAlgorithm algorithm;
 };
+constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
 const std::vector<AutoRow>& AutoTable(int world) {
-  static const std::vector<AutoRow> kTwo = {{size_t{512} << 10, AllReduceAlgorithm::kOneShot},
-                                            {size_t{64} << 20, AllReduceAlgorithm::kTwoShot}};
-  static const std::vector<AutoRow> kFour = {{size_t{256} << 10, AllReduceAlgorithm::kOneShot},
-                                             {size_t{64} << 20, AllReduceAlgorithm::kTwoShot}};
-  static const std::vector<AutoRow> kMore = {{size_t{128} << 10, AllReduceAlgorithm::kOneShot},
-                                             {size_t{64} << 20, AllReduceAlgorithm::kTwoShot}};
-  return world <= 2 ? kTwo : (world <= 4 ? kFour : kMore);
+  static const std::vector<AutoRow> kTwo = {{64 * kKiB, AllReduceAlgorithm::kOneShotLL},
+                                            {4 * kMiB, AllReduceAlgorithm::kOneShot},
+                                            {size_t{1} << 40, AllReduceAlgorithm::kTwoShot}};
+  // Measured on 4; used for 3 and, unmeasured, for 5..8.
+  static const std::vector<AutoRow> kMore = {{64 * kKiB, AllReduceAlgorithm::kOneShotLL},
+                                             {512 * kKiB, AllReduceAlgorithm::kOneShot},
+                                             {128 * kMiB, AllReduceAlgorithm::kTwoShot}};
+  return world <= 2 ? kTwo : kMore;
 }
 
 size_t WorkspaceFor(const CudaCommunicatorOptions& o, int world) {
@@ -118,6 +120,11 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
   if (ipc && session->world_size() > 1) {
     VDEV_ASSIGN_OR_RETURN(c->allocator_, CreateCudaIPCAllocator(session, c->device_));
     VDEV_ASSIGN_OR_RETURN(c->workspace_, c->allocator_->Allocate(WorkspaceFor(options, session->world_size())));
+    // The low-latency kernel gets a region of its own: a line left there by another kernel's data
+    // could otherwise carry, by chance, the epoch a reader waits for.
+    VDEV_ASSIGN_OR_RETURN(c->ll_workspace_, c->allocator_->Allocate(AllReduceWorkspaceBytes(
+                                                AllReduceAlgorithm::kOneShotLL, session->world_size(),
+                                                options.max_ll_bytes / 2, DataType::kBF16)));
   }
   return c;
 }
@@ -137,6 +144,7 @@ AllReduceAlgorithm CudaCommunicator::Choose(size_t bytes) const {
   for (const AutoRow& row : AutoTable(session_->world_size())) {
     if (bytes <= row.max_bytes) {
       if (row.algorithm == AllReduceAlgorithm::kOneShot && bytes > options_.max_one_shot_bytes) continue;
+      if (row.algorithm == AllReduceAlgorithm::kOneShotLL && bytes > options_.max_ll_bytes) continue;
       return row.algorithm;
     }
   }
@@ -165,17 +173,18 @@ absl::Status CudaCommunicator::AllReduce(const void* in, void* out, size_t count
     return NcclStatus(ncclAllReduce(in, out, count, NcclType(type), ncclSum, nccl_, stream), "ncclAllReduce");
   }
   const size_t need = AllReduceWorkspaceBytes(algorithm, session_->world_size(), count, type);
-  if (need > workspace_->size) {
+  const IPCMemory* ws = algorithm == AllReduceAlgorithm::kOneShotLL ? ll_workspace_ : workspace_;
+  if (need > ws->size) {
     return absl::InvalidArgumentError(absl::StrCat(AlgorithmName(algorithm), " all-reduce of ", bytes,
                                                    " bytes needs a workspace of ", need, " bytes; this one has ",
-                                                   workspace_->size, " (raise CudaCommunicatorOptions::max_bytes)"));
+                                                   ws->size, " (raise CudaCommunicatorOptions::max_*bytes)"));
   }
   return Launch(in, out, count, type, algorithm, stream);
 }
 
 absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, DataType type,
                                       AllReduceAlgorithm algorithm, cudaStream_t stream) {
-  const IPCMemory& ws = *workspace_;
+  const IPCMemory& ws = algorithm == AllReduceAlgorithm::kOneShotLL ? *ll_workspace_ : *workspace_;
   internal::KernelArgs a;
   a.in = in;
   a.out = out;
@@ -187,13 +196,16 @@ absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, D
     a.flags_in[i] = ws.barrier_in[i];
     a.flags_out[i] = ws.barrier_out[i];
   }
-  a.epochs = ws.barrier_flag;
+  a.epochs = workspace_->barrier_flag;  // one epoch sequence for all kernels: parity alternates per call
   a.half_bytes = internal::HalfBytes(ws.size);
   a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(options_.kernel_timeout));
   a.error = error_device_;
   const size_t elem = DataTypeSize(type);
   cudaError_t e;
-  if (algorithm == AllReduceAlgorithm::kOneShot) {
+  if (algorithm == AllReduceAlgorithm::kOneShotLL) {
+    a.slot_bytes = internal::OneShotLLSlotBytes(count, elem);
+    e = internal::LaunchOneShotLL(type, a, internal::OneShotLLBlocks(count, elem), stream);
+  } else if (algorithm == AllReduceAlgorithm::kOneShot) {
     a.slot_bytes = internal::OneShotSlotBytes(count, elem);
     e = internal::LaunchOneShot(type, a, internal::OneShotBlocks(count, elem), stream);
   } else {
