@@ -8,5 +8,5 @@ rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib" "$DEST/scripts" "$DEST/bench"
 cp "$SRC/build/tools/vdev" "$SRC/build/tests/runtime/runtime_cuda_test" "$SRC/build/bench/allreduce_bench" "$DEST/bin/"
 for lib in $(ldd "$DEST"/bin/* | awk '/libabsl/ {print $3}' | sort -u); do cp -L "$lib" "$DEST/lib/"; done
 cp "$SRC/scripts/gpu_run.sh" "$DEST/scripts/"
-cp "$SRC/bench/torch_symm_bench.py" "$DEST/bench/"
+cp "$SRC/bench/torch_symm_bench.py" "$SRC/bench/derive_auto_table.py" "$DEST/bench/"
 du -sh "$DEST"

@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "vdev/allreduce.h"
@@ -43,6 +44,12 @@ struct CudaCommunicatorOptions {
   bool force_nccl = false;               // behave as if P2P were unavailable (tests)
 };
 
+// One row of kAuto's table: sizes up to max_bytes (after the previous row's) use `algorithm`.
+struct AutoRow {
+  size_t max_bytes = 0;
+  AllReduceAlgorithm algorithm = AllReduceAlgorithm::kNccl;
+};
+
 class CudaCommunicator {
  public:
   static absl::StatusOr<std::unique_ptr<CudaCommunicator>> Create(Session* session,
@@ -52,7 +59,8 @@ class CudaCommunicator {
   // Enqueues the all-reduce on `stream`. kNccl, or buffers not 16-byte aligned, or no IPC: NCCL.
   absl::Status AllReduce(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
                          cudaStream_t stream);
-  // What kAuto runs for `bytes` (a table measured on H200s; see docs/allreduce.md).
+  // What kAuto runs for `bytes`: the first row of the table whose max_bytes covers it, NCCL past the
+  // last. The table was measured on H200s (docs/allreduce.md); VDEV_ALLREDUCE_AUTO replaces it.
   AllReduceAlgorithm Choose(size_t bytes) const;
   // Reports (and clears) a wait that timed out in an earlier kernel; synchronizes nothing.
   absl::Status CheckErrors();
@@ -69,6 +77,7 @@ class CudaCommunicator {
 
   Session* session_ = nullptr;
   CudaCommunicatorOptions options_;
+  std::vector<AutoRow> auto_table_;
   int device_ = 0;
   ncclComm_t nccl_ = nullptr;
   std::unique_ptr<IPCAllocator> allocator_;

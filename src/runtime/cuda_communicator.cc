@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "internal/allreduce_layout.h"
 #include "internal/cuda_kernels.h"
 #include "vdev/cuda_allreduce.h"
@@ -39,13 +42,9 @@ ncclDataType_t NcclType(DataType type) {
 // kAuto's choice by message size, per world size: each row covers sizes up to max_bytes where that
 // algorithm was the fastest variant in bench/allreduce_bench (bf16, CUDA graphs, 4 H200s with
 // NV18 links, NCCL 2.28.3, 2026-11-22; docs/allreduce.md). Above the last row: NCCL.
-struct AutoRow {
-  size_t max_bytes;
-  AllReduceAlgorithm algorithm;
-};
 constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
-const std::vector<AutoRow>& AutoTable(int world) {
-  static const std::vector<AutoRow> kTwo = {{64 * kKiB, AllReduceAlgorithm::kOneShotLL},
+const std::vector<AutoRow>& BuiltInTable(int world) {
+  static const std::vector<AutoRow> kTwo = {{512 * kKiB, AllReduceAlgorithm::kOneShotLL},
                                             {4 * kMiB, AllReduceAlgorithm::kOneShot},
                                             {size_t{1} << 40, AllReduceAlgorithm::kTwoShot}};
   // Measured on 4; used for 3 and, unmeasured, for 5..8.
@@ -53,6 +52,30 @@ const std::vector<AutoRow>& AutoTable(int world) {
                                              {512 * kKiB, AllReduceAlgorithm::kOneShot},
                                              {128 * kMiB, AllReduceAlgorithm::kTwoShot}};
   return world <= 2 ? kTwo : kMore;
+}
+
+// VDEV_ALLREDUCE_AUTO="one-shot-ll:65536,one-shot:524288,two-shot:134217728" replaces the built-in
+// rows (bench/derive_auto_table.py writes it from a benchmark run on the machine at hand).
+absl::StatusOr<std::vector<AutoRow>> ParseTable(absl::string_view text) {
+  std::vector<AutoRow> rows;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, ':');
+    AutoRow row;
+    if (!absl::SimpleAtoi(kv.second, &row.max_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad size in VDEV_ALLREDUCE_AUTO item '", item, "'"));
+    }
+    bool known = false;
+    for (AllReduceAlgorithm a : {AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot,
+                                 AllReduceAlgorithm::kTwoShot, AllReduceAlgorithm::kNccl}) {
+      if (AlgorithmName(a) == kv.first) {
+        row.algorithm = a;
+        known = true;
+      }
+    }
+    if (!known) return absl::InvalidArgumentError(absl::StrCat("unknown algorithm in VDEV_ALLREDUCE_AUTO: ", kv.first));
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 size_t WorkspaceFor(const CudaCommunicatorOptions& o, int world) {
@@ -76,6 +99,10 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaGetDeviceCount(&devices), "cudaGetDeviceCount"));
   if (devices == 0) return absl::FailedPreconditionError("no CUDA device");
   c->device_ = options.device >= 0 ? options.device : session->local_rank() % devices;
+  c->auto_table_ = BuiltInTable(session->world_size());
+  if (const char* table = std::getenv("VDEV_ALLREDUCE_AUTO")) {
+    VDEV_ASSIGN_OR_RETURN(c->auto_table_, ParseTable(table));
+  }
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(c->device_), "cudaSetDevice"));
 
   // Can every worker reach every other one's memory? All must agree, or some would wait forever in
@@ -141,10 +168,13 @@ CudaCommunicator::~CudaCommunicator() {
 
 AllReduceAlgorithm CudaCommunicator::Choose(size_t bytes) const {
   if (workspace_ == nullptr || bytes > options_.max_bytes) return AllReduceAlgorithm::kNccl;
-  for (const AutoRow& row : AutoTable(session_->world_size())) {
+  for (const AutoRow& row : auto_table_) {
     if (bytes <= row.max_bytes) {
       if (row.algorithm == AllReduceAlgorithm::kOneShot && bytes > options_.max_one_shot_bytes) continue;
-      if (row.algorithm == AllReduceAlgorithm::kOneShotLL && bytes > options_.max_ll_bytes) continue;
+      if ((row.algorithm == AllReduceAlgorithm::kOneShotLL || row.algorithm == AllReduceAlgorithm::kTwoShotLL) &&
+          bytes > options_.max_ll_bytes) {
+        continue;
+      }
       return row.algorithm;
     }
   }
@@ -173,7 +203,8 @@ absl::Status CudaCommunicator::AllReduce(const void* in, void* out, size_t count
     return NcclStatus(ncclAllReduce(in, out, count, NcclType(type), ncclSum, nccl_, stream), "ncclAllReduce");
   }
   const size_t need = AllReduceWorkspaceBytes(algorithm, session_->world_size(), count, type);
-  const IPCMemory* ws = algorithm == AllReduceAlgorithm::kOneShotLL ? ll_workspace_ : workspace_;
+  const bool ll = algorithm == AllReduceAlgorithm::kOneShotLL || algorithm == AllReduceAlgorithm::kTwoShotLL;
+  const IPCMemory* ws = ll ? ll_workspace_ : workspace_;
   if (need > ws->size) {
     return absl::InvalidArgumentError(absl::StrCat(AlgorithmName(algorithm), " all-reduce of ", bytes,
                                                    " bytes needs a workspace of ", need, " bytes; this one has ",
@@ -184,7 +215,8 @@ absl::Status CudaCommunicator::AllReduce(const void* in, void* out, size_t count
 
 absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, DataType type,
                                       AllReduceAlgorithm algorithm, cudaStream_t stream) {
-  const IPCMemory& ws = algorithm == AllReduceAlgorithm::kOneShotLL ? *ll_workspace_ : *workspace_;
+  const bool ll = algorithm == AllReduceAlgorithm::kOneShotLL || algorithm == AllReduceAlgorithm::kTwoShotLL;
+  const IPCMemory& ws = ll ? *ll_workspace_ : *workspace_;
   internal::KernelArgs a;
   a.in = in;
   a.out = out;
@@ -205,6 +237,10 @@ absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, D
   if (algorithm == AllReduceAlgorithm::kOneShotLL) {
     a.slot_bytes = internal::OneShotLLSlotBytes(count, elem);
     e = internal::LaunchOneShotLL(type, a, internal::OneShotLLBlocks(count, elem), stream);
+  } else if (algorithm == AllReduceAlgorithm::kTwoShotLL) {
+    a.slot_bytes = internal::TwoShotLLSlotBytes(count, a.world, elem);
+    a.chunk_elems = internal::TwoShotChunkElems(count, a.world, elem);
+    e = internal::LaunchTwoShotLL(type, a, internal::TwoShotLLBlocks(count, a.world, elem), stream);
   } else if (algorithm == AllReduceAlgorithm::kOneShot) {
     a.slot_bytes = internal::OneShotSlotBytes(count, elem);
     e = internal::LaunchOneShot(type, a, internal::OneShotBlocks(count, elem), stream);

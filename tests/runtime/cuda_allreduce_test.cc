@@ -115,7 +115,7 @@ absl::Status ExactSums(Session& s) {
   cudaStream_t stream;
   VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreate(&stream)));
   int salt = 0;
-  for (AllReduceAlgorithm algo : {AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
+  for (AllReduceAlgorithm algo : {AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
                                   AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kNccl}) {
     for (size_t count : {size_t{1}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{1000}, size_t{4097},
                          size_t{65539}, size_t{1} << 20}) {
@@ -160,6 +160,7 @@ TEST(CudaAllReduceTest, GraphReplaysSeeNewInputsAndStayInStep) {
     VDEV_RETURN_IF_ERROR(comm->AllReduce(in, out, count, DataType::kF32, AllReduceAlgorithm::kOneShot, stream));
     VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kTwoShot, stream));
     VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kOneShotLL, stream));
+    VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kTwoShotLL, stream));
     VDEV_RETURN_IF_ERROR(Cuda(cudaStreamEndCapture(stream, &graph)));
     cudaGraphExec_t exec;
     VDEV_RETURN_IF_ERROR(Cuda(cudaGraphInstantiate(&exec, graph, 0)));
@@ -174,7 +175,7 @@ TEST(CudaAllReduceTest, GraphReplaysSeeNewInputsAndStayInStep) {
       for (size_t i = 0; i < count; ++i) {
         float want = 0;
         for (int r = 0; r < s.world_size(); ++r) want += static_cast<float>(Value(r, i, replay));
-        want *= s.world_size() * s.world_size();  // the 2nd and 3rd all-reduce sum the (equal) sums again
+        want *= s.world_size() * s.world_size() * s.world_size();  // the later all-reduces re-sum equal sums
         if (got[i] != want) return absl::InternalError(absl::StrCat("replay ", replay, " element ", i));
       }
     }

@@ -40,6 +40,9 @@ VDEV_HOST_DEVICE inline size_t TwoShotChunkElems(size_t count, int world, size_t
 VDEV_HOST_DEVICE inline size_t TwoShotSlotBytes(size_t count, int world, size_t elem) {
   return RoundUpTo(TwoShotChunkElems(count, world, elem) * elem, 256);
 }
+VDEV_HOST_DEVICE inline size_t TwoShotLLSlotBytes(size_t count, int world, size_t elem) {
+  return RoundUpTo(TwoShotChunkElems(count, world, elem) * elem * 2, 256);  // 16-byte lines of 8
+}
 // stage 0: reduce-scatter slots, stage 1: all-gather slots.
 VDEV_HOST_DEVICE inline size_t TwoShotSlotOffset(size_t half_bytes, size_t slot_bytes, int world, int stage, int parity,
                                 int source) {
