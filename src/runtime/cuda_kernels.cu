@@ -452,8 +452,11 @@ struct TwoShot {
   static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { TwoShotKernel<T><<<blocks, kThreads, 0, s>>>(a); }
 };
 
-int BlocksFor(size_t packs) {
-  const size_t blocks = (packs + kThreads - 1) / kThreads;
+// Blocks for `units` 16-byte packs or lines: one block per kUnitsPerBlock of them, so mid-sized
+// messages spread over many SMs (one SM alone cannot keep NVLink busy), at most kMaxBlocks.
+constexpr size_t kUnitsPerBlock = 128;
+int BlocksFor(size_t units) {
+  const size_t blocks = (units + kUnitsPerBlock - 1) / kUnitsPerBlock;
   return static_cast<int>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
 }
 
