@@ -1,8 +1,9 @@
 """Turns allreduce_bench CSVs into the BENCHMARKS.md table, the target checks and a latency plot.
 
-Usage: python3 report_allreduce.py RESULTS_DIR OUT.png
+Usage: python3 report_allreduce.py RESULTS_DIR OUT.png [TORCH_DIR]
 RESULTS_DIR holds benchN.csv (all variants) and autoN.csv (vdev-auto with the derived table, NCCL and
-NCCL symm, same device call) for N in 2 and 4; torchN.csv (PyTorch symm-mem one-shot) if present.
+NCCL symm, and PyTorch's symm-mem one-shot, same device call) for N in 2 and 4; TORCH_DIR, if given,
+holds torchN.csv from another call instead.
 Graph timings only; power-of-two sizes and the LLM shapes.
 """
 import csv
@@ -33,8 +34,8 @@ def main(results, png, torch_dir):
     for n in (2, 4):
         bench = load(os.path.join(results, f"bench{n}.csv"))
         auto = load(os.path.join(results, f"auto{n}.csv"))
-        torch = load(os.path.join(torch_dir, f"torch{n}.csv"))
-        keys = sorted({(b, l) for (b, l, _) in auto}, key=lambda k: (k[1] != "", k[1].split("x")[-1], k[0]))
+        torch = load(os.path.join(torch_dir, f"torch{n}.csv")) or auto
+        keys = sorted({(b, l) for (b, l, v) in auto if v == "vdev-auto"}, key=lambda k: (k[1] != "", k[1].split("x")[-1], k[0]))
         print(f"\n#### {n}× H200, bf16, CUDA graphs, µs per op (busbw GB/s at 256 MB)\n")
         print("| size | shape | vdev auto | picks | NCCL | NCCL symm | vdev one-shot LL | vdev one-shot | vdev two-shot "
               "| torch symm one-shot | auto / NCCL | auto / best |")
@@ -97,4 +98,4 @@ def main(results, png, torch_dir):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else sys.argv[1])
+    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "")
