@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "allreduce_bench_kernels.h"
@@ -78,8 +79,8 @@ double MaxOverWorkers(Session& s, double mine) {
 int Main(int argc, char** argv) {
   size_t max_bytes = size_t{1} << 30, min_bytes = 1024;
   int reps = 15;
-  bool llm = true, eager = true;
-  std::string csv_path;
+  bool llm = true, eager = true, only_vdev = false;
+  std::string csv_path, only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -89,6 +90,8 @@ int Main(int argc, char** argv) {
     if (a == "--csv") csv_path = next();
     if (a == "--no-llm") llm = false;
     if (a == "--no-eager") eager = false;
+    if (a == "--only-vdev") only_vdev = true;  // for compute-sanitizer runs
+    if (a == "--variants") only = "," + next() + ",";  // e.g. vdev-auto,nccl
   }
   absl::StatusOr<std::unique_ptr<Session>> session_or = Session::FromEnvironment();
   Ok(session_or.status(), "session");
@@ -108,10 +111,10 @@ int Main(int argc, char** argv) {
   CUDA_OK(cudaMalloc(&in, max_bytes));
   CUDA_OK(cudaMalloc(&out, max_bytes));
   ncclWindow_t win_in, win_out;
-  bool symm = ncclMemAlloc(&sin, max_bytes) == ncclSuccess && ncclMemAlloc(&sout, max_bytes) == ncclSuccess &&
+  bool symm = !only_vdev && ncclMemAlloc(&sin, max_bytes) == ncclSuccess && ncclMemAlloc(&sout, max_bytes) == ncclSuccess &&
               ncclCommWindowRegister(comm.nccl(), sin, max_bytes, &win_in, NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess &&
               ncclCommWindowRegister(comm.nccl(), sout, max_bytes, &win_out, NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess;
-  if (!symm && rank == 0) std::fprintf(stderr, "NCCL symmetric windows unavailable: nccl-symm skipped\n");
+  if (!symm && !only_vdev && rank == 0) std::fprintf(stderr, "NCCL symmetric windows unavailable: nccl-symm skipped\n");
   unsigned long long* counters;
   CUDA_OK(cudaMalloc(&counters, 2 * sizeof(unsigned long long)));
 
@@ -121,6 +124,8 @@ int Main(int argc, char** argv) {
                    }};
   };
   std::vector<Variant> all_variants = {
+      vdev_variant("vdev-1shot-ll", AllReduceAlgorithm::kOneShotLL),
+      vdev_variant("vdev-2shot-ll", AllReduceAlgorithm::kTwoShotLL),
       vdev_variant("vdev-1shot", AllReduceAlgorithm::kOneShot),
       vdev_variant("vdev-2shot", AllReduceAlgorithm::kTwoShot),
       vdev_variant("vdev-auto", AllReduceAlgorithm::kAuto),
@@ -129,6 +134,7 @@ int Main(int argc, char** argv) {
                            ? absl::OkStatus()
                            : absl::InternalError("ncclAllReduce");
               }}};
+  if (only_vdev) all_variants.pop_back();
   if (symm) {
     all_variants.push_back(Variant{"nccl-symm", sin, sout, [&](size_t n, cudaStream_t s) {
                                      return ncclAllReduce(sin, sout, n, ncclBfloat16, ncclSum, comm.nccl(), s) ==
@@ -166,7 +172,9 @@ int Main(int argc, char** argv) {
     const size_t count = size.bytes / 2;
     std::vector<Variant*> variants;
     for (Variant& v : all_variants) {
+      if (!only.empty() && only.find("," + v.name + ",") == std::string::npos) continue;
       if (v.name == "vdev-1shot" && size.bytes > options.max_one_shot_bytes) continue;
+      if (absl::StrContains(v.name, "-ll") && size.bytes > options.max_ll_bytes) continue;
       variants.push_back(&v);
     }
     const int iters = size.bytes <= (1 << 20) ? 50 : size.bytes <= (16 << 20) ? 20 : size.bytes <= (128 << 20) ? 5 : 2;

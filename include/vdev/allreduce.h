@@ -35,7 +35,11 @@ enum class DataType { kF32, kF64, kI32, kF16, kBF16 };
 size_t DataTypeSize(DataType type);
 absl::string_view DataTypeName(DataType type);
 
-enum class AllReduceAlgorithm { kAuto, kOneShot, kTwoShot, kNccl };
+// kOneShotLL: one-shot in the low-latency form (CUDA): each 16-byte store carries 8 bytes of data
+// and two copies of the epoch, so a reader polls the data itself and no barrier or fence is needed
+// (twice the bytes on the wire; for small messages). kTwoShotLL: two-shot in the same form. The
+// host backend runs them as kOneShot and kTwoShot.
+enum class AllReduceAlgorithm { kAuto, kOneShot, kTwoShot, kNccl, kOneShotLL, kTwoShotLL };
 absl::string_view AlgorithmName(AllReduceAlgorithm algorithm);
 
 // Bytes each worker's IPCMemory needs for `count` elements with `algorithm` (kAuto: enough for

@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "vdev/allreduce.h"
@@ -38,8 +39,15 @@ struct CudaCommunicatorOptions {
   int device = -1;                       // -1: local_rank modulo the visible devices
   size_t max_bytes = size_t{64} << 20;   // largest message the vdev kernels take (NCCL beyond)
   size_t max_one_shot_bytes = size_t{8} << 20;
+  size_t max_ll_bytes = size_t{1} << 20;  // largest message for kOneShotLL
   absl::Duration kernel_timeout = kDefaultPeerTimeout;  // bounded spins inside the kernels
   bool force_nccl = false;               // behave as if P2P were unavailable (tests)
+};
+
+// One row of kAuto's table: sizes up to max_bytes (after the previous row's) use `algorithm`.
+struct AutoRow {
+  size_t max_bytes = 0;
+  AllReduceAlgorithm algorithm = AllReduceAlgorithm::kNccl;
 };
 
 class CudaCommunicator {
@@ -51,7 +59,8 @@ class CudaCommunicator {
   // Enqueues the all-reduce on `stream`. kNccl, or buffers not 16-byte aligned, or no IPC: NCCL.
   absl::Status AllReduce(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
                          cudaStream_t stream);
-  // What kAuto runs for `bytes` (a table measured on H200s; see docs/allreduce.md).
+  // What kAuto runs for `bytes`: the first row of the table whose max_bytes covers it, NCCL past the
+  // last. The table was measured on H200s (docs/allreduce.md); VDEV_ALLREDUCE_AUTO replaces it.
   AllReduceAlgorithm Choose(size_t bytes) const;
   // Reports (and clears) a wait that timed out in an earlier kernel; synchronizes nothing.
   absl::Status CheckErrors();
@@ -68,10 +77,12 @@ class CudaCommunicator {
 
   Session* session_ = nullptr;
   CudaCommunicatorOptions options_;
+  std::vector<AutoRow> auto_table_;
   int device_ = 0;
   ncclComm_t nccl_ = nullptr;
   std::unique_ptr<IPCAllocator> allocator_;
-  IPCMemory* workspace_ = nullptr;
+  IPCMemory* workspace_ = nullptr;     // one-shot and two-shot; its barrier_flag holds the epochs
+  IPCMemory* ll_workspace_ = nullptr;  // one-shot LL lines only
   volatile int* error_host_ = nullptr;  // host-mapped: peer + 1 whose flag never came
   int* error_device_ = nullptr;
 };

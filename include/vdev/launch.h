@@ -4,7 +4,8 @@
 // VDEV_RANK / VDEV_WORLD_SIZE / VDEV_LOCAL_RANK / VDEV_RENDEZVOUS / VDEV_SESSION_ID set, and waits.
 // When a worker fails, it is reported by rank and pid; the others are given `grace` to notice (their
 // own waits are bounded) and are then killed. Afterwards the directory and any shared-memory segment
-// of the session (`/dev/shm/vdev-<session id>-*`) are removed, whatever happened.
+// of the session (`/dev/shm/vdev-<session id>-*`) are removed, whatever happened. SIGINT, SIGTERM
+// or SIGHUP to the launcher stops the job: the workers get SIGTERM, then SIGKILL 2 s later.
 #ifndef VDEV_LAUNCH_H_
 #define VDEV_LAUNCH_H_
 
@@ -24,7 +25,8 @@ struct LaunchOptions {
 };
 
 // Returns the job's exit status: 0 when every worker exited 0, otherwise the first failing worker's
-// exit code (128 + signal number when it was killed). Errors are for failures to start at all.
+// exit code (128 + signal number when it was killed; 128 + the signal that stopped the launcher).
+// Errors are for failures to start at all.
 absl::StatusOr<int> Launch(const LaunchOptions& options);
 
 }  // namespace vdev

@@ -52,6 +52,9 @@ struct SessionOptions {
   // Names shared-memory segments; empty: worker 0 draws a random one and hands it to the others.
   std::string session_id;
   absl::Duration timeout = kDefaultPeerTimeout;
+  // Worker 0 removes the (then empty) rendezvous directory when its session ends: set for the
+  // directories FromEnvironment makes under mpirun, which no launcher cleans up.
+  bool remove_rendezvous_dir = false;
 };
 
 class Session {

@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "internal/allreduce_layout.h"
 #include "internal/cuda_kernels.h"
 #include "vdev/cuda_allreduce.h"
@@ -36,21 +39,45 @@ ncclDataType_t NcclType(DataType type) {
   return ncclFloat32;
 }
 
-// kAuto's choice by message size, per world size: the largest size at which each vdev kernel was
-// the fastest variant on H200s (NVLink) in bench/allreduce_bench, CUDA-graph timings; above the
-// last row NCCL. Measured 2026-11-22; docs/allreduce.md has the table it was read from.
-struct AutoRow {
-  size_t max_bytes;
-  AllReduceAlgorithm algorithm;
-};
-const std::vector<AutoRow>& AutoTable(int world) {
-  static const std::vector<AutoRow> kTwo = {{size_t{512} << 10, AllReduceAlgorithm::kOneShot},
-                                            {size_t{64} << 20, AllReduceAlgorithm::kTwoShot}};
-  static const std::vector<AutoRow> kFour = {{size_t{256} << 10, AllReduceAlgorithm::kOneShot},
-                                             {size_t{64} << 20, AllReduceAlgorithm::kTwoShot}};
-  static const std::vector<AutoRow> kMore = {{size_t{128} << 10, AllReduceAlgorithm::kOneShot},
-                                             {size_t{64} << 20, AllReduceAlgorithm::kTwoShot}};
-  return world <= 2 ? kTwo : (world <= 4 ? kFour : kMore);
+// kAuto's choice by message size, per world size: each row covers sizes up to max_bytes where that
+// algorithm was the fastest variant in bench/allreduce_bench (bf16, CUDA graphs, 4 H200s with
+// NV18 links, NCCL 2.28.3, 2026-11-22; docs/allreduce.md): the table bench/derive_auto_table.py
+// derived from docs/results/run5/bench{2,4}.csv
+// (run 4 put 128 MB on 4 GPUs to two-shot: a near tie with NCCL). Above the last row: NCCL.
+constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
+const std::vector<AutoRow>& BuiltInTable(int world) {
+  static const std::vector<AutoRow> kTwo = {{512 * kKiB, AllReduceAlgorithm::kOneShotLL},
+                                            {8 * kMiB, AllReduceAlgorithm::kOneShot},
+                                            {size_t{1} << 40, AllReduceAlgorithm::kTwoShot}};
+  // Measured on 4; used for 3 and, unmeasured, for 5..8.
+  static const std::vector<AutoRow> kMore = {{128 * kKiB, AllReduceAlgorithm::kOneShotLL},
+                                             {512 * kKiB, AllReduceAlgorithm::kOneShot},
+                                             {64 * kMiB, AllReduceAlgorithm::kTwoShot}};
+  return world <= 2 ? kTwo : kMore;
+}
+
+// VDEV_ALLREDUCE_AUTO="one-shot-ll:65536,one-shot:524288,two-shot:134217728" replaces the built-in
+// rows (bench/derive_auto_table.py writes it from a benchmark run on the machine at hand).
+absl::StatusOr<std::vector<AutoRow>> ParseTable(absl::string_view text) {
+  std::vector<AutoRow> rows;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, ':');
+    AutoRow row;
+    if (!absl::SimpleAtoi(kv.second, &row.max_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad size in VDEV_ALLREDUCE_AUTO item '", item, "'"));
+    }
+    bool known = false;
+    for (AllReduceAlgorithm a : {AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot,
+                                 AllReduceAlgorithm::kTwoShot, AllReduceAlgorithm::kNccl}) {
+      if (AlgorithmName(a) == kv.first) {
+        row.algorithm = a;
+        known = true;
+      }
+    }
+    if (!known) return absl::InvalidArgumentError(absl::StrCat("unknown algorithm in VDEV_ALLREDUCE_AUTO: ", kv.first));
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 size_t WorkspaceFor(const CudaCommunicatorOptions& o, int world) {
@@ -74,6 +101,10 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaGetDeviceCount(&devices), "cudaGetDeviceCount"));
   if (devices == 0) return absl::FailedPreconditionError("no CUDA device");
   c->device_ = options.device >= 0 ? options.device : session->local_rank() % devices;
+  c->auto_table_ = BuiltInTable(session->world_size());
+  if (const char* table = std::getenv("VDEV_ALLREDUCE_AUTO")) {
+    VDEV_ASSIGN_OR_RETURN(c->auto_table_, ParseTable(table));
+  }
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(c->device_), "cudaSetDevice"));
 
   // Can every worker reach every other one's memory? All must agree, or some would wait forever in
@@ -118,6 +149,11 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
   if (ipc && session->world_size() > 1) {
     VDEV_ASSIGN_OR_RETURN(c->allocator_, CreateCudaIPCAllocator(session, c->device_));
     VDEV_ASSIGN_OR_RETURN(c->workspace_, c->allocator_->Allocate(WorkspaceFor(options, session->world_size())));
+    // The low-latency kernel gets a region of its own: a line left there by another kernel's data
+    // could otherwise carry, by chance, the epoch a reader waits for.
+    VDEV_ASSIGN_OR_RETURN(c->ll_workspace_, c->allocator_->Allocate(AllReduceWorkspaceBytes(
+                                                AllReduceAlgorithm::kOneShotLL, session->world_size(),
+                                                options.max_ll_bytes / 2, DataType::kBF16)));
   }
   return c;
 }
@@ -134,9 +170,13 @@ CudaCommunicator::~CudaCommunicator() {
 
 AllReduceAlgorithm CudaCommunicator::Choose(size_t bytes) const {
   if (workspace_ == nullptr || bytes > options_.max_bytes) return AllReduceAlgorithm::kNccl;
-  for (const AutoRow& row : AutoTable(session_->world_size())) {
+  for (const AutoRow& row : auto_table_) {
     if (bytes <= row.max_bytes) {
       if (row.algorithm == AllReduceAlgorithm::kOneShot && bytes > options_.max_one_shot_bytes) continue;
+      if ((row.algorithm == AllReduceAlgorithm::kOneShotLL || row.algorithm == AllReduceAlgorithm::kTwoShotLL) &&
+          bytes > options_.max_ll_bytes) {
+        continue;
+      }
       return row.algorithm;
     }
   }
@@ -165,17 +205,20 @@ absl::Status CudaCommunicator::AllReduce(const void* in, void* out, size_t count
     return NcclStatus(ncclAllReduce(in, out, count, NcclType(type), ncclSum, nccl_, stream), "ncclAllReduce");
   }
   const size_t need = AllReduceWorkspaceBytes(algorithm, session_->world_size(), count, type);
-  if (need > workspace_->size) {
+  const bool ll = algorithm == AllReduceAlgorithm::kOneShotLL || algorithm == AllReduceAlgorithm::kTwoShotLL;
+  const IPCMemory* ws = ll ? ll_workspace_ : workspace_;
+  if (need > ws->size) {
     return absl::InvalidArgumentError(absl::StrCat(AlgorithmName(algorithm), " all-reduce of ", bytes,
                                                    " bytes needs a workspace of ", need, " bytes; this one has ",
-                                                   workspace_->size, " (raise CudaCommunicatorOptions::max_bytes)"));
+                                                   ws->size, " (raise CudaCommunicatorOptions::max_*bytes)"));
   }
   return Launch(in, out, count, type, algorithm, stream);
 }
 
 absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, DataType type,
                                       AllReduceAlgorithm algorithm, cudaStream_t stream) {
-  const IPCMemory& ws = *workspace_;
+  const bool ll = algorithm == AllReduceAlgorithm::kOneShotLL || algorithm == AllReduceAlgorithm::kTwoShotLL;
+  const IPCMemory& ws = ll ? *ll_workspace_ : *workspace_;
   internal::KernelArgs a;
   a.in = in;
   a.out = out;
@@ -187,13 +230,20 @@ absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, D
     a.flags_in[i] = ws.barrier_in[i];
     a.flags_out[i] = ws.barrier_out[i];
   }
-  a.epochs = ws.barrier_flag;
+  a.epochs = workspace_->barrier_flag;  // one epoch sequence for all kernels: parity alternates per call
   a.half_bytes = internal::HalfBytes(ws.size);
   a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(options_.kernel_timeout));
   a.error = error_device_;
   const size_t elem = DataTypeSize(type);
   cudaError_t e;
-  if (algorithm == AllReduceAlgorithm::kOneShot) {
+  if (algorithm == AllReduceAlgorithm::kOneShotLL) {
+    a.slot_bytes = internal::OneShotLLSlotBytes(count, elem);
+    e = internal::LaunchOneShotLL(type, a, internal::OneShotLLBlocks(count, elem), stream);
+  } else if (algorithm == AllReduceAlgorithm::kTwoShotLL) {
+    a.slot_bytes = internal::TwoShotLLSlotBytes(count, a.world, elem);
+    a.chunk_elems = internal::TwoShotChunkElems(count, a.world, elem);
+    e = internal::LaunchTwoShotLL(type, a, internal::TwoShotLLBlocks(count, a.world, elem), stream);
+  } else if (algorithm == AllReduceAlgorithm::kOneShot) {
     a.slot_bytes = internal::OneShotSlotBytes(count, elem);
     e = internal::LaunchOneShot(type, a, internal::OneShotBlocks(count, elem), stream);
   } else {

@@ -268,6 +268,162 @@ __global__ void __launch_bounds__(kThreads) TwoShotKernel(const __grid_constant_
   }
 }
 
+
+__device__ __forceinline__ void StoreLine(char* p, uint2 d, uint32_t flag) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d.x), "r"(flag), "r"(d.y),
+               "r"(flag)
+               : "memory");
+}
+__device__ __forceinline__ uint4 LoadLine(const char* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+// Bytes [8i, 8i + 8) of an input of `bytes` bytes, zero past its end.
+__device__ __forceinline__ uint2 LoadPayload(const char* in, size_t i, size_t bytes) {
+  if (8 * i + 8 <= bytes) return *reinterpret_cast<const uint2*>(in + 8 * i);
+  uint64_t v = 0;
+  for (size_t k = 8 * i; k < bytes; ++k) v |= uint64_t{static_cast<uint8_t>(in[k])} << (8 * (k - 8 * i));
+  return make_uint2(static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32));
+}
+
+// Waits (bounded) until `line` carries `flag` in both halves; returns its 8 bytes of data.
+__device__ __forceinline__ uint2 PollLine(const KernelArgs& a, const char* line, uint32_t flag, int source) {
+  uint4 v = LoadLine(line);
+  if (v.y != flag || v.w != flag) {
+    const uint64_t start = GlobalTimer();
+    for (uint32_t spins = 1; v.y != flag || v.w != flag; ++spins) {
+      if ((spins & 1023) == 0 && GlobalTimer() - start > a.timeout_ns) {
+        *reinterpret_cast<volatile int*>(a.error) = source + 1;
+        break;
+      }
+      v = LoadLine(line);
+    }
+  }
+  return make_uint2(v.x, v.z);
+}
+
+// Writes bytes [8i, 8i + 8) of an output of `bytes` bytes.
+__device__ __forceinline__ void StorePayload(char* out, size_t i, size_t bytes, uint2 d) {
+  if (8 * i + 8 <= bytes) {
+    *reinterpret_cast<uint2*>(out + 8 * i) = d;
+    return;
+  }
+  const uint64_t v = d.x | (uint64_t{d.y} << 32);
+  for (size_t k = 8 * i; k < bytes; ++k) out[k] = static_cast<char>(v >> (8 * (k - 8 * i)));
+}
+
+template <typename T>
+__device__ __forceinline__ uint2 ToPayload(const float (&acc)[8 / sizeof(T)]) {
+  uint2 d;
+  T* e = reinterpret_cast<T*>(&d);
+#pragma unroll
+  for (int k = 0; k < static_cast<int>(8 / sizeof(T)); ++k) e[k] = Elem<T>::FromF(acc[k]);
+  return d;
+}
+
+// Advances every epoch counter congruent to this block (see NextEpoch), once all threads read it.
+__device__ __forceinline__ void FinishEpoch(uint64_t* epochs, uint64_t epoch) {
+  __syncthreads();
+  for (unsigned b = blockIdx.x + threadIdx.x * gridDim.x; b < kMaxBarrierBlocks; b += blockDim.x * gridDim.x) {
+    epochs[b] = epoch;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void AddPayload(float (&acc)[8 / sizeof(T)], uint2 d) {
+  const T* e = reinterpret_cast<const T*>(&d);
+#pragma unroll
+  for (int k = 0; k < static_cast<int>(8 / sizeof(T)); ++k) acc[k] += Elem<T>::ToF(e[k]);
+}
+
+// One-shot, low-latency form: no barrier. Each line a peer receives holds 8 bytes of data and the
+// call's epoch twice (each 8-byte half is written atomically), so a reader that sees the epoch in
+// both halves has the data. The two workspace halves alternate by epoch parity, and a line in a
+// half was last written two calls ago with another epoch, so a stale line is never taken for new.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) OneShotLLKernel(const __grid_constant__ KernelArgs a) {
+  constexpr int E = 8 / sizeof(T);
+  const uint64_t epoch = a.epochs[blockIdx.x] + 1;
+  const uint32_t flag = static_cast<uint32_t>(epoch);
+  const size_t parity = epoch & 1;
+  const size_t bytes = a.count * sizeof(T);
+  const Range r = BlockRange(OneShotLLLines(a.count, sizeof(T)));
+  const char* in = static_cast<const char*>(a.in);
+  for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
+    const uint2 d = LoadPayload(in, i, bytes);
+#pragma unroll
+    for (int k = 1; k < kMaxWorkers; ++k) {
+      if (k < a.world) {
+        StoreLine(a.data[(a.rank + k) % a.world] + OneShotSlotOffset(a.half_bytes, a.slot_bytes, parity, a.rank) + 16 * i,
+                  d, flag);
+      }
+    }
+  }
+  const char* mine = a.data[a.rank] + parity * a.half_bytes;
+  for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
+    float acc[E] = {};
+    for (int j = 0; j < a.world; ++j) {
+      if (j == a.rank) {
+        AddPayload<T>(acc, LoadPayload(in, i, bytes));
+        continue;
+      }
+      AddPayload<T>(acc, PollLine(a, mine + j * a.slot_bytes + 16 * i, flag, j));
+    }
+    StorePayload(static_cast<char*>(a.out), i, bytes, ToPayload<T>(acc));
+  }
+  FinishEpoch(a.epochs, epoch);
+}
+
+// Two-shot in the low-latency form: chunk q of every input goes to worker q as flagged lines;
+// worker q sums them in rank order and sends the sum to everyone as flagged lines again. A thread
+// handles the same line index in every chunk and phase, so no barrier is needed anywhere.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) TwoShotLLKernel(const __grid_constant__ KernelArgs a) {
+  constexpr int E = 8 / sizeof(T);
+  const uint64_t epoch = a.epochs[blockIdx.x] + 1;
+  const uint32_t flag = static_cast<uint32_t>(epoch);
+  const size_t parity = epoch & 1;
+  const size_t chunk_bytes = a.chunk_elems * sizeof(T);
+  const size_t bytes = a.count * sizeof(T);
+  const Range r = BlockRange(chunk_bytes / 8);
+  auto length = [&](int j) -> size_t {  // bytes of chunk j
+    const size_t begin = min(bytes, j * chunk_bytes);
+    return min(bytes, begin + chunk_bytes) - begin;
+  };
+  auto slot = [&](int owner, int stage, int source) {
+    return a.data[owner] + TwoShotSlotOffset(a.half_bytes, a.slot_bytes, a.world, stage, parity, source);
+  };
+  const char* in = static_cast<const char*>(a.in);
+  char* out = static_cast<char*>(a.out);
+  const size_t mine = length(a.rank);
+  for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
+    for (int k = 1; k < a.world; ++k) {
+      const int q = (a.rank + k) % a.world;
+      if (8 * i < length(q)) StoreLine(slot(q, 0, a.rank) + 16 * i, LoadPayload(in + q * chunk_bytes, i, length(q)), flag);
+    }
+    if (8 * i < mine) {
+      float acc[E] = {};
+      for (int j = 0; j < a.world; ++j) {
+        AddPayload<T>(acc, j == a.rank ? LoadPayload(in + a.rank * chunk_bytes, i, mine)
+                                       : PollLine(a, slot(a.rank, 0, j) + 16 * i, flag, j));
+      }
+      const uint2 d = ToPayload<T>(acc);
+      StorePayload(out + a.rank * chunk_bytes, i, mine, d);
+      for (int k = 1; k < a.world; ++k) StoreLine(slot((a.rank + k) % a.world, 1, a.rank) + 16 * i, d, flag);
+    }
+    for (int k = 1; k < a.world; ++k) {
+      const int j = (a.rank + k) % a.world;
+      if (8 * i < length(j)) StorePayload(out + j * chunk_bytes, i, length(j), PollLine(a, slot(a.rank, 1, j) + 16 * i, flag, j));
+    }
+  }
+  FinishEpoch(a.epochs, epoch);
+}
+
 template <template <typename> class Kernel>
 cudaError_t Launch(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
   switch (type) {
@@ -284,24 +440,45 @@ struct OneShot {
   static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { OneShotKernel<T><<<blocks, kThreads, 0, s>>>(a); }
 };
 template <typename T>
+struct OneShotLL {
+  static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { OneShotLLKernel<T><<<blocks, kThreads, 0, s>>>(a); }
+};
+template <typename T>
+struct TwoShotLL {
+  static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { TwoShotLLKernel<T><<<blocks, kThreads, 0, s>>>(a); }
+};
+template <typename T>
 struct TwoShot {
   static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { TwoShotKernel<T><<<blocks, kThreads, 0, s>>>(a); }
 };
 
-int BlocksFor(size_t packs) {
-  const size_t blocks = (packs + kThreads - 1) / kThreads;
+// Blocks for `units` 16-byte packs or lines: one block per kUnitsPerBlock of them, so mid-sized
+// messages spread over many SMs (one SM alone cannot keep NVLink busy), at most kMaxBlocks.
+constexpr size_t kUnitsPerBlock = 128;
+int BlocksFor(size_t units) {
+  const size_t blocks = (units + kUnitsPerBlock - 1) / kUnitsPerBlock;
   return static_cast<int>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
 }
 
 }  // namespace
 
 int OneShotBlocks(size_t count, size_t elem) { return BlocksFor((count * elem + 15) / 16); }
+int OneShotLLBlocks(size_t count, size_t elem) { return BlocksFor(OneShotLLLines(count, elem)); }
+int TwoShotLLBlocks(size_t count, int world, size_t elem) {
+  return BlocksFor(TwoShotChunkElems(count, world, elem) * elem / 8);
+}
 int TwoShotBlocks(size_t count, int world, size_t elem) {
   return BlocksFor(TwoShotChunkElems(count, world, elem) * elem / 16);
 }
 
 cudaError_t LaunchOneShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
   return Launch<OneShot>(type, args, blocks, stream);
+}
+cudaError_t LaunchOneShotLL(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
+  return Launch<OneShotLL>(type, args, blocks, stream);
+}
+cudaError_t LaunchTwoShotLL(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
+  return Launch<TwoShotLL>(type, args, blocks, stream);
 }
 cudaError_t LaunchTwoShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
   return Launch<TwoShot>(type, args, blocks, stream);

@@ -41,6 +41,8 @@ absl::string_view AlgorithmName(AllReduceAlgorithm algorithm) {
     case AllReduceAlgorithm::kOneShot: return "one-shot";
     case AllReduceAlgorithm::kTwoShot: return "two-shot";
     case AllReduceAlgorithm::kNccl: return "nccl";
+    case AllReduceAlgorithm::kOneShotLL: return "one-shot-ll";
+    case AllReduceAlgorithm::kTwoShotLL: return "two-shot-ll";
   }
   return "?";
 }
@@ -50,6 +52,8 @@ size_t AllReduceWorkspaceBytes(AllReduceAlgorithm algorithm, int world_size, siz
   const size_t one = 2 * world_size * internal::OneShotSlotBytes(count, elem);
   const size_t two = 4 * world_size * internal::TwoShotSlotBytes(count, world_size, elem);
   switch (algorithm) {
+    case AllReduceAlgorithm::kOneShotLL: return 2 * world_size * internal::OneShotLLSlotBytes(count, elem);
+    case AllReduceAlgorithm::kTwoShotLL: return 4 * world_size * internal::TwoShotLLSlotBytes(count, world_size, elem);
     case AllReduceAlgorithm::kOneShot: return one;
     case AllReduceAlgorithm::kTwoShot: return two;
     case AllReduceAlgorithm::kNccl: return 0;
@@ -204,6 +208,8 @@ absl::Status HostAllReduce(Session& session, IPCMemory& workspace, const void* i
   if (workspace.num_workers != session.world_size() || workspace.worker_id != session.rank()) {
     return absl::InvalidArgumentError("the workspace belongs to another session");
   }
+  if (algorithm == AllReduceAlgorithm::kOneShotLL) algorithm = AllReduceAlgorithm::kOneShot;
+  if (algorithm == AllReduceAlgorithm::kTwoShotLL) algorithm = AllReduceAlgorithm::kTwoShot;
   if (algorithm == AllReduceAlgorithm::kAuto) {
     algorithm = count * DataTypeSize(type) * session.world_size() <= kHostOneShotLimit
                     ? AllReduceAlgorithm::kOneShot

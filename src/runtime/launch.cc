@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <random>
 
 #include "absl/strings/match.h"
@@ -63,6 +64,10 @@ void Say(const std::string& line) {
   (void)ignored;
 }
 
+// Set by SIGINT/SIGTERM/SIGHUP: the job is being stopped; the workers go with it.
+volatile sig_atomic_t stop_signal = 0;
+void OnStop(int sig) { stop_signal = sig; }
+
 int ExitCode(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
 
 }  // namespace
@@ -106,6 +111,15 @@ absl::StatusOr<int> Launch(const LaunchOptions& options) {
     pids[r] = pid;
   }
 
+  struct sigaction stop = {};
+  stop.sa_handler = OnStop;
+  struct sigaction old_int, old_term, old_hup;
+  sigaction(SIGINT, &stop, &old_int);
+  sigaction(SIGTERM, &stop, &old_term);
+  sigaction(SIGHUP, &stop, &old_hup);
+  stop_signal = 0;
+  bool forwarded = false;
+
   int result = 0;
   int running = options.num_workers;
   absl::Time kill_at = absl::InfiniteFuture();
@@ -129,17 +143,31 @@ absl::StatusOr<int> Launch(const LaunchOptions& options) {
       }
       pids[r] = -1;
     }
+    if (stop_signal != 0 && !forwarded) {
+      Say(absl::StrCat("stopping the workers (", strsignal(stop_signal), ")"));
+      for (pid_t p : pids) {
+        if (p > 0) kill(p, SIGTERM);
+      }
+      forwarded = true;
+      if (result == 0) result = 128 + stop_signal;
+      kill_at = std::min(kill_at, absl::Now() + absl::Seconds(2));
+    }
     if (running > 0 && absl::Now() >= kill_at) {
       for (int r = 0; r < options.num_workers; ++r) {
         if (pids[r] < 0) continue;
-        Say(absl::StrCat("killing worker ", r, " (pid ", pids[r], "): still running ",
-                         absl::FormatDuration(options.grace), " after worker ", failed_rank, " failed"));
+        Say(failed_rank >= 0 ? absl::StrCat("killing worker ", r, " (pid ", pids[r], "): still running ",
+                                            absl::FormatDuration(options.grace), " after worker ", failed_rank,
+                                            " failed")
+                             : absl::StrCat("killing worker ", r, " (pid ", pids[r], "): still running after SIGTERM"));
         kill(pids[r], SIGKILL);
       }
       kill_at = absl::InfiniteFuture();
     }
     if (!reaped) absl::SleepFor(absl::Milliseconds(2));
   }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
   RemoveTree(dir);
   RemoveSegments(session_id);
   return result;

@@ -253,10 +253,11 @@ absl::StatusOr<SessionOptions> Session::OptionsFromEnvironment() {
     std::string base = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
     options.rendezvous_dir =
         absl::StrCat(base, "/vdev-", geteuid(), "-", std::hash<std::string>{}(job) & 0xffffffffffffULL);
-    // Worker 0 makes the directory; the others wait for it in Join (connect retries).
+    // Worker 0 makes the directory (and removes it at the end); the others wait for it.
     if (options.rank == 0 && mkdir(options.rendezvous_dir.c_str(), 0700) != 0 && errno != EEXIST) {
       return absl::InternalError(absl::StrCat("mkdir ", options.rendezvous_dir, ": ", ErrnoText()));
     }
+    options.remove_rendezvous_dir = options.rank == 0;
     absl::Time deadline = absl::Now() + options.timeout;
     while (!CheckPrivateDirectory(options.rendezvous_dir).ok() && absl::Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(5));
@@ -277,6 +278,7 @@ Session::~Session() {
     if (fd >= 0) close(fd);
   }
   if (listen_fd_ >= 0) close(listen_fd_);
+  if (options_.remove_rendezvous_dir) rmdir(options_.rendezvous_dir.c_str());
 }
 
 absl::Status Session::Join() {

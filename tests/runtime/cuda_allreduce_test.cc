@@ -109,12 +109,13 @@ absl::Status CheckOne(Session& s, CudaCommunicator& comm, DataType type, AllRedu
 absl::Status ExactSums(Session& s) {
   CudaCommunicatorOptions options;
   options.max_bytes = 8 << 20;
+  options.max_ll_bytes = 8 << 20;
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, options));
   if (!comm->ipc_available()) return absl::FailedPreconditionError("no P2P between the GPUs");
   cudaStream_t stream;
   VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreate(&stream)));
   int salt = 0;
-  for (AllReduceAlgorithm algo : {AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
+  for (AllReduceAlgorithm algo : {AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
                                   AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kNccl}) {
     for (size_t count : {size_t{1}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{1000}, size_t{4097},
                          size_t{65539}, size_t{1} << 20}) {
@@ -158,6 +159,8 @@ TEST(CudaAllReduceTest, GraphReplaysSeeNewInputsAndStayInStep) {
     VDEV_RETURN_IF_ERROR(Cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal)));
     VDEV_RETURN_IF_ERROR(comm->AllReduce(in, out, count, DataType::kF32, AllReduceAlgorithm::kOneShot, stream));
     VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kTwoShot, stream));
+    VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kOneShotLL, stream));
+    VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kTwoShotLL, stream));
     VDEV_RETURN_IF_ERROR(Cuda(cudaStreamEndCapture(stream, &graph)));
     cudaGraphExec_t exec;
     VDEV_RETURN_IF_ERROR(Cuda(cudaGraphInstantiate(&exec, graph, 0)));
@@ -172,7 +175,7 @@ TEST(CudaAllReduceTest, GraphReplaysSeeNewInputsAndStayInStep) {
       for (size_t i = 0; i < count; ++i) {
         float want = 0;
         for (int r = 0; r < s.world_size(); ++r) want += static_cast<float>(Value(r, i, replay));
-        want *= s.world_size();  // the second all-reduce sums the (equal) sums again
+        want *= s.world_size() * s.world_size() * s.world_size();  // the later all-reduces re-sum equal sums
         if (got[i] != want) return absl::InternalError(absl::StrCat("replay ", replay, " element ", i));
       }
     }

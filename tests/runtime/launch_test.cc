@@ -1,9 +1,12 @@
 // `vdev launch` end to end: real workers, exit statuses, a killed worker, cleanup.
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -73,6 +76,37 @@ TEST(LaunchTest, ExitStatusIsTheFirstFailingWorkers) {
   EXPECT_EQ(run.exit_code, 5);
   EXPECT_THAT(run.output, HasSubstr("worker 1 (pid"));
   EXPECT_THAT(run.output, HasSubstr("exited with status 5"));
+}
+
+TEST(LaunchTest, StoppingTheLauncherStopsTheWorkers) {
+  const std::string pid_file = testing::MakePrivateDir() + "/pids";
+  fflush(nullptr);
+  pid_t launcher = fork();
+  if (launcher == 0) {
+    execl(VDEV_BINARY, VDEV_BINARY, "launch", "-n", "2", "--", "sh", "-c",
+          ("echo $$ >> " + pid_file + "; exec sleep 30").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::vector<pid_t> workers;
+  for (int i = 0; i < 500 && workers.size() < 2; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+    workers.clear();
+    if (FILE* f = std::fopen(pid_file.c_str(), "r")) {
+      int pid;
+      while (std::fscanf(f, "%d", &pid) == 1) workers.push_back(pid);
+      std::fclose(f);
+    }
+  }
+  ASSERT_EQ(workers.size(), 2u);
+  absl::Time start = absl::Now();
+  kill(launcher, SIGTERM);
+  int status = 0;
+  waitpid(launcher, &status, 0);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << status;
+  for (pid_t w : workers) EXPECT_NE(kill(w, 0), 0) << "worker " << w << " still running";
+  unlink(pid_file.c_str());
+  rmdir(pid_file.substr(0, pid_file.rfind('/')).c_str());
 }
 
 TEST(LaunchTest, MissingProgramIsReported) {

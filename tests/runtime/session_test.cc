@@ -143,7 +143,9 @@ TEST(SessionTest, RecognisesWorkersStartedByMpirun) {
       if (!s.ok()) _exit(2);
       std::vector<std::string> all;
       bool ok = (*s)->rank() == r && (*s)->world_size() == 3 && (*s)->local_rank() == r &&
-                (*s)->AllGather("mpi", std::to_string(r), &all).ok() && all[2] == "2";
+                (*s)->AllGather("mpi", std::to_string(r), &all).ok() && all[2] == "2" &&
+                (*s)->Barrier("before-exit").ok();
+      s->reset();  // worker 0 removes the rendezvous directory it made
       _exit(ok ? 0 : 3);
     }
     pids.push_back(pid);
@@ -153,6 +155,11 @@ TEST(SessionTest, RecognisesWorkersStartedByMpirun) {
     waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   }
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = absl::StrCat((tmp != nullptr && *tmp != '\0') ? tmp : "/tmp", "/vdev-", geteuid(), "-",
+                                       std::hash<std::string>{}(job) & 0xffffffffffffULL);
+  struct stat st;
+  EXPECT_NE(stat(dir.c_str(), &st), 0) << dir << " was left behind";
 }
 
 TEST(SessionTest, FromEnvironmentWithoutALauncherIsAnError) {

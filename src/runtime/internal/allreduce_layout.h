@@ -25,6 +25,12 @@ VDEV_HOST_DEVICE inline size_t OneShotSlotOffset(size_t half_bytes, size_t slot_
   return parity * half_bytes + source * slot_bytes;
 }
 
+// One-shot LL: 16-byte lines, each carrying 8 bytes of the input.
+VDEV_HOST_DEVICE inline size_t OneShotLLLines(size_t count, size_t elem) { return (count * elem + 7) / 8; }
+VDEV_HOST_DEVICE inline size_t OneShotLLSlotBytes(size_t count, size_t elem) {
+  return RoundUpTo(OneShotLLLines(count, elem) * 16, 256);
+}
+
 // Two-shot: worker j owns elements [j*chunk, (j+1)*chunk) ∩ [0, count); chunk is a multiple of
 // 16 bytes so every chunk starts 16-byte aligned when the buffer does.
 VDEV_HOST_DEVICE inline size_t TwoShotChunkElems(size_t count, int world, size_t elem) {
@@ -33,6 +39,9 @@ VDEV_HOST_DEVICE inline size_t TwoShotChunkElems(size_t count, int world, size_t
 }
 VDEV_HOST_DEVICE inline size_t TwoShotSlotBytes(size_t count, int world, size_t elem) {
   return RoundUpTo(TwoShotChunkElems(count, world, elem) * elem, 256);
+}
+VDEV_HOST_DEVICE inline size_t TwoShotLLSlotBytes(size_t count, int world, size_t elem) {
+  return RoundUpTo(TwoShotChunkElems(count, world, elem) * elem * 2, 256);  // 16-byte lines of 8
 }
 // stage 0: reduce-scatter slots, stage 1: all-gather slots.
 VDEV_HOST_DEVICE inline size_t TwoShotSlotOffset(size_t half_bytes, size_t slot_bytes, int world, int stage, int parity,

@@ -32,10 +32,14 @@ struct KernelArgs {
 
 // Grid shape for a call; equal on all workers for equal calls (the barriers pair block b with b).
 int OneShotBlocks(size_t count, size_t elem);
+int OneShotLLBlocks(size_t count, size_t elem);
+int TwoShotLLBlocks(size_t count, int world, size_t elem);
 int TwoShotBlocks(size_t count, int world, size_t elem);
 inline constexpr int kThreads = 512;
 
 cudaError_t LaunchOneShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
+cudaError_t LaunchOneShotLL(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
+cudaError_t LaunchTwoShotLL(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
 cudaError_t LaunchTwoShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
 
 }  // namespace vdev::internal

@@ -1,0 +1,38 @@
+"""Derives kAuto's table from an allreduce_bench CSV (graph timings, power-of-two sizes).
+
+For each size the fastest of vdev-1shot-ll, vdev-2shot-ll, vdev-1shot, vdev-2shot and nccl wins (NCCL's symmetric
+kernels need registered buffers, which an arbitrary caller's tensors are not, so auto cannot pick
+them); runs of equal winners become one row. Prints the VDEV_ALLREDUCE_AUTO string.
+Usage: python3 derive_auto_table.py bench.csv
+"""
+import csv
+import sys
+
+NAMES = {"vdev-1shot-ll": "one-shot-ll", "vdev-2shot-ll": "two-shot-ll", "vdev-1shot": "one-shot", "vdev-2shot": "two-shot", "nccl": "nccl"}
+
+
+def main(path):
+    best = {}
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            if row["mode"] != "graph" or row["label"] or row["variant"] not in NAMES or row["check"] != "ok":
+                continue
+            size, us = int(row["bytes"]), float(row["us"])
+            if size not in best or us < best[size][1]:
+                best[size] = (NAMES[row["variant"]], us)
+    rows = []
+    for size in sorted(best):
+        algo = best[size][0]
+        if rows and rows[-1][0] == algo:
+            rows[-1][1] = size
+        else:
+            rows.append([algo, size])
+    if rows:
+        rows[-1][1] = 1 << 40  # the last winner keeps every larger size
+    while rows and rows[-1][0] == "nccl":
+        rows.pop()  # past the last row is NCCL anyway
+    print(",".join(f"{a}:{s}" for a, s in rows))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,55 @@
+#!/bin/bash
+# One device call: GPU tests, the all-reduce bench on 2 and 4 GPUs, the PyTorch peer, sanitizers.
+# Runs from a copy of the tree with prebuilt binaries in bin/ and their libraries in lib/
+# (scripts/gpu_pack.sh); results go to $OUT. NVLink multicast stays off throughout.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+export VDEV_TIMEOUT_MS=60000  # session waits (NCCL set-up, graph instantiation); kernel waits stay bounded at 8 s
+cd "$(dirname "$0")/.."
+export LD_LIBRARY_PATH=$PWD/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH}
+STAGES=${STAGES:-"test bench2 bench4 sanitize"}
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  nvidia-smi topo -m
+  ls -l /usr/lib/x86_64-linux-gnu/libnccl.so* 2>&1
+  ldd bin/allreduce_bench | grep -E "nccl|cudart|not found"
+} > "$OUT/cuda_test.log" 2>&1
+cat "$OUT/cuda_test.log"
+for stage in $STAGES; do
+  echo "=== $stage $(date -u +%T)"
+  case $stage in
+    test)
+      timeout 300 bin/runtime_cuda_test 2>&1 | tee -a "$OUT/cuda_test.log" | grep -E "OK|FAILED|SKIPPED|Failure|worker"
+      # A kernel that fails its tests stays out of the benchmark (a timed-out wait would end it).
+      if grep -q "two-shot-ll" "$OUT/cuda_test.log"; then
+        BENCH_ARGS="$BENCH_ARGS --variants vdev-1shot-ll,vdev-1shot,vdev-2shot,vdev-auto,nccl,nccl-symm"
+        echo "two-shot-ll failed its tests: benchmark without it"
+      fi ;;
+    bench2|bench4)
+      # All variants; then kAuto's table derived from this run; then auto again with that table.
+      n=${stage#bench}
+      devs=$([ "$n" = 2 ] && echo 0,1 || echo 0,1,2,3)
+      CUDA_VISIBLE_DEVICES=$devs timeout 200 bin/vdev launch -n $n -- bin/allreduce_bench --csv "$OUT/bench$n.csv" \
+        ${BENCH_ARGS} > "$OUT/bench$n.log" 2>&1
+      table=$(python3 bench/derive_auto_table.py "$OUT/bench$n.csv")
+      echo "derived VDEV_ALLREDUCE_AUTO=$table" | tee -a "$OUT/bench$n.log"
+      CUDA_VISIBLE_DEVICES=$devs VDEV_ALLREDUCE_AUTO=$table timeout 120 bin/vdev launch -n $n -- bin/allreduce_bench \
+        --csv "$OUT/auto$n.csv" --variants vdev-auto,nccl,nccl-symm ${BENCH_ARGS} >> "$OUT/bench$n.log" 2>&1
+      grep -E "^graph|derived" "$OUT/bench$n.log" | tail -60 ;;
+    torch)
+      # PyTorch's symmetric-memory one-shot, same sizes up to 16 MB; rows appended to autoN.csv.
+      for n in 2 4; do
+        devs=$([ "$n" = 2 ] && echo 0,1 || echo 0,1,2,3)
+        CUDA_VISIBLE_DEVICES=$devs timeout 120 torchrun --nproc-per-node $n bench/torch_symm_bench.py /tmp/torch$n.csv \
+          2>&1 | grep -E "^graph|Error|error" | tail -20
+        tail -n +2 /tmp/torch$n.csv >> "$OUT/auto$n.csv"
+      done ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        CUDA_VISIBLE_DEVICES=0,1 timeout 200 bin/vdev launch -n 2 -- compute-sanitizer --tool $tool \
+          --report-api-errors no --error-exitcode 9 bin/allreduce_bench --only-vdev --max-bytes 1048576 --reps 1 --no-llm --no-eager 2>&1 \
+          | grep -vE "^(graph|eager) " | head -120
+        echo "$tool exit ${PIPESTATUS[0]}"
+      done 2>&1 | tee "$OUT/sanitize.log" ;;
+  esac
+done
