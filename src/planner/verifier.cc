@@ -64,6 +64,7 @@ class Verifier : public Visitor {
   std::vector<const OpDef*> op_cache_; // by symbol
   std::vector<uint8_t> op_cached_;
   std::vector<TypeId> scratch_types_;
+  std::vector<TypeId> op_arg_types_;  // InferOpCall's, reused (type rules do not re-enter)
 };
 
 constexpr const OpDef* kUnknownOp = nullptr;
@@ -332,8 +333,8 @@ void Verifier::CheckOpCall(BindingId id, const Expr& e) {
 TypeId Verifier::InferOpCall(const Expr& e) {
   const OpDef* def = Lookup(e.op);
   if (def == nullptr || !def->infer) return kNoType;
-  std::vector<TypeId> arg_types;
-  arg_types.reserve(e.args.count);
+  std::vector<TypeId>& arg_types = op_arg_types_;
+  arg_types.clear();
   for (const Operand& o : m_.Args(e)) arg_types.push_back(OperandType(o));
   OpCall call(m_, e, arg_types);
   absl::StatusOr<TypeId> t = def->infer(call);
