@@ -187,7 +187,7 @@ bool Parser::ParseConfig() {
       c.targets_loc = key.loc;
       c.targets.emplace();
       if (!Expect(Tok::kLBracket, "'['")) return false;
-      while (true) {
+      while (!PeekIs(Tok::kRBracket) || !c.targets->empty()) {
         Token kind = lex_.Next();
         if (kind.kind != Tok::kIdent) return Unexpected(kind, "a target kind");
         std::optional<TargetKind> k = TargetKindFromName(kind.text);
@@ -197,6 +197,7 @@ bool Parser::ParseConfig() {
         if (sep.kind == Tok::kRBracket) break;
         if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ']'");
       }
+      if (c.targets->empty()) lex_.Next();  // `[]`
     } else {
       bool is_default = key.text == "default";
       std::optional<VirtualDevice>& slot = is_default ? c.default_device : c.host_device;
