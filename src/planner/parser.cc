@@ -152,6 +152,7 @@ bool Parser::Run() {
   module.bindings.reserve(lines);
   module.operands.reserve(2 * lines);
   module.symbols.Reserve(lines + 64);
+  scopes_.Reserve(lines + 64);
   while (true) {
     const Token& t = lex_.Peek();
     if (t.kind == Tok::kEnd) break;

@@ -127,6 +127,7 @@ const OpDef* Verifier::Lookup(Symbol op) {
 }
 
 bool Verifier::Run() {
+  scopes_.Reserve(m_.symbols.size());
   block_types_.assign(m_.blocks.size(), kNoType);
   func_state_.assign(m_.functions.size(), 0);
   for (BindingId b = 0; b < m_.bindings.size(); ++b) m_.bindings[b].type = m_.bindings[b].declared_type;
