@@ -154,7 +154,12 @@ class Planner {
   absl::flat_hash_map<BindingId, std::vector<CopiedUse>> copied_uses_;
   // Kernel calls: the kernel's parameter domains are the use sites; the result's own domain.
   absl::flat_hash_map<BindingId, DomainId> kernel_result_;
-  std::vector<std::pair<DomainId, DomainId>> free_pairs_;
+  struct FreePair {
+    DomainId a;
+    DomainId b;
+    BindingId on_device;  // the free on_device it comes from; kNoBinding at a kernel boundary
+  };
+  std::vector<FreePair> free_pairs_;
   std::vector<Pin> pins_;  // a domain's origin is an index into pins_
   // Post-order of analysed bindings (a binding after its nested blocks), and each item's range.
   std::vector<BindingId> order_;
@@ -478,12 +483,11 @@ absl::Status Planner::CollectOpCall(BindingId b) {
       result = constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b, vd_loc);
     } else {
       result = domains_.MakeFirstOrder();
-      if (!constrain_body) free_pairs_.emplace_back(body, result);
+      if (!constrain_body) free_pairs_.push_back({body, result, b});
     }
     binding_domain_[b] = result;
     copy_body_[b] = body;  // also when result == body: the on_device goes, as a copy from src to src
     Set(b, kCopyPoint);
-    if (!constrain_body) NoteUse(args[0], result, b);
     return absl::OkStatus();
   }
   if (op == "device_copy" && !args.empty()) {
@@ -567,10 +571,10 @@ absl::Status Planner::CollectBinding(BindingId b) {
           if (value == kNoDomain) continue;
           DomainId param = param_domain_[callee.params.begin + k];
           NoteUse(args[k], param, b);
-          free_pairs_.emplace_back(value, param);
+          free_pairs_.push_back({value, param, ir::kNoBinding});
         }
         DomainId result = domains_.MakeFirstOrder();
-        free_pairs_.emplace_back(result_domain_[e.func], result);
+        free_pairs_.push_back({result_domain_[e.func], result, ir::kNoBinding});
         kernel_result_[b] = result_domain_[e.func];
         Set(b, kKernelCall);
         binding_domain_[b] = result;
@@ -695,8 +699,9 @@ absl::Status Planner::FinishFunction(FuncId f) {
 // --- Free boundaries and defaults ---------------------------------------------------------------
 
 void Planner::JoinFreeBoundaries() {
-  for (const auto& [a, b] : free_pairs_) {
-    if (domains_.CanUnify(a, b)) (void)domains_.Unify(a, b);
+  for (const FreePair& pair : free_pairs_) {
+    if (pair.on_device != ir::kNoBinding && !Has(pair.on_device, kLive)) continue;  // it goes
+    if (domains_.CanUnify(pair.a, pair.b)) (void)domains_.Unify(pair.a, pair.b);
   }
 }
 
@@ -709,10 +714,13 @@ void Planner::ApplyDefaults() {
     for (size_t i = range.second; i-- > range.first;) {
       BindingId b = order_[i];
       const ir::Expr& e = B(b).expr;
+      if (IsOnDevice(b) && !Has(b, kLive)) continue;  // it goes at capture
       if (e.kind == ExprKind::kFn) domains_.SetDefault(func_domain_[e.func], default_device_);
       // The first consumer's device; fields it leaves open come from the function's result.
       DeviceIndex fallback = domains_.Device(result_domain_[FuncOf(b)]);
-      if (first_use_[b] != kNoDomain) {
+      BindingId user = first_user_[b];
+      bool user_goes = user != ir::kNoBinding && IsOnDevice(user) && !Has(user, kLive);
+      if (first_use_[b] != kNoDomain && !user_goes) {
         fallback = devices_.Default(domains_.Device(first_use_[b]), fallback);
       } else if (Has(b, kCopyPoint)) {
         fallback = devices_.Default(domains_.Device(copy_body_.at(b)), fallback);  // an unused copy moves nothing
@@ -797,6 +805,7 @@ BindingId Planner::AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr ex
                                      DeviceIndex device) {
   BindingId c = m_.AddBinding(block, name, std::move(expr), loc);
   flags_.push_back(0);
+  binding_domain_.push_back(domains_.MakeFirstOrder(device));  // later uses may read through it
   result_.binding_devices.push_back(ToModule(device));
   result_.binding_replaced.push_back(false);
   return c;
@@ -818,7 +827,6 @@ void Planner::Capture() {
       fn.result_type = m_.types.func_result(fn.type);
     }
   }
-  MarkLive();
   // Two attributes per copy: reserve them once rather than let the arena double while it grows.
   size_t attrs_needed = 0;
   for (BindingId b : order_) {
@@ -983,6 +991,9 @@ absl::Status Planner::Run() {
     VDEV_RETURN_IF_ERROR(collector.status());
     if (m_.functions[f].kind != FuncKind::kKernel) item_ranges_.push_back({f, {begin, order_.size()}});
   }
+  // Unused on_device bindings go at capture; they must not steer free joins or defaults either, or
+  // planning the output (where they are gone) would decide differently.
+  MarkLive();
   JoinFreeBoundaries();
   ApplyDefaults();
   result_.stats.bindings = order_.size();
