@@ -726,7 +726,25 @@ void Planner::ApplyDefaults() {
         fallback = devices_.Default(domains_.Device(copy_body_.at(b)), fallback);  // an unused copy moves nothing
       }
       domains_.SetDefault(binding_domain_[b], fallback);
+      // What a copy reads takes the copy's destination where nothing else decided: the same rule for
+      // copies that are bindings now and for those capture will write out (conflicting uses, kernel
+      // operands), so that planning the output decides the same.
       if (Has(b, kCopyPoint)) domains_.SetDefault(copy_body_.at(b), domains_.Device(binding_domain_[b]));
+      if (Has(b, kCopiedUses)) {
+        for (const CopiedUse& use : copied_uses_.at(b)) {
+          DomainId value = OperandDomain(m_.Args(e)[use.operand]);
+          if (value != kNoDomain) domains_.SetDefault(value, domains_.Device(use.site));
+        }
+      }
+      if (Has(b, kKernelCall)) {
+        const ir::Function& kernel = m_.functions[e.func];
+        for (uint32_t k = 0; k < e.args.count; ++k) {
+          DomainId value = OperandDomain(m_.Args(e)[k]);
+          if (value != kNoDomain) {
+            domains_.SetDefault(value, domains_.Device(param_domain_[kernel.params.begin + k]));
+          }
+        }
+      }
     }
   }
   // Primitive functions' signatures and anything no function reached.
