@@ -115,11 +115,13 @@ class Planner {
   // A binding the plan adds, with the device of its value.
   BindingId AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc, DeviceIndex device);
   void NoteConsumer(const Operand& o, BindingId consumer);
-  bool IsOnDevice(BindingId b) const {
-    return Has(b, kCopyPoint) && B(b).expr.kind == ExprKind::kOpCall && m_.OpName(B(b).expr) == "on_device";
+  // on_device and device_copy: bindings that only move a value, and go when nothing reads them.
+  bool IsMove(BindingId b) const {
+    if (B(b).expr.kind != ExprKind::kOpCall) return false;
+    absl::string_view op = m_.OpName(B(b).expr);
+    return op == "on_device" || op == "device_copy";
   }
-  // kLive on every binding something kept reads: on_device bindings read only by unused on_device
-  // bindings are unused too.
+  // kLive on every binding something kept reads: moves read only by unused moves are unused too.
   void MarkLive();
   void AwaitConsumer(BindingId copy, size_t index) {
     awaiting_consumer_[copy] = index;
@@ -154,12 +156,7 @@ class Planner {
   absl::flat_hash_map<BindingId, std::vector<CopiedUse>> copied_uses_;
   // Kernel calls: the kernel's parameter domains are the use sites; the result's own domain.
   absl::flat_hash_map<BindingId, DomainId> kernel_result_;
-  struct FreePair {
-    DomainId a;
-    DomainId b;
-    BindingId on_device;  // the free on_device it comes from; kNoBinding at a kernel boundary
-  };
-  std::vector<FreePair> free_pairs_;
+  std::vector<std::pair<DomainId, DomainId>> free_pairs_;  // free on_device, kernel boundaries
   std::vector<Pin> pins_;  // a domain's origin is an index into pins_
   // Post-order of analysed bindings (a binding after its nested blocks), and each item's range.
   std::vector<BindingId> order_;
@@ -261,29 +258,35 @@ void Planner::MakeSignatures() {
 
 // --- Collection -------------------------------------------------------------------------------
 
-// Walks the module in program order; a binding is collected once its nested blocks are.
+// Walks the module in program order; a binding is collected once its nested blocks are. The first
+// walk (`ordering`) only records that order, so that unused on_device bindings are known before
+// anything is collected.
 class Planner::Collector : public ir::Visitor {
  public:
-  explicit Collector(Planner* planner) : p_(planner) {}
+  Collector(Planner* planner, bool ordering) : p_(planner), ordering_(ordering) {}
   void EnterFunction(FuncId f) override {
     if (!p_->analysed_[f]) ++skipping_;
   }
   void ExitFunction(FuncId f) override {
     if (!p_->analysed_[f]) {
       --skipping_;
-    } else if (status_.ok()) {
+    } else if (status_.ok() && !ordering_) {
       status_ = p_->FinishFunction(f);
     }
   }
   void BindingDone(BindingId b) override {
     if (skipping_ > 0 || !status_.ok()) return;
-    p_->order_.push_back(b);
-    status_ = p_->CollectBinding(b);
+    if (ordering_) {
+      p_->order_.push_back(b);
+    } else if (!p_->IsMove(b) || p_->Has(b, kLive)) {
+      status_ = p_->CollectBinding(b);
+    }
   }
   absl::Status status() const { return status_; }
 
  private:
   Planner* p_;
+  bool ordering_;
   int skipping_ = 0;
   absl::Status status_;
 };
@@ -483,7 +486,7 @@ absl::Status Planner::CollectOpCall(BindingId b) {
       result = constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b, vd_loc);
     } else {
       result = domains_.MakeFirstOrder();
-      if (!constrain_body) free_pairs_.push_back({body, result, b});
+      if (!constrain_body) free_pairs_.emplace_back(body, result);
     }
     binding_domain_[b] = result;
     copy_body_[b] = body;  // also when result == body: the on_device goes, as a copy from src to src
@@ -571,10 +574,10 @@ absl::Status Planner::CollectBinding(BindingId b) {
           if (value == kNoDomain) continue;
           DomainId param = param_domain_[callee.params.begin + k];
           NoteUse(args[k], param, b);
-          free_pairs_.push_back({value, param, ir::kNoBinding});
+          free_pairs_.emplace_back(value, param);
         }
         DomainId result = domains_.MakeFirstOrder();
-        free_pairs_.push_back({result_domain_[e.func], result, ir::kNoBinding});
+        free_pairs_.emplace_back(result_domain_[e.func], result);
         kernel_result_[b] = result_domain_[e.func];
         Set(b, kKernelCall);
         binding_domain_[b] = result;
@@ -699,9 +702,8 @@ absl::Status Planner::FinishFunction(FuncId f) {
 // --- Free boundaries and defaults ---------------------------------------------------------------
 
 void Planner::JoinFreeBoundaries() {
-  for (const FreePair& pair : free_pairs_) {
-    if (pair.on_device != ir::kNoBinding && !Has(pair.on_device, kLive)) continue;  // it goes
-    if (domains_.CanUnify(pair.a, pair.b)) (void)domains_.Unify(pair.a, pair.b);
+  for (const auto& [a, b] : free_pairs_) {
+    if (domains_.CanUnify(a, b)) (void)domains_.Unify(a, b);
   }
 }
 
@@ -714,13 +716,11 @@ void Planner::ApplyDefaults() {
     for (size_t i = range.second; i-- > range.first;) {
       BindingId b = order_[i];
       const ir::Expr& e = B(b).expr;
-      if (IsOnDevice(b) && !Has(b, kLive)) continue;  // it goes at capture
+      if (IsMove(b) && !Has(b, kLive)) continue;  // never collected: it goes at capture
       if (e.kind == ExprKind::kFn) domains_.SetDefault(func_domain_[e.func], default_device_);
       // The first consumer's device; fields it leaves open come from the function's result.
       DeviceIndex fallback = domains_.Device(result_domain_[FuncOf(b)]);
-      BindingId user = first_user_[b];
-      bool user_goes = user != ir::kNoBinding && IsOnDevice(user) && !Has(user, kLive);
-      if (first_use_[b] != kNoDomain && !user_goes) {
+      if (first_use_[b] != kNoDomain) {
         fallback = devices_.Default(domains_.Device(first_use_[b]), fallback);
       } else if (Has(b, kCopyPoint)) {
         fallback = devices_.Default(domains_.Device(copy_body_.at(b)), fallback);  // an unused copy moves nothing
@@ -775,7 +775,7 @@ void Planner::MarkLive() {
   }
   for (size_t i = order_.size(); i-- > 0;) {
     BindingId b = order_[i];
-    if (IsOnDevice(b) && !Has(b, kLive)) continue;
+    if (IsMove(b) && !Has(b, kLive)) continue;
     for (const Operand& o : m_.Args(B(b).expr)) mark(o);
   }
 }
@@ -875,9 +875,9 @@ void Planner::Capture() {
       ValueRef v = Resolve(o.value);
       if (!(v == o.value)) set_operand(e, k, v);
     }
-    // An unused on_device moves nothing: it goes, with any copy its operand would have needed.
-    if (IsOnDevice(b) && !Has(b, kLive) && m_.Args(e)[0].is_local()) {
-      Replace(b, m_.Args(e)[0].value);
+    // An unused move goes (it was never collected).
+    if (IsMove(b) && !Has(b, kLive)) {
+      if (m_.Args(e)[0].is_local()) Replace(b, m_.Args(e)[0].value);
       result_.binding_replaced[b] = true;
       ++result_.stats.copies_dropped;
       continue;
@@ -1002,16 +1002,20 @@ absl::Status Planner::Run() {
   flags_.assign(input_bindings_, 0);
   order_.reserve(input_bindings_);
   MakeSignatures();
-  Collector collector(this);
+  Collector ordering(this, /*ordering=*/true);
   for (FuncId f : m_.items) {
     size_t begin = order_.size();
-    ir::WalkFunction(m_, f, collector);
-    VDEV_RETURN_IF_ERROR(collector.status());
+    ir::WalkFunction(m_, f, ordering);
     if (m_.functions[f].kind != FuncKind::kKernel) item_ranges_.push_back({f, {begin, order_.size()}});
   }
-  // Unused on_device bindings go at capture; they must not steer free joins or defaults either, or
-  // planning the output (where they are gone) would decide differently.
+  // An on_device or device_copy whose value nothing uses is dropped and constrains nothing: planning
+  // the output, where it is gone, must decide the same.
   MarkLive();
+  Collector collector(this, /*ordering=*/false);
+  for (FuncId f : m_.items) {
+    ir::WalkFunction(m_, f, collector);
+    VDEV_RETURN_IF_ERROR(collector.status());
+  }
   JoinFreeBoundaries();
   ApplyDefaults();
   result_.stats.bindings = order_.size();

@@ -270,12 +270,12 @@ def @main(%x: f32[5,7], %c: bool[]) -> f32[5,7] {
     %0 = exp(%b)
     return %0
   }
-  %h = if %c {
+  %k = on_device(%c, cpu:0, constrain_result=true)
+  %h = if %k {
     return %f
   } else {
     return %g
   }
-  %k = on_device(%c, cpu:0)
   %r = %h(%x)
   return %r
 }
