@@ -152,7 +152,7 @@ class Planner {
   std::vector<DomainId> first_use_;       // by BindingId: the site of its first consumer
   std::vector<BindingId> first_user_;     // by BindingId: its first consumer
   // Copy points: on_device, device_copy and projections of an on_device result → body domain.
-  absl::flat_hash_map<BindingId, DomainId> copy_body_;
+  std::vector<DomainId> copy_body_;  // by BindingId; kNoDomain unless a copy point
   absl::flat_hash_map<BindingId, std::vector<CopiedUse>> copied_uses_;
   // Kernel calls: the kernel's parameter domains are the use sites; the result's own domain.
   absl::flat_hash_map<BindingId, DomainId> kernel_result_;
@@ -644,7 +644,7 @@ absl::Status Planner::CollectBinding(BindingId b) {
         const ir::Expr& te = B(t.value.index).expr;
         if (Has(t.value.index, kCopyPoint) && te.kind == ExprKind::kOpCall && m_.OpName(te) == "on_device") {
           DomainId result = domains_.MakeFirstOrder();
-          copy_body_[b] = copy_body_.at(t.value.index);
+          copy_body_[b] = copy_body_[t.value.index];
           Set(b, kCopyPoint);
           binding_domain_[b] = result;
           return absl::OkStatus();
@@ -723,13 +723,13 @@ void Planner::ApplyDefaults() {
       if (first_use_[b] != kNoDomain) {
         fallback = devices_.Default(domains_.Device(first_use_[b]), fallback);
       } else if (Has(b, kCopyPoint)) {
-        fallback = devices_.Default(domains_.Device(copy_body_.at(b)), fallback);  // an unused copy moves nothing
+        fallback = devices_.Default(domains_.Device(copy_body_[b]), fallback);  // an unused copy moves nothing
       }
       domains_.SetDefault(binding_domain_[b], fallback);
       // What a copy reads takes the copy's destination where nothing else decided: the same rule for
       // copies that are bindings now and for those capture will write out (conflicting uses, kernel
       // operands), so that planning the output decides the same.
-      if (Has(b, kCopyPoint)) domains_.SetDefault(copy_body_.at(b), domains_.Device(binding_domain_[b]));
+      if (Has(b, kCopyPoint)) domains_.SetDefault(copy_body_[b], domains_.Device(binding_domain_[b]));
       if (Has(b, kCopiedUses)) {
         for (const CopiedUse& use : copied_uses_.at(b)) {
           DomainId value = OperandDomain(m_.Args(e)[use.operand]);
@@ -849,7 +849,7 @@ void Planner::Capture() {
   size_t attrs_needed = 0;
   for (BindingId b : order_) {
     if (Has(b, kCopyPoint)) {
-      attrs_needed += same(domains_.Device(copy_body_.at(b)), domains_.Device(binding_domain_[b])) ? 0 : 2;
+      attrs_needed += same(domains_.Device(copy_body_[b]), domains_.Device(binding_domain_[b])) ? 0 : 2;
     }
     if (Has(b, kCopiedUses)) attrs_needed += 2 * copied_uses_.at(b).size();
     if (Has(b, kKernelCall)) attrs_needed += 2 * (B(b).expr.args.count + 1);
@@ -893,7 +893,7 @@ void Planner::Capture() {
       }
     }
     if (Has(b, kCopyPoint)) {
-      DeviceIndex src = domains_.Device(copy_body_.at(b));
+      DeviceIndex src = domains_.Device(copy_body_[b]);
       DeviceIndex dst = domains_.Device(binding_domain_[b]);
       devices_out[b] = ToModule(dst);
       if (e.kind == ExprKind::kProject) {
@@ -999,6 +999,7 @@ absl::Status Planner::Run() {
   binding_domain_.assign(input_bindings_, kNoDomain);
   first_use_.assign(input_bindings_, kNoDomain);
   first_user_.assign(input_bindings_, ir::kNoBinding);
+  copy_body_.assign(input_bindings_, kNoDomain);
   flags_.assign(input_bindings_, 0);
   order_.reserve(input_bindings_);
   MakeSignatures();
