@@ -499,6 +499,32 @@ TEST(PlanDevicesTest, StrictConflictListsTheTwoAnnotations) {
   EXPECT_EQ(ValidateErrorReport(json::parse(PlanErrorJson(outcome.error))), "");
 }
 
+TEST(PlanDevicesTest, StrictConflictLeavesOutAgreeingAnnotations) {
+  // Five annotations reach %2's class; only a CPU one and the CUDA one are needed for the conflict.
+  PlanOptions options;
+  options.strict = true;
+  PlanOutcome outcome = PlanText(R"(def @main(%a: f32[2], %b: f32[2]) -> f32[2] {
+  %0 = add(%a, %b)
+  %1 = on_device(%0, /global)
+  %2 = negative(%0)
+  %3 = on_device(%2, cpu)
+  %4 = on_device(%2, *:0)
+  %5 = exp(%2)
+  %6 = on_device(%5, cuda:0)
+  %7 = add(%3, %4)
+  %8 = add(%7, %6)
+  %9 = add(%8, %1)
+  return %9
+}
+)",
+                                 options);
+  ASSERT_FALSE(outcome.status.ok());
+  ASSERT_EQ(outcome.error.conflicts.size(), 2u);
+  EXPECT_EQ(outcome.error.conflicts[0].loc.line, 5);  // cpu
+  EXPECT_EQ(outcome.error.conflicts[1].loc.line, 8);  // cuda:0
+  EXPECT_THAT(outcome.error.message, HasSubstr("%5 is needed on cpu:0/global and on cuda:0"));
+}
+
 TEST(PlanDevicesTest, AnnotationAgainstWrittenParameterIsAnErrorInBothModes) {
   constexpr char kProgram[] = R"(def @main(%x: f32[5,7] on cuda:0) -> f32[5,7] {
   %0 = on_device(%x, cpu:0)
