@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/planner/conflict_core.h"
 #include "src/planner/device_domains.h"
+#include "vdev/builtin_ops.h"
 #include "vdev/status_macros.h"
 
 namespace vdev {
@@ -447,60 +448,44 @@ absl::Status Planner::CollectOpCall(BindingId b) {
   const ir::Expr& e = B(b).expr;
   absl::string_view op = m_.OpName(e);
   auto args = m_.Args(e);
-  auto bool_attr = [&](absl::string_view key, bool fallback) {
+  auto attr_loc = [&](absl::string_view key) {
     const ir::Attr* a = m_.FindAttr(e, key);
-    return a == nullptr || a->value.kind != ir::OperandKind::kBool ? fallback : a->value.index != 0;
-  };
-  auto device_attr = [&](absl::string_view key) -> std::optional<std::pair<DeviceIndex, SourceLoc>> {
-    const ir::Attr* a = m_.FindAttr(e, key);
-    if (a == nullptr || !a->value.is_device()) return std::nullopt;
-    return std::make_pair(devices_.Intern(m_.Device(a->value.index)), a->value.loc);
+    return a != nullptr && a->value.loc.valid() ? a->value.loc : e.loc;
   };
   auto host_site = [&]() { return PinnedDomain(host_device_, PinKind::kHost, b, e.loc); };
 
-  if (op == "on_device" && !args.empty()) {
-    DeviceIndex vd = DeviceTable::kUnconstrained;
-    SourceLoc vd_loc = e.loc;
-    if (args.size() > 1 && args[1].is_device()) {
-      vd = devices_.Intern(m_.Device(args[1].index));
-      vd_loc = args[1].loc;
-    } else if (auto a = device_attr("device")) {
-      std::tie(vd, vd_loc) = *a;
-    }
-    bool constrain_body = bool_attr("constrain_body", true);
-    bool constrain_result = bool_attr("constrain_result", false);
+  if (std::optional<ir::OnDeviceCall> on = ir::AsOnDevice(m_, e)) {
+    DeviceIndex vd = devices_.Intern(m_.Device(on->device));
+    SourceLoc vd_loc = args[1].loc.valid() ? args[1].loc : e.loc;
+    bool constrain_result = on->constrain_result;
     const ir::Block& block = m_.blocks[B(b).block];
     bool returned = block.owner == ir::kNoBinding && block.result.is_local() &&
                     block.result.value == ValueRef::Binding(b);
-    if (returned && constrain_body) constrain_result = true;  // a returned on_device pins the result
+    if (returned && on->constrain_body) constrain_result = true;  // a returned on_device pins the result
     DomainId body;
-    if (constrain_body) {
+    if (on->constrain_body) {
       body = PinnedDomain(vd, PinKind::kOnDevice, b, vd_loc);
       VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
     } else {
-      body = OperandDomain(args[0]);
+      body = OperandDomain(on->value);
       if (body == kNoDomain) body = domains_.MakeFirstOrder();
     }
     DomainId result;
     if (constrain_result) {
-      result = constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b, vd_loc);
+      result = on->constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b, vd_loc);
     } else {
       result = domains_.MakeFirstOrder();
-      if (!constrain_body) free_pairs_.emplace_back(body, result);
+      if (on->is_free()) free_pairs_.emplace_back(body, result);
     }
     binding_domain_[b] = result;
     copy_body_[b] = body;  // also when result == body: the on_device goes, as a copy from src to src
     Set(b, kCopyPoint);
     return absl::OkStatus();
   }
-  if (op == "device_copy" && !args.empty()) {
-    auto src = device_attr("src");
-    auto dst = device_attr("dst");
-    DomainId body = src ? PinnedDomain(src->first, PinKind::kCopySrc, b, src->second) : domains_.MakeFirstOrder();
-    absl::Status s = PrimitiveUse(b, 0, body);
-    if (!s.ok()) return s;
-    DomainId result = dst ? PinnedDomain(dst->first, PinKind::kCopyDst, b, dst->second) : domains_.MakeFirstOrder();
-    binding_domain_[b] = result;
+  if (std::optional<ir::DeviceCopyCall> copy = ir::AsDeviceCopy(m_, e)) {
+    DomainId body = PinnedDomain(devices_.Intern(m_.Device(copy->src)), PinKind::kCopySrc, b, attr_loc("src"));
+    VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
+    binding_domain_[b] = PinnedDomain(devices_.Intern(m_.Device(copy->dst)), PinKind::kCopyDst, b, attr_loc("dst"));
     copy_body_[b] = body;
     Set(b, kCopyPoint);
     return absl::OkStatus();
@@ -512,15 +497,10 @@ absl::Status Planner::CollectOpCall(BindingId b) {
     binding_domain_[b] = result;
     return absl::OkStatus();
   }
-  if (op == "memory.alloc_storage") {
-    for (uint32_t k = 0; k < args.size(); ++k) {
-      if (args[k].is_device()) continue;
-      absl::Status s = PrimitiveUse(b, k, host_site());
-      if (!s.ok()) return s;
-    }
-    auto device = device_attr("device");
-    binding_domain_[b] = device ? PinnedDomain(device->first, PinKind::kAlloc, b, device->second)
-                                : domains_.MakeFirstOrder();
+  if (std::optional<ir::AllocStorageCall> alloc = ir::AsAllocStorage(m_, e)) {
+    for (uint32_t k = 0; k < args.size(); ++k) VDEV_RETURN_IF_ERROR(PrimitiveUse(b, k, host_site()));
+    binding_domain_[b] =
+        PinnedDomain(devices_.Intern(m_.Device(alloc->device)), PinKind::kAlloc, b, attr_loc("device"));
     return absl::OkStatus();
   }
   if (op == "memory.alloc_tensor" || op == "vm.reshape_tensor") {
@@ -760,8 +740,7 @@ ValueRef Planner::Resolve(ValueRef v) const {
 
 ir::Expr Planner::DeviceCopyExpr(const Operand& value, DeviceIndex src, DeviceIndex dst, SourceLoc loc) {
   Operand x = value.is_local() ? m_.LocalOperand(value.value) : value;
-  ir::Attr attrs[] = {DeviceAttr(src_symbol_, src), DeviceAttr(dst_symbol_, dst)};
-  ir::Expr e = m_.MakeOpCall("device_copy", {&x, 1}, attrs);
+  ir::Expr e = ir::MakeDeviceCopy(m_, x, devices_.Get(src), devices_.Get(dst));
   e.loc = loc;
   return e;
 }
