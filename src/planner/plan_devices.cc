@@ -167,12 +167,13 @@ class Planner {
   absl::flat_hash_map<BindingId, ValueRef> replaced_by_;
   absl::flat_hash_map<std::tuple<BlockId, ValueRef, DeviceIndex>, BindingId> shared_copies_;
   absl::flat_hash_map<BindingId, size_t> awaiting_consumer_;  // copy binding → index in copies
-  // Per binding: which of the maps above hold it, so the common binding costs no hash lookup.
+  absl::flat_hash_map<BindingId, size_t> added_copy_;         // copies the planner added → index
+  // Per binding: which of the maps above hold it (so the common binding costs no hash lookup), and
+  // kLive (MarkLive).
   enum Flag : uint8_t { kCopyPoint = 1, kCopiedUses = 2, kKernelCall = 4, kReplaced = 8, kAwaiting = 16, kLive = 32 };
   std::vector<uint8_t> flags_;
   bool Has(BindingId b, uint8_t flag) const { return b < flags_.size() && (flags_[b] & flag) != 0; }
   void Set(BindingId b, uint8_t flag) { flags_[b] |= flag; }
-  absl::flat_hash_map<BindingId, size_t> added_copy_;         // copies the planner added → index
 
   std::vector<ir::DeviceId> module_device_;
   ir::Symbol device_copy_symbol_ = ir::kNoSymbol;
