@@ -444,6 +444,20 @@ def @main(%x: f32[5,7] on cpu:0) -> f32[5,7] on cuda:0 {
                  "copies": [{"of": "x", "src": "cpu:0", "dst": "cuda:0", "into": "1"}]}}})");
 }
 
+TEST(PlanDevicesTest, ScopeFlowsThroughAFreeAnnotation) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[4]) -> f32[4] on cuda:0 {
+  %0 = on_device(%x, ?, constrain_body=false, constrain_result=false)
+  %1 = on_device(%0, /shared, constrain_result=true)
+  %2 = negative(%1)
+  return %2
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"x": "cuda:0/shared"}, "result": "cuda:0/shared",
+                 "bindings": {"2": "cuda:0/shared"}, "copies": []}}})");
+}
+
 TEST(PlanDevicesTest, ScopeOnlyAnnotationKeepsTheDefaultDevice) {
   ExpectPlan(std::string(kConfig) + R"(
 def @main(%x: f32[5,7]) -> f32[5,7] {
