@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/planner/conflict_core.h"
 #include "src/planner/device_domains.h"
+#include "vdev/builtin_ops.h"
 #include "vdev/status_macros.h"
 
 namespace vdev {
@@ -115,6 +116,14 @@ class Planner {
   // A binding the plan adds, with the device of its value.
   BindingId AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc, DeviceIndex device);
   void NoteConsumer(const Operand& o, BindingId consumer);
+  // on_device and device_copy: bindings that only move a value, and go when nothing reads them.
+  bool IsMove(BindingId b) const {
+    if (B(b).expr.kind != ExprKind::kOpCall) return false;
+    absl::string_view op = m_.OpName(B(b).expr);
+    return op == "on_device" || op == "device_copy";
+  }
+  // kLive on every binding something kept reads: moves read only by unused moves are unused too.
+  void MarkLive();
   void AwaitConsumer(BindingId copy, size_t index) {
     awaiting_consumer_[copy] = index;
     Set(copy, kAwaiting);
@@ -144,11 +153,11 @@ class Planner {
   std::vector<DomainId> first_use_;       // by BindingId: the site of its first consumer
   std::vector<BindingId> first_user_;     // by BindingId: its first consumer
   // Copy points: on_device, device_copy and projections of an on_device result → body domain.
-  absl::flat_hash_map<BindingId, DomainId> copy_body_;
+  std::vector<DomainId> copy_body_;  // by BindingId; kNoDomain unless a copy point
   absl::flat_hash_map<BindingId, std::vector<CopiedUse>> copied_uses_;
   // Kernel calls: the kernel's parameter domains are the use sites; the result's own domain.
   absl::flat_hash_map<BindingId, DomainId> kernel_result_;
-  std::vector<std::pair<DomainId, DomainId>> free_pairs_;
+  std::vector<std::pair<DomainId, DomainId>> free_pairs_;  // free on_device, kernel boundaries
   std::vector<Pin> pins_;  // a domain's origin is an index into pins_
   // Post-order of analysed bindings (a binding after its nested blocks), and each item's range.
   std::vector<BindingId> order_;
@@ -158,12 +167,13 @@ class Planner {
   absl::flat_hash_map<BindingId, ValueRef> replaced_by_;
   absl::flat_hash_map<std::tuple<BlockId, ValueRef, DeviceIndex>, BindingId> shared_copies_;
   absl::flat_hash_map<BindingId, size_t> awaiting_consumer_;  // copy binding → index in copies
-  // Per binding: which of the maps above hold it, so the common binding costs no hash lookup.
-  enum Flag : uint8_t { kCopyPoint = 1, kCopiedUses = 2, kKernelCall = 4, kReplaced = 8, kAwaiting = 16 };
+  absl::flat_hash_map<BindingId, size_t> added_copy_;         // copies the planner added → index
+  // Per binding: which of the maps above hold it (so the common binding costs no hash lookup), and
+  // kLive (MarkLive).
+  enum Flag : uint8_t { kCopyPoint = 1, kCopiedUses = 2, kKernelCall = 4, kReplaced = 8, kAwaiting = 16, kLive = 32 };
   std::vector<uint8_t> flags_;
   bool Has(BindingId b, uint8_t flag) const { return b < flags_.size() && (flags_[b] & flag) != 0; }
   void Set(BindingId b, uint8_t flag) { flags_[b] |= flag; }
-  absl::flat_hash_map<BindingId, size_t> added_copy_;         // copies the planner added → index
 
   std::vector<ir::DeviceId> module_device_;
   ir::Symbol device_copy_symbol_ = ir::kNoSymbol;
@@ -250,29 +260,35 @@ void Planner::MakeSignatures() {
 
 // --- Collection -------------------------------------------------------------------------------
 
-// Walks the module in program order; a binding is collected once its nested blocks are.
+// Walks the module in program order; a binding is collected once its nested blocks are. The first
+// walk (`ordering`) only records that order, so that unused on_device bindings are known before
+// anything is collected.
 class Planner::Collector : public ir::Visitor {
  public:
-  explicit Collector(Planner* planner) : p_(planner) {}
+  Collector(Planner* planner, bool ordering) : p_(planner), ordering_(ordering) {}
   void EnterFunction(FuncId f) override {
     if (!p_->analysed_[f]) ++skipping_;
   }
   void ExitFunction(FuncId f) override {
     if (!p_->analysed_[f]) {
       --skipping_;
-    } else if (status_.ok()) {
+    } else if (status_.ok() && !ordering_) {
       status_ = p_->FinishFunction(f);
     }
   }
   void BindingDone(BindingId b) override {
     if (skipping_ > 0 || !status_.ok()) return;
-    p_->order_.push_back(b);
-    status_ = p_->CollectBinding(b);
+    if (ordering_) {
+      p_->order_.push_back(b);
+    } else if (!p_->IsMove(b) || p_->Has(b, kLive)) {
+      status_ = p_->CollectBinding(b);
+    }
   }
   absl::Status status() const { return status_; }
 
  private:
   Planner* p_;
+  bool ordering_;
   int skipping_ = 0;
   absl::Status status_;
 };
@@ -433,61 +449,44 @@ absl::Status Planner::CollectOpCall(BindingId b) {
   const ir::Expr& e = B(b).expr;
   absl::string_view op = m_.OpName(e);
   auto args = m_.Args(e);
-  auto bool_attr = [&](absl::string_view key, bool fallback) {
+  auto attr_loc = [&](absl::string_view key) {
     const ir::Attr* a = m_.FindAttr(e, key);
-    return a == nullptr || a->value.kind != ir::OperandKind::kBool ? fallback : a->value.index != 0;
-  };
-  auto device_attr = [&](absl::string_view key) -> std::optional<std::pair<DeviceIndex, SourceLoc>> {
-    const ir::Attr* a = m_.FindAttr(e, key);
-    if (a == nullptr || !a->value.is_device()) return std::nullopt;
-    return std::make_pair(devices_.Intern(m_.Device(a->value.index)), a->value.loc);
+    return a != nullptr && a->value.loc.valid() ? a->value.loc : e.loc;
   };
   auto host_site = [&]() { return PinnedDomain(host_device_, PinKind::kHost, b, e.loc); };
 
-  if (op == "on_device" && !args.empty()) {
-    DeviceIndex vd = DeviceTable::kUnconstrained;
-    SourceLoc vd_loc = e.loc;
-    if (args.size() > 1 && args[1].is_device()) {
-      vd = devices_.Intern(m_.Device(args[1].index));
-      vd_loc = args[1].loc;
-    } else if (auto a = device_attr("device")) {
-      std::tie(vd, vd_loc) = *a;
-    }
-    bool constrain_body = bool_attr("constrain_body", true);
-    bool constrain_result = bool_attr("constrain_result", false);
+  if (std::optional<ir::OnDeviceCall> on = ir::AsOnDevice(m_, e)) {
+    DeviceIndex vd = devices_.Intern(m_.Device(on->device));
+    SourceLoc vd_loc = args[1].loc.valid() ? args[1].loc : e.loc;
+    bool constrain_result = on->constrain_result;
     const ir::Block& block = m_.blocks[B(b).block];
     bool returned = block.owner == ir::kNoBinding && block.result.is_local() &&
                     block.result.value == ValueRef::Binding(b);
-    if (returned && constrain_body) constrain_result = true;  // a returned on_device pins the result
+    if (returned && on->constrain_body) constrain_result = true;  // a returned on_device pins the result
     DomainId body;
-    if (constrain_body) {
+    if (on->constrain_body) {
       body = PinnedDomain(vd, PinKind::kOnDevice, b, vd_loc);
       VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
     } else {
-      body = OperandDomain(args[0]);
+      body = OperandDomain(on->value);
       if (body == kNoDomain) body = domains_.MakeFirstOrder();
     }
     DomainId result;
     if (constrain_result) {
-      result = constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b, vd_loc);
+      result = on->constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b, vd_loc);
     } else {
       result = domains_.MakeFirstOrder();
-      if (!constrain_body) free_pairs_.emplace_back(body, result);
+      if (on->is_free()) free_pairs_.emplace_back(body, result);
     }
     binding_domain_[b] = result;
     copy_body_[b] = body;  // also when result == body: the on_device goes, as a copy from src to src
     Set(b, kCopyPoint);
-    if (!constrain_body) NoteUse(args[0], result, b);
     return absl::OkStatus();
   }
-  if (op == "device_copy" && !args.empty()) {
-    auto src = device_attr("src");
-    auto dst = device_attr("dst");
-    DomainId body = src ? PinnedDomain(src->first, PinKind::kCopySrc, b, src->second) : domains_.MakeFirstOrder();
-    absl::Status s = PrimitiveUse(b, 0, body);
-    if (!s.ok()) return s;
-    DomainId result = dst ? PinnedDomain(dst->first, PinKind::kCopyDst, b, dst->second) : domains_.MakeFirstOrder();
-    binding_domain_[b] = result;
+  if (std::optional<ir::DeviceCopyCall> copy = ir::AsDeviceCopy(m_, e)) {
+    DomainId body = PinnedDomain(devices_.Intern(m_.Device(copy->src)), PinKind::kCopySrc, b, attr_loc("src"));
+    VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
+    binding_domain_[b] = PinnedDomain(devices_.Intern(m_.Device(copy->dst)), PinKind::kCopyDst, b, attr_loc("dst"));
     copy_body_[b] = body;
     Set(b, kCopyPoint);
     return absl::OkStatus();
@@ -499,15 +498,10 @@ absl::Status Planner::CollectOpCall(BindingId b) {
     binding_domain_[b] = result;
     return absl::OkStatus();
   }
-  if (op == "memory.alloc_storage") {
-    for (uint32_t k = 0; k < args.size(); ++k) {
-      if (args[k].is_device()) continue;
-      absl::Status s = PrimitiveUse(b, k, host_site());
-      if (!s.ok()) return s;
-    }
-    auto device = device_attr("device");
-    binding_domain_[b] = device ? PinnedDomain(device->first, PinKind::kAlloc, b, device->second)
-                                : domains_.MakeFirstOrder();
+  if (std::optional<ir::AllocStorageCall> alloc = ir::AsAllocStorage(m_, e)) {
+    for (uint32_t k = 0; k < args.size(); ++k) VDEV_RETURN_IF_ERROR(PrimitiveUse(b, k, host_site()));
+    binding_domain_[b] =
+        PinnedDomain(devices_.Intern(m_.Device(alloc->device)), PinKind::kAlloc, b, attr_loc("device"));
     return absl::OkStatus();
   }
   if (op == "memory.alloc_tensor" || op == "vm.reshape_tensor") {
@@ -631,7 +625,7 @@ absl::Status Planner::CollectBinding(BindingId b) {
         const ir::Expr& te = B(t.value.index).expr;
         if (Has(t.value.index, kCopyPoint) && te.kind == ExprKind::kOpCall && m_.OpName(te) == "on_device") {
           DomainId result = domains_.MakeFirstOrder();
-          copy_body_[b] = copy_body_.at(t.value.index);
+          copy_body_[b] = copy_body_[t.value.index];
           Set(b, kCopyPoint);
           binding_domain_[b] = result;
           return absl::OkStatus();
@@ -703,17 +697,35 @@ void Planner::ApplyDefaults() {
     for (size_t i = range.second; i-- > range.first;) {
       BindingId b = order_[i];
       const ir::Expr& e = B(b).expr;
+      if (IsMove(b) && !Has(b, kLive)) continue;  // never collected: it goes at capture
       if (e.kind == ExprKind::kFn) domains_.SetDefault(func_domain_[e.func], default_device_);
-      DeviceIndex fallback;
+      // The first consumer's device; fields it leaves open come from the function's result.
+      DeviceIndex fallback = domains_.Device(result_domain_[FuncOf(b)]);
       if (first_use_[b] != kNoDomain) {
-        fallback = domains_.Device(first_use_[b]);
+        fallback = devices_.Default(domains_.Device(first_use_[b]), fallback);
       } else if (Has(b, kCopyPoint)) {
-        fallback = domains_.Device(copy_body_.at(b));  // an unused copy copies nothing
-      } else {
-        fallback = domains_.Device(result_domain_[FuncOf(b)]);
+        fallback = devices_.Default(domains_.Device(copy_body_[b]), fallback);  // an unused copy moves nothing
       }
       domains_.SetDefault(binding_domain_[b], fallback);
-      if (Has(b, kCopyPoint)) domains_.SetDefault(copy_body_.at(b), domains_.Device(binding_domain_[b]));
+      // What a copy reads takes the copy's destination where nothing else decided: the same rule for
+      // copies that are bindings now and for those capture will write out (conflicting uses, kernel
+      // operands), so that planning the output decides the same.
+      if (Has(b, kCopyPoint)) domains_.SetDefault(copy_body_[b], domains_.Device(binding_domain_[b]));
+      if (Has(b, kCopiedUses)) {
+        for (const CopiedUse& use : copied_uses_.at(b)) {
+          DomainId value = OperandDomain(m_.Args(e)[use.operand]);
+          if (value != kNoDomain) domains_.SetDefault(value, domains_.Device(use.site));
+        }
+      }
+      if (Has(b, kKernelCall)) {
+        const ir::Function& kernel = m_.functions[e.func];
+        for (uint32_t k = 0; k < e.args.count; ++k) {
+          DomainId value = OperandDomain(m_.Args(e)[k]);
+          if (value != kNoDomain) {
+            domains_.SetDefault(value, domains_.Device(param_domain_[kernel.params.begin + k]));
+          }
+        }
+      }
     }
   }
   // Primitive functions' signatures and anything no function reached.
@@ -729,10 +741,23 @@ ValueRef Planner::Resolve(ValueRef v) const {
 
 ir::Expr Planner::DeviceCopyExpr(const Operand& value, DeviceIndex src, DeviceIndex dst, SourceLoc loc) {
   Operand x = value.is_local() ? m_.LocalOperand(value.value) : value;
-  ir::Attr attrs[] = {DeviceAttr(src_symbol_, src), DeviceAttr(dst_symbol_, dst)};
-  ir::Expr e = m_.MakeOpCall("device_copy", {&x, 1}, attrs);
+  ir::Expr e = ir::MakeDeviceCopy(m_, x, devices_.Get(src), devices_.Get(dst));
   e.loc = loc;
   return e;
+}
+
+void Planner::MarkLive() {
+  auto mark = [&](const Operand& o) {
+    if (o.is_local() && o.value.is_binding()) Set(o.value.index, kLive);
+  };
+  for (const ir::Block& block : m_.blocks) {
+    if (analysed_[block.func]) mark(block.result);
+  }
+  for (size_t i = order_.size(); i-- > 0;) {
+    BindingId b = order_[i];
+    if (IsMove(b) && !Has(b, kLive)) continue;
+    for (const Operand& o : m_.Args(B(b).expr)) mark(o);
+  }
 }
 
 ir::Attr Planner::DeviceAttr(ir::Symbol key, DeviceIndex device) {
@@ -778,6 +803,7 @@ BindingId Planner::AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr ex
                                      DeviceIndex device) {
   BindingId c = m_.AddBinding(block, name, std::move(expr), loc);
   flags_.push_back(0);
+  binding_domain_.push_back(domains_.MakeFirstOrder(device));  // later uses may read through it
   result_.binding_devices.push_back(ToModule(device));
   result_.binding_replaced.push_back(false);
   return c;
@@ -803,7 +829,7 @@ void Planner::Capture() {
   size_t attrs_needed = 0;
   for (BindingId b : order_) {
     if (Has(b, kCopyPoint)) {
-      attrs_needed += same(domains_.Device(copy_body_.at(b)), domains_.Device(binding_domain_[b])) ? 0 : 2;
+      attrs_needed += same(domains_.Device(copy_body_[b]), domains_.Device(binding_domain_[b])) ? 0 : 2;
     }
     if (Has(b, kCopiedUses)) attrs_needed += 2 * copied_uses_.at(b).size();
     if (Has(b, kKernelCall)) attrs_needed += 2 * (B(b).expr.args.count + 1);
@@ -829,6 +855,13 @@ void Planner::Capture() {
       ValueRef v = Resolve(o.value);
       if (!(v == o.value)) set_operand(e, k, v);
     }
+    // An unused move goes (it was never collected).
+    if (IsMove(b) && !Has(b, kLive)) {
+      if (m_.Args(e)[0].is_local()) Replace(b, m_.Args(e)[0].value);
+      result_.binding_replaced[b] = true;
+      ++result_.stats.copies_dropped;
+      continue;
+    }
     // Conflicting primitive uses read from copies.
     if (Has(b, kCopiedUses)) {
       for (const CopiedUse& use : copied_uses_.at(b)) {
@@ -840,7 +873,7 @@ void Planner::Capture() {
       }
     }
     if (Has(b, kCopyPoint)) {
-      DeviceIndex src = domains_.Device(copy_body_.at(b));
+      DeviceIndex src = domains_.Device(copy_body_[b]);
       DeviceIndex dst = domains_.Device(binding_domain_[b]);
       devices_out[b] = ToModule(dst);
       if (e.kind == ExprKind::kProject) {
@@ -946,15 +979,23 @@ absl::Status Planner::Run() {
   binding_domain_.assign(input_bindings_, kNoDomain);
   first_use_.assign(input_bindings_, kNoDomain);
   first_user_.assign(input_bindings_, ir::kNoBinding);
+  copy_body_.assign(input_bindings_, kNoDomain);
   flags_.assign(input_bindings_, 0);
   order_.reserve(input_bindings_);
   MakeSignatures();
-  Collector collector(this);
+  Collector ordering(this, /*ordering=*/true);
   for (FuncId f : m_.items) {
     size_t begin = order_.size();
+    ir::WalkFunction(m_, f, ordering);
+    if (m_.functions[f].kind != FuncKind::kKernel) item_ranges_.push_back({f, {begin, order_.size()}});
+  }
+  // An on_device or device_copy whose value nothing uses is dropped and constrains nothing: planning
+  // the output, where it is gone, must decide the same.
+  MarkLive();
+  Collector collector(this, /*ordering=*/false);
+  for (FuncId f : m_.items) {
     ir::WalkFunction(m_, f, collector);
     VDEV_RETURN_IF_ERROR(collector.status());
-    if (m_.functions[f].kind != FuncKind::kKernel) item_ranges_.push_back({f, {begin, order_.size()}});
   }
   JoinFreeBoundaries();
   ApplyDefaults();

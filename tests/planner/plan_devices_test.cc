@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/plan_test_util.h"
+#include "vdev/ir_text.h"
 
 namespace vdev::testing {
 namespace {
@@ -270,12 +271,12 @@ def @main(%x: f32[5,7], %c: bool[]) -> f32[5,7] {
     %0 = exp(%b)
     return %0
   }
-  %h = if %c {
+  %k = on_device(%c, cpu:0, constrain_result=true)
+  %h = if %k {
     return %f
   } else {
     return %g
   }
-  %k = on_device(%c, cpu:0)
   %r = %h(%x)
   return %r
 }
@@ -443,6 +444,20 @@ def @main(%x: f32[5,7] on cpu:0) -> f32[5,7] on cuda:0 {
                  "copies": [{"of": "x", "src": "cpu:0", "dst": "cuda:0", "into": "1"}]}}})");
 }
 
+TEST(PlanDevicesTest, ScopeFlowsThroughAFreeAnnotation) {
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%x: f32[4]) -> f32[4] on cuda:0 {
+  %0 = on_device(%x, ?, constrain_body=false, constrain_result=false)
+  %1 = on_device(%0, /shared, constrain_result=true)
+  %2 = negative(%1)
+  return %2
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"x": "cuda:0/shared"}, "result": "cuda:0/shared",
+                 "bindings": {"2": "cuda:0/shared"}, "copies": []}}})");
+}
+
 TEST(PlanDevicesTest, ScopeOnlyAnnotationKeepsTheDefaultDevice) {
   ExpectPlan(std::string(kConfig) + R"(
 def @main(%x: f32[5,7]) -> f32[5,7] {
@@ -497,6 +512,32 @@ TEST(PlanDevicesTest, StrictConflictListsTheTwoAnnotations) {
   EXPECT_EQ(outcome.error.conflicts[1].loc, (SourceLoc{7, 22}));
   EXPECT_EQ(outcome.error.conflicts[1].device.ToString(), "cuda:0");
   EXPECT_EQ(ValidateErrorReport(json::parse(PlanErrorJson(outcome.error))), "");
+}
+
+TEST(PlanDevicesTest, StrictConflictLeavesOutAgreeingAnnotations) {
+  // Five annotations reach %2's class; only a CPU one and the CUDA one are needed for the conflict.
+  PlanOptions options;
+  options.strict = true;
+  PlanOutcome outcome = PlanText(R"(def @main(%a: f32[2], %b: f32[2]) -> f32[2] {
+  %0 = add(%a, %b)
+  %1 = on_device(%0, /global)
+  %2 = negative(%0)
+  %3 = on_device(%2, cpu)
+  %4 = on_device(%2, *:0)
+  %5 = exp(%2)
+  %6 = on_device(%5, cuda:0)
+  %7 = add(%3, %4)
+  %8 = add(%7, %6)
+  %9 = add(%8, %1)
+  return %9
+}
+)",
+                                 options);
+  ASSERT_FALSE(outcome.status.ok());
+  ASSERT_EQ(outcome.error.conflicts.size(), 2u);
+  EXPECT_EQ(outcome.error.conflicts[0].loc.line, 5);  // cpu
+  EXPECT_EQ(outcome.error.conflicts[1].loc.line, 8);  // cuda:0
+  EXPECT_THAT(outcome.error.message, HasSubstr("%5 is needed on cpu:0/global and on cuda:0"));
 }
 
 TEST(PlanDevicesTest, AnnotationAgainstWrittenParameterIsAnErrorInBothModes) {
@@ -594,12 +635,21 @@ TEST(PlanDevicesTest, DeeplyNestedFunctionsPlanWithoutRecursion) {
   absl::StrAppend(&text, "%in = on_device(%x", kDepth, ", cpu:0)\n%out = negative(%in)\nreturn %out\n");
   for (int i = kDepth; i-- > 0;) absl::StrAppend(&text, "}\n%r", i, " = %f", i, "(%x", i, ")\nreturn %r", i, "\n");
   absl::StrAppend(&text, "}\n");
-  PlanOutcome outcome = PlanText(text);
-  ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+  // Planned directly: the JSON report would name 10,000 nested paths (hundreds of megabytes).
+  absl::StatusOr<ir::Module> module = ir::ParseModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  ASSERT_TRUE(ir::VerifyModule(*module).ok());
+  absl::StatusOr<PlanResult> plan = PlanDevices(*std::move(module), PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const ir::Module& m = plan->module;
   // The innermost parameter is pinned to the CPU and every signature passes it outwards.
-  EXPECT_EQ(outcome.report["functions"]["main"]["params"]["x0"], "cpu:0");
-  EXPECT_EQ(outcome.report["functions"]["main"]["result"], "cuda:0");
-  EXPECT_EQ(outcome.report["functions"].size(), static_cast<size_t>(kDepth + 1));
+  EXPECT_EQ(m.Device(m.params[m.functions[m.items[0]].params.begin].device).ToString(), "cpu:0");
+  EXPECT_EQ(m.Device(m.functions[m.items[0]].result_device).ToString(), "cuda:0");
+  EXPECT_EQ(m.functions.size(), static_cast<size_t>(kDepth + 1));
+  ASSERT_EQ(plan->copies.size(), 1u);
+  EXPECT_EQ(m.Device(plan->copies[0].src).ToString(), "cpu:0");
+  EXPECT_EQ(m.Device(plan->copies[0].dst).ToString(), "cuda:0");
+  EXPECT_EQ(CheckIdempotent(ir::PrintModule(m)), "");
 }
 
 }  // namespace

@@ -20,7 +20,8 @@ struct PlanOutcome {
 };
 
 // Parses, verifies and plans `program`; a parse or verify failure is reported in `status`.
-PlanOutcome PlanText(const std::string& program, const PlanOptions& options = {});
+// `report`: also build the JSON report (large for deeply nested programs: paths name every level).
+PlanOutcome PlanText(const std::string& program, const PlanOptions& options = {}, bool report = true);
 
 // Empty when the report matches the spec's structure (plan-json.md); otherwise what is wrong.
 std::string ValidateReport(const nlohmann::json& report);
