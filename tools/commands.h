@@ -11,6 +11,7 @@
 
 #include "CLI/CLI.hpp"
 #include "vdev/ir.h"
+#include "vdev/virtual_device.h"
 
 namespace vdev::cli {
 
@@ -30,6 +31,10 @@ std::optional<ir::Module> LoadModule(const std::string& path, std::string* sourc
 
 // `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]`.
 void AddPlanCommands(CLI::App& app, int* exit_code);
+
+// Parses a --default/--host literal into *out (left alone when `text` is empty); prints a located
+// message naming `flag` and returns false on failure.
+bool ParseDeviceOption(absl::string_view flag, const std::string& text, std::optional<VirtualDevice>* out);
 
 // `vdev lower FILE [--json] [--dot]`.
 void AddMemoryCommands(CLI::App& app, int* exit_code);

@@ -27,20 +27,6 @@ struct LowerArgs {
   std::string host_device;
 };
 
-// Parses an optional `--default`/`--host` literal into *out; prints a located error on failure.
-bool ParseDeviceOption(absl::string_view flag, const std::string& text, std::optional<VirtualDevice>* out) {
-  if (text.empty()) return true;
-  size_t offset = 0;
-  absl::StatusOr<VirtualDevice> device = ParseVirtualDevice(text, &offset);
-  if (!device.ok()) {
-    std::cerr << FormatDiagnostic(flag, text,
-                                  {Severity::kError, {1, static_cast<int>(offset) + 1}, std::string(device.status().message())});
-    return false;
-  }
-  *out = *device;
-  return true;
-}
-
 int RunLower(const LowerArgs& args) {
   const std::string name = args.file == "-" ? "<stdin>" : args.file;
   PlanOptions plan_options;
@@ -65,8 +51,12 @@ int RunLower(const LowerArgs& args) {
   PlanError plan_error;
   absl::StatusOr<PlanResult> planned = PlanDevices(std::move(*module), plan_options, &plan_error);
   if (!planned.ok()) {
-    if (args.json) std::cout << PlanErrorJson(plan_error);
+    if (plan_error.message.empty()) plan_error.message = std::string(planned.status().message());
     std::cerr << FormatDiagnostic(name, text, {Severity::kError, plan_error.loc, plan_error.message});
+    for (const ConflictAnnotation& c : plan_error.conflicts) {
+      std::cerr << FormatDiagnostic(name, text, {Severity::kNote, c.loc, c.what});
+    }
+    if (args.json) std::cout << PlanErrorJson(plan_error);
     return kExitNegative;
   }
   for (const Diagnostic& warning : planned->warnings) std::cerr << FormatDiagnostic(name, text, warning);

@@ -11,17 +11,7 @@
 #include "vdev/virtual_device.h"
 
 namespace vdev::cli {
-namespace {
 
-struct PlanArgs {
-  std::string file;
-  bool json = false;
-  bool strict = false;
-  std::string default_device;
-  std::string host_device;
-};
-
-// Parses a --default/--host literal; prints a located message on failure.
 bool ParseDeviceOption(absl::string_view flag, const std::string& text, std::optional<VirtualDevice>* out) {
   if (text.empty()) return true;
   size_t offset = 0;
@@ -35,6 +25,16 @@ bool ParseDeviceOption(absl::string_view flag, const std::string& text, std::opt
   *out = *device;
   return true;
 }
+
+namespace {
+
+struct PlanArgs {
+  std::string file;
+  bool json = false;
+  bool strict = false;
+  std::string default_device;
+  std::string host_device;
+};
 
 int RunPlan(const PlanArgs& args) {
   PlanOptions options;
