@@ -43,6 +43,10 @@ int RunLower(const LowerArgs& args) {
   }
   lower_options.strategy = *strategy;
   lower_options.ipc_allreduce = !args.no_ipc;
+  if (args.alignment <= 0 || (args.alignment & (args.alignment - 1)) != 0) {
+    std::cerr << "--alignment: error: expected a positive power of two, found " << args.alignment << "\n";
+    return kExitUsage;
+  }
   lower_options.storage.alignment = args.alignment;
 
   std::string text;

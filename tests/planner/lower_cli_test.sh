@@ -39,6 +39,8 @@ contains planning-error "$tmp/err" "conflict.vdev:2:18: error:"
 printf 'def @main(%%x: f32[2]) -> f32[2] {\n  %%0 = add(%%x\n  return %%0\n}\n' >"$tmp/bad.vdev"
 "$vdev" lower "$tmp/bad.vdev" 2>"$tmp/err"; check parse-error 2 $?
 "$vdev" lower --allreduce-strategy bogus "$examples/allreduce_reshape.vdev" 2>/dev/null; check usage 2 $?
+"$vdev" lower --alignment 3 "$examples/allreduce_reshape.vdev" 2>/dev/null; check alignment 2 $?
+
 
 [ "$failures" = 0 ] && echo "vdev lower: all checks passed"
 exit "$failures"
