@@ -32,6 +32,10 @@ if grep -q ipc "$tmp/nccl.vdev"; then echo "FAIL no-ipc: ipc memory used"; failu
 "$vdev" lower --dot "$examples/tp_transformer_10.vdev" >"$tmp/tp.dot"; check dot 0 $?
 contains dot "$tmp/tp.dot" "digraph"
 contains dot "$tmp/tp.dot" "color=red"
+"$vdev" lower --dot "$examples/tp_pp_transformer_10.vdev" >"$tmp/pp.dot"; check dot 0 $?
+contains dot "$tmp/pp.dot" '[label="cuda:0 -> cuda:1", color=red'
+"$vdev" lower --json "$examples/tp_pp_transformer_10.vdev" >"$tmp/pp.json"; check json 0 $?
+contains json "$tmp/pp.json" '"cuda:1/ipc_memory": 2097152'
 
 printf 'def @main(%%x: f32[2] on cpu:0) -> f32[2] {\n  %%0 = on_device(%%x, cuda:0)\n  return %%0\n}\n' >"$tmp/conflict.vdev"
 "$vdev" lower "$tmp/conflict.vdev" 2>"$tmp/err"; check planning-error 1 $?
@@ -40,7 +44,6 @@ printf 'def @main(%%x: f32[2]) -> f32[2] {\n  %%0 = add(%%x\n  return %%0\n}\n' 
 "$vdev" lower "$tmp/bad.vdev" 2>"$tmp/err"; check parse-error 2 $?
 "$vdev" lower --allreduce-strategy bogus "$examples/allreduce_reshape.vdev" 2>/dev/null; check usage 2 $?
 "$vdev" lower --alignment 3 "$examples/allreduce_reshape.vdev" 2>/dev/null; check alignment 2 $?
-
 
 [ "$failures" = 0 ] && echo "vdev lower: all checks passed"
 exit "$failures"
