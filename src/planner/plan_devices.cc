@@ -105,7 +105,7 @@ class Planner {
   // An on_device or device_copy as `device_copy(x, src, dst)`, reusing its operand slot for x (so
   // the operand arena does not grow).
   ir::Expr RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex dst);
-  ir::Attr DeviceAttr(absl::string_view key, DeviceIndex device);
+  ir::Attr DeviceAttr(ir::Symbol key, DeviceIndex device);
   // The planned module's id for a device (memoised: devices are few, bindings many).
   ir::DeviceId ToModule(DeviceIndex d) {
     if (d >= module_device_.size()) module_device_.resize(d + 1, ir::kNoDevice);
@@ -115,6 +115,12 @@ class Planner {
   // A binding the plan adds, with the device of its value.
   BindingId AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc, DeviceIndex device);
   void NoteConsumer(const Operand& o, BindingId consumer);
+  bool IsOnDevice(BindingId b) const {
+    return Has(b, kCopyPoint) && B(b).expr.kind == ExprKind::kOpCall && m_.OpName(B(b).expr) == "on_device";
+  }
+  // kLive on every binding something kept reads: on_device bindings read only by unused on_device
+  // bindings are unused too.
+  void MarkLive();
   void AwaitConsumer(BindingId copy, size_t index) {
     awaiting_consumer_[copy] = index;
     Set(copy, kAwaiting);
@@ -159,13 +165,16 @@ class Planner {
   absl::flat_hash_map<std::tuple<BlockId, ValueRef, DeviceIndex>, BindingId> shared_copies_;
   absl::flat_hash_map<BindingId, size_t> awaiting_consumer_;  // copy binding → index in copies
   // Per binding: which of the maps above hold it, so the common binding costs no hash lookup.
-  enum Flag : uint8_t { kCopyPoint = 1, kCopiedUses = 2, kKernelCall = 4, kReplaced = 8, kAwaiting = 16 };
+  enum Flag : uint8_t { kCopyPoint = 1, kCopiedUses = 2, kKernelCall = 4, kReplaced = 8, kAwaiting = 16, kLive = 32 };
   std::vector<uint8_t> flags_;
   bool Has(BindingId b, uint8_t flag) const { return b < flags_.size() && (flags_[b] & flag) != 0; }
   void Set(BindingId b, uint8_t flag) { flags_[b] |= flag; }
   absl::flat_hash_map<BindingId, size_t> added_copy_;         // copies the planner added → index
 
   std::vector<ir::DeviceId> module_device_;
+  ir::Symbol device_copy_symbol_ = ir::kNoSymbol;
+  ir::Symbol src_symbol_ = ir::kNoSymbol;
+  ir::Symbol dst_symbol_ = ir::kNoSymbol;
   PlanResult result_;
 };
 
@@ -701,13 +710,12 @@ void Planner::ApplyDefaults() {
       BindingId b = order_[i];
       const ir::Expr& e = B(b).expr;
       if (e.kind == ExprKind::kFn) domains_.SetDefault(func_domain_[e.func], default_device_);
-      DeviceIndex fallback;
+      // The first consumer's device; fields it leaves open come from the function's result.
+      DeviceIndex fallback = domains_.Device(result_domain_[FuncOf(b)]);
       if (first_use_[b] != kNoDomain) {
-        fallback = domains_.Device(first_use_[b]);
+        fallback = devices_.Default(domains_.Device(first_use_[b]), fallback);
       } else if (Has(b, kCopyPoint)) {
-        fallback = domains_.Device(copy_body_.at(b));  // an unused copy copies nothing
-      } else {
-        fallback = domains_.Device(result_domain_[FuncOf(b)]);
+        fallback = devices_.Default(domains_.Device(copy_body_.at(b)), fallback);  // an unused copy moves nothing
       }
       domains_.SetDefault(binding_domain_[b], fallback);
       if (Has(b, kCopyPoint)) domains_.SetDefault(copy_body_.at(b), domains_.Device(binding_domain_[b]));
@@ -726,21 +734,39 @@ ValueRef Planner::Resolve(ValueRef v) const {
 
 ir::Expr Planner::DeviceCopyExpr(const Operand& value, DeviceIndex src, DeviceIndex dst, SourceLoc loc) {
   Operand x = value.is_local() ? m_.LocalOperand(value.value) : value;
-  ir::Attr attrs[] = {DeviceAttr("src", src), DeviceAttr("dst", dst)};
+  ir::Attr attrs[] = {DeviceAttr(src_symbol_, src), DeviceAttr(dst_symbol_, dst)};
   ir::Expr e = m_.MakeOpCall("device_copy", {&x, 1}, attrs);
   e.loc = loc;
   return e;
 }
 
-ir::Attr Planner::DeviceAttr(absl::string_view key, DeviceIndex device) {
-  return m_.MakeAttr(key, m_.DeviceOperand(devices_.Get(device)));
+void Planner::MarkLive() {
+  auto mark = [&](const Operand& o) {
+    if (o.is_local() && o.value.is_binding()) Set(o.value.index, kLive);
+  };
+  for (const ir::Block& block : m_.blocks) {
+    if (analysed_[block.func]) mark(block.result);
+  }
+  for (size_t i = order_.size(); i-- > 0;) {
+    BindingId b = order_[i];
+    if (IsOnDevice(b) && !Has(b, kLive)) continue;
+    for (const Operand& o : m_.Args(B(b).expr)) mark(o);
+  }
+}
+
+ir::Attr Planner::DeviceAttr(ir::Symbol key, DeviceIndex device) {
+  ir::Attr attr;
+  attr.key = key;
+  attr.value.kind = ir::OperandKind::kDevice;
+  attr.value.index = ToModule(device);
+  return attr;
 }
 
 ir::Expr Planner::RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex dst) {
   ir::Expr copy = e;
-  copy.op = m_.symbols.Intern("device_copy");
+  copy.op = device_copy_symbol_;
   copy.args.count = 1;
-  ir::Attr attrs[] = {DeviceAttr("src", src), DeviceAttr("dst", dst)};
+  ir::Attr attrs[] = {DeviceAttr(src_symbol_, src), DeviceAttr(dst_symbol_, dst)};
   copy.attrs = m_.AddAttrs(attrs);
   return copy;
 }
@@ -792,6 +818,7 @@ void Planner::Capture() {
       fn.result_type = m_.types.func_result(fn.type);
     }
   }
+  MarkLive();
   // Two attributes per copy: reserve them once rather than let the arena double while it grows.
   size_t attrs_needed = 0;
   for (BindingId b : order_) {
@@ -802,6 +829,9 @@ void Planner::Capture() {
     if (Has(b, kKernelCall)) attrs_needed += 2 * (B(b).expr.args.count + 1);
   }
   m_.attrs.reserve(m_.attrs.size() + attrs_needed);
+  device_copy_symbol_ = m_.symbols.Intern("device_copy");
+  src_symbol_ = m_.symbols.Intern("src");
+  dst_symbol_ = m_.symbols.Intern("dst");
   std::vector<std::vector<BindingId>> lists(m_.blocks.size());
   auto set_operand = [&](const ir::Expr& e, uint32_t k, ValueRef v) {
     Operand& o = m_.operands[e.args.begin + k];
@@ -818,6 +848,13 @@ void Planner::Capture() {
       if (!o.is_local() || !o.value.is_binding()) continue;
       ValueRef v = Resolve(o.value);
       if (!(v == o.value)) set_operand(e, k, v);
+    }
+    // An unused on_device moves nothing: it goes, with any copy its operand would have needed.
+    if (IsOnDevice(b) && !Has(b, kLive) && m_.Args(e)[0].is_local()) {
+      Replace(b, m_.Args(e)[0].value);
+      result_.binding_replaced[b] = true;
+      ++result_.stats.copies_dropped;
+      continue;
     }
     // Conflicting primitive uses read from copies.
     if (Has(b, kCopiedUses)) {

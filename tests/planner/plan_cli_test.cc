@@ -1,0 +1,99 @@
+// `vdev plan`: exit statuses 0/1/2, stdout text or a JSON report valid against plan-json.md.
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/plan_test_util.h"
+
+namespace vdev::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CliRun {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+// Runs `vdev plan ARGS` on `program` given as standard input.
+CliRun Plan(const std::string& args, const std::string& program) {
+  std::string base = (std::filesystem::temp_directory_path() / ("vdev_plan_" + std::to_string(::getpid()))).string();
+  std::ofstream(base + ".in") << program;
+  std::string command =
+      std::string(VDEV_CLI) + " plan - " + args + " < " + base + ".in > " + base + ".out 2> " + base + ".err";
+  int status = std::system(command.c_str());
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  CliRun run{WEXITSTATUS(status), slurp(base + ".out"), slurp(base + ".err")};
+  for (const char* ext : {".in", ".out", ".err"}) std::filesystem::remove(base + ext);
+  return run;
+}
+
+constexpr char kProgram[] = R"(def @main(%a: f32[2], %b: f32[2]) {
+  %0 = add(%a, %b)
+  %1 = on_device(%0, cpu:0)
+  %2 = on_device(%0, cuda:0)
+  %3 = add(%1, %2)
+  return %3
+}
+)";
+
+TEST(PlanCliTest, JsonReportIsValidAndCarriesTheWarning) {
+  CliRun run = Plan("--json", kProgram);
+  ASSERT_EQ(run.status, 0) << run.err;
+  nlohmann::json report = nlohmann::json::parse(run.out);
+  EXPECT_EQ(ValidateReport(report), "");
+  ASSERT_EQ(report["warnings"].size(), 1u);
+  EXPECT_EQ(report["warnings"][0]["line"], 4);
+  EXPECT_THAT(run.err, HasSubstr("<stdin>:4:"));
+  EXPECT_THAT(run.err, HasSubstr("warning: %0 is needed on cpu:0"));
+}
+
+TEST(PlanCliTest, StrictConflictExitsOneWithTheAnnotations) {
+  CliRun run = Plan("--strict --json", kProgram);
+  ASSERT_EQ(run.status, 1);
+  nlohmann::json report = nlohmann::json::parse(run.out);
+  EXPECT_EQ(ValidateErrorReport(report), "");
+  ASSERT_EQ(report["error"]["conflicts"].size(), 2u);
+  EXPECT_EQ(report["error"]["conflicts"][0]["line"], 3);
+  EXPECT_EQ(report["error"]["conflicts"][1]["line"], 4);
+  EXPECT_THAT(run.err, HasSubstr("<stdin>:4:"));
+  EXPECT_THAT(run.err, HasSubstr("note: on_device(%0, cpu:0)"));
+}
+
+TEST(PlanCliTest, TextOutputReplansUnchanged) {
+  CliRun first = Plan("", kProgram);
+  ASSERT_EQ(first.status, 0);
+  CliRun second = Plan("", first.out);
+  EXPECT_EQ(second.status, 0);
+  EXPECT_EQ(second.out, first.out);
+  EXPECT_EQ(second.err, "");
+}
+
+TEST(PlanCliTest, DefaultAndHostOptions) {
+  CliRun run = Plan("--json --default cuda:1 --host cpu:2",
+                 "def @main(%x: f32[2]) -> i64[1] {\n  %0 = negative(%x)\n  %s = vm.shape_of(%0)\n  return %s\n}\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  nlohmann::json report = nlohmann::json::parse(run.out);
+  EXPECT_EQ(report["functions"]["main"]["bindings"]["s"], "cpu:2");
+  EXPECT_EQ(report["functions"]["main"]["bindings"]["0"], "cpu:2");  // consumed by shape_of on the host
+}
+
+TEST(PlanCliTest, ParseErrorsAndBadOptionsExitTwo) {
+  EXPECT_EQ(Plan("", "def @main(%a: f32[2]) {\n  %0 = on_device(%a, gpu:0)\n  return %0\n}\n").status, 2);
+  EXPECT_EQ(Plan("--default cuda:x", kProgram).status, 2);
+  EXPECT_EQ(Plan("--no-such-flag", kProgram).status, 2);
+}
+
+}  // namespace
+}  // namespace vdev::testing

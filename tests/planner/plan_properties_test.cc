@@ -1,0 +1,84 @@
+// Properties of PlanDevices over generated programs (RapidCheck): planned output has no on_device,
+// replans unchanged without warnings, copies move something, and --strict fails exactly when the
+// lenient plan warns, naming two annotations.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "planner/plan_test_util.h"
+#include "rapidcheck.h"
+#include "rapidcheck/gtest.h"
+
+namespace vdev::testing {
+namespace {
+
+// A straight-line program over two parameters: ops, annotations (normal and free) and shapes.
+std::string GenerateProgram() {
+  const std::vector<std::string> devices = {"cpu:0", "cuda:0", "cuda:1", "/global", "cuda", "*:1"};
+  int n = *rc::gen::inRange(1, 25);
+  std::string text = "def @main(%p: f32[4], %q: f32[4]) -> f32[4] {\n";
+  std::vector<std::string> tensors = {"%p", "%q"};
+  for (int i = 0; i < n; ++i) {
+    auto pick = [&] { return tensors[*rc::gen::inRange<size_t>(0, tensors.size())]; };
+    std::string name = absl::StrCat("%v", i);
+    switch (*rc::gen::inRange(0, 5)) {
+      case 0:
+        absl::StrAppend(&text, "  ", name, " = add(", pick(), ", ", pick(), ")\n");
+        break;
+      case 1:
+        absl::StrAppend(&text, "  ", name, " = negative(", pick(), ")\n");
+        break;
+      case 2:
+        absl::StrAppend(&text, "  ", name, " = on_device(", pick(), ", ", *rc::gen::elementOf(devices), ")\n");
+        break;
+      case 3:
+        absl::StrAppend(&text, "  ", name, " = on_device(", pick(),
+                        ", ?, constrain_body=false, constrain_result=false)\n");
+        break;
+      default:
+        absl::StrAppend(&text, "  ", name, " = on_device(", pick(), ", ", *rc::gen::elementOf(devices),
+                        ", constrain_result=true)\n");
+        break;
+    }
+    tensors.push_back(name);
+  }
+  absl::StrAppend(&text, "  return ", tensors.back(), "\n}\n");
+  return text;
+}
+
+bool SameDevice(const std::string& a, const std::string& b) {
+  VirtualDevice x = *ParseVirtualDevice(a);
+  VirtualDevice y = *ParseVirtualDevice(b);
+  return x.device_type() == y.device_type() && x.virtual_device_id() == y.virtual_device_id() &&
+         x.memory_scope() == y.memory_scope();
+}
+
+RC_GTEST_PROP(PlanPropertiesTest, PlansAreCompleteAndIdempotent, ()) {
+  std::string program = GenerateProgram();
+  RC_LOG() << program;
+  PlanOutcome lenient = PlanText(program);
+  RC_ASSERT(lenient.status.ok());
+  RC_ASSERT(lenient.text.find("on_device") == std::string::npos);
+  RC_ASSERT(ValidateReport(lenient.report).empty());
+  for (const auto& copy : lenient.report["functions"]["main"]["copies"]) {
+    RC_ASSERT(!SameDevice(copy["src"], copy["dst"]));
+  }
+  std::string replanned = CheckIdempotent(lenient.text);
+  RC_LOG() << lenient.text << replanned;
+  RC_ASSERT(replanned.empty());
+
+  PlanOptions strict;
+  strict.strict = true;
+  PlanOutcome checked = PlanText(program, strict);
+  RC_ASSERT(checked.status.ok() == lenient.warnings.empty());
+  if (checked.status.ok()) {
+    RC_ASSERT(checked.text == lenient.text);
+  } else {
+    RC_ASSERT(checked.error.conflicts.size() == 2u);
+    RC_ASSERT(checked.error.conflicts[0].loc.valid());
+  }
+}
+
+}  // namespace
+}  // namespace vdev::testing
