@@ -4,7 +4,6 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "commands.h"
@@ -23,9 +22,20 @@ std::optional<ir::Module> LoadModule(const std::string& path, std::string* sourc
       std::cerr << name << ": error: cannot open file\n";
       return std::nullopt;
     }
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    *source = std::move(buffer).str();
+    in.seekg(0, std::ios::end);
+    std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : -1;
+    if (size >= 0) {
+      // One read into a string of the file's size (a stringstream would hold the text twice).
+      source->resize(static_cast<size_t>(size));
+      in.seekg(0);
+      in.read(source->data(), static_cast<std::streamsize>(source->size()));
+      source->resize(static_cast<size_t>(in.gcount()));
+    } else {  // a pipe or another file without a size
+      in.clear();
+      in.seekg(0);
+      in.clear();
+      source->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
   }
   Diagnostic diag;
   absl::StatusOr<ir::Module> module = ir::ParseModule(*source, &diag);

@@ -33,6 +33,7 @@
 #define VDEV_IR_H_
 
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <initializer_list>
 #include <memory>
@@ -84,6 +85,8 @@ class SymbolTable {
   Symbol Intern(absl::string_view text);
   // kNoSymbol when `text` was never interned.
   Symbol Find(absl::string_view text) const;
+  // Prepares for about `n` symbols (saves rehashing while a large text is read).
+  void Reserve(size_t n);
   absl::string_view Name(Symbol s) const { return names_[s]; }
   size_t size() const { return names_.size(); }
 
@@ -91,8 +94,31 @@ class SymbolTable {
   std::vector<std::unique_ptr<char[]>> chunks_;
   size_t chunk_left_ = 0;
   char* chunk_next_ = nullptr;
+  // Names that end in digits (%0, %b17) hash so that consecutive numbers share a probe group:
+  // programs define them in order, and a million-name table then stays cache-friendly.
+  struct NameHash {
+    size_t operator()(absl::string_view name) const;
+  };
+  // A direct-mapped cache of recent short names (<= 8 bytes, keyed by their bytes): texts use a
+  // few names (ops, a parameter, the previous binding) over and over.
+  struct CacheEntry {
+    uint64_t key = 0;
+    uint32_t size = UINT32_MAX;
+    Symbol symbol = kNoSymbol;
+  };
+  static constexpr size_t kCacheSize = 256;
+  static bool CacheKey(absl::string_view text, uint64_t* key, size_t* slot) {
+    if (text.size() > 8) return false;
+    uint64_t k = 0;
+    std::memcpy(&k, text.data(), text.size());
+    *key = k;
+    *slot = static_cast<size_t>(((k ^ text.size()) * 0x9E3779B97F4A7C15ull) >> 56);
+    return true;
+  }
+
   std::vector<absl::string_view> names_;
-  absl::flat_hash_map<absl::string_view, Symbol> index_;
+  absl::flat_hash_map<absl::string_view, Symbol, NameHash> index_;
+  std::vector<CacheEntry> cache_ = std::vector<CacheEntry>(kCacheSize);  // written by Intern only
 };
 
 // ---------------------------------------------------------------------------------------------

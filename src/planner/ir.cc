@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 
 namespace vdev::ir {
@@ -10,30 +11,60 @@ namespace vdev::ir {
 // ---------------------------------------------------------------------------------------------
 // SymbolTable
 
+size_t SymbolTable::NameHash::operator()(absl::string_view name) const {
+  size_t digits = 0;
+  uint64_t suffix = 0;
+  while (digits < name.size() && digits < 18 && name[name.size() - 1 - digits] >= '0' &&
+         name[name.size() - 1 - digits] <= '9')
+    ++digits;
+  for (size_t i = name.size() - digits; i < name.size(); ++i) suffix = suffix * 10 + (name[i] - '0');
+  // Well mixed over the prefix and the suffix's high part; the suffix's low 4 bits pick the slot
+  // within a 16-slot block (bits 7..10 of the hash, which Swiss tables use as the probe start).
+  size_t h = absl::HashOf(name.substr(0, name.size() - digits), suffix >> 4, digits);
+  return (h & ~size_t{0x7FF}) | ((suffix & 15) << 7) | (h & 0x7F);
+}
+
 Symbol SymbolTable::Intern(absl::string_view text) {
-  auto it = index_.find(text);
-  if (it != index_.end()) return it->second;
-  // Spellings live in large chunks so that interning a million names costs few allocations.
-  constexpr size_t kChunk = 64 * 1024;
-  if (text.size() > chunk_left_) {
-    size_t size = std::max(kChunk, text.size());
-    chunks_.push_back(std::make_unique<char[]>(size));
-    chunk_next_ = chunks_.back().get();
-    chunk_left_ = size;
+  uint64_t key;
+  size_t slot;
+  bool cacheable = CacheKey(text, &key, &slot);
+  if (cacheable && cache_[slot].key == key && cache_[slot].size == text.size()) return cache_[slot].symbol;
+  // One probe: insert with the caller's view, then point the key at the stored copy (equal bytes,
+  // so equal hash and equality).
+  auto [it, inserted] = index_.try_emplace(text, static_cast<Symbol>(names_.size()));
+  Symbol s = it->second;
+  if (inserted) {
+    // Spellings live in large chunks so that interning a million names costs few allocations.
+    constexpr size_t kChunk = 64 * 1024;
+    if (text.size() > chunk_left_) {
+      size_t size = std::max(kChunk, text.size());
+      chunks_.push_back(std::make_unique<char[]>(size));
+      chunk_next_ = chunks_.back().get();
+      chunk_left_ = size;
+    }
+    if (!text.empty()) std::memcpy(chunk_next_, text.data(), text.size());
+    absl::string_view stored(chunk_next_, text.size());
+    chunk_next_ += text.size();
+    chunk_left_ -= text.size();
+    names_.push_back(stored);
+    const_cast<absl::string_view&>(it->first) = stored;
   }
-  if (!text.empty()) std::memcpy(chunk_next_, text.data(), text.size());
-  absl::string_view stored(chunk_next_, text.size());
-  chunk_next_ += text.size();
-  chunk_left_ -= text.size();
-  Symbol s = static_cast<Symbol>(names_.size());
-  names_.push_back(stored);
-  index_.emplace(stored, s);
+  if (cacheable) cache_[slot] = {key, static_cast<uint32_t>(text.size()), s};
   return s;
 }
 
 Symbol SymbolTable::Find(absl::string_view text) const {
+  uint64_t key;
+  size_t slot;
+  bool cacheable = CacheKey(text, &key, &slot);
+  if (cacheable && cache_[slot].key == key && cache_[slot].size == text.size()) return cache_[slot].symbol;
   auto it = index_.find(text);
   return it == index_.end() ? kNoSymbol : it->second;
+}
+
+void SymbolTable::Reserve(size_t n) {
+  names_.reserve(n);
+  index_.reserve(n);
 }
 
 // ---------------------------------------------------------------------------------------------

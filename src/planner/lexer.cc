@@ -16,24 +16,20 @@ constexpr std::string_view kUnterminatedMsg = "unterminated string";
 
 }  // namespace
 
-Token Lexer::Make(Tok kind, size_t start, size_t end, size_t text_start, size_t text_len) const {
-  Token t;
-  t.kind = kind;
-  t.offset = static_cast<uint32_t>(start);
-  t.end = static_cast<uint32_t>(end);
-  t.text = src_.substr(text_start, text_len);
-  t.loc = {line_, static_cast<int>(start - line_start_) + 1};
-  return t;
+void Lexer::Make(Token* t, Tok kind, size_t start, size_t end, size_t text_start, size_t text_len) const {
+  t->kind = kind;
+  t->offset = static_cast<uint32_t>(start);
+  t->end = static_cast<uint32_t>(end);
+  t->text = absl::string_view(src_.data() + text_start, text_len);
+  t->loc = {line_, static_cast<int>(start - line_start_) + 1};
 }
 
-Token Lexer::Error(size_t at, std::string_view message) const {
-  Token t;
-  t.kind = Tok::kError;
-  t.offset = static_cast<uint32_t>(at);
-  t.end = t.offset;
-  t.text = absl::string_view(message.data(), message.size());
-  t.loc = {line_, static_cast<int>(at - line_start_) + 1};
-  return t;
+void Lexer::Error(Token* t, size_t at, std::string_view message) const {
+  t->kind = Tok::kError;
+  t->offset = static_cast<uint32_t>(at);
+  t->end = t->offset;
+  t->text = absl::string_view(message.data(), message.size());
+  t->loc = {line_, static_cast<int>(at - line_start_) + 1};
 }
 
 SourceLoc Lexer::LocAfter(const Token& anchor, uint32_t offset) const {
@@ -57,7 +53,7 @@ void Lexer::ResetTo(const Token& anchor, uint32_t offset) {
   last_line_ = loc.line;
 }
 
-Token Lexer::Lex() {
+void Lexer::Lex(Token* out) {
   const size_t n = src_.size();
   // Skip whitespace and comments.
   while (pos_ < n) {
@@ -74,12 +70,12 @@ Token Lexer::Lex() {
       break;
     }
   }
-  if (pos_ >= n) return Make(Tok::kEnd, pos_, pos_, pos_, 0);
+  if (pos_ >= n) return Make(out, Tok::kEnd, pos_, pos_, pos_, 0);
   const size_t start = pos_;
   const char c = src_[pos_];
   auto single = [&](Tok kind) {
     ++pos_;
-    return Make(kind, start, pos_, start, 1);
+    return Make(out, kind, start, pos_, start, 1);
   };
   switch (c) {
     case '(': return single(Tok::kLParen);
@@ -99,9 +95,9 @@ Token Lexer::Lex() {
     case '@': {
       size_t p = pos_ + 1;
       while (p < n && IsNameChar(src_[p])) ++p;
-      if (p == pos_ + 1) return Error(pos_ + 1, kBadNameMsg);
+      if (p == pos_ + 1) return Error(out, pos_ + 1, kBadNameMsg);
       pos_ = p;
-      return Make(c == '%' ? Tok::kLocal : Tok::kGlobal, start, p, start + 1, p - start - 1);
+      return Make(out, c == '%' ? Tok::kLocal : Tok::kGlobal, start, p, start + 1, p - start - 1);
     }
     case '"': {
       size_t p = pos_ + 1;
@@ -109,15 +105,15 @@ Token Lexer::Lex() {
         if (src_[p] == '\\' && p + 1 < n && src_[p + 1] != '\n') ++p;
         ++p;
       }
-      if (p >= n || src_[p] != '"') return Error(start, kUnterminatedMsg);
+      if (p >= n || src_[p] != '"') return Error(out, start, kUnterminatedMsg);
       pos_ = p + 1;
-      return Make(Tok::kString, start, pos_, start, pos_ - start);
+      return Make(out, Tok::kString, start, pos_, start, pos_ - start);
     }
     default: break;
   }
   if (c == '-' && pos_ + 1 < n && src_[pos_ + 1] == '>') {
     pos_ += 2;
-    return Make(Tok::kArrow, start, pos_, start, 2);
+    return Make(out, Tok::kArrow, start, pos_, start, 2);
   }
   if (IsDigit(c) || (c == '-' && pos_ + 1 < n && IsDigit(src_[pos_ + 1]))) {
     size_t p = pos_ + 1;
@@ -129,22 +125,22 @@ Token Lexer::Lex() {
     if (p < n && (src_[p] == 'e' || src_[p] == 'E')) {
       size_t q = p + 1;
       if (q < n && (src_[q] == '+' || src_[q] == '-')) ++q;
-      if (q >= n || !IsDigit(src_[q])) return Error(p, kBadNumberMsg);
+      if (q >= n || !IsDigit(src_[q])) return Error(out, p, kBadNumberMsg);
       while (q < n && IsDigit(src_[q])) ++q;
       p = q;
     }
-    if (p < n && IsAlpha(src_[p])) return Error(p, kBadNumberMsg);
+    if (p < n && IsAlpha(src_[p])) return Error(out, p, kBadNumberMsg);
     pos_ = p;
-    return Make(Tok::kNumber, start, p, start, p - start);
+    return Make(out, Tok::kNumber, start, p, start, p - start);
   }
   if (IsAlpha(c)) {
     size_t p = pos_ + 1;
     // Dots join identifier parts (nn.conv2d) only when a letter follows.
     while (p < n && (IsNameChar(src_[p]) || (src_[p] == '.' && p + 1 < n && IsAlpha(src_[p + 1])))) ++p;
     pos_ = p;
-    return Make(Tok::kIdent, start, p, start, p - start);
+    return Make(out, Tok::kIdent, start, p, start, p - start);
   }
-  return Error(start, kBadCharMsg);
+  return Error(out, start, kBadCharMsg);
 }
 
 }  // namespace vdev::ir::internal

@@ -36,7 +36,7 @@ class Lexer {
 
   const Token& Peek() {
     if (!has_peek_) {
-      peek_ = Lex();
+      Lex(&peek_);
       has_peek_ = true;
     }
     return peek_;
@@ -59,9 +59,9 @@ class Lexer {
   bool FollowedBy(const Token& t, char c) const { return t.end < src_.size() && src_[t.end] == c; }
 
  private:
-  Token Lex();
-  Token Make(Tok kind, size_t start, size_t end, size_t text_start, size_t text_len) const;
-  Token Error(size_t at, std::string_view message) const;
+  void Lex(Token* out);
+  void Make(Token* t, Tok kind, size_t start, size_t end, size_t text_start, size_t text_len) const;
+  void Error(Token* t, size_t at, std::string_view message) const;
 
   absl::string_view src_;
   size_t pos_ = 0;

@@ -169,6 +169,7 @@ absl::StatusOr<TypeId> Binary(const OpCall& c, std::optional<DType> result_dtype
   VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> b, TensorArg(c, 1));
   if (!a || !b) return kNoType;
   const TypeTable& t = c.types();
+  if (*a == *b && !result_dtype) return *a;  // hash-consed: same type, nothing to broadcast
   if (t.node(*a).dtype != t.node(*b).dtype)
     return c.Error(absl::StrCat("operand types ", t.ToString(*a), " and ", t.ToString(*b), " differ in dtype"));
   VDEV_ASSIGN_OR_RETURN(Dims dims, Broadcast(c, t.dims(*a), t.dims(*b)));

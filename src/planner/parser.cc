@@ -1,5 +1,6 @@
 // Parser of the IR text: one pass, names resolved on the fly, explicit stacks for nested blocks
 // and types so that no input depth reaches the C++ stack.
+#include <algorithm>
 #include <charconv>
 #include <string>
 #include <vector>
@@ -120,8 +121,10 @@ bool Parser::Define(Symbol s, ValueRef v, SourceLoc loc) {
 }
 
 bool Parser::Resolve(const Token& t, Operand* out) {
-  Symbol s = module.symbols.Find(t.text);
-  ValueRef v = s == kNoSymbol ? ValueRef() : scopes_.Lookup(s);
+  // Intern, not Find: its cache makes the names used over and over cheap. An undefined name is an
+  // error, so the extra symbol it may create never reaches a module.
+  Symbol s = module.symbols.Intern(t.text);
+  ValueRef v = scopes_.Lookup(s);
   if (!v.valid()) return Fail(t.loc, absl::StrCat("undefined name '%", t.text, "'"));
   out->kind = OperandKind::kLocal;
   out->symbol = s;
@@ -144,6 +147,12 @@ BlockId Parser::NewBlock(FuncId f, BindingId owner, SourceLoc loc) {
 
 bool Parser::Run() {
   if (lex_.source().size() >= UINT32_MAX) return Fail({}, "input larger than 4 GiB");
+  // A binding per line at most: reserving up front saves the arenas' regrowth copies.
+  size_t lines = static_cast<size_t>(std::count(lex_.source().begin(), lex_.source().end(), '\n')) + 1;
+  module.bindings.reserve(lines);
+  module.operands.reserve(2 * lines);
+  module.symbols.Reserve(lines + 64);
+  scopes_.Reserve(lines + 64);
   while (true) {
     const Token& t = lex_.Peek();
     if (t.kind == Tok::kEnd) break;
@@ -179,7 +188,7 @@ bool Parser::ParseConfig() {
       c.targets_loc = key.loc;
       c.targets.emplace();
       if (!Expect(Tok::kLBracket, "'['")) return false;
-      while (true) {
+      while (!PeekIs(Tok::kRBracket) || !c.targets->empty()) {
         Token kind = lex_.Next();
         if (kind.kind != Tok::kIdent) return Unexpected(kind, "a target kind");
         std::optional<TargetKind> k = TargetKindFromName(kind.text);
@@ -189,6 +198,7 @@ bool Parser::ParseConfig() {
         if (sep.kind == Tok::kRBracket) break;
         if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ']'");
       }
+      if (c.targets->empty()) lex_.Next();  // `[]`
     } else {
       bool is_default = key.text == "default";
       std::optional<VirtualDevice>& slot = is_default ? c.default_device : c.host_device;

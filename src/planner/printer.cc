@@ -259,7 +259,8 @@ void Printer::Body(BlockId body, int depth) {
 
 void Printer::Module() {
   const Config& c = m_.config;
-  if (c.present) {
+  // `config { }` does not parse: an empty config prints as none.
+  if (c.present && (c.targets || c.default_device || c.host_device)) {
     out_ += "config {";
     bool first = true;
     auto sep = [&] {

@@ -30,24 +30,28 @@ class Scopes {
   // A block opens at Mark() and closes with CloseBlock(mark).
   size_t Mark() const { return visible_log_.size(); }
   void CloseBlock(size_t mark) {
-    for (size_t i = mark; i < visible_log_.size(); ++i) names_[visible_log_[i]].visible = ValueRef();
+    for (size_t i = mark; i < visible_log_.size(); ++i) names_[visible_log_[i]].visible = kNoValue;
     visible_log_.resize(mark);
   }
   // Defines `s` in the innermost function. On a clash returns the earlier definition (valid).
   ValueRef Define(Symbol s, ValueRef v) {
     NameState& st = State(s);
     FuncId cur = funcs_.back().func;
-    if (st.visible.valid()) return st.visible;
-    if (st.func == cur) return st.last;
+    if (st.visible != kNoValue) return Unpack(st.visible);
+    if (st.func == cur) return Unpack(st.last);
     defined_log_.push_back({s, st.func, st.last});
-    st.visible = v;
+    st.visible = Pack(v);
     st.func = cur;
-    st.last = v;
+    st.last = st.visible;
     visible_log_.push_back(s);
     return ValueRef();
   }
   // What `s` names here; invalid when nothing.
-  ValueRef Lookup(Symbol s) const { return s < names_.size() ? names_[s].visible : ValueRef(); }
+  ValueRef Lookup(Symbol s) const { return s < names_.size() ? Unpack(names_[s].visible) : ValueRef(); }
+  // Sizes the per-symbol table for about `n` symbols up front.
+  void Reserve(size_t n) {
+    if (names_.size() < n) names_.resize(n);
+  }
 
  private:
   struct FuncScope {
@@ -55,15 +59,25 @@ class Scopes {
     size_t visible_mark;
     size_t defined_mark;
   };
+  // Values packed in 32 bits (bit 31: binding, else parameter) keep the per-symbol table small:
+  // it has an entry per symbol, a million for a million-binding program.
+  static constexpr uint32_t kNoValue = UINT32_MAX;
+  static uint32_t Pack(ValueRef v) {
+    return v.valid() ? (v.is_binding() ? v.index | 0x80000000u : v.index) : kNoValue;
+  }
+  static ValueRef Unpack(uint32_t p) {
+    if (p == kNoValue) return ValueRef();
+    return p & 0x80000000u ? ValueRef::Binding(p & 0x7FFFFFFFu) : ValueRef::Param(p);
+  }
   struct NameState {
-    ValueRef visible;
+    uint32_t visible = kNoValue;
     FuncId func = kNoFunc;
-    ValueRef last;
+    uint32_t last = kNoValue;
   };
   struct DefinedUndo {
     Symbol symbol;
     FuncId func;
-    ValueRef last;
+    uint32_t last;
   };
   NameState& State(Symbol s) {
     if (s >= names_.size()) names_.resize(std::max<size_t>(s + 1, names_.size() * 2));

@@ -1,10 +1,12 @@
 // VerifyModule: structure, scoping, built-in arities, and type inference with consistency checks.
 // One walk in program order (WalkModule, no recursion); a binding's type is inferred when all of
 // its nested blocks are done.
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lexer.h"
 #include "scope.h"
 #include "vdev/ir.h"
 #include "vdev/ir_text.h"
@@ -45,7 +47,12 @@ class Verifier : public Visitor {
     return f == kNoFunc ? std::string("?") : absl::StrCat("@", m_.Name(m_.functions[f].name));
   }
   std::string TypeText(TypeId t) const { return m_.types.ToString(t); }
+  // Whether symbol `s` can be printed where a token of `kind` is expected (modules built in C++
+  // may hold any string; the printed text must parse back to the same module). Cached per symbol.
+  bool Spelled(Symbol s, internal::Tok kind);
+  void CheckSpelling(Symbol s, internal::Tok kind, SourceLoc loc, absl::string_view what);
   void CheckOperand(const Operand& o, bool device_ok);
+  void CheckAttrValue(const Operand& o);
   TypeId OperandType(const Operand& o);
   TypeId FunctionType(FuncId f);
   const OpDef* Lookup(Symbol op);
@@ -64,7 +71,46 @@ class Verifier : public Visitor {
   std::vector<const OpDef*> op_cache_; // by symbol
   std::vector<uint8_t> op_cached_;
   std::vector<TypeId> scratch_types_;
+  std::vector<TypeId> op_arg_types_;  // InferOpCall's, reused (type rules do not re-enter)
+  std::vector<uint8_t> spelled_;      // by symbol: bit 2k = checked for kind k, bit 2k+1 = ok
 };
+
+// Bits of Verifier::spelled_ per token kind.
+int SpellingBit(internal::Tok kind) {
+  switch (kind) {
+    case internal::Tok::kIdent: return 0;
+    case internal::Tok::kNumber: return 2;
+    case internal::Tok::kString: return 4;
+    default: return 6;  // kLocal: a %name or @name without its sigil
+  }
+}
+
+bool Verifier::Spelled(Symbol s, internal::Tok kind) {
+  if (s >= m_.symbols.size()) return false;
+  if (s >= spelled_.size()) spelled_.resize(m_.symbols.size(), 0);
+  int bit = SpellingBit(kind);
+  if (spelled_[s] & (1 << bit)) return spelled_[s] & (2 << bit);
+  absl::string_view text = m_.Name(s);
+  bool ok;
+  if (kind == internal::Tok::kLocal) {
+    ok = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    });
+  } else {
+    internal::Lexer lexer(text);
+    internal::Token t = lexer.Next();
+    ok = t.kind == kind && t.offset == 0 && t.end == text.size();
+  }
+  spelled_[s] |= (1 << bit) | (ok ? 2 << bit : 0);
+  return ok;
+}
+
+void Verifier::CheckSpelling(Symbol s, internal::Tok kind, SourceLoc loc, absl::string_view what) {
+  if (!Spelled(s, kind)) {
+    std::string text = s < m_.symbols.size() ? std::string(m_.Name(s)) : "?";
+    Fail(loc, absl::StrCat("'", text, "' is not a valid ", what));
+  }
+}
 
 constexpr const OpDef* kUnknownOp = nullptr;
 
@@ -81,6 +127,7 @@ const OpDef* Verifier::Lookup(Symbol op) {
 }
 
 bool Verifier::Run() {
+  scopes_.Reserve(m_.symbols.size());
   block_types_.assign(m_.blocks.size(), kNoType);
   func_state_.assign(m_.functions.size(), 0);
   for (BindingId b = 0; b < m_.bindings.size(); ++b) m_.bindings[b].type = m_.bindings[b].declared_type;
@@ -123,8 +170,12 @@ void Verifier::EnterFunction(FuncId f) {
     Fail(fn.loc, "parameter range out of bounds");
     return;
   }
+  CheckSpelling(fn.name, internal::Tok::kLocal, fn.loc, "function name");
+  if (failed_) return;
   for (ParamId p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
     const Param& param = m_.params[p];
+    CheckSpelling(param.name, internal::Tok::kLocal, param.loc, "parameter name");
+    if (failed_) return;
     if (param.type == kNoType) {
       Fail(param.loc, absl::StrCat("parameter '%", m_.Name(param.name), "' has no type"));
       return;
@@ -195,12 +246,14 @@ void Verifier::CheckOperand(const Operand& o, bool device_ok) {
       return;
     }
     case OperandKind::kGlobal:
-      if (o.index >= m_.functions.size() || m_.functions[o.index].kind == FuncKind::kLocal ||
+      if (o.symbol >= m_.symbols.size() || o.index >= m_.functions.size() || m_.functions[o.index].kind == FuncKind::kLocal ||
           m_.functions[o.index].name != o.symbol)
         Fail(o.loc, absl::StrCat("undefined global '@", m_.Name(o.symbol), "'"));
       return;
     case OperandKind::kNumber:
+      return CheckSpelling(o.symbol, internal::Tok::kNumber, o.loc, "number");
     case OperandKind::kIntList:
+      if (o.index + static_cast<size_t>(o.count) > m_.ints.size()) Fail(o.loc, "integer list out of range");
       return;
     case OperandKind::kDevice:
       if (!device_ok) Fail(o.loc, "a device literal is not a value here");
@@ -211,6 +264,24 @@ void Verifier::CheckOperand(const Operand& o, bool device_ok) {
     case OperandKind::kString:
       Fail(o.loc, "a name, boolean or string is only allowed as an attribute value");
       return;
+  }
+}
+
+void Verifier::CheckAttrValue(const Operand& o) {
+  switch (o.kind) {
+    case OperandKind::kIdent: {
+      CheckSpelling(o.symbol, internal::Tok::kIdent, o.loc, "attribute name value");
+      absl::string_view text = failed_ ? "" : m_.Name(o.symbol);
+      if (text == "true" || text == "false" || DeviceTypeFromName(text))
+        Fail(o.loc, absl::StrCat("the identifier '", text, "' would read back as a boolean or a device"));
+      return;
+    }
+    case OperandKind::kString:
+      return CheckSpelling(o.symbol, internal::Tok::kString, o.loc, "string literal");
+    case OperandKind::kBool:
+      return;
+    default:
+      return CheckOperand(o, true);
   }
 }
 
@@ -240,6 +311,8 @@ void Verifier::Binding(BindingId id) {
   if (failed_) return;
   const ir::Binding& b = m_.bindings[id];
   const Expr& e = b.expr;
+  CheckSpelling(b.name, internal::Tok::kLocal, b.loc, "binding name");
+  if (failed_) return;
   if (e.args.begin + e.args.count > m_.operands.size() || e.attrs.begin + e.attrs.count > m_.attrs.size()) {
     Fail(b.loc, absl::StrCat(Where(id), ": operand range out of bounds"));
     return;
@@ -294,12 +367,15 @@ void Verifier::Binding(BindingId id) {
 }
 
 void Verifier::CheckOpCall(BindingId id, const Expr& e) {
+  CheckSpelling(e.op, internal::Tok::kIdent, e.loc, "op name");
+  absl::string_view op = failed_ ? "" : m_.Name(e.op);
+  if (op == "if" || op == "fn" || op == "const") Fail(e.loc, absl::StrCat("'", op, "' is a keyword, not an op name"));
   for (const Attr& a : m_.Attrs(e)) {
-    if (a.value.kind == OperandKind::kLocal || a.value.kind == OperandKind::kGlobal) {
-      CheckOperand(a.value, false);
-      if (failed_) return;
-    }
+    if (failed_) return;
+    CheckSpelling(a.key, internal::Tok::kIdent, a.loc, "attribute name");
+    if (!failed_) CheckAttrValue(a.value);
   }
+  if (failed_) return;
   const OpDef* def = Lookup(e.op);
   if (def == nullptr) return;
   absl::Span<const Operand> args = m_.Args(e);
@@ -332,8 +408,8 @@ void Verifier::CheckOpCall(BindingId id, const Expr& e) {
 TypeId Verifier::InferOpCall(const Expr& e) {
   const OpDef* def = Lookup(e.op);
   if (def == nullptr || !def->infer) return kNoType;
-  std::vector<TypeId> arg_types;
-  arg_types.reserve(e.args.count);
+  std::vector<TypeId>& arg_types = op_arg_types_;
+  arg_types.clear();
   for (const Operand& o : m_.Args(e)) arg_types.push_back(OperandType(o));
   OpCall call(m_, e, arg_types);
   absl::StatusOr<TypeId> t = def->infer(call);

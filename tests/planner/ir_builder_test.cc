@@ -193,6 +193,30 @@ TEST(IrBuilder, ReportsMisuse) {
   }
 }
 
+// What a builder can spell but the text cannot is rejected, so printing always round-trips.
+TEST(IrBuilder, RejectsNamesTheTextCannotSpell) {
+  auto finish = [](auto build) {
+    ModuleBuilder b;
+    b.BeginFunction("main");
+    ValueRef a = b.Param("a", b.TensorType(DType::kF32, {2}));
+    build(b, a);
+    b.Return(a);
+    b.EndFunction();
+    return std::string(std::move(b).Finish().status().message());
+  };
+  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("my op", {a}); }), HasSubstr("'my op' is not a valid op name"));
+  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("if", {a}); }), HasSubstr("'if' is a keyword"));
+  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("f", {a}, {}, "a-b"); }),
+              HasSubstr("'a-b' is not a valid binding name"));
+  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("f", {a, Arg::Number("1x")}); }),
+              HasSubstr("'1x' is not a valid number"));
+  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("f", {a}, {{"k", Arg::Ident("cuda")}}); }),
+              HasSubstr("would read back as a boolean or a device"));
+  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("f", {a}, {{"bad key", Arg::Int(1)}}); }),
+              HasSubstr("'bad key' is not a valid attribute name"));
+  EXPECT_EQ(finish([](ModuleBuilder& b, ValueRef a) { b.Op("f", {a}, {{"s", Arg::String("q\"uote")}}); }), "");
+}
+
 // A value from inside a closed block used outside is caught by the verifier.
 TEST(IrBuilder, UseOutsideItsScopeIsRejected) {
   ModuleBuilder b;

@@ -1,0 +1,62 @@
+// The module's interning tables: symbols, types, devices.
+#include <string>
+
+#include "gtest/gtest.h"
+#include "vdev/ir.h"
+
+namespace vdev::ir {
+namespace {
+
+TEST(SymbolTable, InternsEachSpellingOnce) {
+  SymbolTable t;
+  // Numeric suffixes share hash blocks; leading zeros and long names must stay distinct.
+  const char* names[] = {"b1", "b01", "b001", "b10", "1", "01", "x", "", "a_very_long_name_17", "a_very_long_name_18",
+                         "nn.conv2d", "b999999999999999999999"};
+  std::vector<Symbol> ids;
+  for (const char* n : names) ids.push_back(t.Intern(n));
+  for (size_t i = 0; i < std::size(names); ++i) {
+    EXPECT_EQ(t.Name(ids[i]), names[i]);
+    EXPECT_EQ(t.Intern(names[i]), ids[i]);
+    EXPECT_EQ(t.Find(names[i]), ids[i]);
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(ids[i], ids[j]) << names[i] << " " << names[j];
+  }
+  EXPECT_EQ(t.Find("b2"), kNoSymbol);
+  EXPECT_EQ(t.size(), std::size(names));
+}
+
+TEST(SymbolTable, ManyNamesThroughTheCache) {
+  SymbolTable t;
+  constexpr int kNames = 200'000;
+  for (int i = 0; i < kNames; ++i) ASSERT_EQ(t.Intern("v" + std::to_string(i)), static_cast<Symbol>(i));
+  for (int i = kNames - 1; i >= 0; i -= 7) ASSERT_EQ(t.Find("v" + std::to_string(i)), static_cast<Symbol>(i));
+  // Spellings stay valid after the table moves.
+  SymbolTable moved = std::move(t);
+  EXPECT_EQ(moved.Name(123), "v123");
+  EXPECT_EQ(moved.Intern("v123"), 123u);
+}
+
+TEST(TypeTable, HashConsesStructurallyEqualTypes) {
+  TypeTable t;
+  TypeId a = t.Tensor(DType::kF32, std::vector<int64_t>{5, kDynamicDim});
+  EXPECT_EQ(t.Tensor(DType::kF32, std::vector<int64_t>{5, kDynamicDim}), a);
+  EXPECT_NE(t.Tensor(DType::kF16, std::vector<int64_t>{5, kDynamicDim}), a);
+  TypeId tup = t.Tuple(std::vector<TypeId>{a, t.Storage()});
+  TypeId fn = t.Func(std::vector<TypeId>{tup}, a);
+  EXPECT_EQ(t.Func(std::vector<TypeId>{t.Tuple(std::vector<TypeId>{a, t.Storage()})}, a), fn);
+  EXPECT_EQ(t.ToString(fn), "fn((f32[5,?], storage)) -> f32[5,?]");
+  EXPECT_EQ(t.ToString(t.Tuple({})), "()");
+  EXPECT_EQ(t.ToString(t.Func({}, t.Tensor(DType::kBool, {}))), "fn() -> bool[]");
+  EXPECT_EQ(t.func_result(fn), a);
+  EXPECT_EQ(t.func_params(fn).size(), 1u);
+}
+
+TEST(DeviceTable, InternsEqualDevicesOnce) {
+  DeviceTable t;
+  DeviceId a = t.Intern(*ParseVirtualDevice("cuda:0/global"));
+  EXPECT_EQ(t.Intern(VirtualDevice::Make(DeviceType::kCUDA, 0, std::nullopt, "global").value()), a);
+  EXPECT_NE(t.Intern(*ParseVirtualDevice("cuda:1/global")), a);
+  EXPECT_EQ(t.Get(a).ToString(), "cuda:0/global");
+}
+
+}  // namespace
+}  // namespace vdev::ir
