@@ -16,7 +16,7 @@ contains() {  # contains NAME FILE TEXT
 
 "$vdev" lower "$examples/allreduce_reshape.vdev" >"$tmp/lowered.vdev"; check lower 0 $?
 contains lower "$tmp/lowered.vdev" "= vdev.ipc.alloc_storage(32768, 256, device=cuda:0/ipc_memory)"
-contains lower "$tmp/lowered.vdev" "= vdev.allreduce(%1, op=sum, strategy=auto, out=%t1)"
+contains lower "$tmp/lowered.vdev" '= vdev.allreduce(%1, op=sum, strategy="auto", out=%t1)'
 "$vdev" fmt "$tmp/lowered.vdev" >"$tmp/again.vdev"; check fmt 0 $?
 cmp -s "$tmp/lowered.vdev" "$tmp/again.vdev" || { echo "FAIL fmt: lowered text is not canonical"; failures=$((failures + 1)); }
 
@@ -25,7 +25,7 @@ contains json "$tmp/report.json" '"cuda:0/ipc_memory": 32768'
 contains json "$tmp/report.json" '"strategy": "auto"'
 
 "$vdev" lower --allreduce-strategy one-shot "$examples/allreduce_reshape.vdev" >"$tmp/one.vdev"; check strategy 0 $?
-contains strategy "$tmp/one.vdev" "strategy=one-shot"
+contains strategy "$tmp/one.vdev" 'strategy="one-shot"'
 "$vdev" lower --no-ipc-allreduce "$examples/allreduce_reshape.vdev" >"$tmp/nccl.vdev"; check no-ipc 0 $?
 if grep -q ipc "$tmp/nccl.vdev"; then echo "FAIL no-ipc: ipc memory used"; failures=$((failures + 1)); fi
 
