@@ -52,18 +52,8 @@ int RunLower(const LowerArgs& args) {
   std::string text;
   std::optional<ir::Module> module = LoadModule(args.file, &text);
   if (!module) return kExitUsage;
-  PlanError plan_error;
-  absl::StatusOr<PlanResult> planned = PlanDevices(std::move(*module), plan_options, &plan_error);
-  if (!planned.ok()) {
-    if (plan_error.message.empty()) plan_error.message = std::string(planned.status().message());
-    std::cerr << FormatDiagnostic(name, text, {Severity::kError, plan_error.loc, plan_error.message});
-    for (const ConflictAnnotation& c : plan_error.conflicts) {
-      std::cerr << FormatDiagnostic(name, text, {Severity::kNote, c.loc, c.what});
-    }
-    if (args.json) std::cout << PlanErrorJson(plan_error);
-    return kExitNegative;
-  }
-  for (const Diagnostic& warning : planned->warnings) std::cerr << FormatDiagnostic(name, text, warning);
+  std::optional<PlanResult> planned = PlanForCommand(*std::move(module), name, text, plan_options, args.json);
+  if (!planned) return kExitNegative;
   if (args.dot) {
     std::cout << WriteDot(PlannedProgramGraph(planned->module, planned->binding_devices));
     return kExitOk;
