@@ -328,6 +328,17 @@ def @main(%x: f32[4,4], %w: f32[4,4]) -> f32[16] {
   EXPECT_EQ(ir::PrintModule(*again), text);
 }
 
+TEST(LowerMemoryTest, NewNamesDoNotCollideWithTheProgramsNames) {
+  Lowered l = Lower(R"(
+def @main(%s0: f32[4,4]) -> f32[4,4] {
+  %t0: f32[4,4] = exp(%s0)
+  %t1: f32[4,4] = exp(%t0)
+  return %t1
+})");
+  EXPECT_THAT(l.Text(), HasSubstr("%s0_1: storage = memory.alloc_storage(64, 256, device=cuda:0/global)"));
+  EXPECT_THAT(l.Text(), HasSubstr("%t0: f32[4,4] = exp(%s0, out=%t0_1)"));
+}
+
 TEST(LowerMemoryTest, UnknownAndDynamicShapesAreReportedNotPlanned) {
   Lowered l = Lower(R"(
 def @main(%x: f32[?,4]) -> f32[?,4] {
