@@ -384,6 +384,10 @@ struct Module {
   }
 };
 
+// A function's path as plan-json.md names it: `main` for @main, `main/f` for the local function
+// bound by %f in @main, `main/f/inner` for one nested in it.
+std::string FunctionPath(const Module& module, FuncId func);
+
 // ---------------------------------------------------------------------------------------------
 // Traversal in program order, without recursion.
 //

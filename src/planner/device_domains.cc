@@ -45,6 +45,7 @@ DomainId DeviceDomains::MakeFirstOrder(DeviceIndex device, uint32_t origin) {
   rank_.push_back(0);
   payload_.push_back(device);
   origin_.push_back(origin);
+  defaulted_.push_back(false);
   return id;
 }
 
@@ -58,6 +59,7 @@ DomainId DeviceDomains::MakeHigherOrder(absl::Span<const DomainId> params, Domai
   rank_.push_back(0);
   payload_.push_back(kHigherOrderBit | offset);
   origin_.push_back(kNoOrigin);
+  defaulted_.push_back(false);
   return id;
 }
 
@@ -203,7 +205,8 @@ void DeviceDomains::SetDefault(DomainId d, DeviceIndex device) {
     auto [domain, fallback] = work.back();
     work.pop_back();
     DomainId leaf = ResultLeaf(domain);
-    payload_[leaf] = devices_->Default(payload_[leaf], fallback);
+    if (!defaulted_[leaf]) payload_[leaf] = devices_->Default(payload_[leaf], fallback);
+    defaulted_[leaf] = true;
     DeviceIndex result_device = payload_[leaf];
     // Parameters along the chain of results default to the result's device.
     for (DomainId r = Find(domain); payload_[r] & kHigherOrderBit; r = Find(Result(r))) {

@@ -91,6 +91,7 @@ class DeviceDomains {
     rank_.reserve(domains);
     payload_.reserve(domains);
     origin_.reserve(domains);
+    defaulted_.reserve(domains);
   }
 
   // The representative of d's class (with path compression).
@@ -121,7 +122,8 @@ class DeviceDomains {
 
   // Defaulting: a first-order domain takes Default(its device, device). A higher-order one defaults
   // its result with `device`, then each parameter with the result's device (TVM's
-  // SetResultDefaultThenParams), through nested signatures.
+  // SetResultDefaultThenParams), through nested signatures. A domain is defaulted once: later calls
+  // leave it as it is, even where fields are still unset (so the order of defaulting decides).
   void SetDefault(DomainId d, DeviceIndex device);
 
   size_t size() const { return parent_.size(); }
@@ -145,6 +147,7 @@ class DeviceDomains {
   // First-order: the device index. Higher-order: kHigherOrderBit | offset into signatures_.
   std::vector<uint32_t> payload_;
   std::vector<uint32_t> origin_;
+  std::vector<bool> defaulted_;
   // Per signature: arity, the parameter domains, the result domain.
   std::vector<uint32_t> signatures_;
   std::vector<std::pair<DomainId, DomainId>> work_;

@@ -378,6 +378,17 @@ Symbol Module::FreshName(absl::string_view hint) {
   }
 }
 
+std::string FunctionPath(const Module& m, FuncId func) {
+  std::vector<absl::string_view> parts;
+  for (FuncId f = func; f != kNoFunc; f = m.functions[f].parent) parts.push_back(m.Name(m.functions[f].name));
+  std::string path;
+  for (size_t i = parts.size(); i > 0; --i) {
+    if (i != parts.size()) path.push_back('/');
+    absl::StrAppend(&path, parts[i - 1]);
+  }
+  return path;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Walking
 

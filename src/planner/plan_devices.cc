@@ -115,11 +115,13 @@ class Planner {
   // A binding the plan adds, with the device of its value.
   BindingId AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc, DeviceIndex device);
   void NoteConsumer(const Operand& o, BindingId consumer);
-  bool IsOnDevice(BindingId b) const {
-    return Has(b, kCopyPoint) && B(b).expr.kind == ExprKind::kOpCall && m_.OpName(B(b).expr) == "on_device";
+  // on_device and device_copy: bindings that only move a value, and go when nothing reads them.
+  bool IsMove(BindingId b) const {
+    if (B(b).expr.kind != ExprKind::kOpCall) return false;
+    absl::string_view op = m_.OpName(B(b).expr);
+    return op == "on_device" || op == "device_copy";
   }
-  // kLive on every binding something kept reads: on_device bindings read only by unused on_device
-  // bindings are unused too.
+  // kLive on every binding something kept reads: moves read only by unused moves are unused too.
   void MarkLive();
   void AwaitConsumer(BindingId copy, size_t index) {
     awaiting_consumer_[copy] = index;
@@ -150,11 +152,11 @@ class Planner {
   std::vector<DomainId> first_use_;       // by BindingId: the site of its first consumer
   std::vector<BindingId> first_user_;     // by BindingId: its first consumer
   // Copy points: on_device, device_copy and projections of an on_device result → body domain.
-  absl::flat_hash_map<BindingId, DomainId> copy_body_;
+  std::vector<DomainId> copy_body_;  // by BindingId; kNoDomain unless a copy point
   absl::flat_hash_map<BindingId, std::vector<CopiedUse>> copied_uses_;
   // Kernel calls: the kernel's parameter domains are the use sites; the result's own domain.
   absl::flat_hash_map<BindingId, DomainId> kernel_result_;
-  std::vector<std::pair<DomainId, DomainId>> free_pairs_;
+  std::vector<std::pair<DomainId, DomainId>> free_pairs_;  // free on_device, kernel boundaries
   std::vector<Pin> pins_;  // a domain's origin is an index into pins_
   // Post-order of analysed bindings (a binding after its nested blocks), and each item's range.
   std::vector<BindingId> order_;
@@ -256,29 +258,35 @@ void Planner::MakeSignatures() {
 
 // --- Collection -------------------------------------------------------------------------------
 
-// Walks the module in program order; a binding is collected once its nested blocks are.
+// Walks the module in program order; a binding is collected once its nested blocks are. The first
+// walk (`ordering`) only records that order, so that unused on_device bindings are known before
+// anything is collected.
 class Planner::Collector : public ir::Visitor {
  public:
-  explicit Collector(Planner* planner) : p_(planner) {}
+  Collector(Planner* planner, bool ordering) : p_(planner), ordering_(ordering) {}
   void EnterFunction(FuncId f) override {
     if (!p_->analysed_[f]) ++skipping_;
   }
   void ExitFunction(FuncId f) override {
     if (!p_->analysed_[f]) {
       --skipping_;
-    } else if (status_.ok()) {
+    } else if (status_.ok() && !ordering_) {
       status_ = p_->FinishFunction(f);
     }
   }
   void BindingDone(BindingId b) override {
     if (skipping_ > 0 || !status_.ok()) return;
-    p_->order_.push_back(b);
-    status_ = p_->CollectBinding(b);
+    if (ordering_) {
+      p_->order_.push_back(b);
+    } else if (!p_->IsMove(b) || p_->Has(b, kLive)) {
+      status_ = p_->CollectBinding(b);
+    }
   }
   absl::Status status() const { return status_; }
 
  private:
   Planner* p_;
+  bool ordering_;
   int skipping_ = 0;
   absl::Status status_;
 };
@@ -483,7 +491,6 @@ absl::Status Planner::CollectOpCall(BindingId b) {
     binding_domain_[b] = result;
     copy_body_[b] = body;  // also when result == body: the on_device goes, as a copy from src to src
     Set(b, kCopyPoint);
-    if (!constrain_body) NoteUse(args[0], result, b);
     return absl::OkStatus();
   }
   if (op == "device_copy" && !args.empty()) {
@@ -637,7 +644,7 @@ absl::Status Planner::CollectBinding(BindingId b) {
         const ir::Expr& te = B(t.value.index).expr;
         if (Has(t.value.index, kCopyPoint) && te.kind == ExprKind::kOpCall && m_.OpName(te) == "on_device") {
           DomainId result = domains_.MakeFirstOrder();
-          copy_body_[b] = copy_body_.at(t.value.index);
+          copy_body_[b] = copy_body_[t.value.index];
           Set(b, kCopyPoint);
           binding_domain_[b] = result;
           return absl::OkStatus();
@@ -709,16 +716,35 @@ void Planner::ApplyDefaults() {
     for (size_t i = range.second; i-- > range.first;) {
       BindingId b = order_[i];
       const ir::Expr& e = B(b).expr;
+      if (IsMove(b) && !Has(b, kLive)) continue;  // never collected: it goes at capture
       if (e.kind == ExprKind::kFn) domains_.SetDefault(func_domain_[e.func], default_device_);
       // The first consumer's device; fields it leaves open come from the function's result.
       DeviceIndex fallback = domains_.Device(result_domain_[FuncOf(b)]);
       if (first_use_[b] != kNoDomain) {
         fallback = devices_.Default(domains_.Device(first_use_[b]), fallback);
       } else if (Has(b, kCopyPoint)) {
-        fallback = devices_.Default(domains_.Device(copy_body_.at(b)), fallback);  // an unused copy moves nothing
+        fallback = devices_.Default(domains_.Device(copy_body_[b]), fallback);  // an unused copy moves nothing
       }
       domains_.SetDefault(binding_domain_[b], fallback);
-      if (Has(b, kCopyPoint)) domains_.SetDefault(copy_body_.at(b), domains_.Device(binding_domain_[b]));
+      // What a copy reads takes the copy's destination where nothing else decided: the same rule for
+      // copies that are bindings now and for those capture will write out (conflicting uses, kernel
+      // operands), so that planning the output decides the same.
+      if (Has(b, kCopyPoint)) domains_.SetDefault(copy_body_[b], domains_.Device(binding_domain_[b]));
+      if (Has(b, kCopiedUses)) {
+        for (const CopiedUse& use : copied_uses_.at(b)) {
+          DomainId value = OperandDomain(m_.Args(e)[use.operand]);
+          if (value != kNoDomain) domains_.SetDefault(value, domains_.Device(use.site));
+        }
+      }
+      if (Has(b, kKernelCall)) {
+        const ir::Function& kernel = m_.functions[e.func];
+        for (uint32_t k = 0; k < e.args.count; ++k) {
+          DomainId value = OperandDomain(m_.Args(e)[k]);
+          if (value != kNoDomain) {
+            domains_.SetDefault(value, domains_.Device(param_domain_[kernel.params.begin + k]));
+          }
+        }
+      }
     }
   }
   // Primitive functions' signatures and anything no function reached.
@@ -749,7 +775,7 @@ void Planner::MarkLive() {
   }
   for (size_t i = order_.size(); i-- > 0;) {
     BindingId b = order_[i];
-    if (IsOnDevice(b) && !Has(b, kLive)) continue;
+    if (IsMove(b) && !Has(b, kLive)) continue;
     for (const Operand& o : m_.Args(B(b).expr)) mark(o);
   }
 }
@@ -797,6 +823,7 @@ BindingId Planner::AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr ex
                                      DeviceIndex device) {
   BindingId c = m_.AddBinding(block, name, std::move(expr), loc);
   flags_.push_back(0);
+  binding_domain_.push_back(domains_.MakeFirstOrder(device));  // later uses may read through it
   result_.binding_devices.push_back(ToModule(device));
   result_.binding_replaced.push_back(false);
   return c;
@@ -818,12 +845,11 @@ void Planner::Capture() {
       fn.result_type = m_.types.func_result(fn.type);
     }
   }
-  MarkLive();
   // Two attributes per copy: reserve them once rather than let the arena double while it grows.
   size_t attrs_needed = 0;
   for (BindingId b : order_) {
     if (Has(b, kCopyPoint)) {
-      attrs_needed += same(domains_.Device(copy_body_.at(b)), domains_.Device(binding_domain_[b])) ? 0 : 2;
+      attrs_needed += same(domains_.Device(copy_body_[b]), domains_.Device(binding_domain_[b])) ? 0 : 2;
     }
     if (Has(b, kCopiedUses)) attrs_needed += 2 * copied_uses_.at(b).size();
     if (Has(b, kKernelCall)) attrs_needed += 2 * (B(b).expr.args.count + 1);
@@ -849,9 +875,9 @@ void Planner::Capture() {
       ValueRef v = Resolve(o.value);
       if (!(v == o.value)) set_operand(e, k, v);
     }
-    // An unused on_device moves nothing: it goes, with any copy its operand would have needed.
-    if (IsOnDevice(b) && !Has(b, kLive) && m_.Args(e)[0].is_local()) {
-      Replace(b, m_.Args(e)[0].value);
+    // An unused move goes (it was never collected).
+    if (IsMove(b) && !Has(b, kLive)) {
+      if (m_.Args(e)[0].is_local()) Replace(b, m_.Args(e)[0].value);
       result_.binding_replaced[b] = true;
       ++result_.stats.copies_dropped;
       continue;
@@ -867,7 +893,7 @@ void Planner::Capture() {
       }
     }
     if (Has(b, kCopyPoint)) {
-      DeviceIndex src = domains_.Device(copy_body_.at(b));
+      DeviceIndex src = domains_.Device(copy_body_[b]);
       DeviceIndex dst = domains_.Device(binding_domain_[b]);
       devices_out[b] = ToModule(dst);
       if (e.kind == ExprKind::kProject) {
@@ -973,15 +999,23 @@ absl::Status Planner::Run() {
   binding_domain_.assign(input_bindings_, kNoDomain);
   first_use_.assign(input_bindings_, kNoDomain);
   first_user_.assign(input_bindings_, ir::kNoBinding);
+  copy_body_.assign(input_bindings_, kNoDomain);
   flags_.assign(input_bindings_, 0);
   order_.reserve(input_bindings_);
   MakeSignatures();
-  Collector collector(this);
+  Collector ordering(this, /*ordering=*/true);
   for (FuncId f : m_.items) {
     size_t begin = order_.size();
+    ir::WalkFunction(m_, f, ordering);
+    if (m_.functions[f].kind != FuncKind::kKernel) item_ranges_.push_back({f, {begin, order_.size()}});
+  }
+  // An on_device or device_copy whose value nothing uses is dropped and constrains nothing: planning
+  // the output, where it is gone, must decide the same.
+  MarkLive();
+  Collector collector(this, /*ordering=*/false);
+  for (FuncId f : m_.items) {
     ir::WalkFunction(m_, f, collector);
     VDEV_RETURN_IF_ERROR(collector.status());
-    if (m_.functions[f].kind != FuncKind::kKernel) item_ranges_.push_back({f, {begin, order_.size()}});
   }
   JoinFreeBoundaries();
   ApplyDefaults();

@@ -106,6 +106,13 @@ TEST_F(DeviceDomainsTest, DefaultFillsOnlyUnsetFields) {
   EXPECT_EQ(Show(a), "cuda:0/shared");
 }
 
+TEST_F(DeviceDomainsTest, DefaultingHappensOnce) {
+  DomainId a = domains_.MakeFirstOrder(D("cuda"));
+  domains_.SetDefault(a, D("*:1"));
+  domains_.SetDefault(a, D("cuda:2/global"));
+  EXPECT_EQ(Show(a), "cuda:1");
+}
+
 TEST_F(DeviceDomainsTest, DefaultResultThenParams) {
   DomainId p = domains_.MakeFirstOrder();
   DomainId q = domains_.MakeFirstOrder(D("cpu:0"));

@@ -188,6 +188,8 @@ TEST(IrRoundTrip, WalkerVisitsInProgramOrder) {
   recorder.m = &*m;
   WalkModule(*m, recorder);
   EXPECT_EQ(recorder.log, "F(main) { a .a r { f F(f) { in .in } /F .f z .z } { } .r } /F ");
+  EXPECT_EQ(FunctionPath(*m, m->FindGlobal("main")), "main");
+  EXPECT_EQ(FunctionPath(*m, m->functions.size() - 1), "main/f");
 }
 
 }  // namespace

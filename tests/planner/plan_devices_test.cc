@@ -270,12 +270,12 @@ def @main(%x: f32[5,7], %c: bool[]) -> f32[5,7] {
     %0 = exp(%b)
     return %0
   }
-  %h = if %c {
+  %k = on_device(%c, cpu:0, constrain_result=true)
+  %h = if %k {
     return %f
   } else {
     return %g
   }
-  %k = on_device(%c, cpu:0)
   %r = %h(%x)
   return %r
 }
@@ -497,6 +497,32 @@ TEST(PlanDevicesTest, StrictConflictListsTheTwoAnnotations) {
   EXPECT_EQ(outcome.error.conflicts[1].loc, (SourceLoc{7, 22}));
   EXPECT_EQ(outcome.error.conflicts[1].device.ToString(), "cuda:0");
   EXPECT_EQ(ValidateErrorReport(json::parse(PlanErrorJson(outcome.error))), "");
+}
+
+TEST(PlanDevicesTest, StrictConflictLeavesOutAgreeingAnnotations) {
+  // Five annotations reach %2's class; only a CPU one and the CUDA one are needed for the conflict.
+  PlanOptions options;
+  options.strict = true;
+  PlanOutcome outcome = PlanText(R"(def @main(%a: f32[2], %b: f32[2]) -> f32[2] {
+  %0 = add(%a, %b)
+  %1 = on_device(%0, /global)
+  %2 = negative(%0)
+  %3 = on_device(%2, cpu)
+  %4 = on_device(%2, *:0)
+  %5 = exp(%2)
+  %6 = on_device(%5, cuda:0)
+  %7 = add(%3, %4)
+  %8 = add(%7, %6)
+  %9 = add(%8, %1)
+  return %9
+}
+)",
+                                 options);
+  ASSERT_FALSE(outcome.status.ok());
+  ASSERT_EQ(outcome.error.conflicts.size(), 2u);
+  EXPECT_EQ(outcome.error.conflicts[0].loc.line, 5);  // cpu
+  EXPECT_EQ(outcome.error.conflicts[1].loc.line, 8);  // cuda:0
+  EXPECT_THAT(outcome.error.message, HasSubstr("%5 is needed on cpu:0/global and on cuda:0"));
 }
 
 TEST(PlanDevicesTest, AnnotationAgainstWrittenParameterIsAnErrorInBothModes) {
