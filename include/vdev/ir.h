@@ -21,14 +21,18 @@
 //
 // Editing. Entities are never moved or deleted, so ids stay valid across edits:
 //   * change a binding in place: `m.bindings[b].expr = m.MakeOpCall("device_copy", {…}, {…})`;
-//   * insert a binding: `BindingId b = m.AddBinding(fn, …)` then insert b into a Block::bindings
-//     (or build a new vector for the block and swap it in, for many insertions);
+//   * insert a binding: `BindingId b = m.AddBinding(block, m.FreshName("st"), expr)`, then insert b
+//     into that Block::bindings (or build a new vector for the block and swap it in, for many);
 //   * set a device: `m.params[p].device = m.devices.Intern(vd)`, `m.functions[f].result_device = …`.
 // Operand/attr ranges are append-only: rebuilding an expression appends new ranges; the old ones
 // become unreferenced (harmless garbage until the module is dropped).
 //
 // Traversal. Blocks nest (fn closures, if arms) to any depth; `WalkModule` visits everything in
 // program order with an explicit stack, never recursing.
+//
+// Text, checks and types: ir_text.h (ParseModule, VerifyModule, PrintModule); VerifyModule also
+// fills Binding::type and Function::type from op_registry.h's rules. builtin_ops.h reads and
+// makes on_device/device_copy/alloc_storage calls; ir_builder.h builds modules from C++.
 #ifndef VDEV_IR_H_
 #define VDEV_IR_H_
 
