@@ -1,11 +1,12 @@
 // Memory planning of a generated tensor-parallel transformer: pool sizes per (device, scope), the
 // ratio of planned memory to the sum of all tensor sizes, and the time lowering adds to planning.
 //
-//   memory_bench                   # 10 layers: memory figures, then timings (10 and 100 layers)
-//   memory_bench --emit-program    # print the 10-layer program (input of `vdev lower`)
+//   memory_bench                   # 10 layers, 1 and 2 pipeline stages: memory; then timings
+//   memory_bench --emit-program [STAGES]   # print the 10-layer program (input of `vdev lower`)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -60,9 +61,10 @@ void ReportMemory(const TransformerShape& shape) {
   const FunctionMemory& fm = ipc.memory.functions.at(0);
   int rewritten = 0;
   for (const AllReduceInfo& a : fm.allreduces) rewritten += a.ipc;
-  std::printf("== %d-layer tensor-parallel transformer (tp=%lld, hidden %lld, %lld tokens, f16): one worker\n",
-              shape.layers, static_cast<long long>(shape.tensor_parallel), static_cast<long long>(shape.hidden),
-              static_cast<long long>(shape.tokens));
+  std::printf("== %d-layer tensor-parallel transformer (tp=%lld, %d pipeline stage(s), hidden %lld, %lld tokens, "
+              "f16): one worker\n",
+              shape.layers, static_cast<long long>(shape.tensor_parallel), shape.pipeline_stages,
+              static_cast<long long>(shape.hidden), static_cast<long long>(shape.tokens));
   std::printf("all-reduces: %zu, rewritten to ipc_memory: %d\n", fm.allreduces.size(), rewritten);
   std::printf("%-22s %14s %10s %9s\n", "pool", "bytes", "MiB", "storages");
   for (const PoolSize& p : fm.plan.pools) {
@@ -79,30 +81,35 @@ void ReportMemory(const TransformerShape& shape) {
   std::printf("same program, all-reduces left on NCCL: planned %lld bytes; IPC pools cost %.4fx that\n",
               static_cast<long long>(plain.memory.pool_bytes),
               static_cast<double>(fm.plan.pool_bytes) / static_cast<double>(plain.memory.pool_bytes));
-  std::printf("(every one of the %lld workers runs this program on its own GPU: each GPU gets these pools)\n\n",
+  std::printf("(each of the %lld tensor-parallel workers runs this program: every worker's GPUs get these pools)\n\n",
               static_cast<long long>(shape.tensor_parallel));
 }
 
-// Median wall time of `reps` calls of PlanAndLower, in milliseconds.
-double MedianMs(const std::string& text, bool lower, int reps) {
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    Run run = PlanAndLower(text, lower);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
-void ReportTimes(int layers) {
+// Medians over `reps` runs of parse + verify + PlanDevices and of LowerMemory on its result, each
+// run timing both steps of the same program back to back.
+void ReportTimes(int layers, int reps) {
   TransformerShape shape;
   shape.layers = layers;
   const std::string text = TransformerProgram(shape);
-  const double plan = MedianMs(text, false, 7);
-  const double both = MedianMs(text, true, 7);
-  std::printf("%4d layers: parse+verify+PlanDevices %8.3f ms, + LowerMemory %8.3f ms: lowering adds %.3fx of planning\n",
-              layers, plan, both, (both - plan) / plan);
+  std::vector<double> plan_ms, lower_ms;
+  for (int i = 0; i < reps; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    Run run = PlanAndLower(text, false);
+    auto planned = std::chrono::steady_clock::now();
+    absl::StatusOr<MemoryPlan> memory = LowerMemory(run.planned.module, run.planned.binding_devices);
+    auto lowered = std::chrono::steady_clock::now();
+    if (!memory.ok()) std::exit(1);
+    plan_ms.push_back(std::chrono::duration<double, std::milli>(planned - start).count());
+    lower_ms.push_back(std::chrono::duration<double, std::milli>(lowered - planned).count());
+  }
+  const double plan = Median(plan_ms), lower = Median(lower_ms);
+  std::printf("%4d layers: parse+verify+PlanDevices %8.3f ms, LowerMemory %8.3f ms: lowering costs %.3fx planning\n",
+              layers, plan, lower, lower / plan);
 }
 
 }  // namespace
@@ -111,11 +118,14 @@ void ReportTimes(int layers) {
 int main(int argc, char** argv) {
   vdev::bench::TransformerShape shape;
   if (argc > 1 && std::strcmp(argv[1], "--emit-program") == 0) {
+    if (argc > 2) shape.pipeline_stages = std::atoi(argv[2]);
     std::fputs(vdev::bench::TransformerProgram(shape).c_str(), stdout);
     return 0;
   }
   vdev::bench::ReportMemory(shape);
-  std::printf("== time (median of 7, same machine and run)\n");
-  for (int layers : {10, 100, 1000}) vdev::bench::ReportTimes(layers);
+  shape.pipeline_stages = 2;
+  vdev::bench::ReportMemory(shape);
+  std::printf("== time (median of 15, same machine and run)\n");
+  for (int layers : {10, 100, 1000}) vdev::bench::ReportTimes(layers, 15);
   return 0;
 }

@@ -1,6 +1,8 @@
 // The tensor-parallel transformer program generator; see transformer_program.h.
 #include "transformer_program.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace vdev::bench {
@@ -15,17 +17,26 @@ std::string TransformerProgram(const TransformerShape& s) {
   const int64_t local_heads = s.heads / tp, head_dim = h / s.heads, local_h = local_heads * head_dim;
   const int64_t local_ffn = s.ffn / tp;
   std::string out = absl::StrCat("# ", s.layers, "-layer tensor-parallel transformer, one worker of ", tp,
-                                 " (hidden ", h, ", ", t, " tokens, f16)\n");
+                                 " (hidden ", h, ", ", t, " tokens, f16, ", s.pipeline_stages,
+                                 " pipeline stage(s))\n");
+  const int stages = std::max(1, s.pipeline_stages);
+  auto stage_of = [&](int layer) { return layer * stages / s.layers; };
   absl::StrAppend(&out, "def @main(%x: ", F16(t, h), " on cuda:0");
   for (int l = 0; l < s.layers; ++l) {
-    absl::StrAppend(&out, ",\n          %g1_", l, ": f16[", h, "], %wqkv_", l, ": ", F16(h, 3 * local_h), ", %wo_", l,
-                    ": ", F16(local_h, h), ", %g2_", l, ": f16[", h, "], %wgu_", l, ": ", F16(h, 2 * local_ffn),
-                    ", %wd_", l, ": ", F16(local_ffn, h));
+    const std::string on = absl::StrCat(" on cuda:", stage_of(l));
+    absl::StrAppend(&out, ",\n          %g1_", l, ": f16[", h, "]", on, ", %wqkv_", l, ": ", F16(h, 3 * local_h), on,
+                    ", %wo_", l, ": ", F16(local_h, h), on, ", %g2_", l, ": f16[", h, "]", on, ", %wgu_", l, ": ",
+                    F16(h, 2 * local_ffn), on, ", %wd_", l, ": ", F16(local_ffn, h), on);
   }
   absl::StrAppend(&out, ") -> ", F16(t, h), " {\n");
   std::string hs = "%x";
   for (int l = 0; l < s.layers; ++l) {
     const std::string p = absl::StrCat("%l", l, "_");
+    if (l > 0 && stage_of(l) != stage_of(l - 1)) {
+      absl::StrAppend(&out, "  ", p, "in: ", F16(t, h), " = device_copy(", hs, ", src=cuda:", stage_of(l - 1),
+                      ", dst=cuda:", stage_of(l), ")\n");
+      hs = absl::StrCat(p, "in");
+    }
     auto bind = [&](absl::string_view name, const std::string& type, const std::string& expr) {
       absl::StrAppend(&out, "  ", p, name, ": ", type, " = ", expr, "\n");
     };
@@ -49,7 +60,8 @@ std::string TransformerProgram(const TransformerShape& s) {
     bind("h2", F16(t, h), absl::StrCat("add(", p, "h1, ", p, "mlp)"));
     hs = absl::StrCat(p, "h2");
   }
-  absl::StrAppend(&out, "  %out: ", F16(t, h), " = device_copy(", hs, ", src=cuda:0, dst=cpu:0)\n");
+  absl::StrAppend(&out, "  %out: ", F16(t, h), " = device_copy(", hs, ", src=cuda:", stage_of(s.layers - 1),
+                  ", dst=cpu:0)\n");
   absl::StrAppend(&out, "  return %out\n}\n");
   return out;
 }

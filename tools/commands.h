@@ -11,6 +11,8 @@
 
 #include "CLI/CLI.hpp"
 #include "vdev/ir.h"
+#include "vdev/plan_devices.h"
+#include "vdev/virtual_device.h"
 
 namespace vdev::cli {
 
@@ -30,6 +32,16 @@ std::optional<ir::Module> LoadModule(const std::string& path, std::string* sourc
 
 // `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]`.
 void AddPlanCommands(CLI::App& app, int* exit_code);
+
+// Parses a --default/--host literal into *out (left alone when `text` is empty); prints a located
+// message naming `flag` and returns false on failure.
+bool ParseDeviceOption(absl::string_view flag, const std::string& text, std::optional<VirtualDevice>* out);
+
+// Plans `module` (read from `text`, called `name` in messages); prints warnings, and on failure the
+// located error with its conflicting annotations as notes (and the JSON error when `json`), then
+// returns nullopt (the caller exits with kExitNegative).
+std::optional<PlanResult> PlanForCommand(ir::Module module, const std::string& name, const std::string& text,
+                                         const PlanOptions& options, bool json);
 
 // `vdev lower FILE [--json] [--dot]`.
 void AddMemoryCommands(CLI::App& app, int* exit_code);

@@ -27,20 +27,6 @@ struct LowerArgs {
   std::string host_device;
 };
 
-// Parses an optional `--default`/`--host` literal into *out; prints a located error on failure.
-bool ParseDeviceOption(absl::string_view flag, const std::string& text, std::optional<VirtualDevice>* out) {
-  if (text.empty()) return true;
-  size_t offset = 0;
-  absl::StatusOr<VirtualDevice> device = ParseVirtualDevice(text, &offset);
-  if (!device.ok()) {
-    std::cerr << FormatDiagnostic(flag, text,
-                                  {Severity::kError, {1, static_cast<int>(offset) + 1}, std::string(device.status().message())});
-    return false;
-  }
-  *out = *device;
-  return true;
-}
-
 int RunLower(const LowerArgs& args) {
   const std::string name = args.file == "-" ? "<stdin>" : args.file;
   PlanOptions plan_options;
@@ -57,19 +43,17 @@ int RunLower(const LowerArgs& args) {
   }
   lower_options.strategy = *strategy;
   lower_options.ipc_allreduce = !args.no_ipc;
+  if (args.alignment <= 0 || (args.alignment & (args.alignment - 1)) != 0) {
+    std::cerr << "--alignment: error: expected a positive power of two, found " << args.alignment << "\n";
+    return kExitUsage;
+  }
   lower_options.storage.alignment = args.alignment;
 
   std::string text;
   std::optional<ir::Module> module = LoadModule(args.file, &text);
   if (!module) return kExitUsage;
-  PlanError plan_error;
-  absl::StatusOr<PlanResult> planned = PlanDevices(std::move(*module), plan_options, &plan_error);
-  if (!planned.ok()) {
-    if (args.json) std::cout << PlanErrorJson(plan_error);
-    std::cerr << FormatDiagnostic(name, text, {Severity::kError, plan_error.loc, plan_error.message});
-    return kExitNegative;
-  }
-  for (const Diagnostic& warning : planned->warnings) std::cerr << FormatDiagnostic(name, text, warning);
+  std::optional<PlanResult> planned = PlanForCommand(*std::move(module), name, text, plan_options, args.json);
+  if (!planned) return kExitNegative;
   if (args.dot) {
     std::cout << WriteDot(PlannedProgramGraph(planned->module, planned->binding_devices));
     return kExitOk;

@@ -11,17 +11,7 @@
 #include "vdev/virtual_device.h"
 
 namespace vdev::cli {
-namespace {
 
-struct PlanArgs {
-  std::string file;
-  bool json = false;
-  bool strict = false;
-  std::string default_device;
-  std::string host_device;
-};
-
-// Parses a --default/--host literal; prints a located message on failure.
 bool ParseDeviceOption(absl::string_view flag, const std::string& text, std::optional<VirtualDevice>* out) {
   if (text.empty()) return true;
   size_t offset = 0;
@@ -36,6 +26,33 @@ bool ParseDeviceOption(absl::string_view flag, const std::string& text, std::opt
   return true;
 }
 
+std::optional<PlanResult> PlanForCommand(ir::Module module, const std::string& name, const std::string& text,
+                                         const PlanOptions& options, bool json) {
+  PlanError error;
+  absl::StatusOr<PlanResult> plan = PlanDevices(std::move(module), options, &error);
+  if (!plan.ok()) {
+    if (error.message.empty()) error.message = std::string(plan.status().message());
+    std::cerr << FormatDiagnostic(name, text, {Severity::kError, error.loc, error.message});
+    for (const ConflictAnnotation& c : error.conflicts) {
+      std::cerr << FormatDiagnostic(name, text, {Severity::kNote, c.loc, c.what});
+    }
+    if (json) std::cout << PlanErrorJson(error);
+    return std::nullopt;
+  }
+  for (const Diagnostic& w : plan->warnings) std::cerr << FormatDiagnostic(name, text, w);
+  return *std::move(plan);
+}
+
+namespace {
+
+struct PlanArgs {
+  std::string file;
+  bool json = false;
+  bool strict = false;
+  std::string default_device;
+  std::string host_device;
+};
+
 int RunPlan(const PlanArgs& args) {
   PlanOptions options;
   options.strict = args.strict;
@@ -47,18 +64,8 @@ int RunPlan(const PlanArgs& args) {
   std::optional<ir::Module> module = LoadModule(args.file, &text);
   if (!module) return kExitUsage;
   const std::string name = args.file == "-" ? "<stdin>" : args.file;
-  PlanError error;
-  absl::StatusOr<PlanResult> plan = PlanDevices(*std::move(module), options, &error);
-  if (!plan.ok()) {
-    if (error.message.empty()) error.message = std::string(plan.status().message());
-    std::cerr << FormatDiagnostic(name, text, {Severity::kError, error.loc, error.message});
-    for (const ConflictAnnotation& c : error.conflicts) {
-      std::cerr << FormatDiagnostic(name, text, {Severity::kNote, c.loc, c.what});
-    }
-    if (args.json) std::cout << PlanErrorJson(error);
-    return kExitNegative;
-  }
-  for (const Diagnostic& w : plan->warnings) std::cerr << FormatDiagnostic(name, text, w);
+  std::optional<PlanResult> plan = PlanForCommand(*std::move(module), name, text, options, args.json);
+  if (!plan) return kExitNegative;
   std::cout << (args.json ? PlanReportJson(*plan) : ir::PrintModule(plan->module));
   return kExitOk;
 }

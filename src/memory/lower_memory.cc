@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ir_walk.h"
+#include "vdev/builtin_ops.h"
 #include "vdev/status_macros.h"
 
 namespace vdev {
@@ -305,9 +306,8 @@ class FunctionLowering {
     const ir::Operand alignment = m_.NumberOperand(absl::StrCat(options_.storage.alignment));
     for (size_t s = 0; s < out_.plan.storages.size(); ++s) {
       const Storage& storage = out_.plan.storages[s];
-      ir::Attr device = m_.MakeAttr("device", m_.DeviceOperand(PoolDevice(storage.pool)));
-      ir::Expr expr = m_.MakeOpCall("memory.alloc_storage", {m_.NumberOperand(absl::StrCat(storage.bytes)), alignment},
-                                    {device});
+      ir::Expr expr = ir::MakeAllocStorage(m_, m_.NumberOperand(absl::StrCat(storage.bytes)), alignment,
+                                           PoolDevice(storage.pool));
       ir::BindingId sb = NewBinding(absl::StrCat("s", s), std::move(expr), m_.types.Storage(), PoolDevice(storage.pool));
       out_.storage_bindings.push_back(sb);
       lowered.push_back(sb);
@@ -362,7 +362,11 @@ class FunctionLowering {
     if (allreduce != nullptr && allreduce->ipc) {
       op = "vdev.allreduce";
       if (m_.FindAttr(old, "op") == nullptr) attrs.push_back(m_.MakeAttr("op", m_.IdentOperand("sum")));
-      attrs.push_back(m_.MakeAttr("strategy", m_.IdentOperand(AllReduceStrategyName(allreduce->strategy))));
+      // A string: strategy names ("one-shot") are not identifiers of the text form.
+      ir::Operand strategy;
+      strategy.kind = ir::OperandKind::kString;
+      strategy.symbol = m_.symbols.Intern(absl::StrCat("\"", AllReduceStrategyName(allreduce->strategy), "\""));
+      attrs.push_back(m_.MakeAttr("strategy", strategy));
     }
     attrs.push_back(m_.MakeAttr("out", m_.LocalOperand(ir::ValueRef::Binding(alloc))));
     ir::Expr expr = m_.MakeOpCall(op, args, attrs);
@@ -424,10 +428,9 @@ absl::StatusOr<MemoryPlan> LowerMemory(ir::Module& module, std::vector<ir::Devic
 absl::StatusOr<int> LowerIpcAllocStorage(ir::Module& module) {
   int rewritten = 0;
   for (ir::Binding& binding : module.bindings) {
-    if (binding.expr.kind != ir::ExprKind::kOpCall || module.OpName(binding.expr) != "memory.alloc_storage") continue;
-    const ir::Attr* device = module.FindAttr(binding.expr, "device");
-    if (device == nullptr || !device->value.is_device()) continue;
-    const VirtualDevice& vd = module.Device(device->value.index);
+    const std::optional<ir::AllocStorageCall> alloc = ir::AsAllocStorage(module, binding.expr);
+    if (!alloc) continue;
+    const VirtualDevice& vd = module.Device(alloc->device);
     if (vd.memory_scope() != kIpcScope) continue;
     if (vd.device_type() != DeviceType::kCUDA || !vd.has_id()) {
       return absl::InvalidArgumentError(absl::StrCat("%", module.Name(binding.name), ": ipc_memory storage on ",

@@ -33,7 +33,7 @@ TEST(CheckLoweredMemoryTest, AcceptsAValidPlan) {
   EXPECT_TRUE(CheckText(absl::StrCat(kHeader, R"(  %t0: f32[4,4] = memory.alloc_tensor(%s1, 0, [4, 4])
   %0: f32[4,4] = exp(%x, out=%t0)
   %t1: f32[4,4] = memory.alloc_tensor(%s0, 0, [4, 4])
-  %1: f32[4,4] = vdev.allreduce(%0, op=sum, strategy=auto, out=%t1)
+  %1: f32[4,4] = vdev.allreduce(%0, op=sum, strategy="auto", out=%t1)
   return %1
 })")).ok());
 }
@@ -55,7 +55,7 @@ TEST(CheckLoweredMemoryTest, RejectsAnAllReduceInputOutsideIpcMemory) {
   absl::Status s = CheckText(absl::StrCat(kHeader, R"(  %t0: f32[4,4] = memory.alloc_tensor(%s0, 0, [4, 4])
   %0: f32[4,4] = exp(%x, out=%t0)
   %t1: f32[4,4] = memory.alloc_tensor(%s1, 0, [4, 4])
-  %1: f32[4,4] = vdev.allreduce(%0, op=sum, strategy=auto, out=%t1)
+  %1: f32[4,4] = vdev.allreduce(%0, op=sum, strategy="auto", out=%t1)
   return %1
 })"));
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);

@@ -95,7 +95,7 @@ def @main(%x: f32[4,4], %w: f32[4,4]) -> f32[4,4] {
   const std::string text = l.Text();
   EXPECT_THAT(text, HasSubstr("= vdev.ipc.alloc_storage(64, 256, device=cuda:0/ipc_memory)"));
   EXPECT_THAT(text, HasSubstr("= matmul(%x, %w, out=%t0)"));
-  EXPECT_THAT(text, HasSubstr("= vdev.allreduce(%0, op=sum, strategy=auto, out=%t1)"));
+  EXPECT_THAT(text, HasSubstr("= vdev.allreduce(%0, op=sum, strategy=\"auto\", out=%t1)"));
   EXPECT_THAT(text, Not(HasSubstr("device_copy")));
 }
 
@@ -204,7 +204,7 @@ def @main(%x: f32[4,4]) -> f32[4,4] {
   EXPECT_FALSE(Lower(program, off).main().allreduces[0].ipc);
   LowerOptions two_shot;
   two_shot.strategy = AllReduceStrategy::kTwoShot;
-  EXPECT_THAT(Lower(program, two_shot).Text(), HasSubstr("strategy=two-shot"));
+  EXPECT_THAT(Lower(program, two_shot).Text(), HasSubstr("strategy=\"two-shot\""));
 }
 
 TEST(StaticPlanTest, DisjointLifetimesInOnePoolShareStorage) {
@@ -326,6 +326,17 @@ def @main(%x: f32[4,4], %w: f32[4,4]) -> f32[16] {
   ASSERT_TRUE(again.ok()) << diag.message << "\n" << text;
   ASSERT_TRUE(ir::VerifyModule(*again, &diag).ok()) << diag.message;
   EXPECT_EQ(ir::PrintModule(*again), text);
+}
+
+TEST(LowerMemoryTest, NewNamesDoNotCollideWithTheProgramsNames) {
+  Lowered l = Lower(R"(
+def @main(%s0: f32[4,4]) -> f32[4,4] {
+  %t0: f32[4,4] = exp(%s0)
+  %t1: f32[4,4] = exp(%t0)
+  return %t1
+})");
+  EXPECT_THAT(l.Text(), HasSubstr("%s0_1: storage = memory.alloc_storage(64, 256, device=cuda:0/global)"));
+  EXPECT_THAT(l.Text(), HasSubstr("%t0: f32[4,4] = exp(%s0, out=%t0_1)"));
 }
 
 TEST(LowerMemoryTest, UnknownAndDynamicShapesAreReportedNotPlanned) {
