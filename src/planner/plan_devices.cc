@@ -418,10 +418,14 @@ absl::Status Planner::PrimitiveUse(BindingId b, uint32_t operand, DomainId site)
   NoteUse(o, site, b);
   DeviceIndex value_device = domains_.Device(value);
   uint32_t value_origin = domains_.Origin(value);
+  uint32_t site_origin = domains_.Origin(site);
   std::optional<UnifyConflict> conflict = domains_.Unify(value, site);
   if (!conflict) return absl::OkStatus();
-  bool from_signature = value_origin < pins_.size() &&
-                        (pins_[value_origin].kind == PinKind::kParam || pins_[value_origin].kind == PinKind::kResult);
+  // A device written on a parameter or result is not a use: conflicting with it is an error.
+  auto written = [&](uint32_t origin) {
+    return origin < pins_.size() && (pins_[origin].kind == PinKind::kParam || pins_[origin].kind == PinKind::kResult);
+  };
+  bool from_signature = written(value_origin) || written(site_origin);
   SourceLoc use_loc = o.loc.valid() ? o.loc : B(b).loc;
   if (options_.strict || from_signature || conflict->arity_mismatch || !o.is_local()) {
     return ConflictError(*conflict, use_loc,

@@ -559,6 +559,26 @@ TEST(PlanDevicesTest, AnnotationAgainstWrittenParameterIsAnErrorInBothModes) {
   }
 }
 
+TEST(PlanDevicesTest, OperandAgainstWrittenParameterIsAnErrorInBothModes) {
+  constexpr char kProgram[] = R"(def @main(%x: f32[2] on cpu:0, %y: f32[2]) -> f32[2] {
+  %0 = negative(%y)
+  %1 = on_device(%0, cuda:0, constrain_result=true)
+  %2 = add(%x, %1)
+  return %2
+}
+)";
+  for (bool strict : {false, true}) {
+    PlanOptions options;
+    options.strict = strict;
+    PlanOutcome outcome = PlanText(kProgram, options);
+    ASSERT_FALSE(outcome.status.ok());
+    EXPECT_EQ(outcome.error.loc.line, 4);
+    ASSERT_EQ(outcome.error.conflicts.size(), 2u);
+    EXPECT_EQ(outcome.error.conflicts[0].loc.line, 1);
+    EXPECT_EQ(outcome.error.conflicts[1].loc.line, 3);
+  }
+}
+
 TEST(PlanDevicesTest, ArgumentAgainstCalleeSignatureIsAnError) {
   PlanOutcome outcome = PlanText(R"(def @f(%a: f32[2] on cpu:0) -> f32[2] {
   return %a
