@@ -165,7 +165,8 @@ class Planner {
 
   // Capture.
   absl::flat_hash_map<BindingId, ValueRef> replaced_by_;
-  absl::flat_hash_map<std::tuple<BlockId, ValueRef, DeviceIndex>, BindingId> shared_copies_;
+  // Copies made for conflicts and kernel boundaries, per (function, value, destination).
+  absl::flat_hash_map<std::tuple<FuncId, ValueRef, DeviceIndex>, std::vector<BindingId>> shared_copies_;
   absl::flat_hash_map<BindingId, size_t> awaiting_consumer_;  // copy binding → index in copies
   absl::flat_hash_map<BindingId, size_t> added_copy_;         // copies the planner added → index
   // Per binding: which of the maps above hold it (so the common binding costs no hash lookup), and
@@ -791,12 +792,22 @@ void Planner::NoteConsumer(const Operand& o, BindingId consumer) {
 
 BindingId Planner::CopyFor(BlockId block, BindingId consumer, ValueRef value, DeviceIndex src, DeviceIndex dst,
                            std::vector<BindingId>& out) {
-  auto [it, inserted] = shared_copies_.try_emplace(std::make_tuple(block, value, dst), ir::kNoBinding);
-  if (!inserted) return it->second;
+  // A copy made earlier in this function is shared when its block encloses this one (so it is in
+  // scope here); copies are made in program order, so it also comes first.
+  std::vector<BindingId>& made = shared_copies_[std::make_tuple(m_.blocks[block].func, value, dst)];
+  for (BindingId c : made) {
+    BlockId home = B(c).block;
+    for (BlockId at = block;;) {
+      if (at == home) return c;
+      BindingId owner = m_.blocks[at].owner;
+      if (owner == ir::kNoBinding) break;
+      at = B(owner).block;
+    }
+  }
   ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(m_.ValueName(value)), "_copy"));
   BindingId c = AddPlannedBinding(block, name, DeviceCopyExpr(m_.LocalOperand(value), src, dst, B(consumer).expr.loc),
                                   B(consumer).loc, dst);
-  it->second = c;
+  made.push_back(c);
   out.push_back(c);
   result_.copies.push_back({m_.blocks[block].func, value, ToModule(src), ToModule(dst), c, consumer, false});
   added_copy_[c] = result_.copies.size() - 1;

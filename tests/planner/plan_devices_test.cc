@@ -596,6 +596,31 @@ def @main(%x: f32[2] on cuda:0) -> f32[2] {
   EXPECT_EQ(outcome.error.conflicts[1].loc.line, 5);
 }
 
+TEST(PlanDevicesTest, ConflictCopyIsSharedWithEnclosedBlocks) {
+  // %0 is on the CPU; two uses need it on cuda:0, the second inside an if arm: one copy serves both.
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%a: f32[2], %b: f32[2], %c: bool[]) -> f32[2] {
+  %0 = add(%a, %b)
+  %1 = on_device(%0, cpu:0, constrain_result=true)
+  %2 = on_device(%0, cuda:0, constrain_result=true)
+  %3 = if %c {
+    %4 = on_device(%0, cuda:0, constrain_result=true)
+    %5 = negative(%4)
+    return %5
+  } else {
+    return %2
+  }
+  %6 = negative(%1)
+  return %3
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"a": "cpu:0", "b": "cpu:0", "c": "cuda:0"}, "result": "cuda:0",
+                 "bindings": {"0": "cpu:0", "3": "cuda:0", "5": "cuda:0", "6": "cpu:0"},
+                 "copies": [{"of": "0", "src": "cpu:0", "dst": "cuda:0", "into": "5"}]}}})",
+             /*warnings=*/2);
+}
+
 TEST(PlanDevicesTest, ProjectionOfAnnotatedTupleCopiesOnlyTheField) {
   ExpectPlan(std::string(kConfig) + R"(
 def @main(%a: f32[5,7], %b: f32[5,7]) -> f32[5,7] {
