@@ -655,6 +655,29 @@ def @main(%x: f32[5,7]) -> f32[5,7] {
                  "bindings": {"k": "cuda:0/global", "r": "cuda:0/global"}, "copies": []}}})");
 }
 
+TEST(PlanDevicesTest, PlanningACopyEqualsPlanningInPlace) {
+  std::string text = std::string(kConfig) + kConflictingUses + R"(
+kernel @k(%x: f32[5,7] on /shared) -> f32[5,7]
+
+def @other(%x: f32[5,7]) -> f32[5,7] {
+  %0 = @k(%x)
+  return %0
+}
+)";
+  text = text.substr(text.find("def @main"));  // kConflictingUses brings its own config
+  absl::StatusOr<ir::Module> module = ir::ParseModule(std::string(kConfig) + text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  ASSERT_TRUE(ir::VerifyModule(*module).ok());
+  std::string before = ir::PrintModule(*module);
+  absl::StatusOr<PlanResult> copied = PlanDevices(*module, PlanOptions{});
+  EXPECT_EQ(ir::PrintModule(*module), before);  // the input is left alone
+  absl::StatusOr<PlanResult> in_place = PlanDevices(*std::move(module), PlanOptions{});
+  ASSERT_TRUE(copied.ok() && in_place.ok());
+  EXPECT_EQ(ir::PrintModule(copied->module), ir::PrintModule(in_place->module));
+  EXPECT_NE(ir::PrintModule(copied->module), before);
+  EXPECT_EQ(PlanReportJson(*copied), PlanReportJson(*in_place));
+}
+
 // A chain of `n` adds, `%i = add(%i-1, %i-2)`, over two parameters.
 std::string Chain(int n) {
   std::string text = "def @main(%p: f32[4], %q: f32[4]) -> f32[4] {\n  %0 = add(%p, %q)\n  %1 = add(%0, %p)\n";
