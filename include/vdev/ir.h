@@ -330,6 +330,8 @@ struct Module {
   Module& operator=(const Module&) = delete;
   Module(Module&&) = default;
   Module& operator=(Module&&) = default;
+  // A deep copy with the same ids (symbols, types, devices, entities), e.g. to keep a pass's input.
+  Module Clone() const;
 
   SymbolTable symbols;
   TypeTable types;

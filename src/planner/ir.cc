@@ -242,6 +242,26 @@ VirtualDevice Config::EffectiveHost() const {
 // ---------------------------------------------------------------------------------------------
 // Module
 
+Module Module::Clone() const {
+  Module c;
+  // Interning the spellings in order gives every symbol its id again.
+  c.symbols.Reserve(symbols.size());
+  for (Symbol s = 0; s < symbols.size(); ++s) c.symbols.Intern(symbols.Name(s));
+  c.types = types;
+  c.devices = devices;
+  c.config = config;
+  c.items = items;
+  c.globals = globals;
+  c.functions = functions;
+  c.params = params;
+  c.blocks = blocks;
+  c.bindings = bindings;
+  c.operands = operands;
+  c.attrs = attrs;
+  c.ints = ints;
+  return c;
+}
+
 FuncId Module::FindGlobal(absl::string_view name) const {
   Symbol s = symbols.Find(name);
   if (s == kNoSymbol) return kNoFunc;

@@ -2,6 +2,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "planner/ir_test_util.h"
+#include "vdev/builtin_ops.h"
 #include "vdev/ir.h"
 
 namespace vdev::ir {
@@ -56,6 +58,24 @@ TEST(DeviceTable, InternsEqualDevicesOnce) {
   EXPECT_EQ(t.Intern(VirtualDevice::Make(DeviceType::kCUDA, 0, std::nullopt, "global").value()), a);
   EXPECT_NE(t.Intern(*ParseVirtualDevice("cuda:1/global")), a);
   EXPECT_EQ(t.Get(a).ToString(), "cuda:0/global");
+}
+
+TEST(Module, CloneIsDeepAndKeepsIds) {
+  std::optional<Module> m = testing::ParseAndVerify(testing::kSpecExample);
+  ASSERT_TRUE(m.has_value());
+  Module copy = m->Clone();
+  EXPECT_EQ(PrintModule(copy), PrintModule(*m));
+  EXPECT_EQ(copy.symbols.size(), m->symbols.size());
+  EXPECT_EQ(copy.FindGlobal("main"), m->FindGlobal("main"));
+  // Editing the copy leaves the original alone.
+  Binding& annotated = copy.bindings[1];
+  annotated.expr = MakeDeviceCopy(copy, copy.Args(annotated.expr)[0], *ParseVirtualDevice("cpu:0"),
+                                  *ParseVirtualDevice("cuda:0"));
+  copy.symbols.Intern("only_in_the_copy");
+  EXPECT_EQ(m->OpName(m->bindings[1].expr), "on_device");
+  EXPECT_EQ(copy.OpName(copy.bindings[1].expr), "device_copy");
+  EXPECT_EQ(m->symbols.Find("only_in_the_copy"), kNoSymbol);
+  EXPECT_TRUE(VerifyModule(copy).ok());
 }
 
 }  // namespace
