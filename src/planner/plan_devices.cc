@@ -1026,25 +1026,6 @@ PlanResult Planner::TakeResult() {
   return std::move(result_);
 }
 
-// A copy of the module: symbols re-interned in order keep their ids; everything else is values.
-ir::Module CopyModule(const ir::Module& m) {
-  ir::Module copy;
-  for (ir::Symbol s = 0; s < m.symbols.size(); ++s) copy.symbols.Intern(m.symbols.Name(s));
-  copy.types = m.types;
-  copy.devices = m.devices;
-  copy.config = m.config;
-  copy.items = m.items;
-  copy.globals = m.globals;
-  copy.functions = m.functions;
-  copy.params = m.params;
-  copy.blocks = m.blocks;
-  copy.bindings = m.bindings;
-  copy.operands = m.operands;
-  copy.attrs = m.attrs;
-  copy.ints = m.ints;
-  return copy;
-}
-
 }  // namespace
 
 absl::StatusOr<PlanResult> PlanDevices(ir::Module&& module, const PlanOptions& options, PlanError* error) {
@@ -1055,7 +1036,7 @@ absl::StatusOr<PlanResult> PlanDevices(ir::Module&& module, const PlanOptions& o
 }
 
 absl::StatusOr<PlanResult> PlanDevices(const ir::Module& module, const PlanOptions& options, PlanError* error) {
-  return PlanDevices(CopyModule(module), options, error);
+  return PlanDevices(module.Clone(), options, error);
 }
 
 }  // namespace vdev
