@@ -165,7 +165,8 @@ class Planner {
 
   // Capture.
   absl::flat_hash_map<BindingId, ValueRef> replaced_by_;
-  absl::flat_hash_map<std::tuple<BlockId, ValueRef, DeviceIndex>, BindingId> shared_copies_;
+  // Copies made for conflicts and kernel boundaries, per (function, value, destination).
+  absl::flat_hash_map<std::tuple<FuncId, ValueRef, DeviceIndex>, std::vector<BindingId>> shared_copies_;
   absl::flat_hash_map<BindingId, size_t> awaiting_consumer_;  // copy binding → index in copies
   absl::flat_hash_map<BindingId, size_t> added_copy_;         // copies the planner added → index
   // Per binding: which of the maps above hold it (so the common binding costs no hash lookup), and
@@ -418,10 +419,14 @@ absl::Status Planner::PrimitiveUse(BindingId b, uint32_t operand, DomainId site)
   NoteUse(o, site, b);
   DeviceIndex value_device = domains_.Device(value);
   uint32_t value_origin = domains_.Origin(value);
+  uint32_t site_origin = domains_.Origin(site);
   std::optional<UnifyConflict> conflict = domains_.Unify(value, site);
   if (!conflict) return absl::OkStatus();
-  bool from_signature = value_origin < pins_.size() &&
-                        (pins_[value_origin].kind == PinKind::kParam || pins_[value_origin].kind == PinKind::kResult);
+  // A device written on a parameter or result is not a use: conflicting with it is an error.
+  auto written = [&](uint32_t origin) {
+    return origin < pins_.size() && (pins_[origin].kind == PinKind::kParam || pins_[origin].kind == PinKind::kResult);
+  };
+  bool from_signature = written(value_origin) || written(site_origin);
   SourceLoc use_loc = o.loc.valid() ? o.loc : B(b).loc;
   if (options_.strict || from_signature || conflict->arity_mismatch || !o.is_local()) {
     return ConflictError(*conflict, use_loc,
@@ -787,12 +792,22 @@ void Planner::NoteConsumer(const Operand& o, BindingId consumer) {
 
 BindingId Planner::CopyFor(BlockId block, BindingId consumer, ValueRef value, DeviceIndex src, DeviceIndex dst,
                            std::vector<BindingId>& out) {
-  auto [it, inserted] = shared_copies_.try_emplace(std::make_tuple(block, value, dst), ir::kNoBinding);
-  if (!inserted) return it->second;
+  // A copy made earlier in this function is shared when its block encloses this one (so it is in
+  // scope here); copies are made in program order, so it also comes first.
+  std::vector<BindingId>& made = shared_copies_[std::make_tuple(m_.blocks[block].func, value, dst)];
+  for (BindingId c : made) {
+    BlockId home = B(c).block;
+    for (BlockId at = block;;) {
+      if (at == home) return c;
+      BindingId owner = m_.blocks[at].owner;
+      if (owner == ir::kNoBinding) break;
+      at = B(owner).block;
+    }
+  }
   ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(m_.ValueName(value)), "_copy"));
   BindingId c = AddPlannedBinding(block, name, DeviceCopyExpr(m_.LocalOperand(value), src, dst, B(consumer).expr.loc),
                                   B(consumer).loc, dst);
-  it->second = c;
+  made.push_back(c);
   out.push_back(c);
   result_.copies.push_back({m_.blocks[block].func, value, ToModule(src), ToModule(dst), c, consumer, false});
   added_copy_[c] = result_.copies.size() - 1;
@@ -1011,25 +1026,6 @@ PlanResult Planner::TakeResult() {
   return std::move(result_);
 }
 
-// A copy of the module: symbols re-interned in order keep their ids; everything else is values.
-ir::Module CopyModule(const ir::Module& m) {
-  ir::Module copy;
-  for (ir::Symbol s = 0; s < m.symbols.size(); ++s) copy.symbols.Intern(m.symbols.Name(s));
-  copy.types = m.types;
-  copy.devices = m.devices;
-  copy.config = m.config;
-  copy.items = m.items;
-  copy.globals = m.globals;
-  copy.functions = m.functions;
-  copy.params = m.params;
-  copy.blocks = m.blocks;
-  copy.bindings = m.bindings;
-  copy.operands = m.operands;
-  copy.attrs = m.attrs;
-  copy.ints = m.ints;
-  return copy;
-}
-
 }  // namespace
 
 absl::StatusOr<PlanResult> PlanDevices(ir::Module&& module, const PlanOptions& options, PlanError* error) {
@@ -1040,7 +1036,7 @@ absl::StatusOr<PlanResult> PlanDevices(ir::Module&& module, const PlanOptions& o
 }
 
 absl::StatusOr<PlanResult> PlanDevices(const ir::Module& module, const PlanOptions& options, PlanError* error) {
-  return PlanDevices(CopyModule(module), options, error);
+  return PlanDevices(module.Clone(), options, error);
 }
 
 }  // namespace vdev

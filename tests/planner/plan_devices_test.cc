@@ -559,6 +559,26 @@ TEST(PlanDevicesTest, AnnotationAgainstWrittenParameterIsAnErrorInBothModes) {
   }
 }
 
+TEST(PlanDevicesTest, OperandAgainstWrittenParameterIsAnErrorInBothModes) {
+  constexpr char kProgram[] = R"(def @main(%x: f32[2] on cpu:0, %y: f32[2]) -> f32[2] {
+  %0 = negative(%y)
+  %1 = on_device(%0, cuda:0, constrain_result=true)
+  %2 = add(%x, %1)
+  return %2
+}
+)";
+  for (bool strict : {false, true}) {
+    PlanOptions options;
+    options.strict = strict;
+    PlanOutcome outcome = PlanText(kProgram, options);
+    ASSERT_FALSE(outcome.status.ok());
+    EXPECT_EQ(outcome.error.loc.line, 4);
+    ASSERT_EQ(outcome.error.conflicts.size(), 2u);
+    EXPECT_EQ(outcome.error.conflicts[0].loc.line, 1);
+    EXPECT_EQ(outcome.error.conflicts[1].loc.line, 3);
+  }
+}
+
 TEST(PlanDevicesTest, ArgumentAgainstCalleeSignatureIsAnError) {
   PlanOutcome outcome = PlanText(R"(def @f(%a: f32[2] on cpu:0) -> f32[2] {
   return %a
@@ -574,6 +594,31 @@ def @main(%x: f32[2] on cuda:0) -> f32[2] {
   ASSERT_EQ(outcome.error.conflicts.size(), 2u);
   EXPECT_EQ(outcome.error.conflicts[0].loc.line, 1);
   EXPECT_EQ(outcome.error.conflicts[1].loc.line, 5);
+}
+
+TEST(PlanDevicesTest, ConflictCopyIsSharedWithEnclosedBlocks) {
+  // %0 is on the CPU; two uses need it on cuda:0, the second inside an if arm: one copy serves both.
+  ExpectPlan(std::string(kConfig) + R"(
+def @main(%a: f32[2], %b: f32[2], %c: bool[]) -> f32[2] {
+  %0 = add(%a, %b)
+  %1 = on_device(%0, cpu:0, constrain_result=true)
+  %2 = on_device(%0, cuda:0, constrain_result=true)
+  %3 = if %c {
+    %4 = on_device(%0, cuda:0, constrain_result=true)
+    %5 = negative(%4)
+    return %5
+  } else {
+    return %2
+  }
+  %6 = negative(%1)
+  return %3
+}
+)",
+             R"({"functions": {"main": {
+                 "params": {"a": "cpu:0", "b": "cpu:0", "c": "cuda:0"}, "result": "cuda:0",
+                 "bindings": {"0": "cpu:0", "3": "cuda:0", "5": "cuda:0", "6": "cpu:0"},
+                 "copies": [{"of": "0", "src": "cpu:0", "dst": "cuda:0", "into": "5"}]}}})",
+             /*warnings=*/2);
 }
 
 TEST(PlanDevicesTest, ProjectionOfAnnotatedTupleCopiesOnlyTheField) {
@@ -608,6 +653,29 @@ def @main(%x: f32[5,7]) -> f32[5,7] {
              R"({"functions": {"main": {
                  "params": {"x": "cpu:0/global"}, "result": "cuda:0/global",
                  "bindings": {"k": "cuda:0/global", "r": "cuda:0/global"}, "copies": []}}})");
+}
+
+TEST(PlanDevicesTest, PlanningACopyEqualsPlanningInPlace) {
+  std::string text = std::string(kConfig) + kConflictingUses + R"(
+kernel @k(%x: f32[5,7] on /shared) -> f32[5,7]
+
+def @other(%x: f32[5,7]) -> f32[5,7] {
+  %0 = @k(%x)
+  return %0
+}
+)";
+  text = text.substr(text.find("def @main"));  // kConflictingUses brings its own config
+  absl::StatusOr<ir::Module> module = ir::ParseModule(std::string(kConfig) + text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  ASSERT_TRUE(ir::VerifyModule(*module).ok());
+  std::string before = ir::PrintModule(*module);
+  absl::StatusOr<PlanResult> copied = PlanDevices(*module, PlanOptions{});
+  EXPECT_EQ(ir::PrintModule(*module), before);  // the input is left alone
+  absl::StatusOr<PlanResult> in_place = PlanDevices(*std::move(module), PlanOptions{});
+  ASSERT_TRUE(copied.ok() && in_place.ok());
+  EXPECT_EQ(ir::PrintModule(copied->module), ir::PrintModule(in_place->module));
+  EXPECT_NE(ir::PrintModule(copied->module), before);
+  EXPECT_EQ(PlanReportJson(*copied), PlanReportJson(*in_place));
 }
 
 // A chain of `n` adds, `%i = add(%i-1, %i-2)`, over two parameters.

@@ -19,12 +19,12 @@ std::string GenerateProgram() {
   int n = *rc::gen::inRange(1, 25);
   std::string text =
       "kernel @k(%a: f32[4] on /shared, %b: f32[4]) -> f32[4] on /global\n\n"
-      "def @main(%p: f32[4], %q: f32[4]) -> f32[4] {\n";
+      "def @main(%p: f32[4], %q: f32[4], %c: bool[]) -> f32[4] {\n";
   std::vector<std::string> tensors = {"%p", "%q"};
   for (int i = 0; i < n; ++i) {
     auto pick = [&] { return tensors[*rc::gen::inRange<size_t>(0, tensors.size())]; };
     std::string name = absl::StrCat("%v", i);
-    switch (*rc::gen::inRange(0, 8)) {
+    switch (*rc::gen::inRange(0, 10)) {
       case 0:
         absl::StrAppend(&text, "  ", name, " = add(", pick(), ", ", pick(), ")\n");
         break;
@@ -50,6 +50,22 @@ std::string GenerateProgram() {
         absl::StrAppend(&text, "  %t", i, " = (", pick(), ", ", pick(), ")\n  %u", i, " = on_device(%t", i, ", ",
                         *rc::gen::elementOf(devices), ")\n  ", name, " = %u", i, ".", *rc::gen::inRange(0, 2), "\n");
         break;
+      case 7: {
+        // An if whose arm annotates: copies inside nested blocks.
+        std::string device = *rc::gen::elementOf(devices);
+        absl::StrAppend(&text, "  ", name, " = if %c {\n    %x", i, " = negative(", pick(), ")\n    %y", i,
+                        " = on_device(%x", i, ", ", device, ")\n    return %y", i, "\n  } else {\n    return ",
+                        pick(), "\n  }\n");
+        break;
+      }
+      case 8: {
+        // A local function that annotates its parameter, called once.
+        std::string device = *rc::gen::elementOf(devices);
+        absl::StrAppend(&text, "  %f", i, " = fn(%a", i, ": f32[4]) -> f32[4] {\n    %y", i, " = on_device(%a", i,
+                        ", ", device, ")\n    %z", i, " = negative(%y", i, ")\n    return %z", i, "\n  }\n  ", name,
+                        " = %f", i, "(", pick(), ")\n");
+        break;
+      }
       default:
         absl::StrAppend(&text, "  ", name, " = device_copy(", pick(), ", src=", *rc::gen::elementOf(devices),
                         ", dst=", *rc::gen::elementOf(devices), ")\n");
@@ -74,6 +90,8 @@ RC_GTEST_PROP(PlanPropertiesTest, PlansAreCompleteAndIdempotent, ()) {
   PlanOutcome lenient = PlanText(program);
   PlanOptions strict;
   strict.strict = true;
+  RC_CLASSIFY(!lenient.status.ok(), "planning error");
+  RC_CLASSIFY(!lenient.warnings.empty(), "conflict copies");
   if (!lenient.status.ok()) {
     // Fields of one tuple on different devices: an error in both modes, located.
     RC_ASSERT(lenient.error.loc.valid());
@@ -82,8 +100,8 @@ RC_GTEST_PROP(PlanPropertiesTest, PlansAreCompleteAndIdempotent, ()) {
   }
   RC_ASSERT(lenient.text.find("on_device") == std::string::npos);
   RC_ASSERT(ValidateReport(lenient.report).empty());
-  for (const auto& copy : lenient.report["functions"]["main"]["copies"]) {
-    RC_ASSERT(!SameDevice(copy["src"], copy["dst"]));
+  for (const auto& [function, facts] : lenient.report["functions"].items()) {
+    for (const auto& copy : facts["copies"]) RC_ASSERT(!SameDevice(copy["src"], copy["dst"]));
   }
   std::string replanned = CheckIdempotent(lenient.text);
   RC_LOG() << lenient.text << replanned;
