@@ -777,7 +777,12 @@ ir::Expr Planner::RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex 
   ir::Expr copy = e;
   copy.op = device_copy_symbol_;
   copy.args.count = 1;
-  ir::Attr attrs[] = {DeviceAttr(src_symbol_, src), DeviceAttr(dst_symbol_, dst)};
+  // Attributes the planner does not interpret (such as a lowered program's `out=`) are kept.
+  std::vector<ir::Attr> attrs = {DeviceAttr(src_symbol_, src), DeviceAttr(dst_symbol_, dst)};
+  for (const ir::Attr& attr : m_.Attrs(e)) {
+    absl::string_view key = m_.symbols.Name(attr.key);
+    if (key != "src" && key != "dst" && key != "constrain_body" && key != "constrain_result") attrs.push_back(attr);
+  }
   copy.attrs = m_.AddAttrs(attrs);
   return copy;
 }

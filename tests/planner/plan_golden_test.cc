@@ -54,6 +54,23 @@ TEST(PlanGoldenTest, ConflictCopyIsAnExplicitBinding) {
 )");
 }
 
+TEST(PlanGoldenTest, UninterpretedAttributesOfCopiesAreKept) {
+  ExpectPlanned(R"(def @main(%a: f32[2] on cpu:0) -> f32[2] on cuda:0 {
+  %s = memory.alloc_storage(8, 64, device=cuda:0)
+  %t = memory.alloc_tensor(%s, 0, [2])
+  %1 = device_copy(%a, src=cpu:0, dst=cuda:0, out=%t, note="kept")
+  return %1
+}
+)",
+                R"(def @main(%a: f32[2] on cpu:0) -> f32[2] on cuda:0 {
+  %s = memory.alloc_storage(8, 64, device=cuda:0)
+  %t = memory.alloc_tensor(%s, 0, [2])
+  %1 = device_copy(%a, src=cpu:0, dst=cuda:0, out=%t, note="kept")
+  return %1
+}
+)");
+}
+
 TEST(PlanGoldenTest, UselessAnnotationsDisappear) {
   ExpectPlanned(R"(def @main(%a: f32[2]) -> f32[2] {
   %0 = on_device(%a, cuda:0)
