@@ -1,8 +1,9 @@
 // All-reduce benchmark in the style of nccl-tests, run under `vdev launch -n N -- allreduce_bench`.
 //
 // Every worker uses the same processes and buffers for every variant: vdev one-shot, two-shot and
-// auto, plain ncclAllReduce, and ncclAllReduce on NCCL symmetric windows (ncclMemAlloc +
-// ncclCommWindowRegister). Variants are interleaved within each size. For each size and variant:
+// auto, vdev-inplace (the zero-copy one-shot on an input in IPC memory), plain ncclAllReduce, and
+// ncclAllReduce on NCCL symmetric windows (ncclMemAlloc + ncclCommWindowRegister). Variants are
+// interleaved within each size. For each size and variant:
 // a correctness check (integer-valued bf16 inputs, exact expected sums, inputs intact), then CUDA-
 // graph and eager timings: each repeat runs a warm-up batch (which also lines the GPUs up), then a
 // timed batch of `iters` back-to-back ops between two events; per-op time = elapsed / iters; the
@@ -115,6 +116,18 @@ int Main(int argc, char** argv) {
               ncclCommWindowRegister(comm.nccl(), sin, max_bytes, &win_in, NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess &&
               ncclCommWindowRegister(comm.nccl(), sout, max_bytes, &win_out, NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess;
   if (!symm && !only_vdev && rank == 0) std::fprintf(stderr, "NCCL symmetric windows unavailable: nccl-symm skipped\n");
+  // vdev-inplace: the input lies in IPC memory (as the planner places all-reduce inputs), so the
+  // bench's "producer" (Fill) writes it there and the zero-copy kernel reads the peers' inputs.
+  std::unique_ptr<IPCAllocator> ipc_allocator;
+  IPCMemory* ipc_in = nullptr;
+  if (comm.ipc_available()) {
+    absl::StatusOr<std::unique_ptr<IPCAllocator>> alloc_or = CreateCudaIPCAllocator(&session, comm.device());
+    Ok(alloc_or.status(), "IPC allocator");
+    ipc_allocator = std::move(*alloc_or);
+    absl::StatusOr<IPCMemory*> mem_or = ipc_allocator->Allocate(max_bytes);
+    Ok(mem_or.status(), "IPC input");
+    ipc_in = *mem_or;
+  }
   unsigned long long* counters;
   CUDA_OK(cudaMalloc(&counters, 2 * sizeof(unsigned long long)));
 
@@ -135,6 +148,13 @@ int Main(int argc, char** argv) {
                            : absl::InternalError("ncclAllReduce");
               }}};
   if (only_vdev) all_variants.pop_back();
+  if (ipc_in != nullptr) {
+    const IPCBuffer buffer{ipc_in, 0};
+    all_variants.insert(all_variants.end() - (only_vdev ? 0 : 1),
+                        Variant{"vdev-inplace", buffer.Local(), out, [&comm, buffer, &out](size_t n, cudaStream_t s) {
+                                  return comm.AllReduceZeroCopy(buffer, out, n, DataType::kBF16, s);
+                                }});
+  }
   if (symm) {
     all_variants.push_back(Variant{"nccl-symm", sin, sout, [&](size_t n, cudaStream_t s) {
                                      return ncclAllReduce(sin, sout, n, ncclBfloat16, ncclSum, comm.nccl(), s) ==
@@ -253,6 +273,9 @@ int Main(int argc, char** argv) {
     ncclMemFree(sin);
     ncclMemFree(sout);
   }
+  // Peers may still read this worker's IPC input: free it only once every worker is done.
+  Ok(session.Barrier("bench-done"), "barrier");
+  ipc_allocator.reset();
   cudaFree(in);
   cudaFree(out);
   return 0;

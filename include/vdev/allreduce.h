@@ -52,6 +52,31 @@ size_t AllReduceWorkspaceBytes(AllReduceAlgorithm algorithm, int world_size, siz
 absl::Status HostAllReduce(Session& session, IPCMemory& workspace, const void* in, void* out,
                            size_t count, DataType type, AllReduceAlgorithm algorithm);
 
+// A buffer inside IPC memory: `offset` bytes into `memory`, the same offset on every worker, so
+// worker j's copy is `memory->remote_data[j] + offset`.
+struct IPCBuffer {
+  IPCMemory* memory = nullptr;
+  size_t offset = 0;
+  void* On(int worker) const { return static_cast<char*>(memory->remote_data[worker]) + offset; }
+  void* Local() const { return On(memory->worker_id); }
+};
+
+// Zero-copy all-reduce: the input already lies in IPC memory (the planner allocates every
+// all-reduce input there, so the producer writes it in place) and the kernels read the peers'
+// inputs directly instead of copying them into a workspace first.
+//   one-shot: every worker sums all N inputs and writes its own output.
+//   two-shot: worker j sums chunk j of all inputs into chunk j of its own output, then every worker
+//             copies chunk j from worker j's output (so `out` must be IPC memory too).
+// Barriers, in `in.memory`'s `barrier_in` with one epoch per round (never reset):
+//   entry: no worker reads a peer's input before the peer called, i.e. before its producer wrote it;
+//   (two-shot) middle: no worker gathers a chunk before its owner summed it;
+//   exit: no worker returns while a peer may still read its input (or, two-shot, its output chunk),
+//         so the caller may rewrite its input (the next producer) and output right after the call.
+// `in` is left intact; `in` and `out` must not overlap (one-shot writes `out` while peers still
+// read `in`). Same algorithms, types, bounded waits and bitwise-identical results as HostAllReduce.
+absl::Status HostAllReduceZeroCopy(Session& session, const IPCBuffer& in, const IPCBuffer& out, size_t count,
+                                   DataType type, AllReduceAlgorithm algorithm);
+
 }  // namespace vdev
 
 #endif  // VDEV_ALLREDUCE_H_

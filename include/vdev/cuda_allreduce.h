@@ -59,6 +59,15 @@ class CudaCommunicator {
   // Enqueues the all-reduce on `stream`. kNccl, or buffers not 16-byte aligned, or no IPC: NCCL.
   absl::Status AllReduce(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
                          cudaStream_t stream);
+  // Zero-copy one-shot (see HostAllReduceZeroCopy in vdev/allreduce.h): `in` lies in IPC memory
+  // from a CUDA IPCAllocator of this session on this device (e.g. CreateCudaIPCAllocator), at the
+  // same offset on every worker; the kernel reads every peer's input over P2P and writes `out`
+  // (any device memory not overlapping `in`). Its barriers (in `in.memory`'s flags and epochs) make
+  // the kernel wait for every peer's kernel — so for the peer's producer, earlier on its stream —
+  // and keep every worker's kernel running until no peer reads its input, so work enqueued after
+  // the call may overwrite `in`. Without IPC, for f64/i32 or for unaligned buffers: NCCL on the
+  // local input. Graph-capturable like AllReduce.
+  absl::Status AllReduceZeroCopy(const IPCBuffer& in, void* out, size_t count, DataType type, cudaStream_t stream);
   // What kAuto runs for `bytes`: the first row of the table whose max_bytes covers it, NCCL past the
   // last. The table was measured on H200s (docs/allreduce.md); VDEV_ALLREDUCE_AUTO replaces it.
   AllReduceAlgorithm Choose(size_t bytes) const;

@@ -215,6 +215,44 @@ absl::Status CudaCommunicator::AllReduce(const void* in, void* out, size_t count
   return Launch(in, out, count, type, algorithm, stream);
 }
 
+absl::Status CudaCommunicator::AllReduceZeroCopy(const IPCBuffer& in, void* out, size_t count, DataType type,
+                                                 cudaStream_t stream) {
+  if (count == 0) return absl::OkStatus();
+  const IPCMemory* mem = in.memory;
+  const size_t bytes = count * DataTypeSize(type);
+  if (mem == nullptr || mem->num_workers != session_->world_size() || mem->worker_id != session_->rank() ||
+      in.offset > mem->size || bytes > mem->size - in.offset) {
+    return absl::InvalidArgumentError(absl::StrCat("zero-copy all-reduce of ", bytes, " bytes at offset ", in.offset,
+                                                   ": the input is not inside this session's IPC memory"));
+  }
+  const char* local = static_cast<const char*>(in.Local());
+  const char* dst = static_cast<const char*>(out);
+  if (local < dst + bytes && dst < local + bytes) {
+    return absl::InvalidArgumentError("a zero-copy all-reduce's input and output must not overlap");
+  }
+  const bool kernel_type = type == DataType::kF32 || type == DataType::kF16 || type == DataType::kBF16;
+  const bool aligned = reinterpret_cast<uintptr_t>(local) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
+  if (workspace_ == nullptr || !kernel_type || !aligned) {
+    return NcclStatus(ncclAllReduce(local, out, count, NcclType(type), ncclSum, nccl_, stream), "ncclAllReduce");
+  }
+  internal::KernelArgs a;
+  a.in = local;
+  a.out = out;
+  a.count = count;
+  a.rank = mem->worker_id;
+  a.world = mem->num_workers;
+  for (int i = 0; i < mem->num_workers; ++i) {
+    a.data[i] = static_cast<char*>(in.On(i));
+    a.flags_in[i] = mem->barrier_in[i];
+    a.flags_out[i] = mem->barrier_out[i];
+  }
+  a.epochs = mem->barrier_flag;
+  a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(options_.kernel_timeout));
+  a.error = error_device_;
+  return CudaStatus(internal::LaunchZeroCopyOneShot(type, a, internal::OneShotBlocks(count, DataTypeSize(type)), stream),
+                    "zero-copy all-reduce launch");
+}
+
 absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, DataType type,
                                       AllReduceAlgorithm algorithm, cudaStream_t stream) {
   const bool ll = algorithm == AllReduceAlgorithm::kOneShotLL || algorithm == AllReduceAlgorithm::kTwoShotLL;

@@ -268,6 +268,25 @@ __global__ void __launch_bounds__(kThreads) TwoShotKernel(const __grid_constant_
   }
 }
 
+// Zero-copy one-shot: the inputs already lie in IPC memory (a.data[j] is worker j's input). Entry
+// barrier: a peer's block b arrives only once its kernel runs, so its producer (earlier work on its
+// stream) has finished writing the input. Exit barrier: block b leaves only when every peer's block b
+// has finished reading range r of every input, so once the whole grid is done no peer reads this
+// worker's input any more and the next producer on this stream may overwrite it.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ZeroCopyOneShotKernel(const __grid_constant__ KernelArgs a) {
+  constexpr int P = kPer<T>;
+  const uint64_t epoch = NextEpoch(a.epochs);
+  Barrier(a, a.flags_in, epoch);
+  const T* sources[kMaxWorkers];
+#pragma unroll
+  for (int j = 0; j < kMaxWorkers; ++j) {
+    if (j < a.world) sources[j] = reinterpret_cast<const T*>(a.data[j]);
+  }
+  T* out = static_cast<T*>(a.out);
+  ReduceRange<T>(BlockRange((a.count + P - 1) / P), a.count, sources, a.world, a.rank, &out, 1);
+  Barrier(a, a.flags_out, epoch);
+}
 
 __device__ __forceinline__ void StoreLine(char* p, uint2 d, uint32_t flag) {
   asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d.x), "r"(flag), "r"(d.y),
@@ -448,6 +467,12 @@ struct TwoShotLL {
   static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { TwoShotLLKernel<T><<<blocks, kThreads, 0, s>>>(a); }
 };
 template <typename T>
+struct ZeroCopyOneShot {
+  static void Run(const KernelArgs& a, int blocks, cudaStream_t s) {
+    ZeroCopyOneShotKernel<T><<<blocks, kThreads, 0, s>>>(a);
+  }
+};
+template <typename T>
 struct TwoShot {
   static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { TwoShotKernel<T><<<blocks, kThreads, 0, s>>>(a); }
 };
@@ -482,6 +507,9 @@ cudaError_t LaunchTwoShotLL(DataType type, const KernelArgs& args, int blocks, c
 }
 cudaError_t LaunchTwoShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
   return Launch<TwoShot>(type, args, blocks, stream);
+}
+cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
+  return Launch<ZeroCopyOneShot>(type, args, blocks, stream);
 }
 
 }  // namespace vdev::internal

@@ -117,6 +117,16 @@ T Add(T a, T b) {
   }
 }
 
+// Sums the n sources in rank order into dst.
+template <typename T>
+void SumInto(const T* const* src, int n, T* dst, size_t length) {
+  for (size_t i = 0; i < length; ++i) {
+    T acc = src[0][i];
+    for (int j = 1; j < n; ++j) acc = Add(acc, src[j][i]);
+    dst[i] = acc;
+  }
+}
+
 template <typename T>
 const T* Slot(IPCMemory& ws, size_t offset) {
   return reinterpret_cast<const T*>(static_cast<const char*>(ws.remote_data[ws.worker_id]) + offset);
@@ -138,11 +148,7 @@ absl::Status OneShot(Session& session, IPCMemory& ws, const T* in, T* out, size_
   VDEV_RETURN_IF_ERROR(Wait(session, ws, &IPCMemory::barrier_in, epoch, "one-shot"));
   const T* src[kMaxWorkers];
   for (int j = 0; j < n; ++j) src[j] = j == me ? in : Slot<T>(ws, internal::OneShotSlotOffset(half, slot, parity, j));
-  for (size_t i = 0; i < count; ++i) {
-    T acc = src[0][i];
-    for (int j = 1; j < n; ++j) acc = Add(acc, src[j][i]);
-    out[i] = acc;
-  }
+  SumInto(src, n, out, count);
   return absl::OkStatus();
 }
 
@@ -169,11 +175,7 @@ absl::Status TwoShot(Session& session, IPCMemory& ws, const T* in, T* out, size_
     src[j] = j == me ? in + begin(me) : reinterpret_cast<const T*>(remote(me, 0, j));
   }
   T* mine = out + begin(me);
-  for (size_t i = 0; i < length(me); ++i) {
-    T acc = src[0][i];
-    for (int j = 1; j < n; ++j) acc = Add(acc, src[j][i]);
-    mine[i] = acc;
-  }
+  SumInto(src, n, mine, length(me));
   for (int q = 0; q < n; ++q) {
     if (q != me) std::memcpy(remote(q, 1, me), mine, length(me) * sizeof(T));
   }
@@ -198,7 +200,92 @@ absl::Status Run(Session& session, IPCMemory& ws, const void* in, void* out, siz
                                                    : TwoShot(session, ws, typed_in, typed_out, count);
 }
 
+// One barrier round of the zero-copy all-reduce: every round takes the next epoch of `memory`'s
+// counter, so consecutive rounds (and calls) can share `barrier_in`: waits are for ">= epoch".
+absl::Status Round(Session& session, IPCMemory& memory, absl::string_view stage) {
+  const uint64_t epoch = ++memory.barrier_flag[0];
+  Signal(memory, &IPCMemory::barrier_in, epoch);
+  return Wait(session, memory, &IPCMemory::barrier_in, epoch, stage);
+}
+
+template <typename T>
+absl::Status ZeroCopyOneShot(Session& session, const IPCBuffer& in, const IPCBuffer& out, size_t count) {
+  IPCMemory& mem = *in.memory;
+  VDEV_RETURN_IF_ERROR(Round(session, mem, "zero-copy entry"));
+  const T* src[kMaxWorkers];
+  for (int j = 0; j < mem.num_workers; ++j) src[j] = static_cast<const T*>(in.On(j));
+  SumInto(src, mem.num_workers, static_cast<T*>(out.Local()), count);
+  return Round(session, mem, "zero-copy exit");
+}
+
+template <typename T>
+absl::Status ZeroCopyTwoShot(Session& session, const IPCBuffer& in, const IPCBuffer& out, size_t count) {
+  IPCMemory& mem = *in.memory;
+  const int n = mem.num_workers, me = mem.worker_id;
+  const size_t chunk = internal::TwoShotChunkElems(count, n, sizeof(T));
+  auto begin = [&](int j) { return std::min(count, j * chunk); };
+  auto length = [&](int j) { return std::min(count, (j + 1) * chunk) - begin(j); };
+  VDEV_RETURN_IF_ERROR(Round(session, mem, "zero-copy entry"));
+  const T* src[kMaxWorkers];
+  for (int j = 0; j < n; ++j) src[j] = static_cast<const T*>(in.On(j)) + begin(me);
+  T* mine = static_cast<T*>(out.Local());
+  SumInto(src, n, mine + begin(me), length(me));
+  VDEV_RETURN_IF_ERROR(Round(session, mem, "zero-copy reduce-scatter"));
+  for (int j = 0; j < n; ++j) {
+    if (j != me) std::memcpy(mine + begin(j), static_cast<const T*>(out.On(j)) + begin(j), length(j) * sizeof(T));
+  }
+  return Round(session, mem, "zero-copy exit");
+}
+
+// kAuto and the LL forms, as the host backend runs them.
+AllReduceAlgorithm HostAlgorithm(AllReduceAlgorithm algorithm, size_t bytes, int world) {
+  if (algorithm == AllReduceAlgorithm::kOneShotLL) return AllReduceAlgorithm::kOneShot;
+  if (algorithm == AllReduceAlgorithm::kTwoShotLL) return AllReduceAlgorithm::kTwoShot;
+  if (algorithm != AllReduceAlgorithm::kAuto) return algorithm;
+  return bytes * world <= kHostOneShotLimit ? AllReduceAlgorithm::kOneShot : AllReduceAlgorithm::kTwoShot;
+}
+
+absl::Status CheckBuffer(Session& session, const IPCBuffer& buffer, size_t bytes, absl::string_view what) {
+  if (buffer.memory == nullptr) return absl::InvalidArgumentError(absl::StrCat("the ", what, " has no IPC memory"));
+  const IPCMemory& mem = *buffer.memory;
+  if (mem.num_workers != session.world_size() || mem.worker_id != session.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat("the ", what, "'s IPC memory belongs to another session"));
+  }
+  if (buffer.offset > mem.size || bytes > mem.size - buffer.offset) {
+    return absl::InvalidArgumentError(absl::StrCat("the ", what, " (", bytes, " bytes at offset ", buffer.offset,
+                                                   ") does not fit its IPC memory of ", mem.size, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status HostAllReduceZeroCopy(Session& session, const IPCBuffer& in, const IPCBuffer& out, size_t count,
+                                   DataType type, AllReduceAlgorithm algorithm) {
+  if (algorithm == AllReduceAlgorithm::kNccl) {
+    return absl::InvalidArgumentError("the host backend has no NCCL algorithm");
+  }
+  const size_t bytes = count * DataTypeSize(type);
+  VDEV_RETURN_IF_ERROR(CheckBuffer(session, in, bytes, "input"));
+  VDEV_RETURN_IF_ERROR(CheckBuffer(session, out, bytes, "output"));
+  if (in.memory == out.memory && in.offset < out.offset + bytes && out.offset < in.offset + bytes) {
+    return absl::InvalidArgumentError("a zero-copy all-reduce's input and output must not overlap");
+  }
+  algorithm = HostAlgorithm(algorithm, bytes, session.world_size());
+  switch (type) {
+    case DataType::kF32:
+      return algorithm == AllReduceAlgorithm::kOneShot ? ZeroCopyOneShot<float>(session, in, out, count)
+                                                       : ZeroCopyTwoShot<float>(session, in, out, count);
+    case DataType::kF64:
+      return algorithm == AllReduceAlgorithm::kOneShot ? ZeroCopyOneShot<double>(session, in, out, count)
+                                                       : ZeroCopyTwoShot<double>(session, in, out, count);
+    case DataType::kI32:
+      return algorithm == AllReduceAlgorithm::kOneShot ? ZeroCopyOneShot<int32_t>(session, in, out, count)
+                                                       : ZeroCopyTwoShot<int32_t>(session, in, out, count);
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("the host backend does not reduce ", DataTypeName(type)));
+  }
+}
 
 absl::Status HostAllReduce(Session& session, IPCMemory& workspace, const void* in, void* out,
                            size_t count, DataType type, AllReduceAlgorithm algorithm) {
@@ -208,13 +295,7 @@ absl::Status HostAllReduce(Session& session, IPCMemory& workspace, const void* i
   if (workspace.num_workers != session.world_size() || workspace.worker_id != session.rank()) {
     return absl::InvalidArgumentError("the workspace belongs to another session");
   }
-  if (algorithm == AllReduceAlgorithm::kOneShotLL) algorithm = AllReduceAlgorithm::kOneShot;
-  if (algorithm == AllReduceAlgorithm::kTwoShotLL) algorithm = AllReduceAlgorithm::kTwoShot;
-  if (algorithm == AllReduceAlgorithm::kAuto) {
-    algorithm = count * DataTypeSize(type) * session.world_size() <= kHostOneShotLimit
-                    ? AllReduceAlgorithm::kOneShot
-                    : AllReduceAlgorithm::kTwoShot;
-  }
+  algorithm = HostAlgorithm(algorithm, count * DataTypeSize(type), session.world_size());
   const size_t need = AllReduceWorkspaceBytes(algorithm, session.world_size(), count, type);
   if (workspace.size < need) {
     return absl::InvalidArgumentError(absl::StrCat("all-reduce of ", count, " ", DataTypeName(type), " with ",

@@ -145,6 +145,89 @@ TEST(CudaAllReduceTest, ExactSumsOnFourGpus) {
   ExpectAllOk(RunWorkers(4, UniqueSessionId(), ExactSums));
 }
 
+// Zero-copy: the input lies in CUDA IPC memory. Per size, `kCalls` back-to-back calls on one stream,
+// each preceded by a device-to-device "producer" that rewrites the input as soon as the previous
+// call's kernel ends on this GPU: a kernel that finished while a peer still read its input would
+// hand the peer the next call's values. Every call gets its own output, checked at the end.
+template <typename T>
+absl::Status ZeroCopyBackToBack(Session& s, CudaCommunicator& comm, const IPCBuffer& in, DataType type, size_t count,
+                                int salt, cudaStream_t stream) {
+  constexpr int kCalls = 6;
+  std::vector<T> host(kCalls * count);
+  for (int k = 0; k < kCalls; ++k) {
+    for (size_t i = 0; i < count; ++i) host[k * count + i] = FromInt<T>(Value(s.rank(), i, salt + k));
+  }
+  T *staged = nullptr, *outs = nullptr;
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&staged), host.size() * sizeof(T))));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&outs), host.size() * sizeof(T))));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(staged, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice)));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(outs, 0xff, host.size() * sizeof(T))));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
+  VDEV_RETURN_IF_ERROR(s.Barrier("zero-copy staged"));
+  for (int k = 0; k < kCalls; ++k) {
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(in.Local(), staged + k * count, count * sizeof(T),
+                                              cudaMemcpyDeviceToDevice, stream)));
+    VDEV_RETURN_IF_ERROR(comm.AllReduceZeroCopy(in, outs + k * count, count, type, stream));
+  }
+  VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream)));
+  VDEV_RETURN_IF_ERROR(comm.CheckErrors());
+  std::vector<T> got(host.size()), input_after(count);
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(got.data(), outs, got.size() * sizeof(T), cudaMemcpyDeviceToHost)));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(input_after.data(), in.Local(), count * sizeof(T), cudaMemcpyDeviceToHost)));
+  cudaFree(staged);
+  cudaFree(outs);
+  for (int k = 0; k < kCalls; ++k) {
+    for (size_t i = 0; i < count; ++i) {
+      int want = 0;
+      for (int r = 0; r < s.world_size(); ++r) want += Value(r, i, salt + k);
+      if (ToFloat(got[k * count + i]) != static_cast<float>(want)) {
+        return absl::InternalError(absl::StrCat("zero-copy ", DataTypeName(type), " count ", count, " call ", k,
+                                                ": element ", i, " is ", ToFloat(got[k * count + i]), ", want ", want));
+      }
+    }
+  }
+  if (std::memcmp(input_after.data(), &host[(kCalls - 1) * count], count * sizeof(T)) != 0) {
+    return absl::InternalError("zero-copy all-reduce modified its input");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ZeroCopySums(Session& s) {
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, {}));
+  if (!comm->ipc_available()) return absl::FailedPreconditionError("no P2P between the GPUs");
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateCudaIPCAllocator(&s, comm->device()));
+  const size_t max_count = (size_t{1} << 20) + 3;
+  VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(256 + max_count * sizeof(float)));
+  const IPCBuffer in{mem, 256};  // a value placed after another one in the same allocation
+  cudaStream_t stream;
+  VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
+  int salt = 0;
+  for (size_t count : {size_t{1}, size_t{3}, size_t{7}, size_t{9}, size_t{1000}, size_t{4097}, size_t{65539},
+                       max_count}) {
+    salt += 10;
+    VDEV_RETURN_IF_ERROR(ZeroCopyBackToBack<float>(s, *comm, in, DataType::kF32, count, salt, stream));
+    VDEV_RETURN_IF_ERROR(ZeroCopyBackToBack<__half>(s, *comm, in, DataType::kF16, count, salt, stream));
+    VDEV_RETURN_IF_ERROR(ZeroCopyBackToBack<__nv_bfloat16>(s, *comm, in, DataType::kBF16, count, salt, stream));
+  }
+  // Overlapping input and output is refused, not raced.
+  absl::Status overlap = comm->AllReduceZeroCopy(in, in.Local(), 16, DataType::kF32, stream);
+  if (overlap.code() != absl::StatusCode::kInvalidArgument) {
+    return absl::InternalError(absl::StrCat("overlap accepted: ", overlap.ToString()));
+  }
+  VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream)));
+  return s.Barrier("zero-copy done");  // peers may still read this worker's memory until all are here
+}
+
+TEST(CudaAllReduceTest, ZeroCopyExactSumsBackToBackOnTwoGpus) {
+  REQUIRE_GPUS(2);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), ZeroCopySums));
+}
+
+TEST(CudaAllReduceTest, ZeroCopyExactSumsBackToBackOnFourGpus) {
+  REQUIRE_GPUS(4);
+  ExpectAllOk(RunWorkers(4, UniqueSessionId(), ZeroCopySums));
+}
+
 TEST(CudaAllReduceTest, GraphReplaysSeeNewInputsAndStayInStep) {
   REQUIRE_GPUS(2);
   ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {

@@ -41,6 +41,8 @@ cudaError_t LaunchOneShot(DataType type, const KernelArgs& args, int blocks, cud
 cudaError_t LaunchOneShotLL(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
 cudaError_t LaunchTwoShotLL(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
 cudaError_t LaunchTwoShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
+// args.data[j]: worker j's input (in IPC memory); args.epochs and flags: that memory's.
+cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
 
 }  // namespace vdev::internal
 

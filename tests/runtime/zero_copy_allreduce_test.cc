@@ -1,0 +1,178 @@
+// The host zero-copy all-reduce (input already in IPC memory) across 2..8 real worker processes:
+// exact sums, odd sizes, inputs intact, and back-to-back calls whose "producer" rewrites the input
+// (and whose "consumer" scribbles over the output) the moment a call returns — a worker that left
+// before its peers finished reading would hand them the next call's values.
+#include <algorithm>
+#include <random>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/worker_harness.h"
+#include "vdev/allreduce.h"
+#include "vdev/status_macros.h"
+
+namespace vdev {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::LeftoverSegments;
+using testing::RunWorkers;
+using testing::UniqueSessionId;
+using testing::WorkerResult;
+
+void ExpectAllOk(const std::vector<WorkerResult>& results) {
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_EQ(results[r].exit_code, 0) << "worker " << r << ": " << results[r].message;
+  }
+}
+
+// Integer-valued, so every summation order gives the exact answer; differs per call (salt).
+template <typename T>
+T Input(int rank, size_t i, uint64_t salt) {
+  return static_cast<T>(static_cast<int>((i * 7 + salt * 13) % 1000) - 500 + rank * 3);
+}
+
+// The producer: writes this worker's input for call `salt` straight into IPC memory.
+template <typename T>
+void Produce(const IPCBuffer& in, size_t count, int rank, uint64_t salt) {
+  T* p = static_cast<T*>(in.Local());
+  for (size_t i = 0; i < count; ++i) p[i] = Input<T>(rank, i, salt);
+}
+
+template <typename T>
+absl::Status CallAndCheck(Session& s, const IPCBuffer& in, const IPCBuffer& out, size_t count, DataType type,
+                          AllReduceAlgorithm algo, uint64_t salt) {
+  VDEV_RETURN_IF_ERROR(HostAllReduceZeroCopy(s, in, out, count, type, algo));
+  const T* got = static_cast<const T*>(out.Local());
+  const T* kept = static_cast<const T*>(in.Local());
+  for (size_t i = 0; i < count; ++i) {
+    T want = 0;
+    for (int r = 0; r < s.world_size(); ++r) want += Input<T>(r, i, salt);
+    if (got[i] != want) {
+      return absl::InternalError(absl::StrCat(AlgorithmName(algo), " ", DataTypeName(type), " count ", count,
+                                              " call ", salt, " element ", i, ": got ", got[i], " want ", want));
+    }
+    if (kept[i] != Input<T>(s.rank(), i, salt)) return absl::InternalError("input modified");
+  }
+  return absl::OkStatus();
+}
+
+struct Case {
+  int world;
+  AllReduceAlgorithm algorithm;
+};
+
+class ZeroCopyAllReduceTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ZeroCopyAllReduceTest, ExactSumsOddSizesInputsIntact) {
+  const Case c = GetParam();
+  const std::string id = UniqueSessionId();
+  ExpectAllOk(RunWorkers(c.world, id, [c](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    const size_t max_count = 5003;
+    // Input and output in one allocation, as a planner would place two values; an odd offset of
+    // 8 bytes checks that nothing assumes more alignment than the element's.
+    VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(2 * max_count * sizeof(double) + 8));
+    const IPCBuffer in{mem, 8}, out{mem, 8 + max_count * sizeof(double)};
+    const size_t counts[] = {1, 2, 3, static_cast<size_t>(s.world_size() - 1), static_cast<size_t>(s.world_size() + 1),
+                             7, 31, 1023, 4097, max_count};
+    uint64_t salt = 0;
+    for (size_t count : counts) {
+      ++salt;
+      Produce<float>(in, count, s.rank(), salt);
+      VDEV_RETURN_IF_ERROR(CallAndCheck<float>(s, in, out, count, DataType::kF32, c.algorithm, salt));
+      Produce<double>(in, count, s.rank(), salt);
+      VDEV_RETURN_IF_ERROR(CallAndCheck<double>(s, in, out, count, DataType::kF64, c.algorithm, salt));
+      Produce<int32_t>(in, count, s.rank(), salt);
+      VDEV_RETURN_IF_ERROR(CallAndCheck<int32_t>(s, in, out, count, DataType::kI32, c.algorithm, salt));
+    }
+    return absl::OkStatus();
+  }));
+  EXPECT_THAT(LeftoverSegments(id), ::testing::IsEmpty());
+}
+
+// Each call's input is rewritten by the next "producer" right after the call returns, and the output
+// overwritten by a "consumer"; worker speeds vary (the rank-dependent busy work), so a missing exit
+// barrier shows up as a peer summing the next call's input (or gathering a scribbled chunk).
+TEST_P(ZeroCopyAllReduceTest, BackToBackCallsWithTheProducerRewritingAtOnce) {
+  const Case c = GetParam();
+  ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    const size_t max_count = 2001;
+    VDEV_ASSIGN_OR_RETURN(IPCMemory * in_mem, alloc->Allocate(max_count * sizeof(int32_t)));
+    VDEV_ASSIGN_OR_RETURN(IPCMemory * out_mem, alloc->Allocate(max_count * sizeof(int32_t)));
+    const IPCBuffer in{in_mem, 0}, out{out_mem, 0};
+    std::mt19937 rng(7);  // the same sizes on every worker
+    std::mt19937 jitter(100 + s.rank());
+    const int calls = 4000 / s.world_size();
+    Produce<int32_t>(in, max_count, s.rank(), 0);
+    for (int call = 0; call < calls; ++call) {
+      const size_t count = 1 + rng() % max_count;
+      VDEV_RETURN_IF_ERROR(CallAndCheck<int32_t>(s, in, out, count, DataType::kI32, c.algorithm, call));
+      Produce<int32_t>(in, max_count, s.rank(), call + 1);
+      std::fill_n(static_cast<int32_t*>(out.Local()), max_count, -1);
+      volatile uint32_t sink = 0;
+      for (uint32_t spin = jitter() % 2000; spin > 0; --spin) sink = spin;
+    }
+    return absl::OkStatus();
+  }));
+}
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  std::string algo(AlgorithmName(info.param.algorithm));
+  algo.erase(std::remove(algo.begin(), algo.end(), '-'), algo.end());
+  return absl::StrCat("world", info.param.world, "_", algo);
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, ZeroCopyAllReduceTest,
+                         ::testing::Values(Case{2, AllReduceAlgorithm::kOneShot}, Case{2, AllReduceAlgorithm::kTwoShot},
+                                           Case{3, AllReduceAlgorithm::kOneShot}, Case{3, AllReduceAlgorithm::kTwoShot},
+                                           Case{4, AllReduceAlgorithm::kOneShot}, Case{4, AllReduceAlgorithm::kTwoShot},
+                                           Case{4, AllReduceAlgorithm::kAuto}, Case{8, AllReduceAlgorithm::kOneShot},
+                                           Case{8, AllReduceAlgorithm::kTwoShot}),
+                         CaseName);
+
+TEST(ZeroCopyAllReduceErrorsTest, OverlapForeignMemoryAndOverrunAreRejected) {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(4096));
+    auto expect = [](absl::Status st, absl::string_view text) -> absl::Status {
+      if (st.code() == absl::StatusCode::kInvalidArgument && absl::StrContains(st.message(), text)) {
+        return absl::OkStatus();
+      }
+      return absl::InternalError(absl::StrCat("want InvalidArgument with '", text, "', got ", st.ToString()));
+    };
+    VDEV_RETURN_IF_ERROR(expect(HostAllReduceZeroCopy(s, {mem, 0}, {mem, 1024}, 512, DataType::kF32,
+                                                      AllReduceAlgorithm::kOneShot),
+                                "must not overlap"));
+    VDEV_RETURN_IF_ERROR(expect(HostAllReduceZeroCopy(s, {mem, 0}, {mem, 3000}, 512, DataType::kF32,
+                                                      AllReduceAlgorithm::kOneShot),
+                                "does not fit"));
+    VDEV_RETURN_IF_ERROR(expect(HostAllReduceZeroCopy(s, {nullptr, 0}, {mem, 2048}, 16, DataType::kF32,
+                                                      AllReduceAlgorithm::kOneShot),
+                                "no IPC memory"));
+    return absl::OkStatus();
+  }));
+}
+
+TEST(ZeroCopyAllReduceErrorsTest, PeerThatNeverCallsIsATimeoutNamingIt) {
+  testing::HarnessOptions options;
+  options.timeout = absl::Milliseconds(300);
+  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(128));
+    if (s.rank() == 1) {
+      absl::SleepFor(absl::Seconds(1));
+      return absl::OkStatus();
+    }
+    return HostAllReduceZeroCopy(s, {mem, 0}, {mem, 64}, 16, DataType::kF32, AllReduceAlgorithm::kOneShot);
+  }, options);
+  EXPECT_EQ(results[0].exit_code, 1);
+  EXPECT_THAT(results[0].message, HasSubstr("zero-copy entry"));
+  EXPECT_THAT(results[0].message, HasSubstr("worker 1"));
+}
+
+}  // namespace
+}  // namespace vdev
