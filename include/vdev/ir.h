@@ -120,8 +120,26 @@ class SymbolTable {
     return true;
   }
 
+  // Names made of a short prefix and a decimal number (%0, %b17, %a9: what generators and
+  // frontends emit by the million) skip the hash table: a family per prefix maps the number to the
+  // symbol through a dense vector (4 bytes a name instead of a hash slot, no hashing, no compare).
+  // A number too far beyond its family's count goes to index_ (hashed_max keeps lookups exact).
+  struct Family {
+    uint64_t prefix = 0;  // the prefix's bytes (at most 8)
+    uint32_t prefix_size = 0;
+    uint32_t count = 0;       // names held in by_number
+    int64_t hashed_max = -1;  // the largest number of this family held in index_ instead
+    std::vector<Symbol> by_number;
+  };
+  static constexpr size_t kMaxFamilies = 16;
+  Family* FindFamily(uint64_t prefix, uint32_t prefix_size, bool create);
+  Symbol InternNumbered(Family& family, uint32_t number, absl::string_view text);
+  Symbol InternHashed(absl::string_view text);
+  Symbol Store(absl::string_view text);
+
   std::vector<absl::string_view> names_;
   absl::flat_hash_map<absl::string_view, Symbol, NameHash> index_;
+  std::vector<Family> families_;
   std::vector<CacheEntry> cache_ = std::vector<CacheEntry>(kCacheSize);  // written by Intern only
 };
 

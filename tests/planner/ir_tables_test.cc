@@ -37,6 +37,29 @@ TEST(SymbolTable, ManyNamesThroughTheCache) {
   EXPECT_EQ(moved.Intern("v123"), 123u);
 }
 
+// Numbered names take a dense per-prefix path; a number far beyond its prefix's count is hashed
+// instead, and must still be found (and not duplicated) once the dense range grows past it.
+TEST(SymbolTable, SparseNumbersAndManyPrefixesStayUnique) {
+  SymbolTable t;
+  Symbol far = t.Intern("b5000");
+  Symbol huge = t.Intern("b999999999");
+  std::vector<Symbol> ids;
+  for (int i = 0; i < 6000; ++i) ids.push_back(t.Intern("b" + std::to_string(i)));
+  EXPECT_EQ(ids[5000], far);
+  EXPECT_EQ(t.Find("b5000"), far);
+  EXPECT_EQ(t.Find("b999999999"), huge);
+  EXPECT_EQ(t.Find("b6000"), kNoSymbol);
+  // More prefixes than families: the rest are hashed, consistently.
+  std::vector<Symbol> prefixed;
+  for (int p = 0; p < 40; ++p) prefixed.push_back(t.Intern("p" + std::to_string(p) + "x7"));
+  for (int p = 0; p < 40; ++p) {
+    EXPECT_EQ(t.Intern("p" + std::to_string(p) + "x7"), prefixed[p]);
+    EXPECT_EQ(t.Find("p" + std::to_string(p) + "x7"), prefixed[p]);
+    EXPECT_EQ(t.Name(prefixed[p]), "p" + std::to_string(p) + "x7");
+  }
+  EXPECT_EQ(t.size(), 2 + 6000 - 1 + 40u);
+}
+
 TEST(TypeTable, HashConsesStructurallyEqualTypes) {
   TypeTable t;
   TypeId a = t.Tensor(DType::kF32, std::vector<int64_t>{5, kDynamicDim});
