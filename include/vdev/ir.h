@@ -91,7 +91,16 @@ class SymbolTable {
   Symbol Find(absl::string_view text) const;
   // Prepares for about `n` symbols (saves rehashing while a large text is read).
   void Reserve(size_t n);
-  absl::string_view Name(Symbol s) const { return names_[s]; }
+  absl::string_view Name(Symbol s) const {
+    const char* p = names_[s];
+    size_t n = static_cast<unsigned char>(p[-1]);
+    if (n == kLongName) {
+      uint32_t long_size;
+      std::memcpy(&long_size, p - 5, sizeof long_size);
+      n = long_size;
+    }
+    return absl::string_view(p, n);
+  }
   size_t size() const { return names_.size(); }
 
  private:
@@ -137,7 +146,10 @@ class SymbolTable {
   Symbol InternHashed(absl::string_view text);
   Symbol Store(absl::string_view text);
 
-  std::vector<absl::string_view> names_;
+  // A spelling is stored right after its size: one byte, or kLongName after a 4-byte size; so a
+  // symbol costs a pointer here (8 bytes, not a 16-byte string_view) and a byte in the chunk.
+  static constexpr unsigned char kLongName = 0xFF;
+  std::vector<const char*> names_;
   absl::flat_hash_map<absl::string_view, Symbol, NameHash> index_;
   std::vector<Family> families_;
   std::vector<CacheEntry> cache_ = std::vector<CacheEntry>(kCacheSize);  // written by Intern only
@@ -206,12 +218,13 @@ class DeviceTable {
 enum class ValueKind : uint8_t { kNone, kParam, kBinding };
 
 // A local value: a parameter (index into Module::params) or a binding (into Module::bindings).
+// `index` comes first so that the padding after `kind` is at the end, where Operand reuses it.
 struct ValueRef {
-  ValueKind kind = ValueKind::kNone;
   uint32_t index = 0;
+  ValueKind kind = ValueKind::kNone;
 
-  static ValueRef Param(ParamId p) { return {ValueKind::kParam, p}; }
-  static ValueRef Binding(BindingId b) { return {ValueKind::kBinding, b}; }
+  static ValueRef Param(ParamId p) { return {p, ValueKind::kParam}; }
+  static ValueRef Binding(BindingId b) { return {b, ValueKind::kBinding}; }
   bool valid() const { return kind != ValueKind::kNone; }
   bool is_param() const { return kind == ValueKind::kParam; }
   bool is_binding() const { return kind == ValueKind::kBinding; }
@@ -235,9 +248,11 @@ enum class OperandKind : uint8_t {
 };
 
 struct Operand {
+  // `kind` lives in the tail padding of `value`: 28 bytes an operand instead of 32 (two per
+  // binding in typical programs).
+  [[no_unique_address]] ValueRef value;
   OperandKind kind = OperandKind::kLocal;
   Symbol symbol = kNoSymbol;
-  ValueRef value;
   uint32_t index = kNone;
   uint32_t count = 0;
   SourceLoc loc;
@@ -245,6 +260,7 @@ struct Operand {
   bool is_local() const { return kind == OperandKind::kLocal; }
   bool is_device() const { return kind == OperandKind::kDevice; }
 };
+static_assert(sizeof(Operand) == 28, "Operand::kind is expected in ValueRef's tail padding");
 
 // `key=value` of an op call. Attributes are kept as written, in order.
 struct Attr {

@@ -63,16 +63,26 @@ SymbolTable::Family* SymbolTable::FindFamily(uint64_t prefix, uint32_t prefix_si
 Symbol SymbolTable::Store(absl::string_view text) {
   // Spellings live in large chunks so that interning a million names costs few allocations.
   constexpr size_t kChunk = 64 * 1024;
-  if (text.size() > chunk_left_) {
-    size_t size = std::max(kChunk, text.size());
+  size_t header = text.size() < kLongName ? 1 : 5;
+  size_t need = header + text.size();
+  if (need > chunk_left_) {
+    size_t size = std::max(kChunk, need);
     chunks_.push_back(std::make_unique<char[]>(size));
     chunk_next_ = chunks_.back().get();
     chunk_left_ = size;
   }
-  if (!text.empty()) std::memcpy(chunk_next_, text.data(), text.size());
-  names_.push_back(absl::string_view(chunk_next_, text.size()));
-  chunk_next_ += text.size();
-  chunk_left_ -= text.size();
+  char* spelling = chunk_next_ + header;
+  if (header == 1) {
+    spelling[-1] = static_cast<char>(text.size());
+  } else {
+    uint32_t long_size = static_cast<uint32_t>(text.size());
+    std::memcpy(spelling - 5, &long_size, sizeof long_size);
+    spelling[-1] = static_cast<char>(kLongName);
+  }
+  if (!text.empty()) std::memcpy(spelling, text.data(), text.size());
+  names_.push_back(spelling);
+  chunk_next_ += need;
+  chunk_left_ -= need;
   return static_cast<Symbol>(names_.size() - 1);
 }
 

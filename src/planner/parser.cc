@@ -776,6 +776,9 @@ bool Parser::ParseReturn() {
   block.result = result;
   block.return_loc = kw.loc;
   block.has_return = true;
+  // A long block's list grew by doubling; give back the slack (up to half of it) before the
+  // planner runs on the module. Short lists keep theirs: shrinking costs an allocation.
+  if (block.bindings.capacity() - block.bindings.size() > 4096) block.bindings.shrink_to_fit();
   frames_.pop_back();
   scopes_.CloseBlock(frame.visible_mark);
   switch (frame.kind) {

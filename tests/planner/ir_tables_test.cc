@@ -24,6 +24,13 @@ TEST(SymbolTable, InternsEachSpellingOnce) {
   }
   EXPECT_EQ(t.Find("b2"), kNoSymbol);
   EXPECT_EQ(t.size(), std::size(names));
+  // Spellings of 255 bytes and more carry a 4-byte size; around the switch, sizes must survive.
+  for (size_t n : {254, 255, 256, 70000}) {
+    std::string long_name(n, 'z');
+    Symbol s = t.Intern(long_name);
+    EXPECT_EQ(t.Name(s), long_name);
+    EXPECT_EQ(t.Find(long_name), s);
+  }
 }
 
 TEST(SymbolTable, ManyNamesThroughTheCache) {
