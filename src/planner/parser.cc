@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "huge_pages.h"
 #include "lexer.h"
 #include "scope.h"
 #include "vdev/ir.h"
@@ -151,6 +152,8 @@ bool Parser::Run() {
   size_t lines = static_cast<size_t>(std::count(lex_.source().begin(), lex_.source().end(), '\n')) + 1;
   module.bindings.reserve(lines);
   module.operands.reserve(2 * lines);
+  internal::AdviseHugePages(module.bindings);
+  internal::AdviseHugePages(module.operands);
   module.symbols.Reserve(lines + 64);
   scopes_.Reserve(lines + 64);
   while (true) {

@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "huge_pages.h"
 #include "vdev/ir.h"
 
 namespace vdev::ir::internal {
@@ -52,8 +53,13 @@ class Scopes {
   ValueRef Lookup(Symbol s) const { return s < names_.size() ? Unpack(names_[s].visible) : ValueRef(); }
   // Sizes the per-symbol table (and the log of visible names) for about `n` symbols up front.
   void Reserve(size_t n) {
-    if (names_.size() < n) names_.resize(n);
+    if (names_.size() < n) {
+      names_.reserve(n);
+      AdviseHugePages(names_);
+      names_.resize(n);
+    }
     visible_log_.reserve(n);
+    AdviseHugePages(visible_log_);
   }
 
  private:
