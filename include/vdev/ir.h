@@ -121,9 +121,21 @@ class SymbolTable {
   };
   static constexpr size_t kCacheSize = 256;
   static bool CacheKey(absl::string_view text, uint64_t* key, size_t* slot) {
-    if (text.size() > 8) return false;
+    const size_t n = text.size();
+    if (n > 8) return false;
+    // A key unique among spellings of one size, read with fixed-size loads (a memcpy of variable
+    // size is a library call): 4..8 bytes as the first and the last four (overlapping), 1..3 bytes
+    // as the first, middle and last.
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(text.data());
     uint64_t k = 0;
-    std::memcpy(&k, text.data(), text.size());
+    if (n >= 4) {
+      uint32_t lo, hi;
+      std::memcpy(&lo, p, 4);
+      std::memcpy(&hi, p + n - 4, 4);
+      k = lo | (uint64_t{hi} << 32);
+    } else if (n > 0) {
+      k = p[0] | (uint64_t{p[n / 2]} << 8) | (uint64_t{p[n - 1]} << 16);
+    }
     *key = k;
     *slot = static_cast<size_t>(((k ^ text.size()) * 0x9E3779B97F4A7C15ull) >> 56);
     return true;
