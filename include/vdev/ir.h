@@ -91,7 +91,16 @@ class SymbolTable {
   Symbol Find(absl::string_view text) const;
   // Prepares for about `n` symbols (saves rehashing while a large text is read).
   void Reserve(size_t n);
-  absl::string_view Name(Symbol s) const { return names_[s]; }
+  absl::string_view Name(Symbol s) const {
+    const char* p = names_[s];
+    size_t n = static_cast<unsigned char>(p[-1]);
+    if (n == kLongName) {
+      uint32_t long_size;
+      std::memcpy(&long_size, p - 5, sizeof long_size);
+      n = long_size;
+    }
+    return absl::string_view(p, n);
+  }
   size_t size() const { return names_.size(); }
 
  private:
@@ -112,16 +121,49 @@ class SymbolTable {
   };
   static constexpr size_t kCacheSize = 256;
   static bool CacheKey(absl::string_view text, uint64_t* key, size_t* slot) {
-    if (text.size() > 8) return false;
+    const size_t n = text.size();
+    if (n > 8) return false;
+    // A key unique among spellings of one size, read with fixed-size loads (a memcpy of variable
+    // size is a library call): 4..8 bytes as the first and the last four (overlapping), 1..3 bytes
+    // as the first, middle and last.
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(text.data());
     uint64_t k = 0;
-    std::memcpy(&k, text.data(), text.size());
+    if (n >= 4) {
+      uint32_t lo, hi;
+      std::memcpy(&lo, p, 4);
+      std::memcpy(&hi, p + n - 4, 4);
+      k = lo | (uint64_t{hi} << 32);
+    } else if (n > 0) {
+      k = p[0] | (uint64_t{p[n / 2]} << 8) | (uint64_t{p[n - 1]} << 16);
+    }
     *key = k;
     *slot = static_cast<size_t>(((k ^ text.size()) * 0x9E3779B97F4A7C15ull) >> 56);
     return true;
   }
 
-  std::vector<absl::string_view> names_;
+  // Names made of a short prefix and a decimal number (%0, %b17, %a9: what generators and
+  // frontends emit by the million) skip the hash table: a family per prefix maps the number to the
+  // symbol through a dense vector (4 bytes a name instead of a hash slot, no hashing, no compare).
+  // A number too far beyond its family's count goes to index_ (hashed_max keeps lookups exact).
+  struct Family {
+    uint64_t prefix = 0;  // the prefix's bytes (at most 8)
+    uint32_t prefix_size = 0;
+    uint32_t count = 0;       // names held in by_number
+    int64_t hashed_max = -1;  // the largest number of this family held in index_ instead
+    std::vector<Symbol> by_number;
+  };
+  static constexpr size_t kMaxFamilies = 16;
+  Family* FindFamily(uint64_t prefix, uint32_t prefix_size, bool create);
+  Symbol InternNumbered(Family& family, uint32_t number, absl::string_view text);
+  Symbol InternHashed(absl::string_view text);
+  Symbol Store(absl::string_view text);
+
+  // A spelling is stored right after its size: one byte, or kLongName after a 4-byte size; so a
+  // symbol costs a pointer here (8 bytes, not a 16-byte string_view) and a byte in the chunk.
+  static constexpr unsigned char kLongName = 0xFF;
+  std::vector<const char*> names_;
   absl::flat_hash_map<absl::string_view, Symbol, NameHash> index_;
+  std::vector<Family> families_;
   std::vector<CacheEntry> cache_ = std::vector<CacheEntry>(kCacheSize);  // written by Intern only
 };
 
@@ -188,12 +230,13 @@ class DeviceTable {
 enum class ValueKind : uint8_t { kNone, kParam, kBinding };
 
 // A local value: a parameter (index into Module::params) or a binding (into Module::bindings).
+// `index` comes first so that the padding after `kind` is at the end, where Operand reuses it.
 struct ValueRef {
-  ValueKind kind = ValueKind::kNone;
   uint32_t index = 0;
+  ValueKind kind = ValueKind::kNone;
 
-  static ValueRef Param(ParamId p) { return {ValueKind::kParam, p}; }
-  static ValueRef Binding(BindingId b) { return {ValueKind::kBinding, b}; }
+  static ValueRef Param(ParamId p) { return {p, ValueKind::kParam}; }
+  static ValueRef Binding(BindingId b) { return {b, ValueKind::kBinding}; }
   bool valid() const { return kind != ValueKind::kNone; }
   bool is_param() const { return kind == ValueKind::kParam; }
   bool is_binding() const { return kind == ValueKind::kBinding; }
@@ -217,9 +260,11 @@ enum class OperandKind : uint8_t {
 };
 
 struct Operand {
+  // `kind` lives in the tail padding of `value`: 28 bytes an operand instead of 32 (two per
+  // binding in typical programs).
+  [[no_unique_address]] ValueRef value;
   OperandKind kind = OperandKind::kLocal;
   Symbol symbol = kNoSymbol;
-  ValueRef value;
   uint32_t index = kNone;
   uint32_t count = 0;
   SourceLoc loc;
@@ -227,6 +272,7 @@ struct Operand {
   bool is_local() const { return kind == OperandKind::kLocal; }
   bool is_device() const { return kind == OperandKind::kDevice; }
 };
+static_assert(sizeof(Operand) == 28, "Operand::kind is expected in ValueRef's tail padding");
 
 // `key=value` of an op call. Attributes are kept as written, in order.
 struct Attr {

@@ -1,10 +1,12 @@
 // IR tables (symbols, types, devices), Module helpers and the iterative walker.
 #include "vdev/ir.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "huge_pages.h"
 
 namespace vdev::ir {
 
@@ -24,31 +26,105 @@ size_t SymbolTable::NameHash::operator()(absl::string_view name) const {
   return (h & ~size_t{0x7FF}) | ((suffix & 15) << 7) | (h & 0x7F);
 }
 
+namespace {
+
+// Splits `text` into a prefix of at most 8 bytes and a decimal number below 10^9 spelled without
+// leading zeros (so that the number and the prefix give back the spelling).
+bool SplitNumbered(absl::string_view text, uint64_t* prefix, uint32_t* prefix_size, uint32_t* number) {
+  size_t digits = 0;
+  while (digits < text.size() && digits < 10 && text[text.size() - 1 - digits] >= '0' &&
+         text[text.size() - 1 - digits] <= '9')
+    ++digits;
+  if (digits == 0 || digits > 9) return false;
+  size_t size = text.size() - digits;
+  if (size > 8 || (digits > 1 && text[size] == '0')) return false;
+  uint32_t n = 0;
+  for (size_t i = size; i < text.size(); ++i) n = n * 10 + static_cast<uint32_t>(text[i] - '0');
+  uint64_t p = 0;
+  if (size > 0) std::memcpy(&p, text.data(), size);
+  *prefix = p;
+  *prefix_size = static_cast<uint32_t>(size);
+  *number = n;
+  return true;
+}
+
+}  // namespace
+
+SymbolTable::Family* SymbolTable::FindFamily(uint64_t prefix, uint32_t prefix_size, bool create) {
+  for (Family& f : families_) {
+    if (f.prefix == prefix && f.prefix_size == prefix_size) return &f;
+  }
+  // Families are never dropped: a prefix without one now never gets one, so its names always
+  // take the hashed path.
+  if (!create || families_.size() >= kMaxFamilies) return nullptr;
+  families_.push_back(Family{prefix, prefix_size});
+  return &families_.back();
+}
+
+Symbol SymbolTable::Store(absl::string_view text) {
+  // Spellings live in large chunks so that interning a million names costs few allocations.
+  constexpr size_t kChunk = 64 * 1024;
+  size_t header = text.size() < kLongName ? 1 : 5;
+  size_t need = header + text.size();
+  if (need > chunk_left_) {
+    size_t size = std::max(kChunk, need);
+    chunks_.push_back(std::make_unique<char[]>(size));
+    chunk_next_ = chunks_.back().get();
+    chunk_left_ = size;
+  }
+  char* spelling = chunk_next_ + header;
+  if (header == 1) {
+    spelling[-1] = static_cast<char>(text.size());
+  } else {
+    uint32_t long_size = static_cast<uint32_t>(text.size());
+    std::memcpy(spelling - 5, &long_size, sizeof long_size);
+    spelling[-1] = static_cast<char>(kLongName);
+  }
+  if (!text.empty()) std::memcpy(spelling, text.data(), text.size());
+  names_.push_back(spelling);
+  chunk_next_ += need;
+  chunk_left_ -= need;
+  return static_cast<Symbol>(names_.size() - 1);
+}
+
+Symbol SymbolTable::InternHashed(absl::string_view text) {
+  // One probe: insert with the caller's view, then point the key at the stored copy (equal bytes,
+  // so equal hash and equality).
+  auto [it, inserted] = index_.try_emplace(text, static_cast<Symbol>(names_.size()));
+  if (inserted) const_cast<absl::string_view&>(it->first) = Name(Store(text));
+  return it->second;
+}
+
+Symbol SymbolTable::InternNumbered(Family& family, uint32_t number, absl::string_view text) {
+  std::vector<Symbol>& dense = family.by_number;
+  if (number < dense.size() && dense[number] != kNoSymbol) return dense[number];
+  if (static_cast<int64_t>(number) <= family.hashed_max) {
+    auto it = index_.find(text);
+    if (it != index_.end()) return it->second;
+  }
+  // Dense while the vector stays within 16 slots per name (plus slack): `%b999999999` alone must
+  // not allocate gigabytes.
+  if (number < dense.size() || number < 16 * (static_cast<uint64_t>(family.count) + 64)) {
+    if (number >= dense.size()) dense.resize(number + 1, kNoSymbol);
+    Symbol s = Store(text);
+    dense[number] = s;
+    ++family.count;
+    return s;
+  }
+  family.hashed_max = std::max<int64_t>(family.hashed_max, number);
+  return InternHashed(text);
+}
+
 Symbol SymbolTable::Intern(absl::string_view text) {
   uint64_t key;
   size_t slot;
   bool cacheable = CacheKey(text, &key, &slot);
   if (cacheable && cache_[slot].key == key && cache_[slot].size == text.size()) return cache_[slot].symbol;
-  // One probe: insert with the caller's view, then point the key at the stored copy (equal bytes,
-  // so equal hash and equality).
-  auto [it, inserted] = index_.try_emplace(text, static_cast<Symbol>(names_.size()));
-  Symbol s = it->second;
-  if (inserted) {
-    // Spellings live in large chunks so that interning a million names costs few allocations.
-    constexpr size_t kChunk = 64 * 1024;
-    if (text.size() > chunk_left_) {
-      size_t size = std::max(kChunk, text.size());
-      chunks_.push_back(std::make_unique<char[]>(size));
-      chunk_next_ = chunks_.back().get();
-      chunk_left_ = size;
-    }
-    if (!text.empty()) std::memcpy(chunk_next_, text.data(), text.size());
-    absl::string_view stored(chunk_next_, text.size());
-    chunk_next_ += text.size();
-    chunk_left_ -= text.size();
-    names_.push_back(stored);
-    const_cast<absl::string_view&>(it->first) = stored;
-  }
+  uint64_t prefix;
+  uint32_t prefix_size, number;
+  Family* family = SplitNumbered(text, &prefix, &prefix_size, &number) ? FindFamily(prefix, prefix_size, true)
+                                                                        : nullptr;
+  Symbol s = family != nullptr ? InternNumbered(*family, number, text) : InternHashed(text);
   if (cacheable) cache_[slot] = {key, static_cast<uint32_t>(text.size()), s};
   return s;
 }
@@ -58,13 +134,24 @@ Symbol SymbolTable::Find(absl::string_view text) const {
   size_t slot;
   bool cacheable = CacheKey(text, &key, &slot);
   if (cacheable && cache_[slot].key == key && cache_[slot].size == text.size()) return cache_[slot].symbol;
+  uint64_t prefix;
+  uint32_t prefix_size, number;
+  if (SplitNumbered(text, &prefix, &prefix_size, &number)) {
+    for (const Family& f : families_) {
+      if (f.prefix != prefix || f.prefix_size != prefix_size) continue;
+      if (number < f.by_number.size() && f.by_number[number] != kNoSymbol) return f.by_number[number];
+      if (static_cast<int64_t>(number) > f.hashed_max) return kNoSymbol;
+      break;
+    }
+  }
   auto it = index_.find(text);
   return it == index_.end() ? kNoSymbol : it->second;
 }
 
 void SymbolTable::Reserve(size_t n) {
+  // Only the spellings' index: most names of a large text are numbered and never reach index_.
   names_.reserve(n);
-  index_.reserve(n);
+  internal::AdviseHugePages(names_);
 }
 
 // ---------------------------------------------------------------------------------------------

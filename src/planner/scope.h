@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "huge_pages.h"
 #include "vdev/ir.h"
 
 namespace vdev::ir::internal {
@@ -39,7 +40,9 @@ class Scopes {
     FuncId cur = funcs_.back().func;
     if (st.visible != kNoValue) return Unpack(st.visible);
     if (st.func == cur) return Unpack(st.last);
-    defined_log_.push_back({s, st.func, st.last});
+    // A name never defined before needs no undo: FuncIds are never reused, so leaving `func` at a
+    // closed function is as good as kNoFunc, and a million fresh names then log nothing.
+    if (st.func != kNoFunc) defined_log_.push_back({s, st.func, st.last});
     st.visible = Pack(v);
     st.func = cur;
     st.last = st.visible;
@@ -48,9 +51,15 @@ class Scopes {
   }
   // What `s` names here; invalid when nothing.
   ValueRef Lookup(Symbol s) const { return s < names_.size() ? Unpack(names_[s].visible) : ValueRef(); }
-  // Sizes the per-symbol table for about `n` symbols up front.
+  // Sizes the per-symbol table (and the log of visible names) for about `n` symbols up front.
   void Reserve(size_t n) {
-    if (names_.size() < n) names_.resize(n);
+    if (names_.size() < n) {
+      names_.reserve(n);
+      AdviseHugePages(names_);
+      names_.resize(n);
+    }
+    visible_log_.reserve(n);
+    AdviseHugePages(visible_log_);
   }
 
  private:

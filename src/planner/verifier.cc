@@ -116,8 +116,11 @@ constexpr const OpDef* kUnknownOp = nullptr;
 
 const OpDef* Verifier::Lookup(Symbol op) {
   if (op >= op_cached_.size()) {
-    op_cached_.resize(m_.symbols.size(), 0);
-    op_cache_.resize(m_.symbols.size(), kUnknownOp);
+    // Op names are few and usually interned early: sized by the op, not by all symbols (a million
+    // binding names would make this an 8 MB table of nulls).
+    size_t size = std::min<size_t>(m_.symbols.size(), std::max<size_t>(op + 1, 2 * op_cached_.size()));
+    op_cached_.resize(size, 0);
+    op_cache_.resize(size, kUnknownOp);
   }
   if (!op_cached_[op]) {
     op_cache_[op] = registry_.Find(m_.Name(op));

@@ -24,6 +24,13 @@ TEST(SymbolTable, InternsEachSpellingOnce) {
   }
   EXPECT_EQ(t.Find("b2"), kNoSymbol);
   EXPECT_EQ(t.size(), std::size(names));
+  // Spellings of 255 bytes and more carry a 4-byte size; around the switch, sizes must survive.
+  for (size_t n : {254, 255, 256, 70000}) {
+    std::string long_name(n, 'z');
+    Symbol s = t.Intern(long_name);
+    EXPECT_EQ(t.Name(s), long_name);
+    EXPECT_EQ(t.Find(long_name), s);
+  }
 }
 
 TEST(SymbolTable, ManyNamesThroughTheCache) {
@@ -35,6 +42,29 @@ TEST(SymbolTable, ManyNamesThroughTheCache) {
   SymbolTable moved = std::move(t);
   EXPECT_EQ(moved.Name(123), "v123");
   EXPECT_EQ(moved.Intern("v123"), 123u);
+}
+
+// Numbered names take a dense per-prefix path; a number far beyond its prefix's count is hashed
+// instead, and must still be found (and not duplicated) once the dense range grows past it.
+TEST(SymbolTable, SparseNumbersAndManyPrefixesStayUnique) {
+  SymbolTable t;
+  Symbol far = t.Intern("b5000");
+  Symbol huge = t.Intern("b999999999");
+  std::vector<Symbol> ids;
+  for (int i = 0; i < 6000; ++i) ids.push_back(t.Intern("b" + std::to_string(i)));
+  EXPECT_EQ(ids[5000], far);
+  EXPECT_EQ(t.Find("b5000"), far);
+  EXPECT_EQ(t.Find("b999999999"), huge);
+  EXPECT_EQ(t.Find("b6000"), kNoSymbol);
+  // More prefixes than families: the rest are hashed, consistently.
+  std::vector<Symbol> prefixed;
+  for (int p = 0; p < 40; ++p) prefixed.push_back(t.Intern("p" + std::to_string(p) + "x7"));
+  for (int p = 0; p < 40; ++p) {
+    EXPECT_EQ(t.Intern("p" + std::to_string(p) + "x7"), prefixed[p]);
+    EXPECT_EQ(t.Find("p" + std::to_string(p) + "x7"), prefixed[p]);
+    EXPECT_EQ(t.Name(prefixed[p]), "p" + std::to_string(p) + "x7");
+  }
+  EXPECT_EQ(t.size(), 2 + 6000 - 1 + 40u);
 }
 
 TEST(TypeTable, HashConsesStructurallyEqualTypes) {
