@@ -100,6 +100,7 @@ class Parser {
   bool ParseConfig();
   bool ParseKernel();
   bool ParseDef();
+  bool DeclareGlobal(FuncKind kind, FuncId* out);
   bool ParseParams(FuncId f);
   bool ParseResult(FuncId f);
   bool ParseType(TypeId* out);
@@ -238,7 +239,8 @@ bool Parser::ParseConfig() {
   }
 }
 
-bool Parser::ParseKernel() {
+// Consumes `def`/`kernel` and `@name`, registers the global and opens its scope.
+bool Parser::DeclareGlobal(FuncKind kind, FuncId* out) {
   lex_.Next();
   Token name;
   if (!Expect(Tok::kGlobal, "'@name'", &name)) return false;
@@ -248,14 +250,20 @@ bool Parser::ParseKernel() {
                                        LocText(module.functions[it->second].loc), ")"));
   FuncId f = static_cast<FuncId>(module.functions.size());
   Function fn;
-  fn.kind = FuncKind::kKernel;
+  fn.kind = kind;
   fn.name = s;
   fn.loc = name.loc;
   module.functions.push_back(fn);
   module.globals.emplace(s, f);
   module.items.push_back(f);
   scopes_.OpenFunction(f);
-  if (!ParseParams(f)) return false;
+  *out = f;
+  return true;
+}
+
+bool Parser::ParseKernel() {
+  FuncId f;
+  if (!DeclareGlobal(FuncKind::kKernel, &f) || !ParseParams(f)) return false;
   if (!PeekIs(Tok::kArrow)) return Unexpected(lex_.Peek(), "'->' and the kernel's result type");
   if (!ParseResult(f)) return false;
   scopes_.CloseFunction();
@@ -263,23 +271,8 @@ bool Parser::ParseKernel() {
 }
 
 bool Parser::ParseDef() {
-  lex_.Next();
-  Token name;
-  if (!Expect(Tok::kGlobal, "'@name'", &name)) return false;
-  Symbol s = module.symbols.Intern(name.text);
-  if (auto it = module.globals.find(s); it != module.globals.end())
-    return Fail(name.loc, absl::StrCat("duplicate global '@", name.text, "' (already defined at ",
-                                       LocText(module.functions[it->second].loc), ")"));
-  FuncId f = static_cast<FuncId>(module.functions.size());
-  Function fn;
-  fn.kind = FuncKind::kGlobal;
-  fn.name = s;
-  fn.loc = name.loc;
-  module.functions.push_back(fn);
-  module.globals.emplace(s, f);
-  module.items.push_back(f);
-  scopes_.OpenFunction(f);
-  if (!ParseParams(f) || !ParseResult(f)) return false;
+  FuncId f;
+  if (!DeclareGlobal(FuncKind::kGlobal, &f) || !ParseParams(f) || !ParseResult(f)) return false;
   Token lb;
   if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
   BlockId body = NewBlock(f, kNoBinding, lb.loc);
