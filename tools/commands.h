@@ -33,9 +33,19 @@ std::optional<ir::Module> LoadModule(const std::string& path, std::string* sourc
 // `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]`.
 void AddPlanCommands(CLI::App& app, int* exit_code);
 
-// Parses a --default/--host literal into *out (left alone when `text` is empty); prints a located
-// message naming `flag` and returns false on failure.
-bool ParseDeviceOption(absl::string_view flag, const std::string& text, std::optional<VirtualDevice>* out);
+// Parses a virtual-device literal given on the command line; on failure prints a located message
+// naming `name` (the argument or flag) and returns nullopt.
+std::optional<VirtualDevice> ParseDeviceArgument(absl::string_view name, const std::string& text);
+
+// The planning flags `vdev plan` and `vdev lower` share: --strict, --default VD, --host VD.
+struct PlanningFlags {
+  bool strict = false;
+  std::string default_device;
+  std::string host_device;
+};
+void AddPlanningFlags(CLI::App* command, PlanningFlags* flags);
+// The PlanOptions the flags ask for; nullopt (after a located message) on a bad device literal.
+std::optional<PlanOptions> ToPlanOptions(const PlanningFlags& flags);
 
 // Plans `module` (read from `text`, called `name` in messages); prints warnings, and on failure the
 // located error with its conflicting annotations as notes (and the JSON error when `json`), then

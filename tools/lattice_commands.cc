@@ -8,15 +8,8 @@
 #include "vdev/virtual_device.h"
 
 namespace vdev::cli {
-namespace {
 
-struct LatticeArgs {
-  std::string lhs;
-  std::string rhs;
-};
-
-// Parses one command-line literal; on failure prints a located message naming the argument.
-std::optional<VirtualDevice> ParseArgument(absl::string_view name, const std::string& text) {
+std::optional<VirtualDevice> ParseDeviceArgument(absl::string_view name, const std::string& text) {
   size_t offset = 0;
   absl::StatusOr<VirtualDevice> device = ParseVirtualDevice(text, &offset);
   if (device.ok()) return *device;
@@ -25,6 +18,13 @@ std::optional<VirtualDevice> ParseArgument(absl::string_view name, const std::st
   std::cerr << FormatDiagnostic(name, text, diag);
   return std::nullopt;
 }
+
+namespace {
+
+struct LatticeArgs {
+  std::string lhs;
+  std::string rhs;
+};
 
 CLI::App* AddBinary(CLI::App& app, const char* name, const char* help, std::shared_ptr<LatticeArgs> args) {
   CLI::App* sub = app.add_subcommand(name, help);
@@ -40,8 +40,8 @@ void AddLatticeCommands(CLI::App& app, int* exit_code) {
   AddBinary(app, "join", "Print the join of two virtual devices, or `none` (exit 1) when they conflict",
             join_args)
       ->callback([join_args, exit_code] {
-        std::optional<VirtualDevice> a = ParseArgument("A", join_args->lhs);
-        std::optional<VirtualDevice> b = ParseArgument("B", join_args->rhs);
+        std::optional<VirtualDevice> a = ParseDeviceArgument("A", join_args->lhs);
+        std::optional<VirtualDevice> b = ParseDeviceArgument("B", join_args->rhs);
         if (!a || !b) {
           *exit_code = kExitUsage;
           return;
@@ -53,8 +53,8 @@ void AddLatticeCommands(CLI::App& app, int* exit_code) {
   auto default_args = std::make_shared<LatticeArgs>();
   AddBinary(app, "default", "Print Default(A, B): A's fields where set, otherwise B's", default_args)
       ->callback([default_args, exit_code] {
-        std::optional<VirtualDevice> a = ParseArgument("A", default_args->lhs);
-        std::optional<VirtualDevice> b = ParseArgument("B", default_args->rhs);
+        std::optional<VirtualDevice> a = ParseDeviceArgument("A", default_args->lhs);
+        std::optional<VirtualDevice> b = ParseDeviceArgument("B", default_args->rhs);
         if (!a || !b) {
           *exit_code = kExitUsage;
           return;

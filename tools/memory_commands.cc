@@ -19,22 +19,16 @@ struct LowerArgs {
   std::string file;
   bool json = false;
   bool dot = false;
-  bool strict = false;
+  PlanningFlags planning;
   bool no_ipc = false;
   std::string strategy = "auto";
   int64_t alignment = 256;
-  std::string default_device;
-  std::string host_device;
 };
 
 int RunLower(const LowerArgs& args) {
   const std::string name = args.file == "-" ? "<stdin>" : args.file;
-  PlanOptions plan_options;
-  plan_options.strict = args.strict;
-  if (!ParseDeviceOption("--default", args.default_device, &plan_options.default_device) ||
-      !ParseDeviceOption("--host", args.host_device, &plan_options.host_device)) {
-    return kExitUsage;
-  }
+  std::optional<PlanOptions> plan_options = ToPlanOptions(args.planning);
+  if (!plan_options) return kExitUsage;
   LowerOptions lower_options;
   std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(args.strategy);
   if (!strategy) {
@@ -52,7 +46,7 @@ int RunLower(const LowerArgs& args) {
   std::string text;
   std::optional<ir::Module> module = LoadModule(args.file, &text);
   if (!module) return kExitUsage;
-  std::optional<PlanResult> planned = PlanForCommand(*std::move(module), name, text, plan_options, args.json);
+  std::optional<PlanResult> planned = PlanForCommand(*std::move(module), name, text, *plan_options, args.json);
   if (!planned) return kExitNegative;
   if (args.dot) {
     std::cout << WriteDot(PlannedProgramGraph(planned->module, planned->binding_devices));
@@ -81,9 +75,7 @@ void AddMemoryCommands(CLI::App& app, int* exit_code) {
   lower->add_option("FILE", args->file, "program text (`-` reads standard input)")->required();
   lower->add_flag("--json", args->json, "print the memory report (pools, storages, tensors, all-reduces) as JSON");
   lower->add_flag("--dot", args->dot, "print the planned program as Graphviz: devices as colours, copies as red edges");
-  lower->add_flag("--strict", args->strict, "a conflict between primitive uses is an error, not a copy");
-  lower->add_option("--default", args->default_device, "device for unconstrained computations (overrides config)");
-  lower->add_option("--host", args->host_device, "host device (overrides config)");
+  AddPlanningFlags(lower, &args->planning);
   lower->add_option("--allreduce-strategy", args->strategy, "strategy of rewritten all-reduces: auto, one-shot, two-shot, nccl");
   lower->add_flag("--no-ipc-allreduce", args->no_ipc, "leave every all-reduce on NCCL (no ipc_memory)");
   lower->add_option("--alignment", args->alignment, "alignment of storages in their pool, bytes (a power of two)");

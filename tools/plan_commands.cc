@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "commands.h"
 #include "vdev/diagnostic.h"
@@ -12,18 +13,22 @@
 
 namespace vdev::cli {
 
-bool ParseDeviceOption(absl::string_view flag, const std::string& text, std::optional<VirtualDevice>* out) {
-  if (text.empty()) return true;
-  size_t offset = 0;
-  absl::StatusOr<VirtualDevice> device = ParseVirtualDevice(text, &offset);
-  if (!device.ok()) {
-    Diagnostic diag{Severity::kError, SourceLoc{1, static_cast<int>(offset) + 1},
-                    std::string(device.status().message())};
-    std::cerr << FormatDiagnostic(flag, text, diag);
-    return false;
+void AddPlanningFlags(CLI::App* command, PlanningFlags* flags) {
+  command->add_flag("--strict", flags->strict, "make conflicting uses an error instead of a copy and a warning");
+  command->add_option("--default", flags->default_device, "device for unconstrained computations (overrides config)");
+  command->add_option("--host", flags->host_device, "device for shapes and allocation operands (overrides config)");
+}
+
+std::optional<PlanOptions> ToPlanOptions(const PlanningFlags& flags) {
+  PlanOptions options;
+  options.strict = flags.strict;
+  for (auto [flag, text, device] : {std::tuple{"--default", &flags.default_device, &options.default_device},
+                                    std::tuple{"--host", &flags.host_device, &options.host_device}}) {
+    if (text->empty()) continue;
+    *device = ParseDeviceArgument(flag, *text);
+    if (!*device) return std::nullopt;
   }
-  *out = *device;
-  return true;
+  return options;
 }
 
 std::optional<PlanResult> PlanForCommand(ir::Module module, const std::string& name, const std::string& text,
@@ -48,23 +53,17 @@ namespace {
 struct PlanArgs {
   std::string file;
   bool json = false;
-  bool strict = false;
-  std::string default_device;
-  std::string host_device;
+  PlanningFlags planning;
 };
 
 int RunPlan(const PlanArgs& args) {
-  PlanOptions options;
-  options.strict = args.strict;
-  if (!ParseDeviceOption("--default", args.default_device, &options.default_device) ||
-      !ParseDeviceOption("--host", args.host_device, &options.host_device)) {
-    return kExitUsage;
-  }
+  std::optional<PlanOptions> options = ToPlanOptions(args.planning);
+  if (!options) return kExitUsage;
   std::string text;
   std::optional<ir::Module> module = LoadModule(args.file, &text);
   if (!module) return kExitUsage;
   const std::string name = args.file == "-" ? "<stdin>" : args.file;
-  std::optional<PlanResult> plan = PlanForCommand(*std::move(module), name, text, options, args.json);
+  std::optional<PlanResult> plan = PlanForCommand(*std::move(module), name, text, *options, args.json);
   if (!plan) return kExitNegative;
   std::cout << (args.json ? PlanReportJson(*plan) : ir::PrintModule(plan->module));
   return kExitOk;
@@ -77,9 +76,7 @@ void AddPlanCommands(CLI::App& app, int* exit_code) {
   CLI::App* plan = app.add_subcommand("plan", "Plan the device of every value; print the planned program");
   plan->add_option("FILE", args->file, "program in the vdev IR text format (`-` reads standard input)")->required();
   plan->add_flag("--json", args->json, "print the placement report (plan-json.md) instead of the program");
-  plan->add_flag("--strict", args->strict, "make conflicting uses an error instead of a copy and a warning");
-  plan->add_option("--default", args->default_device, "device for unconstrained computations (overrides config)");
-  plan->add_option("--host", args->host_device, "device for shapes and allocation operands (overrides config)");
+  AddPlanningFlags(plan, &args->planning);
   plan->callback([args, exit_code] { *exit_code = RunPlan(*args); });
 }
 

@@ -26,6 +26,7 @@ using ::testing::HasSubstr;
 using testing::HarnessOptions;
 using testing::RunWorkers;
 using testing::UniqueSessionId;
+using testing::ExpectAllOk;
 using testing::WorkerResult;
 
 int GpuCount() {
@@ -45,12 +46,6 @@ int GpuCount() {
 
 #define REQUIRE_GPUS(n)                                                              \
   if (GpuCount() < (n)) GTEST_SKIP() << "needs " << (n) << " GPUs, found " << GpuCount()
-
-void ExpectAllOk(const std::vector<WorkerResult>& results) {
-  for (size_t r = 0; r < results.size(); ++r) {
-    EXPECT_EQ(results[r].exit_code, 0) << "worker " << r << ": " << results[r].message;
-  }
-}
 
 absl::Status Cuda(cudaError_t e) {
   return e == cudaSuccess ? absl::OkStatus() : absl::InternalError(cudaGetErrorString(e));

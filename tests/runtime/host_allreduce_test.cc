@@ -21,13 +21,8 @@ using testing::HarnessOptions;
 using testing::LeftoverSegments;
 using testing::RunWorkers;
 using testing::UniqueSessionId;
+using testing::ExpectAllOk;
 using testing::WorkerResult;
-
-void ExpectAllOk(const std::vector<WorkerResult>& results) {
-  for (size_t r = 0; r < results.size(); ++r) {
-    EXPECT_EQ(results[r].exit_code, 0) << "worker " << r << ": " << results[r].message;
-  }
-}
 
 // Integer-valued inputs, so every order of summation gives the same exact answer.
 template <typename T>

@@ -17,13 +17,8 @@ using ::testing::HasSubstr;
 using testing::LeftoverSegments;
 using testing::RunWorkers;
 using testing::UniqueSessionId;
+using testing::ExpectAllOk;
 using testing::WorkerResult;
-
-void ExpectAllOk(const std::vector<WorkerResult>& results) {
-  for (size_t r = 0; r < results.size(); ++r) {
-    EXPECT_EQ(results[r].exit_code, 0) << "worker " << r << ": " << results[r].message;
-  }
-}
 
 absl::Status Check(bool ok, absl::string_view what) {
   return ok ? absl::OkStatus() : absl::InternalError(what);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/match.h"
+#include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
 
 namespace vdev::testing {
@@ -126,6 +127,12 @@ std::vector<WorkerResult> RunWorkers(int n, const std::string& session_id,
   unlink((dir + "/session.sock").c_str());
   rmdir(dir.c_str());
   return results;
+}
+
+void ExpectAllOk(const std::vector<WorkerResult>& results) {
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_EQ(results[r].exit_code, 0) << "worker " << r << ": " << results[r].message;
+  }
 }
 
 }  // namespace vdev::testing

@@ -41,6 +41,9 @@ void ReportSeconds(double seconds);
 // Names of /dev/shm entries of this session (should be none once the workers are gone).
 std::vector<std::string> LeftoverSegments(const std::string& session_id);
 
+// Expects every worker to have exited with status 0, naming each one that did not.
+void ExpectAllOk(const std::vector<WorkerResult>& results);
+
 // Makes a fresh 0700 directory.
 std::string MakePrivateDir();
 

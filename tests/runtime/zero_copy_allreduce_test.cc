@@ -20,13 +20,8 @@ using ::testing::HasSubstr;
 using testing::LeftoverSegments;
 using testing::RunWorkers;
 using testing::UniqueSessionId;
+using testing::ExpectAllOk;
 using testing::WorkerResult;
-
-void ExpectAllOk(const std::vector<WorkerResult>& results) {
-  for (size_t r = 0; r < results.size(); ++r) {
-    EXPECT_EQ(results[r].exit_code, 0) << "worker " << r << ": " << results[r].message;
-  }
-}
 
 // Integer-valued, so every summation order gives the exact answer; differs per call (salt).
 template <typename T>
