@@ -1,7 +1,8 @@
 // All-reduce benchmark in the style of nccl-tests, run under `vdev launch -n N -- allreduce_bench`.
 //
-// Every worker uses the same processes and buffers for every variant: vdev one-shot, two-shot and
-// auto, vdev-inplace (the zero-copy one-shot on an input in IPC memory), plain ncclAllReduce, and
+// Every worker uses the same processes and buffers for every variant: vdev one-shot (flagged, LL,
+// LL128), two-shot (flagged, LL) and auto, vdev-auto-nopdl (auto launched without programmatic
+// dependent launch, from a second communicator), vdev-inplace (the zero-copy one-shot on an input in IPC memory), plain ncclAllReduce, and
 // ncclAllReduce on NCCL symmetric windows (ncclMemAlloc + ncclCommWindowRegister). Variants are
 // interleaved within each size. For each size and variant:
 // a correctness check (integer-valued bf16 inputs, exact expected sums, inputs intact), then CUDA-
@@ -105,6 +106,14 @@ int Main(int argc, char** argv) {
   Ok(comm_or.status(), "communicator");
   CudaCommunicator& comm = **comm_or;
   if (!comm.ipc_available()) std::fprintf(stderr, "worker %d: no P2P/IPC: vdev variants run NCCL\n", rank);
+  if (comm.ipc_available() && !comm.ll128_available() && rank == 0) {
+    std::fprintf(stderr, "no NVLink between every pair: vdev-1shot-ll128 runs one-shot-ll\n");
+  }
+  CudaCommunicatorOptions plain_launch = options;
+  plain_launch.programmatic_launch = false;
+  absl::StatusOr<std::unique_ptr<CudaCommunicator>> comm_nopdl_or = CudaCommunicator::Create(&session, plain_launch);
+  Ok(comm_nopdl_or.status(), "communicator without programmatic launch");
+  CudaCommunicator& comm_nopdl = **comm_nopdl_or;
 
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -131,17 +140,20 @@ int Main(int argc, char** argv) {
   unsigned long long* counters;
   CUDA_OK(cudaMalloc(&counters, 2 * sizeof(unsigned long long)));
 
-  auto vdev_variant = [&](const char* name, AllReduceAlgorithm algo) {
-    return Variant{name, in, out, [&comm, algo, &in, &out](size_t n, cudaStream_t s) {
-                     return comm.AllReduce(in, out, n, DataType::kBF16, algo, s);
+  auto vdev_variant = [&](const char* name, AllReduceAlgorithm algo, CudaCommunicator* c = nullptr) {
+    CudaCommunicator* use = c != nullptr ? c : &comm;
+    return Variant{name, in, out, [use, algo, &in, &out](size_t n, cudaStream_t s) {
+                     return use->AllReduce(in, out, n, DataType::kBF16, algo, s);
                    }};
   };
   std::vector<Variant> all_variants = {
       vdev_variant("vdev-1shot-ll", AllReduceAlgorithm::kOneShotLL),
+      vdev_variant("vdev-1shot-ll128", AllReduceAlgorithm::kOneShotLL128),
       vdev_variant("vdev-2shot-ll", AllReduceAlgorithm::kTwoShotLL),
       vdev_variant("vdev-1shot", AllReduceAlgorithm::kOneShot),
       vdev_variant("vdev-2shot", AllReduceAlgorithm::kTwoShot),
       vdev_variant("vdev-auto", AllReduceAlgorithm::kAuto),
+      vdev_variant("vdev-auto-nopdl", AllReduceAlgorithm::kAuto, &comm_nopdl),
       Variant{"nccl", in, out, [&](size_t n, cudaStream_t s) {
                 return ncclAllReduce(in, out, n, ncclBfloat16, ncclSum, comm.nccl(), s) == ncclSuccess
                            ? absl::OkStatus()
@@ -194,7 +206,8 @@ int Main(int argc, char** argv) {
     for (Variant& v : all_variants) {
       if (!only.empty() && only.find("," + v.name + ",") == std::string::npos) continue;
       if (v.name == "vdev-1shot" && size.bytes > options.max_one_shot_bytes) continue;
-      if (absl::StrContains(v.name, "-ll") && size.bytes > options.max_ll_bytes) continue;
+      if (absl::EndsWith(v.name, "-ll") && size.bytes > options.max_ll_bytes) continue;
+      if (absl::EndsWith(v.name, "-ll128") && size.bytes > options.max_ll128_bytes) continue;
       variants.push_back(&v);
     }
     const int iters = size.bytes <= (1 << 20) ? 50 : size.bytes <= (16 << 20) ? 20 : size.bytes <= (128 << 20) ? 5 : 2;

@@ -37,9 +37,9 @@ def main(results, png, torch_dir):
         torch = load(os.path.join(torch_dir, f"torch{n}.csv")) or auto
         keys = sorted({(b, l) for (b, l, v) in auto if v == "vdev-auto"}, key=lambda k: (k[1] != "", k[1].split("x")[-1], k[0]))
         print(f"\n#### {n}× H200, bf16, CUDA graphs, µs per op (busbw GB/s at 256 MB)\n")
-        print("| size | shape | vdev auto | picks | NCCL | NCCL symm | vdev one-shot LL | vdev one-shot | vdev two-shot "
-              "| torch symm one-shot | auto / NCCL | auto / best |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| size | shape | vdev auto | picks | auto, no PDL | NCCL | NCCL symm | vdev one-shot LL | vdev one-shot LL128 "
+              "| vdev one-shot | vdev two-shot | torch symm one-shot | auto / NCCL | auto / best |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         misses = []
         xs, series = [], {"vdev auto": [], "NCCL": [], "NCCL symm": []}
         for size, label in keys:
@@ -47,7 +47,8 @@ def main(results, png, torch_dir):
                 r = table.get((size, label, variant))
                 return float(r["us"]) if r and r["check"] == "ok" else None
             a, nc, ns = us(auto, "vdev-auto"), us(auto, "nccl"), us(auto, "nccl-symm")
-            kernels = {v: us(bench, v) for v in ("vdev-1shot-ll", "vdev-2shot-ll", "vdev-1shot", "vdev-2shot")}
+            kernels = {v: us(bench, v) for v in ("vdev-1shot-ll", "vdev-1shot-ll128", "vdev-2shot-ll", "vdev-1shot", "vdev-2shot")}
+            nopdl = us(auto, "vdev-auto-nopdl")
             t = us(torch, "torch-symm-1shot") if not label else None
             best = min(x for x in [a, nc, ns, *kernels.values()] if x is not None)
             picks = auto[(size, label, "vdev-auto")]["auto_choice"]
@@ -56,8 +57,9 @@ def main(results, png, torch_dir):
                 cell_bw = lambda x: "" if x is None else f"{x:.1f} ({size / x / 1e3 * 2 * (n - 1) / n:.0f})"
             else:
                 cell_bw = cell
-            print(f"| {human(size)} | {label.replace('llm:', '')} | {cell_bw(a)} | {picks} | {cell_bw(nc)} | {cell_bw(ns)} "
-                  f"| {cell(kernels['vdev-1shot-ll'])} | {cell(kernels['vdev-1shot'])} | {cell_bw(kernels['vdev-2shot'])} "
+            print(f"| {human(size)} | {label.replace('llm:', '')} | {cell_bw(a)} | {picks} | {cell(nopdl)} | {cell_bw(nc)} "
+                  f"| {cell_bw(ns)} | {cell(kernels['vdev-1shot-ll'])} | {cell(kernels['vdev-1shot-ll128'])} "
+                  f"| {cell(kernels['vdev-1shot'])} | {cell_bw(kernels['vdev-2shot'])} "
                   f"| {cell(t)} | {a / nc:.2f} | {a / best:.2f} |")
             if not label:
                 xs.append(size)

@@ -21,10 +21,14 @@ for stage in $STAGES; do
     test)
       timeout 300 bin/runtime_cuda_test 2>&1 | tee -a "$OUT/cuda_test.log" | grep -E "OK|FAILED|SKIPPED|Failure|worker"
       # A kernel that fails its tests stays out of the benchmark (a timed-out wait would end it).
-      if grep -q "two-shot-ll" "$OUT/cuda_test.log"; then
-        BENCH_ARGS="$BENCH_ARGS --variants vdev-1shot-ll,vdev-1shot,vdev-2shot,vdev-auto,nccl,nccl-symm"
-        echo "two-shot-ll failed its tests: benchmark without it"
-      fi ;;
+      variants=" vdev-1shot-ll vdev-1shot-ll128 vdev-2shot-ll vdev-1shot vdev-2shot vdev-auto vdev-auto-nopdl nccl nccl-symm "
+      for pair in one-shot-ll128:vdev-1shot-ll128 one-shot-ll:vdev-1shot-ll two-shot-ll:vdev-2shot-ll; do
+        if grep "want" "$OUT/cuda_test.log" | grep -qE "${pair%%:*}[ ,]"; then
+          variants=$(echo "$variants" | sed "s/ ${pair##*:} / /")
+          echo "${pair%%:*} failed its tests: benchmark without it"
+        fi
+      done
+      BENCH_ARGS="$BENCH_ARGS --variants $(echo $variants | tr ' ' ,)" ;;
     bench2|bench4)
       # All variants; then kAuto's table derived from this run; then auto again with that table.
       n=${stage#bench}
@@ -34,7 +38,7 @@ for stage in $STAGES; do
       table=$(python3 bench/derive_auto_table.py "$OUT/bench$n.csv")
       echo "derived VDEV_ALLREDUCE_AUTO=$table" | tee -a "$OUT/bench$n.log"
       CUDA_VISIBLE_DEVICES=$devs VDEV_ALLREDUCE_AUTO=$table timeout 120 bin/vdev launch -n $n -- bin/allreduce_bench \
-        --csv "$OUT/auto$n.csv" --variants vdev-auto,nccl,nccl-symm ${BENCH_ARGS} >> "$OUT/bench$n.log" 2>&1
+        --csv "$OUT/auto$n.csv" ${BENCH_ARGS} --variants vdev-auto,vdev-auto-nopdl,nccl,nccl-symm >> "$OUT/bench$n.log" 2>&1
       grep -E "^graph|derived" "$OUT/bench$n.log" | tail -60 ;;
     torch)
       # PyTorch's symmetric-memory one-shot, same sizes up to 16 MB; rows appended to autoN.csv.

@@ -39,7 +39,11 @@ absl::string_view DataTypeName(DataType type);
 // and two copies of the epoch, so a reader polls the data itself and no barrier or fence is needed
 // (twice the bytes on the wire; for small messages). kTwoShotLL: two-shot in the same form. The
 // host backend runs them as kOneShot and kTwoShot.
-enum class AllReduceAlgorithm { kAuto, kOneShot, kTwoShot, kNccl, kOneShotLL, kTwoShotLL };
+// kOneShotLL128: one-shot in 128-byte lines of 120 bytes of data and an 8-byte epoch (1/15 more bytes
+// than the data, for mid-sized messages). It relies on a warp's 128-byte aligned store reaching the
+// peer as one unit, which NVLink gives and PCIe does not: the CUDA backend runs it only when every
+// pair of GPUs is NVLink-connected and kOneShotLL otherwise; the host backend runs it as kOneShot.
+enum class AllReduceAlgorithm { kAuto, kOneShot, kTwoShot, kNccl, kOneShotLL, kTwoShotLL, kOneShotLL128 };
 absl::string_view AlgorithmName(AllReduceAlgorithm algorithm);
 
 // Bytes each worker's IPCMemory needs for `count` elements with `algorithm` (kAuto: enough for

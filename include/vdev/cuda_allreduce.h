@@ -40,6 +40,10 @@ struct CudaCommunicatorOptions {
   size_t max_bytes = size_t{64} << 20;   // largest message the vdev kernels take (NCCL beyond)
   size_t max_one_shot_bytes = size_t{8} << 20;
   size_t max_ll_bytes = size_t{1} << 20;  // largest message for kOneShotLL
+  size_t max_ll128_bytes = size_t{4} << 20;  // largest message for kOneShotLL128
+  // Launch the kernels with programmatic dependent launch: a kernel is scheduled while the previous
+  // one on the stream drains and waits on the GPU (griddepcontrol.wait) before touching memory.
+  bool programmatic_launch = true;
   absl::Duration kernel_timeout = kDefaultPeerTimeout;  // bounded spins inside the kernels
   bool force_nccl = false;               // behave as if P2P were unavailable (tests)
 };
@@ -75,12 +79,14 @@ class CudaCommunicator {
   absl::Status CheckErrors();
 
   bool ipc_available() const { return workspace_ != nullptr; }
+  bool ll128_available() const { return ll128_workspace_ != nullptr; }
   int device() const { return device_; }
   ncclComm_t nccl() const { return nccl_; }
   Session* session() const { return session_; }
 
  private:
   CudaCommunicator() = default;
+  const IPCMemory* WorkspaceOf(AllReduceAlgorithm algorithm) const;  // each LL form has its own
   absl::Status Launch(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
                       cudaStream_t stream);
 
@@ -91,7 +97,9 @@ class CudaCommunicator {
   ncclComm_t nccl_ = nullptr;
   std::unique_ptr<IPCAllocator> allocator_;
   IPCMemory* workspace_ = nullptr;     // one-shot and two-shot; its barrier_flag holds the epochs
-  IPCMemory* ll_workspace_ = nullptr;  // one-shot LL lines only
+  IPCMemory* ll_workspace_ = nullptr;  // LL lines only
+  IPCMemory* ll128_workspace_ = nullptr;  // LL128 lines only
+  bool nvlink_ = false;  // every pair of GPUs NVLink-connected: LL128's lines arrive whole
   volatile int* error_host_ = nullptr;  // host-mapped: peer + 1 whose flag never came
   int* error_device_ = nullptr;
 };

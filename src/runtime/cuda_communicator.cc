@@ -42,21 +42,21 @@ ncclDataType_t NcclType(DataType type) {
 // kAuto's choice by message size, per world size: each row covers sizes up to max_bytes where that
 // algorithm was the fastest variant in bench/allreduce_bench (bf16, CUDA graphs, 4 H200s with
 // NV18 links, NCCL 2.28.3, 2026-11-22; docs/allreduce.md): the table bench/derive_auto_table.py
-// derived from docs/results/run5/bench{2,4}.csv
-// (run 4 put 128 MB on 4 GPUs to two-shot: a near tie with NCCL). Above the last row: NCCL.
+// derived from docs/results/run6/bench{2,4}.csv. Above the last row: NCCL.
 constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
 const std::vector<AutoRow>& BuiltInTable(int world) {
-  static const std::vector<AutoRow> kTwo = {{512 * kKiB, AllReduceAlgorithm::kOneShotLL},
+  static const std::vector<AutoRow> kTwo = {{64 * kKiB, AllReduceAlgorithm::kOneShotLL},
+                                            {2 * kMiB, AllReduceAlgorithm::kOneShotLL128},
                                             {8 * kMiB, AllReduceAlgorithm::kOneShot},
                                             {size_t{1} << 40, AllReduceAlgorithm::kTwoShot}};
   // Measured on 4; used for 3 and, unmeasured, for 5..8.
-  static const std::vector<AutoRow> kMore = {{128 * kKiB, AllReduceAlgorithm::kOneShotLL},
-                                             {512 * kKiB, AllReduceAlgorithm::kOneShot},
-                                             {64 * kMiB, AllReduceAlgorithm::kTwoShot}};
+  static const std::vector<AutoRow> kMore = {{4 * kKiB, AllReduceAlgorithm::kOneShotLL},
+                                             {512 * kKiB, AllReduceAlgorithm::kOneShotLL128},
+                                             {128 * kMiB, AllReduceAlgorithm::kTwoShot}};
   return world <= 2 ? kTwo : kMore;
 }
 
-// VDEV_ALLREDUCE_AUTO="one-shot-ll:65536,one-shot:524288,two-shot:134217728" replaces the built-in
+// VDEV_ALLREDUCE_AUTO="one-shot-ll:65536,one-shot-ll128:2097152,two-shot:134217728" replaces the built-in
 // rows (bench/derive_auto_table.py writes it from a benchmark run on the machine at hand).
 absl::StatusOr<std::vector<AutoRow>> ParseTable(absl::string_view text) {
   std::vector<AutoRow> rows;
@@ -67,8 +67,9 @@ absl::StatusOr<std::vector<AutoRow>> ParseTable(absl::string_view text) {
       return absl::InvalidArgumentError(absl::StrCat("bad size in VDEV_ALLREDUCE_AUTO item '", item, "'"));
     }
     bool known = false;
-    for (AllReduceAlgorithm a : {AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot,
-                                 AllReduceAlgorithm::kTwoShot, AllReduceAlgorithm::kNccl}) {
+    for (AllReduceAlgorithm a : {AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kOneShotLL128,
+                                 AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
+                                 AllReduceAlgorithm::kNccl}) {
       if (AlgorithmName(a) == kv.first) {
         row.algorithm = a;
         known = true;
@@ -114,22 +115,33 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
   std::vector<std::string> where;
   VDEV_RETURN_IF_ERROR(session->AllGather("cuda-devices", absl::StrCat(host, "|", c->device_), &where));
   std::string problem;
+  bool nvlink = true;
   for (int j = 0; j < session->world_size() && problem.empty(); ++j) {
     if (j == session->rank()) continue;
     size_t bar = where[j].rfind('|');
     const int peer_device = std::atoi(where[j].c_str() + bar + 1);
     if (where[j].substr(0, bar) != host) {
       problem = absl::StrCat("worker ", j, " is on another host");
+      nvlink = false;
     } else if (peer_device != c->device_) {
       int can = 0;
       cudaDeviceCanAccessPeer(&can, c->device_, peer_device);
       if (!can) problem = absl::StrCat("no P2P from GPU ", c->device_, " to GPU ", peer_device);
+      // Native peer atomics: NVLink, not PCIe. The LL128 protocol needs NVLink's whole-line delivery.
+      int atomics = 0;
+      cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, c->device_, peer_device);
+      nvlink = nvlink && atomics == 1;
+    } else {
+      nvlink = false;  // two workers on one GPU: no NVLink between them
     }
   }
   if (options.force_nccl) problem = "NCCL forced";
   std::vector<std::string> problems;
   VDEV_RETURN_IF_ERROR(session->AllGather("cuda-p2p", problem, &problems));
   const bool ipc = std::all_of(problems.begin(), problems.end(), [](const std::string& p) { return p.empty(); });
+  std::vector<std::string> links;
+  VDEV_RETURN_IF_ERROR(session->AllGather("cuda-nvlink", nvlink ? "1" : "0", &links));
+  c->nvlink_ = std::all_of(links.begin(), links.end(), [](const std::string& l) { return l == "1"; });
 
   ncclUniqueId id;
   if (session->rank() == 0) VDEV_RETURN_IF_ERROR(NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId"));
@@ -154,6 +166,11 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
     VDEV_ASSIGN_OR_RETURN(c->ll_workspace_, c->allocator_->Allocate(AllReduceWorkspaceBytes(
                                                 AllReduceAlgorithm::kOneShotLL, session->world_size(),
                                                 options.max_ll_bytes / 2, DataType::kBF16)));
+    if (c->nvlink_) {
+      VDEV_ASSIGN_OR_RETURN(c->ll128_workspace_, c->allocator_->Allocate(AllReduceWorkspaceBytes(
+                                                     AllReduceAlgorithm::kOneShotLL128, session->world_size(),
+                                                     options.max_ll128_bytes / 2, DataType::kBF16)));
+    }
   }
   return c;
 }
@@ -175,6 +192,9 @@ AllReduceAlgorithm CudaCommunicator::Choose(size_t bytes) const {
       if (row.algorithm == AllReduceAlgorithm::kOneShot && bytes > options_.max_one_shot_bytes) continue;
       if ((row.algorithm == AllReduceAlgorithm::kOneShotLL || row.algorithm == AllReduceAlgorithm::kTwoShotLL) &&
           bytes > options_.max_ll_bytes) {
+        continue;
+      }
+      if (row.algorithm == AllReduceAlgorithm::kOneShotLL128 && (bytes > options_.max_ll128_bytes || !nvlink_)) {
         continue;
       }
       return row.algorithm;
@@ -199,14 +219,17 @@ absl::Status CudaCommunicator::AllReduce(const void* in, void* out, size_t count
   if (count == 0) return absl::OkStatus();
   const size_t bytes = count * DataTypeSize(type);
   if (algorithm == AllReduceAlgorithm::kAuto) algorithm = Choose(bytes);
+  if (algorithm == AllReduceAlgorithm::kOneShotLL128 && ll128_workspace_ == nullptr) {
+    // No NVLink: the same protocol in 16-byte lines, or the flagged one-shot past LL's workspace.
+    algorithm = bytes <= options_.max_ll_bytes ? AllReduceAlgorithm::kOneShotLL : AllReduceAlgorithm::kOneShot;
+  }
   const bool kernel_type = type == DataType::kF32 || type == DataType::kF16 || type == DataType::kBF16;
   const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
   if (algorithm == AllReduceAlgorithm::kNccl || workspace_ == nullptr || !kernel_type || !aligned) {
     return NcclStatus(ncclAllReduce(in, out, count, NcclType(type), ncclSum, nccl_, stream), "ncclAllReduce");
   }
   const size_t need = AllReduceWorkspaceBytes(algorithm, session_->world_size(), count, type);
-  const bool ll = algorithm == AllReduceAlgorithm::kOneShotLL || algorithm == AllReduceAlgorithm::kTwoShotLL;
-  const IPCMemory* ws = ll ? ll_workspace_ : workspace_;
+  const IPCMemory* ws = WorkspaceOf(algorithm);
   if (need > ws->size) {
     return absl::InvalidArgumentError(absl::StrCat(AlgorithmName(algorithm), " all-reduce of ", bytes,
                                                    " bytes needs a workspace of ", need, " bytes; this one has ",
@@ -249,14 +272,25 @@ absl::Status CudaCommunicator::AllReduceZeroCopy(const IPCBuffer& in, void* out,
   a.epochs = mem->barrier_flag;
   a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(options_.kernel_timeout));
   a.error = error_device_;
-  return CudaStatus(internal::LaunchZeroCopyOneShot(type, a, internal::OneShotBlocks(count, DataTypeSize(type)), stream),
-                    "zero-copy all-reduce launch");
+  internal::LaunchOptions launch;
+  launch.blocks = internal::OneShotBlocks(count, DataTypeSize(type));
+  launch.stream = stream;
+  launch.programmatic = options_.programmatic_launch;
+  return CudaStatus(internal::LaunchZeroCopyOneShot(type, a, launch), "zero-copy all-reduce launch");
+}
+
+const IPCMemory* CudaCommunicator::WorkspaceOf(AllReduceAlgorithm algorithm) const {
+  switch (algorithm) {
+    case AllReduceAlgorithm::kOneShotLL:
+    case AllReduceAlgorithm::kTwoShotLL: return ll_workspace_;
+    case AllReduceAlgorithm::kOneShotLL128: return ll128_workspace_;
+    default: return workspace_;
+  }
 }
 
 absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, DataType type,
                                       AllReduceAlgorithm algorithm, cudaStream_t stream) {
-  const bool ll = algorithm == AllReduceAlgorithm::kOneShotLL || algorithm == AllReduceAlgorithm::kTwoShotLL;
-  const IPCMemory& ws = ll ? *ll_workspace_ : *workspace_;
+  const IPCMemory& ws = *WorkspaceOf(algorithm);
   internal::KernelArgs a;
   a.in = in;
   a.out = out;
@@ -273,21 +307,32 @@ absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, D
   a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(options_.kernel_timeout));
   a.error = error_device_;
   const size_t elem = DataTypeSize(type);
+  internal::LaunchOptions launch;
+  launch.stream = stream;
+  launch.programmatic = options_.programmatic_launch;
   cudaError_t e;
   if (algorithm == AllReduceAlgorithm::kOneShotLL) {
     a.slot_bytes = internal::OneShotLLSlotBytes(count, elem);
-    e = internal::LaunchOneShotLL(type, a, internal::OneShotLLBlocks(count, elem), stream);
+    launch.blocks = internal::OneShotLLBlocks(count, elem);
+    e = internal::LaunchOneShotLL(type, a, launch);
+  } else if (algorithm == AllReduceAlgorithm::kOneShotLL128) {
+    a.slot_bytes = internal::OneShotLL128SlotBytes(count, elem);
+    launch.blocks = internal::OneShotLL128Blocks(count, elem);
+    e = internal::LaunchOneShotLL128(type, a, launch);
   } else if (algorithm == AllReduceAlgorithm::kTwoShotLL) {
     a.slot_bytes = internal::TwoShotLLSlotBytes(count, a.world, elem);
     a.chunk_elems = internal::TwoShotChunkElems(count, a.world, elem);
-    e = internal::LaunchTwoShotLL(type, a, internal::TwoShotLLBlocks(count, a.world, elem), stream);
+    launch.blocks = internal::TwoShotLLBlocks(count, a.world, elem);
+    e = internal::LaunchTwoShotLL(type, a, launch);
   } else if (algorithm == AllReduceAlgorithm::kOneShot) {
     a.slot_bytes = internal::OneShotSlotBytes(count, elem);
-    e = internal::LaunchOneShot(type, a, internal::OneShotBlocks(count, elem), stream);
+    launch.blocks = internal::OneShotBlocks(count, elem);
+    e = internal::LaunchOneShot(type, a, launch);
   } else {
     a.slot_bytes = internal::TwoShotSlotBytes(count, a.world, elem);
     a.chunk_elems = internal::TwoShotChunkElems(count, a.world, elem);
-    e = internal::LaunchTwoShot(type, a, internal::TwoShotBlocks(count, a.world, elem), stream);
+    launch.blocks = internal::TwoShotBlocks(count, a.world, elem);
+    e = internal::LaunchTwoShot(type, a, launch);
   }
   return CudaStatus(e, absl::StrCat(AlgorithmName(algorithm), " all-reduce launch"));
 }

@@ -53,6 +53,16 @@ __device__ __forceinline__ uint64_t GlobalTimer() {
   return t;
 }
 
+// Programmatic dependent launch: when the launch allows it, this grid starts while the previous one
+// on the stream drains, and the next one may start while this one runs. Nothing is read or written
+// before the previous grid has finished and flushed (`griddepcontrol.wait`); the next grid may be
+// scheduled as soon as every block of this one is resident, so blocks waiting on each other across
+// GPUs never wait for SM space. Both are no-ops for an ordinary launch.
+__device__ __forceinline__ void FollowPreviousGrid() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
 // This call's epoch: one more than the last. Every block also advances the counters of the blocks
 // congruent to it modulo the grid, so all kMaxBarrierBlocks counters stay equal whatever the grid.
 __device__ uint64_t NextEpoch(uint64_t* epochs) {
@@ -197,6 +207,7 @@ __device__ __forceinline__ void ReduceRange(Range r, size_t len, const T* const*
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) OneShotKernel(const __grid_constant__ KernelArgs a) {
+  FollowPreviousGrid();
   constexpr int P = kPer<T>;
   const uint64_t epoch = NextEpoch(a.epochs);
   const size_t parity = epoch & 1;
@@ -225,6 +236,7 @@ __global__ void __launch_bounds__(kThreads) OneShotKernel(const __grid_constant_
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) TwoShotKernel(const __grid_constant__ KernelArgs a) {
+  FollowPreviousGrid();
   constexpr int P = kPer<T>;
   const uint64_t epoch = NextEpoch(a.epochs);
   const size_t parity = epoch & 1;
@@ -275,6 +287,7 @@ __global__ void __launch_bounds__(kThreads) TwoShotKernel(const __grid_constant_
 // worker's input any more and the next producer on this stream may overwrite it.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) ZeroCopyOneShotKernel(const __grid_constant__ KernelArgs a) {
+  FollowPreviousGrid();
   constexpr int P = kPer<T>;
   const uint64_t epoch = NextEpoch(a.epochs);
   Barrier(a, a.flags_in, epoch);
@@ -364,8 +377,11 @@ __device__ __forceinline__ void AddPayload(float (&acc)[8 / sizeof(T)], uint2 d)
 // call's epoch twice (each 8-byte half is written atomically), so a reader that sees the epoch in
 // both halves has the data. The two workspace halves alternate by epoch parity, and a line in a
 // half was last written two calls ago with another epoch, so a stale line is never taken for new.
+// Two blocks per SM (at most 64 registers, no spills): under programmatic launch the next call's
+// blocks then fit beside this call's and wait on the SM, which took ~0.3 us off small messages.
 template <typename T>
-__global__ void __launch_bounds__(kThreads) OneShotLLKernel(const __grid_constant__ KernelArgs a) {
+__global__ void __launch_bounds__(kThreads, 2) OneShotLLKernel(const __grid_constant__ KernelArgs a) {
+  FollowPreviousGrid();
   constexpr int E = 8 / sizeof(T);
   const uint64_t epoch = a.epochs[blockIdx.x] + 1;
   const uint32_t flag = static_cast<uint32_t>(epoch);
@@ -403,6 +419,7 @@ __global__ void __launch_bounds__(kThreads) OneShotLLKernel(const __grid_constan
 // handles the same line index in every chunk and phase, so no barrier is needed anywhere.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) TwoShotLLKernel(const __grid_constant__ KernelArgs a) {
+  FollowPreviousGrid();
   constexpr int E = 8 / sizeof(T);
   const uint64_t epoch = a.epochs[blockIdx.x] + 1;
   const uint32_t flag = static_cast<uint32_t>(epoch);
@@ -443,39 +460,125 @@ __global__ void __launch_bounds__(kThreads) TwoShotLLKernel(const __grid_constan
   FinishEpoch(a.epochs, epoch);
 }
 
-template <template <typename> class Kernel>
-cudaError_t Launch(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
-  switch (type) {
-    case DataType::kF32: Kernel<float>::Run(args, blocks, stream); break;
-    case DataType::kF16: Kernel<__half>::Run(args, blocks, stream); break;
-    case DataType::kBF16: Kernel<__nv_bfloat16>::Run(args, blocks, stream); break;
-    default: return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+// One-shot LL128: 8 consecutive lanes store one 128-byte line (15 data words and the epoch in
+// lane 7's second word) with one 16-byte store each, so a warp's store instruction carries whole
+// lines and NVLink delivers each line as one unit. A reader loads a line the same way (one warp
+// load = one L2 access per line) and takes it only when the epoch word is this call's; otherwise
+// the whole warp loads again. Stale lines carry older epochs (epochs only grow, and the epoch word
+// is at the same place in every line), so they are never taken for new. 1/15 more bytes than the
+// data instead of LL's 2x.
+__device__ __forceinline__ void StoreLine128(char* p, uint64_t lo, uint64_t hi) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
+}
+__device__ __forceinline__ ulonglong2 LoadLine128(const char* p) {
+  ulonglong2 v;
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint64_t Word(uint2 d) { return d.x | (uint64_t{d.y} << 32); }
+__device__ __forceinline__ uint2 Halves(uint64_t w) {
+  return make_uint2(static_cast<uint32_t>(w), static_cast<uint32_t>(w >> 32));
 }
 
-template <typename T>
-struct OneShot {
-  static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { OneShotKernel<T><<<blocks, kThreads, 0, s>>>(a); }
-};
-template <typename T>
-struct OneShotLL {
-  static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { OneShotLLKernel<T><<<blocks, kThreads, 0, s>>>(a); }
-};
-template <typename T>
-struct TwoShotLL {
-  static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { TwoShotLLKernel<T><<<blocks, kThreads, 0, s>>>(a); }
-};
-template <typename T>
-struct ZeroCopyOneShot {
-  static void Run(const KernelArgs& a, int blocks, cudaStream_t s) {
-    ZeroCopyOneShotKernel<T><<<blocks, kThreads, 0, s>>>(a);
+// Warp-wide: waits (bounded) until every active line of this warp's four carries `epoch`; returns
+// this lane's 16 bytes. All 32 lanes call it together. (Polling one peer at a time: loading every
+// peer's line at once was slower, measured — three times the polling traffic in the L2 that the
+// peers' NVLink writes land in.)
+__device__ __forceinline__ ulonglong2 PollLines128(const KernelArgs& a, const char* p, bool active, bool epoch_lane,
+                                                  uint64_t epoch, int source) {
+  constexpr unsigned kWarp = 0xffffffffu;
+  ulonglong2 v = active ? LoadLine128(p) : ulonglong2{0, 0};
+  if (!__all_sync(kWarp, !active || !epoch_lane || v.y == epoch)) {
+    const uint64_t start = GlobalTimer();
+    for (uint32_t spins = 1;; ++spins) {
+      if (active) v = LoadLine128(p);
+      if (__all_sync(kWarp, !active || !epoch_lane || v.y == epoch)) break;
+      if ((spins & 1023) == 0 && __any_sync(kWarp, GlobalTimer() - start > a.timeout_ns)) {
+        if ((threadIdx.x & 31) == 0) *reinterpret_cast<volatile int*>(a.error) = source + 1;
+        break;
+      }
+    }
   }
-};
-template <typename T>
-struct TwoShot {
-  static void Run(const KernelArgs& a, int blocks, cudaStream_t s) { TwoShotKernel<T><<<blocks, kThreads, 0, s>>>(a); }
-};
+  return v;
+}
+
+template <typename T>  // two blocks per SM, as OneShotLLKernel
+__global__ void __launch_bounds__(kThreads, 2) OneShotLL128Kernel(const __grid_constant__ KernelArgs a) {
+  FollowPreviousGrid();
+  constexpr int E = 8 / sizeof(T);
+  constexpr int kLinesPerWarp = 32 / 8;
+  const uint64_t epoch = a.epochs[blockIdx.x] + 1;
+  const size_t parity = epoch & 1;
+  const size_t bytes = a.count * sizeof(T);
+  const Range r = BlockRange(OneShotLL128Lines(a.count, sizeof(T)));
+  const int lane = threadIdx.x & 31, part = lane & 7;
+  const bool epoch_lane = part == 7;
+  const size_t warp_lines = (blockDim.x / 32) * kLinesPerWarp;
+  const char* in = static_cast<const char*>(a.in);
+  char* out = static_cast<char*>(a.out);
+  // Words [w, w + 2) of the input (just w for the epoch lane), as in every loop below.
+  auto first_word = [&](size_t line) { return kLL128DataWords * line + 2 * part; };
+  for (size_t base = r.lo + (threadIdx.x / 32) * kLinesPerWarp; base < r.hi; base += warp_lines) {
+    const size_t line = base + lane / 8;
+    if (line >= r.hi) continue;
+    const size_t w = first_word(line);
+    const uint64_t lo = Word(LoadPayload(in, w, bytes));
+    const uint64_t hi = epoch_lane ? epoch : Word(LoadPayload(in, w + 1, bytes));
+#pragma unroll
+    for (int k = 1; k < kMaxWorkers; ++k) {
+      if (k < a.world) {
+        StoreLine128(a.data[(a.rank + k) % a.world] + OneShotSlotOffset(a.half_bytes, a.slot_bytes, parity, a.rank) +
+                         kLL128LineBytes * line + 16 * part,
+                     lo, hi);
+      }
+    }
+  }
+  const char* mine = a.data[a.rank] + parity * a.half_bytes;
+  for (size_t base = r.lo + (threadIdx.x / 32) * kLinesPerWarp; base < r.hi; base += warp_lines) {
+    const size_t line = base + lane / 8;
+    const bool active = line < r.hi;
+    const size_t w = first_word(line);
+    float acc_lo[E] = {}, acc_hi[E] = {};
+    for (int j = 0; j < a.world; ++j) {
+      if (j == a.rank) {
+        if (active) {
+          AddPayload<T>(acc_lo, LoadPayload(in, w, bytes));
+          if (!epoch_lane) AddPayload<T>(acc_hi, LoadPayload(in, w + 1, bytes));
+        }
+        continue;
+      }
+      const ulonglong2 v = PollLines128(a, mine + j * a.slot_bytes + kLL128LineBytes * line + 16 * part, active,
+                                        epoch_lane, epoch, j);
+      AddPayload<T>(acc_lo, Halves(v.x));
+      if (!epoch_lane) AddPayload<T>(acc_hi, Halves(v.y));
+    }
+    if (active && 8 * w < bytes) {
+      StorePayload(out, w, bytes, ToPayload<T>(acc_lo));
+      if (!epoch_lane && 8 * (w + 1) < bytes) StorePayload(out, w + 1, bytes, ToPayload<T>(acc_hi));
+    }
+  }
+  FinishEpoch(a.epochs, epoch);
+}
+
+using KernelFn = void (*)(KernelArgs);
+
+cudaError_t Start(KernelFn f32, KernelFn f16, KernelFn bf16, DataType type, const KernelArgs& args,
+                  const LaunchOptions& options) {
+  KernelFn kernel = type == DataType::kF32 ? f32 : type == DataType::kF16 ? f16 : type == DataType::kBF16 ? bf16 : nullptr;
+  if (kernel == nullptr) return cudaErrorInvalidValue;
+  cudaLaunchAttribute overlap;
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(options.blocks);
+  config.blockDim = dim3(kThreads);
+  config.stream = options.stream;
+  config.attrs = &overlap;
+  config.numAttrs = options.programmatic ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, args);
+}
+
+#define VDEV_KERNELS(name) name<float>, name<__half>, name<__nv_bfloat16>
 
 // Blocks for `units` 16-byte packs or lines: one block per kUnitsPerBlock of them, so mid-sized
 // messages spread over many SMs (one SM alone cannot keep NVLink busy), at most kMaxBlocks.
@@ -489,6 +592,9 @@ int BlocksFor(size_t units) {
 
 int OneShotBlocks(size_t count, size_t elem) { return BlocksFor((count * elem + 15) / 16); }
 int OneShotLLBlocks(size_t count, size_t elem) { return BlocksFor(OneShotLLLines(count, elem)); }
+int OneShotLL128Blocks(size_t count, size_t elem) {
+  return BlocksFor(OneShotLL128Lines(count, elem) * (kLL128LineBytes / 16));
+}
 int TwoShotLLBlocks(size_t count, int world, size_t elem) {
   return BlocksFor(TwoShotChunkElems(count, world, elem) * elem / 8);
 }
@@ -496,20 +602,23 @@ int TwoShotBlocks(size_t count, int world, size_t elem) {
   return BlocksFor(TwoShotChunkElems(count, world, elem) * elem / 16);
 }
 
-cudaError_t LaunchOneShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
-  return Launch<OneShot>(type, args, blocks, stream);
+cudaError_t LaunchOneShot(DataType type, const KernelArgs& args, const LaunchOptions& options) {
+  return Start(VDEV_KERNELS(OneShotKernel), type, args, options);
 }
-cudaError_t LaunchOneShotLL(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
-  return Launch<OneShotLL>(type, args, blocks, stream);
+cudaError_t LaunchOneShotLL(DataType type, const KernelArgs& args, const LaunchOptions& options) {
+  return Start(VDEV_KERNELS(OneShotLLKernel), type, args, options);
 }
-cudaError_t LaunchTwoShotLL(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
-  return Launch<TwoShotLL>(type, args, blocks, stream);
+cudaError_t LaunchOneShotLL128(DataType type, const KernelArgs& args, const LaunchOptions& options) {
+  return Start(VDEV_KERNELS(OneShotLL128Kernel), type, args, options);
 }
-cudaError_t LaunchTwoShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
-  return Launch<TwoShot>(type, args, blocks, stream);
+cudaError_t LaunchTwoShotLL(DataType type, const KernelArgs& args, const LaunchOptions& options) {
+  return Start(VDEV_KERNELS(TwoShotLLKernel), type, args, options);
 }
-cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream) {
-  return Launch<ZeroCopyOneShot>(type, args, blocks, stream);
+cudaError_t LaunchTwoShot(DataType type, const KernelArgs& args, const LaunchOptions& options) {
+  return Start(VDEV_KERNELS(TwoShotKernel), type, args, options);
+}
+cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, const LaunchOptions& options) {
+  return Start(VDEV_KERNELS(ZeroCopyOneShotKernel), type, args, options);
 }
 
 }  // namespace vdev::internal

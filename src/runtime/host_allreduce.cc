@@ -43,6 +43,7 @@ absl::string_view AlgorithmName(AllReduceAlgorithm algorithm) {
     case AllReduceAlgorithm::kNccl: return "nccl";
     case AllReduceAlgorithm::kOneShotLL: return "one-shot-ll";
     case AllReduceAlgorithm::kTwoShotLL: return "two-shot-ll";
+    case AllReduceAlgorithm::kOneShotLL128: return "one-shot-ll128";
   }
   return "?";
 }
@@ -54,6 +55,7 @@ size_t AllReduceWorkspaceBytes(AllReduceAlgorithm algorithm, int world_size, siz
   switch (algorithm) {
     case AllReduceAlgorithm::kOneShotLL: return 2 * world_size * internal::OneShotLLSlotBytes(count, elem);
     case AllReduceAlgorithm::kTwoShotLL: return 4 * world_size * internal::TwoShotLLSlotBytes(count, world_size, elem);
+    case AllReduceAlgorithm::kOneShotLL128: return 2 * world_size * internal::OneShotLL128SlotBytes(count, elem);
     case AllReduceAlgorithm::kOneShot: return one;
     case AllReduceAlgorithm::kTwoShot: return two;
     case AllReduceAlgorithm::kNccl: return 0;
@@ -239,7 +241,9 @@ absl::Status ZeroCopyTwoShot(Session& session, const IPCBuffer& in, const IPCBuf
 
 // kAuto and the LL forms, as the host backend runs them.
 AllReduceAlgorithm HostAlgorithm(AllReduceAlgorithm algorithm, size_t bytes, int world) {
-  if (algorithm == AllReduceAlgorithm::kOneShotLL) return AllReduceAlgorithm::kOneShot;
+  if (algorithm == AllReduceAlgorithm::kOneShotLL || algorithm == AllReduceAlgorithm::kOneShotLL128) {
+    return AllReduceAlgorithm::kOneShot;
+  }
   if (algorithm == AllReduceAlgorithm::kTwoShotLL) return AllReduceAlgorithm::kTwoShot;
   if (algorithm != AllReduceAlgorithm::kAuto) return algorithm;
   return bytes * world <= kHostOneShotLimit ? AllReduceAlgorithm::kOneShot : AllReduceAlgorithm::kTwoShot;

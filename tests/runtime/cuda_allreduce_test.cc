@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -105,13 +106,16 @@ absl::Status ExactSums(Session& s) {
   CudaCommunicatorOptions options;
   options.max_bytes = 8 << 20;
   options.max_ll_bytes = 8 << 20;
+  options.max_ll128_bytes = 8 << 20;
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, options));
   if (!comm->ipc_available()) return absl::FailedPreconditionError("no P2P between the GPUs");
+  if (!comm->ll128_available() && s.rank() == 0) std::fprintf(stderr, "no NVLink: one-shot-ll128 runs as one-shot-ll\n");
   cudaStream_t stream;
   VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreate(&stream)));
   int salt = 0;
-  for (AllReduceAlgorithm algo : {AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
-                                  AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kNccl}) {
+  for (AllReduceAlgorithm algo : {AllReduceAlgorithm::kOneShotLL128, AllReduceAlgorithm::kOneShotLL,
+                                  AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot,
+                                  AllReduceAlgorithm::kTwoShot, AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kNccl}) {
     for (size_t count : {size_t{1}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{1000}, size_t{4097},
                          size_t{65539}, size_t{1} << 20}) {
       for (bool in_place : {false, true}) {
@@ -138,6 +142,78 @@ TEST(CudaAllReduceTest, ExactSumsOnThreeGpus) {
 TEST(CudaAllReduceTest, ExactSumsOnFourGpus) {
   REQUIRE_GPUS(4);
   ExpectAllOk(RunWorkers(4, UniqueSessionId(), ExactSums));
+}
+
+// Back-to-back calls with random algorithms and sizes (the same sequence on every worker), each on
+// buffers of its own, checked after each batch: a line taken before it fully arrived, or a workspace
+// half reused while a peer still reads it, shows up as a wrong sum. Graph-free and with and without
+// programmatic dependent launch.
+absl::Status RandomBackToBack(Session& s, bool programmatic) {
+  CudaCommunicatorOptions options;
+  options.programmatic_launch = programmatic;
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, options));
+  if (!comm->ipc_available()) return absl::FailedPreconditionError("no P2P between the GPUs");
+  cudaStream_t stream;
+  VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
+  constexpr int kCalls = 64, kBatches = 40;
+  constexpr size_t kMaxCount = 300000;  // bf16: up to ~600 KB, LL128's and LL's sizes
+  std::vector<__nv_bfloat16*> ins(kCalls), outs(kCalls);
+  for (int k = 0; k < kCalls; ++k) {
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&ins[k]), kMaxCount * 2)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&outs[k]), kMaxCount * 2)));
+  }
+  const AllReduceAlgorithm algos[] = {AllReduceAlgorithm::kOneShotLL128, AllReduceAlgorithm::kOneShotLL128,
+                                      AllReduceAlgorithm::kOneShotLL,    AllReduceAlgorithm::kOneShot,
+                                      AllReduceAlgorithm::kTwoShot,      AllReduceAlgorithm::kTwoShotLL,
+                                      AllReduceAlgorithm::kAuto};
+  std::mt19937_64 rng(20261122);  // equal on every worker
+  std::vector<__nv_bfloat16> host(kMaxCount), got(kMaxCount);
+  for (int batch = 0; batch < kBatches; ++batch) {
+    std::vector<size_t> counts(kCalls);
+    std::vector<AllReduceAlgorithm> chosen(kCalls);
+    for (int k = 0; k < kCalls; ++k) {
+      const size_t limit = rng() % 4 == 0 ? kMaxCount : 4096;
+      counts[k] = 1 + rng() % limit;
+      chosen[k] = algos[rng() % (sizeof(algos) / sizeof(algos[0]))];
+      const int salt = batch * kCalls + k;
+      for (size_t i = 0; i < counts[k]; ++i) host[i] = FromInt<__nv_bfloat16>(Value(s.rank(), i, salt));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(ins[k], host.data(), counts[k] * 2, cudaMemcpyHostToDevice)));
+    }
+    for (int k = 0; k < kCalls; ++k) {
+      VDEV_RETURN_IF_ERROR(comm->AllReduce(ins[k], outs[k], counts[k], DataType::kBF16, chosen[k], stream));
+    }
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream)));
+    VDEV_RETURN_IF_ERROR(comm->CheckErrors());
+    for (int k = 0; k < kCalls; ++k) {
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(got.data(), outs[k], counts[k] * 2, cudaMemcpyDeviceToHost)));
+      const int salt = batch * kCalls + k;
+      for (size_t i = 0; i < counts[k]; ++i) {
+        int want = 0;
+        for (int r = 0; r < s.world_size(); ++r) want += Value(r, i, salt);
+        if (ToFloat(got[i]) != static_cast<float>(want)) {
+          return absl::InternalError(absl::StrCat("batch ", batch, " call ", k, " (", AlgorithmName(chosen[k]),
+                                                  ", count ", counts[k], "): element ", i, " is ", ToFloat(got[i]),
+                                                  ", want ", want));
+        }
+      }
+    }
+  }
+  for (int k = 0; k < kCalls; ++k) {
+    cudaFree(ins[k]);
+    cudaFree(outs[k]);
+  }
+  return absl::OkStatus();
+}
+
+TEST(CudaAllReduceTest, RandomBackToBackCallsOnTwoGpus) {
+  REQUIRE_GPUS(2);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) { return RandomBackToBack(s, true); }));
+}
+
+TEST(CudaAllReduceTest, RandomBackToBackCallsOnFourGpusWithAndWithoutProgrammaticLaunch) {
+  REQUIRE_GPUS(4);
+  ExpectAllOk(RunWorkers(4, UniqueSessionId(), [](Session& s) { return RandomBackToBack(s, true); }));
+  ExpectAllOk(RunWorkers(4, UniqueSessionId(), [](Session& s) { return RandomBackToBack(s, false); }));
 }
 
 // Zero-copy: the input lies in CUDA IPC memory. Per size, `kCalls` back-to-back calls on one stream,
@@ -239,6 +315,7 @@ TEST(CudaAllReduceTest, GraphReplaysSeeNewInputsAndStayInStep) {
     VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kTwoShot, stream));
     VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kOneShotLL, stream));
     VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kTwoShotLL, stream));
+    VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kOneShotLL128, stream));
     VDEV_RETURN_IF_ERROR(Cuda(cudaStreamEndCapture(stream, &graph)));
     cudaGraphExec_t exec;
     VDEV_RETURN_IF_ERROR(Cuda(cudaGraphInstantiate(&exec, graph, 0)));
@@ -253,7 +330,7 @@ TEST(CudaAllReduceTest, GraphReplaysSeeNewInputsAndStayInStep) {
       for (size_t i = 0; i < count; ++i) {
         float want = 0;
         for (int r = 0; r < s.world_size(); ++r) want += static_cast<float>(Value(r, i, replay));
-        want *= s.world_size() * s.world_size() * s.world_size();  // the later all-reduces re-sum equal sums
+        want *= s.world_size() * s.world_size() * s.world_size() * s.world_size();  // the later all-reduces re-sum equal sums
         if (got[i] != want) return absl::InternalError(absl::StrCat("replay ", replay, " element ", i));
       }
     }
@@ -261,16 +338,15 @@ TEST(CudaAllReduceTest, GraphReplaysSeeNewInputsAndStayInStep) {
   }));
 }
 
-TEST(CudaAllReduceTest, PeerThatNeverLaunchesIsReportedNotHung) {
-  REQUIRE_GPUS(2);
-  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+void ExpectPeerThatNeverLaunchesIsReported(AllReduceAlgorithm algo) {
+  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [algo](Session& s) -> absl::Status {
     CudaCommunicatorOptions options;
     options.kernel_timeout = absl::Milliseconds(200);
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, options));
     float* buf;
     VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&buf), 1024 * sizeof(float))));
     if (s.rank() == 0) {
-      VDEV_RETURN_IF_ERROR(comm->AllReduce(buf, buf, 1024, DataType::kF32, AllReduceAlgorithm::kOneShot, nullptr));
+      VDEV_RETURN_IF_ERROR(comm->AllReduce(buf, buf, 1024, DataType::kF32, algo, nullptr));
       VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
       absl::Status st = comm->CheckErrors();
       VDEV_RETURN_IF_ERROR(s.Barrier("done"));
@@ -281,6 +357,16 @@ TEST(CudaAllReduceTest, PeerThatNeverLaunchesIsReportedNotHung) {
   EXPECT_EQ(results[1].exit_code, 0) << results[1].message;
   EXPECT_EQ(results[0].exit_code, 1);
   EXPECT_THAT(results[0].message, HasSubstr("waited more than 200ms for worker 1"));
+}
+
+TEST(CudaAllReduceTest, PeerThatNeverLaunchesIsReportedNotHung) {
+  REQUIRE_GPUS(2);
+  ExpectPeerThatNeverLaunchesIsReported(AllReduceAlgorithm::kOneShot);
+}
+
+TEST(CudaAllReduceTest, PeerThatNeverSendsLinesIsReportedNotHung) {
+  REQUIRE_GPUS(2);
+  ExpectPeerThatNeverLaunchesIsReported(AllReduceAlgorithm::kOneShotLL128);
 }
 
 TEST(CudaAllReduceTest, WithoutP2PEverythingGoesThroughNccl) {

@@ -112,6 +112,7 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
 INSTANTIATE_TEST_SUITE_P(Worlds, HostAllReduceTest,
                          ::testing::Values(Case{2, AllReduceAlgorithm::kOneShot}, Case{2, AllReduceAlgorithm::kTwoShot},
                                            Case{3, AllReduceAlgorithm::kOneShot}, Case{3, AllReduceAlgorithm::kTwoShot},
+                                           Case{3, AllReduceAlgorithm::kOneShotLL128},
                                            Case{4, AllReduceAlgorithm::kAuto}, Case{4, AllReduceAlgorithm::kTwoShot},
                                            Case{5, AllReduceAlgorithm::kTwoShot}, Case{7, AllReduceAlgorithm::kOneShot},
                                            Case{8, AllReduceAlgorithm::kOneShot}, Case{8, AllReduceAlgorithm::kTwoShot}),

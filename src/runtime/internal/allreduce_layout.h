@@ -31,6 +31,18 @@ VDEV_HOST_DEVICE inline size_t OneShotLLSlotBytes(size_t count, size_t elem) {
   return RoundUpTo(OneShotLLLines(count, elem) * 16, 256);
 }
 
+// One-shot LL128: 128-byte lines of 16 eight-byte words; words 0..14 carry the next 120 bytes of
+// the input, word 15 the call's epoch. Lines start 128-byte aligned (slots are 256-byte aligned), so
+// the epoch word sits at the same place in every line whatever the message size.
+inline constexpr size_t kLL128LineBytes = 128;
+inline constexpr size_t kLL128DataWords = 15;
+VDEV_HOST_DEVICE inline size_t OneShotLL128Lines(size_t count, size_t elem) {
+  return ((count * elem + 7) / 8 + kLL128DataWords - 1) / kLL128DataWords;
+}
+VDEV_HOST_DEVICE inline size_t OneShotLL128SlotBytes(size_t count, size_t elem) {
+  return RoundUpTo(OneShotLL128Lines(count, elem) * kLL128LineBytes, 256);
+}
+
 // Two-shot: worker j owns elements [j*chunk, (j+1)*chunk) ∩ [0, count); chunk is a multiple of
 // 16 bytes so every chunk starts 16-byte aligned when the buffer does.
 VDEV_HOST_DEVICE inline size_t TwoShotChunkElems(size_t count, int world, size_t elem) {

@@ -33,16 +33,24 @@ struct KernelArgs {
 // Grid shape for a call; equal on all workers for equal calls (the barriers pair block b with b).
 int OneShotBlocks(size_t count, size_t elem);
 int OneShotLLBlocks(size_t count, size_t elem);
+int OneShotLL128Blocks(size_t count, size_t elem);
 int TwoShotLLBlocks(size_t count, int world, size_t elem);
 int TwoShotBlocks(size_t count, int world, size_t elem);
-inline constexpr int kThreads = 512;
 
-cudaError_t LaunchOneShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
-cudaError_t LaunchOneShotLL(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
-cudaError_t LaunchTwoShotLL(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
-cudaError_t LaunchTwoShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
+inline constexpr int kThreads = 512;
+struct LaunchOptions {
+  int blocks = 1;
+  cudaStream_t stream = nullptr;
+  bool programmatic = false;  // programmatic dependent launch (see FollowPreviousGrid in cuda_kernels.cu)
+};
+
+cudaError_t LaunchOneShot(DataType type, const KernelArgs& args, const LaunchOptions& options);
+cudaError_t LaunchOneShotLL(DataType type, const KernelArgs& args, const LaunchOptions& options);
+cudaError_t LaunchOneShotLL128(DataType type, const KernelArgs& args, const LaunchOptions& options);
+cudaError_t LaunchTwoShotLL(DataType type, const KernelArgs& args, const LaunchOptions& options);
+cudaError_t LaunchTwoShot(DataType type, const KernelArgs& args, const LaunchOptions& options);
 // args.data[j]: worker j's input (in IPC memory); args.epochs and flags: that memory's.
-cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, int blocks, cudaStream_t stream);
+cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, const LaunchOptions& options);
 
 }  // namespace vdev::internal
 
