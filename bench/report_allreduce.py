@@ -83,6 +83,7 @@ def main(results, png, torch_dir):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        print("matplotlib not found (try /usr/bin/python3): no plot written", file=sys.stderr)
         return
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     for ax, (n, (xs, series)) in zip(axes, sorted(plots.items())):

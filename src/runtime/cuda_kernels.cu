@@ -15,7 +15,8 @@
 namespace vdev::internal {
 namespace {
 
-constexpr int kMaxBlocks = 128;  // <= kMaxBarrierBlocks, and all co-resident on an H100/H200
+constexpr int kMaxBlocks = 128;  // all co-resident on an H100/H200
+static_assert(kMaxBlocks <= kMaxBarrierBlocks, "a block past the epoch counters would read a stray epoch");
 constexpr int kUnroll = 4;       // independent 16-byte loads in flight per thread when copying
 
 template <typename T>
