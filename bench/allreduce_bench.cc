@@ -109,11 +109,16 @@ int Main(int argc, char** argv) {
   if (comm.ipc_available() && !comm.ll128_available() && rank == 0) {
     std::fprintf(stderr, "no NVLink between every pair: vdev-1shot-ll128 runs one-shot-ll\n");
   }
-  CudaCommunicatorOptions plain_launch = options;
-  plain_launch.programmatic_launch = false;
-  absl::StatusOr<std::unique_ptr<CudaCommunicator>> comm_nopdl_or = CudaCommunicator::Create(&session, plain_launch);
-  Ok(comm_nopdl_or.status(), "communicator without programmatic launch");
-  CudaCommunicator& comm_nopdl = **comm_nopdl_or;
+  auto selected = [&](const std::string& name) { return only.empty() || only.find("," + name + ",") != std::string::npos; };
+  // vdev-auto-nopdl's communicator (its own NCCL comm and workspace), only when that variant runs.
+  std::unique_ptr<CudaCommunicator> comm_nopdl;
+  if (selected("vdev-auto-nopdl")) {
+    CudaCommunicatorOptions plain_launch = options;
+    plain_launch.programmatic_launch = false;
+    absl::StatusOr<std::unique_ptr<CudaCommunicator>> comm_or = CudaCommunicator::Create(&session, plain_launch);
+    Ok(comm_or.status(), "communicator without programmatic launch");
+    comm_nopdl = std::move(*comm_or);
+  }
 
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -140,12 +145,12 @@ int Main(int argc, char** argv) {
   unsigned long long* counters;
   CUDA_OK(cudaMalloc(&counters, 2 * sizeof(unsigned long long)));
 
-  auto vdev_variant = [&](const char* name, AllReduceAlgorithm algo, CudaCommunicator* c = nullptr) {
-    CudaCommunicator* use = c != nullptr ? c : &comm;
-    return Variant{name, in, out, [use, algo, &in, &out](size_t n, cudaStream_t s) {
-                     return use->AllReduce(in, out, n, DataType::kBF16, algo, s);
+  auto variant_on = [&](CudaCommunicator& use, const char* name, AllReduceAlgorithm algo) {
+    return Variant{name, in, out, [&use, algo, &in, &out](size_t n, cudaStream_t s) {
+                     return use.AllReduce(in, out, n, DataType::kBF16, algo, s);
                    }};
   };
+  auto vdev_variant = [&](const char* name, AllReduceAlgorithm algo) { return variant_on(comm, name, algo); };
   std::vector<Variant> all_variants = {
       vdev_variant("vdev-1shot-ll", AllReduceAlgorithm::kOneShotLL),
       vdev_variant("vdev-1shot-ll128", AllReduceAlgorithm::kOneShotLL128),
@@ -153,12 +158,14 @@ int Main(int argc, char** argv) {
       vdev_variant("vdev-1shot", AllReduceAlgorithm::kOneShot),
       vdev_variant("vdev-2shot", AllReduceAlgorithm::kTwoShot),
       vdev_variant("vdev-auto", AllReduceAlgorithm::kAuto),
-      vdev_variant("vdev-auto-nopdl", AllReduceAlgorithm::kAuto, &comm_nopdl),
       Variant{"nccl", in, out, [&](size_t n, cudaStream_t s) {
                 return ncclAllReduce(in, out, n, ncclBfloat16, ncclSum, comm.nccl(), s) == ncclSuccess
                            ? absl::OkStatus()
                            : absl::InternalError("ncclAllReduce");
               }}};
+  if (comm_nopdl != nullptr) {
+    all_variants.insert(all_variants.begin() + 6, variant_on(*comm_nopdl, "vdev-auto-nopdl", AllReduceAlgorithm::kAuto));
+  }
   if (only_vdev) all_variants.pop_back();
   if (ipc_in != nullptr) {
     const IPCBuffer buffer{ipc_in, 0};
@@ -204,7 +211,7 @@ int Main(int argc, char** argv) {
     const size_t count = size.bytes / 2;
     std::vector<Variant*> variants;
     for (Variant& v : all_variants) {
-      if (!only.empty() && only.find("," + v.name + ",") == std::string::npos) continue;
+      if (!selected(v.name)) continue;
       if (v.name == "vdev-1shot" && size.bytes > options.max_one_shot_bytes) continue;
       if (absl::EndsWith(v.name, "-ll") && size.bytes > options.max_ll_bytes) continue;
       if (absl::EndsWith(v.name, "-ll128") && size.bytes > options.max_ll128_bytes) continue;

@@ -57,32 +57,31 @@ void BM_ReadFile(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadFile)->Unit(benchmark::kMillisecond);
 
-void BM_Parse(benchmark::State& state) {
+// Reads and parses the module each iteration; with `verify`, verifies it too.
+void ParseEach(benchmark::State& state, bool verify) {
   const std::string& path = ModulePath();
   size_t bytes = 0;
   for (auto _ : state) {
     std::string text = ReadFile(path);
     bytes = text.size();
     absl::StatusOr<vdev::ir::Module> m = vdev::ir::ParseModule(text);
-    if (!m.ok()) state.SkipWithError(std::string(m.status().message()).c_str());
+    if (!m.ok()) {
+      state.SkipWithError(std::string(m.status().message()).c_str());
+      break;
+    }
+    if (verify && !vdev::ir::VerifyModule(*m).ok()) {
+      state.SkipWithError("verify failed");
+      break;
+    }
     benchmark::DoNotOptimize(m->bindings.data());
   }
   Report(state, bytes);
 }
+
+void BM_Parse(benchmark::State& state) { ParseEach(state, false); }
 BENCHMARK(BM_Parse)->Unit(benchmark::kMillisecond);
 
-void BM_ParseVerify(benchmark::State& state) {
-  const std::string& path = ModulePath();
-  size_t bytes = 0;
-  for (auto _ : state) {
-    std::string text = ReadFile(path);
-    bytes = text.size();
-    absl::StatusOr<vdev::ir::Module> m = vdev::ir::ParseModule(text);
-    if (!m.ok() || !vdev::ir::VerifyModule(*m).ok()) state.SkipWithError("parse or verify failed");
-    benchmark::DoNotOptimize(m->bindings.data());
-  }
-  Report(state, bytes);
-}
+void BM_ParseVerify(benchmark::State& state) { ParseEach(state, true); }
 BENCHMARK(BM_ParseVerify)->Unit(benchmark::kMillisecond);
 
 void BM_Print(benchmark::State& state) {

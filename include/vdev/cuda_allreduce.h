@@ -98,8 +98,7 @@ class CudaCommunicator {
   std::unique_ptr<IPCAllocator> allocator_;
   IPCMemory* workspace_ = nullptr;     // one-shot and two-shot; its barrier_flag holds the epochs
   IPCMemory* ll_workspace_ = nullptr;  // LL lines only
-  IPCMemory* ll128_workspace_ = nullptr;  // LL128 lines only
-  bool nvlink_ = false;  // every pair of GPUs NVLink-connected: LL128's lines arrive whole
+  IPCMemory* ll128_workspace_ = nullptr;  // LL128 lines only; allocated only when every GPU pair has NVLink
   volatile int* error_host_ = nullptr;  // host-mapped: peer + 1 whose flag never came
   int* error_device_ = nullptr;
 };

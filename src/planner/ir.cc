@@ -399,54 +399,51 @@ Range Module::AddAttrs(absl::Span<const Attr> as) {
   return r;
 }
 
-Operand Module::LocalOperand(ValueRef v, SourceLoc loc) const {
+namespace {
+Operand OperandAt(OperandKind kind, SourceLoc loc) {
   Operand o;
-  o.kind = OperandKind::kLocal;
+  o.kind = kind;
+  o.loc = loc;
+  return o;
+}
+}  // namespace
+
+Operand Module::LocalOperand(ValueRef v, SourceLoc loc) const {
+  Operand o = OperandAt(OperandKind::kLocal, loc);
   o.symbol = ValueName(v);
   o.value = v;
-  o.loc = loc;
   return o;
 }
 
 Operand Module::DeviceOperand(const VirtualDevice& vd, SourceLoc loc) {
-  Operand o;
-  o.kind = OperandKind::kDevice;
+  Operand o = OperandAt(OperandKind::kDevice, loc);
   o.index = devices.Intern(vd);
-  o.loc = loc;
   return o;
 }
 
 Operand Module::NumberOperand(absl::string_view spelling, SourceLoc loc) {
-  Operand o;
-  o.kind = OperandKind::kNumber;
+  Operand o = OperandAt(OperandKind::kNumber, loc);
   o.symbol = symbols.Intern(spelling);
-  o.loc = loc;
   return o;
 }
 
 Operand Module::IntListOperand(absl::Span<const int64_t> values, SourceLoc loc) {
-  Operand o;
-  o.kind = OperandKind::kIntList;
+  Operand o = OperandAt(OperandKind::kIntList, loc);
   o.index = static_cast<uint32_t>(ints.size());
   o.count = static_cast<uint32_t>(values.size());
   ints.insert(ints.end(), values.begin(), values.end());
-  o.loc = loc;
   return o;
 }
 
 Operand Module::IdentOperand(absl::string_view ident, SourceLoc loc) {
-  Operand o;
-  o.kind = OperandKind::kIdent;
+  Operand o = OperandAt(OperandKind::kIdent, loc);
   o.symbol = symbols.Intern(ident);
-  o.loc = loc;
   return o;
 }
 
 Operand Module::BoolOperand(bool value, SourceLoc loc) {
-  Operand o;
-  o.kind = OperandKind::kBool;
+  Operand o = OperandAt(OperandKind::kBool, loc);
   o.index = value ? 1 : 0;
-  o.loc = loc;
   return o;
 }
 

@@ -81,6 +81,27 @@ absl::StatusOr<std::vector<AutoRow>> ParseTable(absl::string_view text) {
   return rows;
 }
 
+// The kernel arguments every kernel shares: each worker's region of `mem` (from `offset`), its
+// flags, the call, the wait bound and where a timed-out wait is recorded.
+internal::KernelArgs ArgsFor(const IPCMemory& mem, size_t offset, const void* in, void* out, size_t count,
+                             absl::Duration timeout, int* error) {
+  internal::KernelArgs a;
+  a.in = in;
+  a.out = out;
+  a.count = count;
+  a.rank = mem.worker_id;
+  a.world = mem.num_workers;
+  for (int i = 0; i < mem.num_workers; ++i) {
+    a.data[i] = static_cast<char*>(mem.remote_data[i]) + offset;
+    a.flags_in[i] = mem.barrier_in[i];
+    a.flags_out[i] = mem.barrier_out[i];
+  }
+  a.epochs = mem.barrier_flag;
+  a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(timeout));
+  a.error = error;
+  return a;
+}
+
 size_t WorkspaceFor(const CudaCommunicatorOptions& o, int world) {
   size_t bytes = 0;
   for (DataType t : {DataType::kF32, DataType::kBF16}) {
@@ -136,12 +157,11 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
     }
   }
   if (options.force_nccl) problem = "NCCL forced";
-  std::vector<std::string> problems;
-  VDEV_RETURN_IF_ERROR(session->AllGather("cuda-p2p", problem, &problems));
-  const bool ipc = std::all_of(problems.begin(), problems.end(), [](const std::string& p) { return p.empty(); });
-  std::vector<std::string> links;
-  VDEV_RETURN_IF_ERROR(session->AllGather("cuda-nvlink", nvlink ? "1" : "0", &links));
-  c->nvlink_ = std::all_of(links.begin(), links.end(), [](const std::string& l) { return l == "1"; });
+  // One exchange for both verdicts: the first character says NVLink, the rest names a P2P problem.
+  std::vector<std::string> verdicts;
+  VDEV_RETURN_IF_ERROR(session->AllGather("cuda-p2p", absl::StrCat(nvlink ? "1" : "0", problem), &verdicts));
+  const bool ipc = std::all_of(verdicts.begin(), verdicts.end(), [](const std::string& v) { return v.size() == 1; });
+  const bool all_nvlink = std::all_of(verdicts.begin(), verdicts.end(), [](const std::string& v) { return v[0] == '1'; });
 
   ncclUniqueId id;
   if (session->rank() == 0) VDEV_RETURN_IF_ERROR(NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId"));
@@ -166,7 +186,7 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
     VDEV_ASSIGN_OR_RETURN(c->ll_workspace_, c->allocator_->Allocate(AllReduceWorkspaceBytes(
                                                 AllReduceAlgorithm::kOneShotLL, session->world_size(),
                                                 options.max_ll_bytes / 2, DataType::kBF16)));
-    if (c->nvlink_) {
+    if (all_nvlink) {
       VDEV_ASSIGN_OR_RETURN(c->ll128_workspace_, c->allocator_->Allocate(AllReduceWorkspaceBytes(
                                                      AllReduceAlgorithm::kOneShotLL128, session->world_size(),
                                                      options.max_ll128_bytes / 2, DataType::kBF16)));
@@ -194,7 +214,8 @@ AllReduceAlgorithm CudaCommunicator::Choose(size_t bytes) const {
           bytes > options_.max_ll_bytes) {
         continue;
       }
-      if (row.algorithm == AllReduceAlgorithm::kOneShotLL128 && (bytes > options_.max_ll128_bytes || !nvlink_)) {
+      if (row.algorithm == AllReduceAlgorithm::kOneShotLL128 &&
+          (bytes > options_.max_ll128_bytes || ll128_workspace_ == nullptr)) {
         continue;
       }
       return row.algorithm;
@@ -258,25 +279,9 @@ absl::Status CudaCommunicator::AllReduceZeroCopy(const IPCBuffer& in, void* out,
   if (workspace_ == nullptr || !kernel_type || !aligned) {
     return NcclStatus(ncclAllReduce(local, out, count, NcclType(type), ncclSum, nccl_, stream), "ncclAllReduce");
   }
-  internal::KernelArgs a;
-  a.in = local;
-  a.out = out;
-  a.count = count;
-  a.rank = mem->worker_id;
-  a.world = mem->num_workers;
-  for (int i = 0; i < mem->num_workers; ++i) {
-    a.data[i] = static_cast<char*>(in.On(i));
-    a.flags_in[i] = mem->barrier_in[i];
-    a.flags_out[i] = mem->barrier_out[i];
-  }
-  a.epochs = mem->barrier_flag;
-  a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(options_.kernel_timeout));
-  a.error = error_device_;
-  internal::LaunchOptions launch;
-  launch.blocks = internal::OneShotBlocks(count, DataTypeSize(type));
-  launch.stream = stream;
-  launch.programmatic = options_.programmatic_launch;
-  return CudaStatus(internal::LaunchZeroCopyOneShot(type, a, launch), "zero-copy all-reduce launch");
+  const internal::KernelArgs a = ArgsFor(*mem, in.offset, local, out, count, options_.kernel_timeout, error_device_);
+  return CudaStatus(internal::LaunchZeroCopyOneShot(type, a, stream, options_.programmatic_launch),
+                    "zero-copy all-reduce launch");
 }
 
 const IPCMemory* CudaCommunicator::WorkspaceOf(AllReduceAlgorithm algorithm) const {
@@ -291,50 +296,11 @@ const IPCMemory* CudaCommunicator::WorkspaceOf(AllReduceAlgorithm algorithm) con
 absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, DataType type,
                                       AllReduceAlgorithm algorithm, cudaStream_t stream) {
   const IPCMemory& ws = *WorkspaceOf(algorithm);
-  internal::KernelArgs a;
-  a.in = in;
-  a.out = out;
-  a.count = count;
-  a.rank = ws.worker_id;
-  a.world = ws.num_workers;
-  for (int i = 0; i < ws.num_workers; ++i) {
-    a.data[i] = static_cast<char*>(ws.remote_data[i]);
-    a.flags_in[i] = ws.barrier_in[i];
-    a.flags_out[i] = ws.barrier_out[i];
-  }
+  internal::KernelArgs a = ArgsFor(ws, 0, in, out, count, options_.kernel_timeout, error_device_);
   a.epochs = workspace_->barrier_flag;  // one epoch sequence for all kernels: parity alternates per call
   a.half_bytes = internal::HalfBytes(ws.size);
-  a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(options_.kernel_timeout));
-  a.error = error_device_;
-  const size_t elem = DataTypeSize(type);
-  internal::LaunchOptions launch;
-  launch.stream = stream;
-  launch.programmatic = options_.programmatic_launch;
-  cudaError_t e;
-  if (algorithm == AllReduceAlgorithm::kOneShotLL) {
-    a.slot_bytes = internal::OneShotLLSlotBytes(count, elem);
-    launch.blocks = internal::OneShotLLBlocks(count, elem);
-    e = internal::LaunchOneShotLL(type, a, launch);
-  } else if (algorithm == AllReduceAlgorithm::kOneShotLL128) {
-    a.slot_bytes = internal::OneShotLL128SlotBytes(count, elem);
-    launch.blocks = internal::OneShotLL128Blocks(count, elem);
-    e = internal::LaunchOneShotLL128(type, a, launch);
-  } else if (algorithm == AllReduceAlgorithm::kTwoShotLL) {
-    a.slot_bytes = internal::TwoShotLLSlotBytes(count, a.world, elem);
-    a.chunk_elems = internal::TwoShotChunkElems(count, a.world, elem);
-    launch.blocks = internal::TwoShotLLBlocks(count, a.world, elem);
-    e = internal::LaunchTwoShotLL(type, a, launch);
-  } else if (algorithm == AllReduceAlgorithm::kOneShot) {
-    a.slot_bytes = internal::OneShotSlotBytes(count, elem);
-    launch.blocks = internal::OneShotBlocks(count, elem);
-    e = internal::LaunchOneShot(type, a, launch);
-  } else {
-    a.slot_bytes = internal::TwoShotSlotBytes(count, a.world, elem);
-    a.chunk_elems = internal::TwoShotChunkElems(count, a.world, elem);
-    launch.blocks = internal::TwoShotBlocks(count, a.world, elem);
-    e = internal::LaunchTwoShot(type, a, launch);
-  }
-  return CudaStatus(e, absl::StrCat(AlgorithmName(algorithm), " all-reduce launch"));
+  return CudaStatus(internal::LaunchAllReduce(algorithm, type, a, stream, options_.programmatic_launch),
+                    absl::StrCat(AlgorithmName(algorithm), " all-reduce launch"));
 }
 
 }  // namespace vdev

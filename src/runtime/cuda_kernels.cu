@@ -15,6 +15,7 @@
 namespace vdev::internal {
 namespace {
 
+constexpr int kThreads = 512;
 constexpr int kMaxBlocks = 128;  // all co-resident on an H100/H200
 static_assert(kMaxBlocks <= kMaxBarrierBlocks, "a block past the epoch counters would read a stray epoch");
 constexpr int kUnroll = 4;       // independent 16-byte loads in flight per thread when copying
@@ -563,24 +564,6 @@ __global__ void __launch_bounds__(kThreads, 2) OneShotLL128Kernel(const __grid_c
 
 using KernelFn = void (*)(KernelArgs);
 
-cudaError_t Start(KernelFn f32, KernelFn f16, KernelFn bf16, DataType type, const KernelArgs& args,
-                  const LaunchOptions& options) {
-  KernelFn kernel = type == DataType::kF32 ? f32 : type == DataType::kF16 ? f16 : type == DataType::kBF16 ? bf16 : nullptr;
-  if (kernel == nullptr) return cudaErrorInvalidValue;
-  cudaLaunchAttribute overlap;
-  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(options.blocks);
-  config.blockDim = dim3(kThreads);
-  config.stream = options.stream;
-  config.attrs = &overlap;
-  config.numAttrs = options.programmatic ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, args);
-}
-
-#define VDEV_KERNELS(name) name<float>, name<__half>, name<__nv_bfloat16>
-
 // Blocks for `units` 16-byte packs or lines: one block per kUnitsPerBlock of them, so mid-sized
 // messages spread over many SMs (one SM alone cannot keep NVLink busy), at most kMaxBlocks.
 constexpr size_t kUnitsPerBlock = 128;
@@ -589,37 +572,65 @@ int BlocksFor(size_t units) {
   return static_cast<int>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
 }
 
+// The f32, f16 and bf16 instances of one kernel.
+struct Kernels {
+  KernelFn f32, f16, bf16;
+};
+#define VDEV_KERNELS(name) \
+  Kernels { name<float>, name<__half>, name<__nv_bfloat16> }
+
+cudaError_t Start(const Kernels& kernels, DataType type, const KernelArgs& args, int blocks, cudaStream_t stream,
+                  bool programmatic) {
+  KernelFn kernel = type == DataType::kF32    ? kernels.f32
+                    : type == DataType::kF16  ? kernels.f16
+                    : type == DataType::kBF16 ? kernels.bf16
+                                              : nullptr;
+  if (kernel == nullptr) return cudaErrorInvalidValue;
+  cudaLaunchAttribute overlap;
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(kThreads);
+  config.stream = stream;
+  config.attrs = &overlap;
+  config.numAttrs = programmatic ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, args);
+}
+
 }  // namespace
 
-int OneShotBlocks(size_t count, size_t elem) { return BlocksFor((count * elem + 15) / 16); }
-int OneShotLLBlocks(size_t count, size_t elem) { return BlocksFor(OneShotLLLines(count, elem)); }
-int OneShotLL128Blocks(size_t count, size_t elem) {
-  return BlocksFor(OneShotLL128Lines(count, elem) * (kLL128LineBytes / 16));
-}
-int TwoShotLLBlocks(size_t count, int world, size_t elem) {
-  return BlocksFor(TwoShotChunkElems(count, world, elem) * elem / 8);
-}
-int TwoShotBlocks(size_t count, int world, size_t elem) {
-  return BlocksFor(TwoShotChunkElems(count, world, elem) * elem / 16);
+cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelArgs a, cudaStream_t stream,
+                            bool programmatic) {
+  const size_t elem = DataTypeSize(type);
+  const size_t n = a.count;
+  switch (algorithm) {
+    case AllReduceAlgorithm::kOneShot:
+      a.slot_bytes = OneShotSlotBytes(n, elem);
+      return Start(VDEV_KERNELS(OneShotKernel), type, a, BlocksFor((n * elem + 15) / 16), stream, programmatic);
+    case AllReduceAlgorithm::kOneShotLL:
+      a.slot_bytes = OneShotLLSlotBytes(n, elem);
+      return Start(VDEV_KERNELS(OneShotLLKernel), type, a, BlocksFor(OneShotLLLines(n, elem)), stream, programmatic);
+    case AllReduceAlgorithm::kOneShotLL128:
+      a.slot_bytes = OneShotLL128SlotBytes(n, elem);
+      return Start(VDEV_KERNELS(OneShotLL128Kernel), type, a,
+                   BlocksFor(OneShotLL128Lines(n, elem) * (kLL128LineBytes / 16)), stream, programmatic);
+    case AllReduceAlgorithm::kTwoShot:
+      a.slot_bytes = TwoShotSlotBytes(n, a.world, elem);
+      a.chunk_elems = TwoShotChunkElems(n, a.world, elem);
+      return Start(VDEV_KERNELS(TwoShotKernel), type, a, BlocksFor(a.chunk_elems * elem / 16), stream, programmatic);
+    case AllReduceAlgorithm::kTwoShotLL:
+      a.slot_bytes = TwoShotLLSlotBytes(n, a.world, elem);
+      a.chunk_elems = TwoShotChunkElems(n, a.world, elem);
+      return Start(VDEV_KERNELS(TwoShotLLKernel), type, a, BlocksFor(a.chunk_elems * elem / 8), stream, programmatic);
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
-cudaError_t LaunchOneShot(DataType type, const KernelArgs& args, const LaunchOptions& options) {
-  return Start(VDEV_KERNELS(OneShotKernel), type, args, options);
-}
-cudaError_t LaunchOneShotLL(DataType type, const KernelArgs& args, const LaunchOptions& options) {
-  return Start(VDEV_KERNELS(OneShotLLKernel), type, args, options);
-}
-cudaError_t LaunchOneShotLL128(DataType type, const KernelArgs& args, const LaunchOptions& options) {
-  return Start(VDEV_KERNELS(OneShotLL128Kernel), type, args, options);
-}
-cudaError_t LaunchTwoShotLL(DataType type, const KernelArgs& args, const LaunchOptions& options) {
-  return Start(VDEV_KERNELS(TwoShotLLKernel), type, args, options);
-}
-cudaError_t LaunchTwoShot(DataType type, const KernelArgs& args, const LaunchOptions& options) {
-  return Start(VDEV_KERNELS(TwoShotKernel), type, args, options);
-}
-cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, const LaunchOptions& options) {
-  return Start(VDEV_KERNELS(ZeroCopyOneShotKernel), type, args, options);
+cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, cudaStream_t stream, bool programmatic) {
+  return Start(VDEV_KERNELS(ZeroCopyOneShotKernel), type, args, BlocksFor((args.count * DataTypeSize(type) + 15) / 16),
+               stream, programmatic);
 }
 
 }  // namespace vdev::internal

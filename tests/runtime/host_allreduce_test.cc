@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/allreduce_test_util.h"
 #include "runtime/worker_harness.h"
 #include "vdev/allreduce.h"
 #include "vdev/status_macros.h"
@@ -21,14 +22,11 @@ using testing::HarnessOptions;
 using testing::LeftoverSegments;
 using testing::RunWorkers;
 using testing::UniqueSessionId;
+using testing::AllReduceCase;
+using testing::AllReduceCaseName;
 using testing::ExpectAllOk;
+using testing::Input;
 using testing::WorkerResult;
-
-// Integer-valued inputs, so every order of summation gives the same exact answer.
-template <typename T>
-T Input(int rank, size_t i, uint64_t salt) {
-  return static_cast<T>(static_cast<int>((i * 7 + salt) % 1000) - 500 + rank * 3);
-}
 
 template <typename T>
 absl::Status RunAndCheck(Session& s, IPCMemory& ws, size_t count, DataType type, AllReduceAlgorithm algo,
@@ -50,15 +48,10 @@ absl::Status RunAndCheck(Session& s, IPCMemory& ws, size_t count, DataType type,
   return absl::OkStatus();
 }
 
-struct Case {
-  int world;
-  AllReduceAlgorithm algorithm;
-};
-
-class HostAllReduceTest : public ::testing::TestWithParam<Case> {};
+class HostAllReduceTest : public ::testing::TestWithParam<AllReduceCase> {};
 
 TEST_P(HostAllReduceTest, ExactSumsForEveryTypeAndAwkwardSize) {
-  const Case c = GetParam();
+  const AllReduceCase c = GetParam();
   const std::string id = UniqueSessionId();
   ExpectAllOk(RunWorkers(c.world, id, [c](Session& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
@@ -82,7 +75,7 @@ TEST_P(HostAllReduceTest, ExactSumsForEveryTypeAndAwkwardSize) {
 }
 
 TEST_P(HostAllReduceTest, NonIntegerSumsAreBitwiseIdenticalOnEveryWorker) {
-  const Case c = GetParam();
+  const AllReduceCase c = GetParam();
   ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](Session& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     const size_t count = 3001;
@@ -103,20 +96,19 @@ TEST_P(HostAllReduceTest, NonIntegerSumsAreBitwiseIdenticalOnEveryWorker) {
   }));
 }
 
-std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
-  std::string algo(AlgorithmName(info.param.algorithm));
-  algo.erase(std::remove(algo.begin(), algo.end(), '-'), algo.end());
-  return absl::StrCat("world", info.param.world, "_", algo);
-}
-
 INSTANTIATE_TEST_SUITE_P(Worlds, HostAllReduceTest,
-                         ::testing::Values(Case{2, AllReduceAlgorithm::kOneShot}, Case{2, AllReduceAlgorithm::kTwoShot},
-                                           Case{3, AllReduceAlgorithm::kOneShot}, Case{3, AllReduceAlgorithm::kTwoShot},
-                                           Case{3, AllReduceAlgorithm::kOneShotLL128},
-                                           Case{4, AllReduceAlgorithm::kAuto}, Case{4, AllReduceAlgorithm::kTwoShot},
-                                           Case{5, AllReduceAlgorithm::kTwoShot}, Case{7, AllReduceAlgorithm::kOneShot},
-                                           Case{8, AllReduceAlgorithm::kOneShot}, Case{8, AllReduceAlgorithm::kTwoShot}),
-                         CaseName);
+                         ::testing::Values(AllReduceCase{2, AllReduceAlgorithm::kOneShot},
+                                           AllReduceCase{2, AllReduceAlgorithm::kTwoShot},
+                                           AllReduceCase{3, AllReduceAlgorithm::kOneShot},
+                                           AllReduceCase{3, AllReduceAlgorithm::kTwoShot},
+                                           AllReduceCase{3, AllReduceAlgorithm::kOneShotLL128},
+                                           AllReduceCase{4, AllReduceAlgorithm::kAuto},
+                                           AllReduceCase{4, AllReduceAlgorithm::kTwoShot},
+                                           AllReduceCase{5, AllReduceAlgorithm::kTwoShot},
+                                           AllReduceCase{7, AllReduceAlgorithm::kOneShot},
+                                           AllReduceCase{8, AllReduceAlgorithm::kOneShot},
+                                           AllReduceCase{8, AllReduceAlgorithm::kTwoShot}),
+                         AllReduceCaseName);
 
 TEST(HostAllReduceStressTest, TenThousandBackToBackCallsWithRandomSizes) {
   const std::string id = UniqueSessionId();

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/allreduce_test_util.h"
 #include "runtime/worker_harness.h"
 #include "vdev/allreduce.h"
 #include "vdev/status_macros.h"
@@ -20,14 +21,11 @@ using ::testing::HasSubstr;
 using testing::LeftoverSegments;
 using testing::RunWorkers;
 using testing::UniqueSessionId;
+using testing::AllReduceCase;
+using testing::AllReduceCaseName;
 using testing::ExpectAllOk;
+using testing::Input;
 using testing::WorkerResult;
-
-// Integer-valued, so every summation order gives the exact answer; differs per call (salt).
-template <typename T>
-T Input(int rank, size_t i, uint64_t salt) {
-  return static_cast<T>(static_cast<int>((i * 7 + salt * 13) % 1000) - 500 + rank * 3);
-}
 
 // The producer: writes this worker's input for call `salt` straight into IPC memory.
 template <typename T>
@@ -54,15 +52,10 @@ absl::Status CallAndCheck(Session& s, const IPCBuffer& in, const IPCBuffer& out,
   return absl::OkStatus();
 }
 
-struct Case {
-  int world;
-  AllReduceAlgorithm algorithm;
-};
-
-class ZeroCopyAllReduceTest : public ::testing::TestWithParam<Case> {};
+class ZeroCopyAllReduceTest : public ::testing::TestWithParam<AllReduceCase> {};
 
 TEST_P(ZeroCopyAllReduceTest, ExactSumsOddSizesInputsIntact) {
-  const Case c = GetParam();
+  const AllReduceCase c = GetParam();
   const std::string id = UniqueSessionId();
   ExpectAllOk(RunWorkers(c.world, id, [c](Session& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
@@ -92,7 +85,7 @@ TEST_P(ZeroCopyAllReduceTest, ExactSumsOddSizesInputsIntact) {
 // overwritten by a "consumer"; worker speeds vary (the rank-dependent busy work), so a missing exit
 // barrier shows up as a peer summing the next call's input (or gathering a scribbled chunk).
 TEST_P(ZeroCopyAllReduceTest, BackToBackCallsWithTheProducerRewritingAtOnce) {
-  const Case c = GetParam();
+  const AllReduceCase c = GetParam();
   ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](Session& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     const size_t max_count = 2001;
@@ -115,19 +108,17 @@ TEST_P(ZeroCopyAllReduceTest, BackToBackCallsWithTheProducerRewritingAtOnce) {
   }));
 }
 
-std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
-  std::string algo(AlgorithmName(info.param.algorithm));
-  algo.erase(std::remove(algo.begin(), algo.end(), '-'), algo.end());
-  return absl::StrCat("world", info.param.world, "_", algo);
-}
-
 INSTANTIATE_TEST_SUITE_P(Worlds, ZeroCopyAllReduceTest,
-                         ::testing::Values(Case{2, AllReduceAlgorithm::kOneShot}, Case{2, AllReduceAlgorithm::kTwoShot},
-                                           Case{3, AllReduceAlgorithm::kOneShot}, Case{3, AllReduceAlgorithm::kTwoShot},
-                                           Case{4, AllReduceAlgorithm::kOneShot}, Case{4, AllReduceAlgorithm::kTwoShot},
-                                           Case{4, AllReduceAlgorithm::kAuto}, Case{8, AllReduceAlgorithm::kOneShot},
-                                           Case{8, AllReduceAlgorithm::kTwoShot}),
-                         CaseName);
+                         ::testing::Values(AllReduceCase{2, AllReduceAlgorithm::kOneShot},
+                                           AllReduceCase{2, AllReduceAlgorithm::kTwoShot},
+                                           AllReduceCase{3, AllReduceAlgorithm::kOneShot},
+                                           AllReduceCase{3, AllReduceAlgorithm::kTwoShot},
+                                           AllReduceCase{4, AllReduceAlgorithm::kOneShot},
+                                           AllReduceCase{4, AllReduceAlgorithm::kTwoShot},
+                                           AllReduceCase{4, AllReduceAlgorithm::kAuto},
+                                           AllReduceCase{8, AllReduceAlgorithm::kOneShot},
+                                           AllReduceCase{8, AllReduceAlgorithm::kTwoShot}),
+                         AllReduceCaseName);
 
 TEST(ZeroCopyAllReduceErrorsTest, OverlapForeignMemoryAndOverrunAreRejected) {
   ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {

@@ -30,27 +30,14 @@ struct KernelArgs {
   int* error = nullptr;                   // host-mapped; set to peer + 1 on a timed-out wait
 };
 
-// Grid shape for a call; equal on all workers for equal calls (the barriers pair block b with b).
-int OneShotBlocks(size_t count, size_t elem);
-int OneShotLLBlocks(size_t count, size_t elem);
-int OneShotLL128Blocks(size_t count, size_t elem);
-int TwoShotLLBlocks(size_t count, int world, size_t elem);
-int TwoShotBlocks(size_t count, int world, size_t elem);
-
-inline constexpr int kThreads = 512;
-struct LaunchOptions {
-  int blocks = 1;
-  cudaStream_t stream = nullptr;
-  bool programmatic = false;  // programmatic dependent launch (see FollowPreviousGrid in cuda_kernels.cu)
-};
-
-cudaError_t LaunchOneShot(DataType type, const KernelArgs& args, const LaunchOptions& options);
-cudaError_t LaunchOneShotLL(DataType type, const KernelArgs& args, const LaunchOptions& options);
-cudaError_t LaunchOneShotLL128(DataType type, const KernelArgs& args, const LaunchOptions& options);
-cudaError_t LaunchTwoShotLL(DataType type, const KernelArgs& args, const LaunchOptions& options);
-cudaError_t LaunchTwoShot(DataType type, const KernelArgs& args, const LaunchOptions& options);
+// Enqueues the kernel of `algorithm` (kOneShot, kOneShotLL, kOneShotLL128, kTwoShot or kTwoShotLL)
+// for args.count elements of `type`; sets the slot layout (slot_bytes, chunk_elems) and picks the
+// grid, which is equal on all workers for equal calls (the barriers pair block b with block b).
+// `programmatic`: programmatic dependent launch (see FollowPreviousGrid in cuda_kernels.cu).
+cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelArgs args, cudaStream_t stream,
+                            bool programmatic);
 // args.data[j]: worker j's input (in IPC memory); args.epochs and flags: that memory's.
-cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, const LaunchOptions& options);
+cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, cudaStream_t stream, bool programmatic);
 
 }  // namespace vdev::internal
 
