@@ -33,6 +33,9 @@ typedef struct ncclComm* ncclComm_t;  // as nccl.h declares it
 namespace vdev {
 
 // cudaMalloc + cudaIpcGetMemHandle/cudaIpcOpenMemHandle on `device` (the current device is set to it).
+// Destroying it is collective, like allocating: CUDA leaves freeing memory that a peer still maps
+// undefined, so every worker closes its mappings of the peers' regions, all meet (a session
+// barrier, bounded like every session wait), and only then does each free its own.
 absl::StatusOr<std::unique_ptr<IPCAllocator>> CreateCudaIPCAllocator(Session* session, int device);
 
 struct CudaCommunicatorOptions {
@@ -61,6 +64,8 @@ class CudaCommunicator {
   ~CudaCommunicator();
 
   // Enqueues the all-reduce on `stream`. kNccl, or buffers not 16-byte aligned, or no IPC: NCCL.
+  // `stream` must belong to device() (Create makes it current): a stream created on another device
+  // runs the kernel there, where this worker's buffers are not its own (an illegal address).
   absl::Status AllReduce(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
                          cudaStream_t stream);
   // Zero-copy one-shot (see HostAllReduceZeroCopy in vdev/allreduce.h): `in` lies in IPC memory
@@ -80,13 +85,15 @@ class CudaCommunicator {
 
   bool ipc_available() const { return workspace_ != nullptr; }
   bool ll128_available() const { return ll128_workspace_ != nullptr; }
+  // The IPC workspace that `algorithm`'s kernel uses (each LL form has its own), or null without
+  // IPC (LL128: without NVLink). Its barrier_flag holds the epochs; for inspection by tests.
+  const IPCMemory* workspace(AllReduceAlgorithm algorithm) const;
   int device() const { return device_; }
   ncclComm_t nccl() const { return nccl_; }
   Session* session() const { return session_; }
 
  private:
   CudaCommunicator() = default;
-  const IPCMemory* WorkspaceOf(AllReduceAlgorithm algorithm) const;  // each LL form has its own
   absl::Status Launch(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
                       cudaStream_t stream);
 

@@ -6,7 +6,8 @@
 // [b * kMaxWorkers + j] is written only by worker j, for block b) and this worker's epoch counters
 // (`barrier_flag`: kMaxBarrierBlocks words). Flags only ever grow: a barrier waits for "flag >= epoch",
 // and epochs are never reset, so no barrier needs a cleaning pass and a late reader never mistakes an
-// old round for a new one. All flags start at zero: they are zeroed before handles are exchanged.
+// old round for a new one. All flags start at zero: they are zeroed before handles are exchanged,
+// and so is a new region's data (memory handed out again from the pool keeps what it held).
 //
 // Allocation is collective: every worker calls `Allocate` with the same size in the same order. The
 // sizes and sequence numbers are exchanged and compared, so a worker that asks for something else

@@ -198,8 +198,7 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
 CudaCommunicator::~CudaCommunicator() {
   cudaSetDevice(device_);
   cudaDeviceSynchronize();
-  // Peers may still be reading this worker's region: free only once everyone is done.
-  if (allocator_ != nullptr) session_->Barrier("cuda-free").IgnoreError();
+  // Collective: peers may still be reading this worker's regions until they get here too.
   allocator_.reset();
   if (nccl_ != nullptr) ncclCommDestroy(nccl_);
   if (error_host_ != nullptr) cudaFreeHost(const_cast<int*>(error_host_));
@@ -250,7 +249,7 @@ absl::Status CudaCommunicator::AllReduce(const void* in, void* out, size_t count
     return NcclStatus(ncclAllReduce(in, out, count, NcclType(type), ncclSum, nccl_, stream), "ncclAllReduce");
   }
   const size_t need = AllReduceWorkspaceBytes(algorithm, session_->world_size(), count, type);
-  const IPCMemory* ws = WorkspaceOf(algorithm);
+  const IPCMemory* ws = workspace(algorithm);
   if (need > ws->size) {
     return absl::InvalidArgumentError(absl::StrCat(AlgorithmName(algorithm), " all-reduce of ", bytes,
                                                    " bytes needs a workspace of ", need, " bytes; this one has ",
@@ -284,7 +283,7 @@ absl::Status CudaCommunicator::AllReduceZeroCopy(const IPCBuffer& in, void* out,
                     "zero-copy all-reduce launch");
 }
 
-const IPCMemory* CudaCommunicator::WorkspaceOf(AllReduceAlgorithm algorithm) const {
+const IPCMemory* CudaCommunicator::workspace(AllReduceAlgorithm algorithm) const {
   switch (algorithm) {
     case AllReduceAlgorithm::kOneShotLL:
     case AllReduceAlgorithm::kTwoShotLL: return ll_workspace_;
@@ -295,9 +294,11 @@ const IPCMemory* CudaCommunicator::WorkspaceOf(AllReduceAlgorithm algorithm) con
 
 absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, DataType type,
                                       AllReduceAlgorithm algorithm, cudaStream_t stream) {
-  const IPCMemory& ws = *WorkspaceOf(algorithm);
+  const IPCMemory& ws = *workspace(algorithm);
   internal::KernelArgs a = ArgsFor(ws, 0, in, out, count, options_.kernel_timeout, error_device_);
-  a.epochs = workspace_->barrier_flag;  // one epoch sequence for all kernels: parity alternates per call
+  // The LL kernels count their own calls in their workspace's epochs (ArgsFor), as their 32-bit flags
+  // need (see LLFlag); the others share one epoch sequence.
+  if (&ws != ll_workspace_) a.epochs = workspace_->barrier_flag;
   a.half_bytes = internal::HalfBytes(ws.size);
   return CudaStatus(internal::LaunchAllReduce(algorithm, type, a, stream, options_.programmatic_launch),
                     absl::StrCat(AlgorithmName(algorithm), " all-reduce launch"));

@@ -18,7 +18,14 @@ absl::Status CudaStatus(cudaError_t e, absl::string_view what) {
 class CudaIPCAllocator final : public internal::PooledIPCAllocator {
  public:
   CudaIPCAllocator(Session* session, int device) : PooledIPCAllocator(session), device_(device) {}
-  ~CudaIPCAllocator() override { ReleaseAll(); }
+  ~CudaIPCAllocator() override {
+    // No region is freed while a peer still maps it (undefined behaviour in CUDA IPC): close every
+    // peer mapping, meet, then free.
+    cudaSetDevice(device_);
+    for (const std::unique_ptr<internal::PoolEntry>& entry : entries()) ClosePeerMappings(entry.get());
+    session()->Barrier("cuda-ipc-release").IgnoreError();  // a worker that is gone maps nothing
+    ReleaseAll();
+  }
   MemoryBackend backend() const override { return MemoryBackend::kCuda; }
 
  protected:
@@ -29,10 +36,10 @@ class CudaIPCAllocator final : public internal::PooledIPCAllocator {
     if (s.ok()) s = CudaStatus(cudaMalloc(&base, layout.total_bytes), "cudaMalloc");
     if (!s.ok()) return s;
     entry->mappings[session()->rank()] = base;
-    // Flags and epochs start at zero, and are zero before any peer can see them.
-    s = CudaStatus(cudaMemset(static_cast<char*>(base) + layout.barrier_in_offset, 0,
-                              layout.total_bytes - layout.barrier_in_offset),
-                   "cudaMemset");
+    // Data, flags and epochs start at zero, and are zero before any peer can see them. (cudaMalloc
+    // may hand back memory this process freed, e.g. an earlier communicator's workspace, whose
+    // flagged lines a new workspace's readers would otherwise take for data.)
+    s = CudaStatus(cudaMemset(base, 0, layout.total_bytes), "cudaMemset");
     if (s.ok()) s = CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     cudaIpcMemHandle_t handle;
     if (s.ok()) s = CudaStatus(cudaIpcGetMemHandle(&handle, base), "cudaIpcGetMemHandle");
@@ -58,18 +65,21 @@ class CudaIPCAllocator final : public internal::PooledIPCAllocator {
 
   void Release(internal::PoolEntry* entry) override {
     cudaSetDevice(device_);
+    ClosePeerMappings(entry);
+    void*& own = entry->mappings[session()->rank()];
+    if (own != nullptr) cudaFree(own);
+    own = nullptr;
+  }
+
+ private:
+  void ClosePeerMappings(internal::PoolEntry* entry) {
     for (size_t i = 0; i < entry->mappings.size(); ++i) {
-      if (entry->mappings[i] == nullptr) continue;
-      if (static_cast<int>(i) == session()->rank()) {
-        cudaFree(entry->mappings[i]);
-      } else {
-        cudaIpcCloseMemHandle(entry->mappings[i]);
-      }
+      if (entry->mappings[i] == nullptr || static_cast<int>(i) == session()->rank()) continue;
+      cudaIpcCloseMemHandle(entry->mappings[i]);
       entry->mappings[i] = nullptr;
     }
   }
 
- private:
   int device_;
 };
 

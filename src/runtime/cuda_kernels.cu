@@ -375,21 +375,36 @@ __device__ __forceinline__ void AddPayload(float (&acc)[8 / sizeof(T)], uint2 d)
   for (int k = 0; k < static_cast<int>(8 / sizeof(T)); ++k) acc[k] += Elem<T>::ToF(e[k]);
 }
 
+// Zeroes this call's sweep slice of this worker's receive half (see LLSweepSlice), except the lines
+// `written_by_peers(line)`, which carry this call's flag. No one else touches the other lines of the
+// half during the call (peers write only those lines; the next call on this half starts after this
+// one has finished everywhere), so this may run at any point of the call.
+template <typename WrittenByPeers>
+__device__ __forceinline__ void SweepStaleLines(const KernelArgs& a, uint64_t call, WrittenByPeers written_by_peers) {
+  const LineSpan s = LLSweepSlice(call, a.half_bytes / 16);
+  char* half = a.data[a.rank] + (call & 1) * a.half_bytes;
+  for (size_t line = s.lo + blockIdx.x * blockDim.x + threadIdx.x; line < s.hi; line += gridDim.x * blockDim.x) {
+    if (!written_by_peers(line)) *reinterpret_cast<uint4*>(half + 16 * line) = make_uint4(0, 0, 0, 0);
+  }
+}
+
 // One-shot, low-latency form: no barrier. Each line a peer receives holds 8 bytes of data and the
-// call's epoch twice (each 8-byte half is written atomically), so a reader that sees the epoch in
-// both halves has the data. The two workspace halves alternate by epoch parity, and a line in a
-// half was last written two calls ago with another epoch, so a stale line is never taken for new.
-// Two blocks per SM (at most 64 registers, no spills): under programmatic launch the next call's
-// blocks then fit beside this call's and wait on the SM, which took ~0.3 us off small messages.
+// call's flag twice (each 8-byte half is written atomically), so a reader that sees the flag in
+// both halves has the data. The two workspace halves alternate by call parity; a line in a half was
+// written or zeroed within the last 2 * kLLSweepEvery * kLLSweepSlices calls, never with this call's
+// flag, so a stale line is never taken for new. Two blocks per SM (at most 64 registers, no spills):
+// under programmatic launch the next call's blocks then fit beside this call's and wait on the SM,
+// which took ~0.3 us off small messages.
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 2) OneShotLLKernel(const __grid_constant__ KernelArgs a) {
   FollowPreviousGrid();
   constexpr int E = 8 / sizeof(T);
-  const uint64_t epoch = a.epochs[blockIdx.x] + 1;
-  const uint32_t flag = static_cast<uint32_t>(epoch);
-  const size_t parity = epoch & 1;
+  const uint64_t call = a.epochs[blockIdx.x] + 1;
+  const uint32_t flag = LLFlag(call);
+  const size_t parity = call & 1;
   const size_t bytes = a.count * sizeof(T);
-  const Range r = BlockRange(OneShotLLLines(a.count, sizeof(T)));
+  const size_t lines = OneShotLLLines(a.count, sizeof(T));
+  const Range r = BlockRange(lines);
   const char* in = static_cast<const char*>(a.in);
   for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
     const uint2 d = LoadPayload(in, i, bytes);
@@ -401,6 +416,13 @@ __global__ void __launch_bounds__(kThreads, 2) OneShotLLKernel(const __grid_cons
       }
     }
   }
+  // While the peers' lines travel. Slot j of the half holds lines [0, lines) from worker j != rank.
+  SweepStaleLines(a, call, [&](size_t line) {
+    for (int j = 0; j < a.world; ++j) {
+      if (j != a.rank && line - j * (a.slot_bytes / 16) < lines) return true;  // unsigned: below the slot wraps
+    }
+    return false;
+  });
   const char* mine = a.data[a.rank] + parity * a.half_bytes;
   for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
     float acc[E] = {};
@@ -413,7 +435,7 @@ __global__ void __launch_bounds__(kThreads, 2) OneShotLLKernel(const __grid_cons
     }
     StorePayload(static_cast<char*>(a.out), i, bytes, ToPayload<T>(acc));
   }
-  FinishEpoch(a.epochs, epoch);
+  FinishEpoch(a.epochs, call);
 }
 
 // Two-shot in the low-latency form: chunk q of every input goes to worker q as flagged lines;
@@ -423,9 +445,9 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads) TwoShotLLKernel(const __grid_constant__ KernelArgs a) {
   FollowPreviousGrid();
   constexpr int E = 8 / sizeof(T);
-  const uint64_t epoch = a.epochs[blockIdx.x] + 1;
-  const uint32_t flag = static_cast<uint32_t>(epoch);
-  const size_t parity = epoch & 1;
+  const uint64_t call = a.epochs[blockIdx.x] + 1;
+  const uint32_t flag = LLFlag(call);
+  const size_t parity = call & 1;
   const size_t chunk_bytes = a.chunk_elems * sizeof(T);
   const size_t bytes = a.count * sizeof(T);
   const Range r = BlockRange(chunk_bytes / 8);
@@ -439,6 +461,15 @@ __global__ void __launch_bounds__(kThreads) TwoShotLLKernel(const __grid_constan
   const char* in = static_cast<const char*>(a.in);
   char* out = static_cast<char*>(a.out);
   const size_t mine = length(a.rank);
+  // Stage 0 slot j: our chunk's lines from worker j; stage 1 slot j: worker j's chunk, summed.
+  SweepStaleLines(a, call, [&](size_t line) {
+    for (int j = 0; j < a.world; ++j) {
+      if (j == a.rank) continue;
+      const size_t reduce = line - j * (a.slot_bytes / 16), gather = reduce - a.world * (a.slot_bytes / 16);
+      if (reduce < (mine + 7) / 8 || gather < (length(j) + 7) / 8) return true;  // unsigned: below a slot wraps
+    }
+    return false;
+  });
   for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
     for (int k = 1; k < a.world; ++k) {
       const int q = (a.rank + k) % a.world;
@@ -459,7 +490,7 @@ __global__ void __launch_bounds__(kThreads) TwoShotLLKernel(const __grid_constan
       if (8 * i < length(j)) StorePayload(out + j * chunk_bytes, i, length(j), PollLine(a, slot(a.rank, 1, j) + 16 * i, flag, j));
     }
   }
-  FinishEpoch(a.epochs, epoch);
+  FinishEpoch(a.epochs, call);
 }
 
 // One-shot LL128: 8 consecutive lanes store one 128-byte line (15 data words and the epoch in

@@ -47,6 +47,7 @@ class HostIPCAllocator final : public internal::PooledIPCAllocator {
       return absl::ResourceExhaustedError(
           absl::StrCat("mapping ", layout.total_bytes, " bytes of ", entry->local_name, ": ", std::strerror(saved)));
     }
+    // The segment is new (O_EXCL), so ftruncate made its data zero; flags and epochs are zeroed explicitly.
     std::memset(static_cast<char*>(base) + layout.barrier_in_offset, 0,
                 layout.total_bytes - layout.barrier_in_offset);
     entry->mappings[me] = base;

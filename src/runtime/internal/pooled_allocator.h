@@ -42,7 +42,7 @@ class PooledIPCAllocator : public IPCAllocator {
   Session* session() const final { return session_; }
 
  protected:
-  // Makes this worker's region of `layout.total_bytes` with the barrier words and epochs zeroed,
+  // Makes this worker's region of `layout.total_bytes`, all zero (data, barrier words, epochs),
   // stores its base in entry.mappings[worker_id], and returns the handle peers open it with.
   virtual absl::StatusOr<std::string> CreateLocal(const RegionLayout& layout, uint64_t sequence,
                                                   PoolEntry* entry) = 0;
@@ -54,6 +54,7 @@ class PooledIPCAllocator : public IPCAllocator {
   virtual void Release(PoolEntry* entry) = 0;
   // Derived destructors call this: Release needs the derived object.
   void ReleaseAll();
+  const std::vector<std::unique_ptr<PoolEntry>>& entries() const { return entries_; }
 
  private:
   Session* session_;
