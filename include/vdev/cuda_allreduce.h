@@ -64,8 +64,10 @@ class CudaCommunicator {
   ~CudaCommunicator();
 
   // Enqueues the all-reduce on `stream`. kNccl, or buffers not 16-byte aligned, or no IPC: NCCL.
-  // `stream` must belong to device() (Create makes it current): a stream created on another device
-  // runs the kernel there, where this worker's buffers are not its own (an illegal address).
+  // `stream` must belong to device() (Create makes it current); another device's stream is refused
+  // with InvalidArgument (its kernel would run on that device, where these buffers are not its own).
+  // Checked the first time a stream is used outside graph capture (CUDA allows no such query during
+  // capture); the verdict is remembered per stream handle.
   absl::Status AllReduce(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
                          cudaStream_t stream);
   // Zero-copy one-shot (see HostAllReduceZeroCopy in vdev/allreduce.h): `in` lies in IPC memory
@@ -96,6 +98,7 @@ class CudaCommunicator {
   CudaCommunicator() = default;
   absl::Status Launch(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
                       cudaStream_t stream);
+  absl::Status CheckStream(cudaStream_t stream);
 
   Session* session_ = nullptr;
   CudaCommunicatorOptions options_;
@@ -107,6 +110,8 @@ class CudaCommunicator {
   IPCMemory* ll_workspace_ = nullptr;  // LL lines only
   IPCMemory* ll128_workspace_ = nullptr;  // LL128 lines only; allocated only when every GPU pair has NVLink
   volatile int* error_host_ = nullptr;  // host-mapped: peer + 1 whose flag never came
+  static constexpr size_t kCheckedStreams = 64;
+  std::vector<cudaStream_t> checked_streams_;  // streams of device_ seen before (CheckStream)
   int* error_device_ = nullptr;
 };
 

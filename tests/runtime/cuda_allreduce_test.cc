@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -295,6 +296,30 @@ TEST(CudaAllReduceTest, PeerThatNeverLaunchesIsReportedNotHung) {
 TEST(CudaAllReduceTest, PeerThatNeverSendsLinesIsReportedNotHung) {
   REQUIRE_GPUS(2);
   ExpectPeerThatNeverLaunchesIsReported(AllReduceAlgorithm::kOneShotLL128);
+}
+
+// A stream of another device would run the kernel there (an illegal address, a poisoned context):
+// refused up front, and the communicator stays usable.
+TEST(CudaAllReduceTest, StreamOfAnotherDeviceIsRefused) {
+  REQUIRE_GPUS(2);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, {}));
+    const int other = 1 - comm->device();
+    cudaStream_t foreign, own;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(other)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreate(&foreign)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(comm->device())));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreate(&own)));
+    float* buf;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&buf), 1024 * sizeof(float))));
+    absl::Status refused = comm->AllReduce(buf, buf, 1024, DataType::kF32, AllReduceAlgorithm::kOneShotLL, foreign);
+    if (refused.code() != absl::StatusCode::kInvalidArgument ||
+        !absl::StrContains(refused.message(), absl::StrCat("belongs to device ", other))) {
+      return absl::InternalError(absl::StrCat("a foreign stream was not refused: ", refused.ToString()));
+    }
+    cudaFree(buf);
+    return CheckOne<float>(s, *comm, DataType::kF32, AllReduceAlgorithm::kOneShotLL, 1000, false, 1, own);
+  }));
 }
 
 TEST(CudaAllReduceTest, WithoutP2PEverythingGoesThroughNccl) {
