@@ -28,10 +28,10 @@ struct FieldCodes {
 
 class Encoding {
  public:
-  explicit Encoding(const ConflictProblem& problem) : solver_(context_) {
+  Encoding(const ConflictProblem& problem, unsigned resource_limit) : solver_(context_) {
     z3::params params(context_);
     params.set("random_seed", 0u);
-    params.set("timeout", 10000u);
+    params.set("rlimit", resource_limit);
     solver_.set(params);
     for (const auto& [a, b] : problem.equalities) {
       for (int f = 0; f < kFields; ++f) solver_.add(Var(a, f) == Var(b, f));
@@ -88,14 +88,16 @@ absl::StatusOr<std::vector<size_t>> Solve(const ConflictProblem& problem, Encodi
   std::vector<size_t> core;
   z3::check_result result = encoding.Check(all, &core);
   if (result == z3::sat) return absl::NotFoundError("the annotations hold together");
-  if (result == z3::unknown) return absl::DeadlineExceededError("Z3 gave up on the conflict");
+  if (result == z3::unknown) return absl::ResourceExhaustedError("Z3 reached its resource limit on the conflict");
   // Deletion: drop each pin whose removal keeps the rest unsat (and adopt the smaller core).
   for (size_t k = 0; k < core.size();) {
     std::vector<size_t> without = core;
     without.erase(without.begin() + static_cast<ptrdiff_t>(k));
     std::vector<size_t> smaller;
     z3::check_result r = encoding.Check(without, &smaller);
-    if (r == z3::unknown) return absl::DeadlineExceededError("Z3 gave up while minimising a conflict");
+    if (r == z3::unknown) {
+      return absl::ResourceExhaustedError("Z3 reached its resource limit while minimising a conflict");
+    }
     if (r == z3::unsat) {
       core = smaller;
       k = 0;
@@ -127,13 +129,13 @@ bool PinsHoldTogether(const ConflictProblem& problem, absl::Span<const size_t> p
   return true;
 }
 
-absl::StatusOr<std::vector<size_t>> FindMinimalConflict(const ConflictProblem& problem,
-                                                        ConflictCoreStats* stats) {
+absl::StatusOr<std::vector<size_t>> FindMinimalConflict(const ConflictProblem& problem, ConflictCoreStats* stats,
+                                                        unsigned resource_limit) {
   auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<size_t>> core;
   int calls = 0;
   try {
-    Encoding encoding(problem);
+    Encoding encoding(problem, resource_limit);
     core = Solve(problem, encoding);
     calls = encoding.calls();
   } catch (const z3::exception& e) {

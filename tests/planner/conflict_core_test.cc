@@ -61,5 +61,21 @@ TEST(ConflictCoreTest, TargetsClashWithOtherTargets) {
   EXPECT_THAT(*core, ElementsAre(0, 1));
 }
 
+// The budget is Z3's resource count, not time: the same problem is refused under a small budget and
+// explained under the default one, on any machine and under any load.
+TEST(ConflictCoreTest, ResourceLimitIsDeterministic) {
+  ConflictProblem problem;
+  problem.num_nodes = 2000;
+  for (uint32_t i = 0; i + 1 < problem.num_nodes; ++i) problem.equalities.emplace_back(i, i + 1);
+  problem.pins = {{0, Vd("cpu:0")}, {1999, Vd("cuda:0")}};
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    absl::StatusOr<std::vector<size_t>> starved = FindMinimalConflict(problem, nullptr, /*resource_limit=*/1000);
+    EXPECT_EQ(starved.status().code(), absl::StatusCode::kResourceExhausted) << starved.status();
+  }
+  absl::StatusOr<std::vector<size_t>> core = FindMinimalConflict(problem);
+  ASSERT_TRUE(core.ok()) << core.status();
+  EXPECT_THAT(*core, ElementsAre(0, 1));
+}
+
 }  // namespace
 }  // namespace vdev::planner_internal
