@@ -17,7 +17,22 @@ namespace {
 
 constexpr int kThreads = 512;
 constexpr int kMaxBlocks = 128;  // all co-resident on an H100/H200
+// The one-shot LL kernels run smaller blocks, up to two per SM: they end sooner, and the next call's
+// blocks fit beside them under programmatic launch. Measured on 2 and 4 H200s against 512-thread blocks:
+// LL with 128 threads -0.07 to -0.1 us up to 256 KB (larger messages go to LL128 or two-shot); LL128
+// with 256 threads -0.07 to -0.4 us up to 1 MB (128 threads was slower from 512 KB).
+constexpr int kLLThreads = 128;
+constexpr int kLL128Threads = 256;
+constexpr int kMaxLLBlocks = kMaxBarrierBlocks;
+// A launch bound that caps a kernel at 64 registers per thread (an SM has 64K).
+constexpr int MinBlocksFor64Registers(int threads) { return 65536 / (64 * threads); }
 static_assert(kMaxBlocks <= kMaxBarrierBlocks, "a block past the epoch counters would read a stray epoch");
+// The one-shot LL kernels' readers issue their first loads of up to this many workers' lines together
+// and then wait on the missing ones one worker at a time: when lines are already there a warp waits
+// one L2 round trip instead of one per peer (on 4 H200s: LL -0.2 us at 1-4 KB, LL128 -0.6 us at 1 MB).
+// Still adding in rank order, so every worker's result is bitwise the same. (Loading the other missing
+// lines together again after each wait was slower: LL128 +0.2 us from 1 KB to 256 KB.)
+constexpr int kPeersAtOnce = 4;
 constexpr int kUnroll = 4;       // independent 16-byte loads in flight per thread when copying
 
 template <typename T>
@@ -392,11 +407,11 @@ __device__ __forceinline__ void SweepStaleLines(const KernelArgs& a, uint64_t ca
 // call's flag twice (each 8-byte half is written atomically), so a reader that sees the flag in
 // both halves has the data. The two workspace halves alternate by call parity; a line in a half was
 // written or zeroed within the last 2 * kLLSweepEvery * kLLSweepSlices calls, never with this call's
-// flag, so a stale line is never taken for new. Two blocks per SM (at most 64 registers, no spills):
-// under programmatic launch the next call's blocks then fit beside this call's and wait on the SM,
-// which took ~0.3 us off small messages.
-template <typename T>
-__global__ void __launch_bounds__(kThreads, 2) OneShotLLKernel(const __grid_constant__ KernelArgs a) {
+// flag, so a stale line is never taken for new. At most 64 registers (no spills): under programmatic
+// launch the next call's blocks then fit beside this call's and wait on the SM, which took ~0.3 us
+// off small messages. Workers' lines are read kBatch at a time (kPeersAtOnce).
+template <typename T, int kBatch>
+__global__ void __launch_bounds__(kLLThreads, MinBlocksFor64Registers(kLLThreads)) OneShotLLKernel(const __grid_constant__ KernelArgs a) {
   FollowPreviousGrid();
   constexpr int E = 8 / sizeof(T);
   const uint64_t call = a.epochs[blockIdx.x] + 1;
@@ -426,12 +441,26 @@ __global__ void __launch_bounds__(kThreads, 2) OneShotLLKernel(const __grid_cons
   const char* mine = a.data[a.rank] + parity * a.half_bytes;
   for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
     float acc[E] = {};
-    for (int j = 0; j < a.world; ++j) {
-      if (j == a.rank) {
-        AddPayload<T>(acc, LoadPayload(in, i, bytes));
-        continue;
+    const uint2 own = LoadPayload(in, i, bytes);  // before the polls, which the asm keeps in order
+    for (int g = 0; g < a.world; g += kBatch) {
+      uint4 v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int j = g + u;
+        if (j < a.world && j != a.rank) v[u] = LoadLine(mine + j * a.slot_bytes + 16 * i);
       }
-      AddPayload<T>(acc, PollLine(a, mine + j * a.slot_bytes + 16 * i, flag, j));
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int j = g + u;
+        if (j >= a.world) break;
+        if (j == a.rank) {
+          AddPayload<T>(acc, own);
+        } else if (v[u].y == flag && v[u].w == flag) {
+          AddPayload<T>(acc, make_uint2(v[u].x, v[u].z));
+        } else {
+          AddPayload<T>(acc, PollLine(a, mine + j * a.slot_bytes + 16 * i, flag, j));
+        }
+      }
     }
     StorePayload(static_cast<char*>(a.out), i, bytes, ToPayload<T>(acc));
   }
@@ -535,8 +564,8 @@ __device__ __forceinline__ ulonglong2 PollLines128(const KernelArgs& a, const ch
   return v;
 }
 
-template <typename T>  // two blocks per SM, as OneShotLLKernel
-__global__ void __launch_bounds__(kThreads, 2) OneShotLL128Kernel(const __grid_constant__ KernelArgs a) {
+template <typename T, int kBatch>  // at most 64 registers, as OneShotLLKernel
+__global__ void __launch_bounds__(kLL128Threads, MinBlocksFor64Registers(kLL128Threads)) OneShotLL128Kernel(const __grid_constant__ KernelArgs a) {
   FollowPreviousGrid();
   constexpr int E = 8 / sizeof(T);
   constexpr int kLinesPerWarp = 32 / 8;
@@ -572,18 +601,32 @@ __global__ void __launch_bounds__(kThreads, 2) OneShotLL128Kernel(const __grid_c
     const bool active = line < r.hi;
     const size_t w = first_word(line);
     float acc_lo[E] = {}, acc_hi[E] = {};
-    for (int j = 0; j < a.world; ++j) {
-      if (j == a.rank) {
-        if (active) {
-          AddPayload<T>(acc_lo, LoadPayload(in, w, bytes));
-          if (!epoch_lane) AddPayload<T>(acc_hi, LoadPayload(in, w + 1, bytes));
-        }
-        continue;
+    const char* at = mine + kLL128LineBytes * line + 16 * part;  // + j * slot_bytes: worker j's
+    // This worker's words, loaded before the polls (which the asm keeps in order).
+    const uint2 own_lo = active ? LoadPayload(in, w, bytes) : uint2{0, 0};
+    const uint2 own_hi = active && !epoch_lane ? LoadPayload(in, w + 1, bytes) : uint2{0, 0};
+    for (int g = 0; g < a.world; g += kBatch) {
+      ulonglong2 v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int j = g + u;
+        v[u] = active && j < a.world && j != a.rank ? LoadLine128(at + j * a.slot_bytes) : ulonglong2{0, 0};
       }
-      const ulonglong2 v = PollLines128(a, mine + j * a.slot_bytes + kLL128LineBytes * line + 16 * part, active,
-                                        epoch_lane, epoch, j);
-      AddPayload<T>(acc_lo, Halves(v.x));
-      if (!epoch_lane) AddPayload<T>(acc_hi, Halves(v.y));
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int j = g + u;
+        if (j >= a.world) break;
+        if (j == a.rank) {
+          AddPayload<T>(acc_lo, own_lo);
+          if (!epoch_lane) AddPayload<T>(acc_hi, own_hi);
+          continue;
+        }
+        if (!__all_sync(0xffffffffu, !active || !epoch_lane || v[u].y == epoch)) {
+          v[u] = PollLines128(a, at + j * a.slot_bytes, active, epoch_lane, epoch, j);
+        }
+        AddPayload<T>(acc_lo, Halves(v[u].x));
+        if (!epoch_lane) AddPayload<T>(acc_hi, Halves(v[u].y));
+      }
     }
     if (active && 8 * w < bytes) {
       StorePayload(out, w, bytes, ToPayload<T>(acc_lo));
@@ -609,9 +652,26 @@ struct Kernels {
 };
 #define VDEV_KERNELS(name) \
   Kernels { name<float>, name<__half>, name<__nv_bfloat16> }
+#define VDEV_KERNELS_1(name, arg) \
+  Kernels { name<float, arg>, name<__half, arg>, name<__nv_bfloat16, arg> }
+
+// One block per `per_block` lines, at most kMaxLLBlocks.
+int LLBlocks(size_t lines, size_t per_block) {
+  const size_t blocks = (lines + per_block - 1) / per_block;
+  return static_cast<int>(blocks < 1 ? 1 : (blocks > kMaxLLBlocks ? kMaxLLBlocks : blocks));
+}
+
+// The one-shot LL kernels' instances for `world` workers: with one peer, lines are loaded one at a
+// time (loading them together only added instructions: +0.03 to +0.1 us on 2 H200s).
+Kernels OneShotLLKernels(int world) {
+  return world > 2 ? VDEV_KERNELS_1(OneShotLLKernel, kPeersAtOnce) : VDEV_KERNELS_1(OneShotLLKernel, 1);
+}
+Kernels OneShotLL128Kernels(int world) {
+  return world > 2 ? VDEV_KERNELS_1(OneShotLL128Kernel, kPeersAtOnce) : VDEV_KERNELS_1(OneShotLL128Kernel, 1);
+}
 
 cudaError_t Start(const Kernels& kernels, DataType type, const KernelArgs& args, int blocks, cudaStream_t stream,
-                  bool programmatic) {
+                  bool programmatic, int threads = kThreads) {
   KernelFn kernel = type == DataType::kF32    ? kernels.f32
                     : type == DataType::kF16  ? kernels.f16
                     : type == DataType::kBF16 ? kernels.bf16
@@ -622,7 +682,7 @@ cudaError_t Start(const Kernels& kernels, DataType type, const KernelArgs& args,
   overlap.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(blocks);
-  config.blockDim = dim3(kThreads);
+  config.blockDim = dim3(threads);
   config.stream = stream;
   config.attrs = &overlap;
   config.numAttrs = programmatic ? 1 : 0;
@@ -641,11 +701,12 @@ cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelA
       return Start(VDEV_KERNELS(OneShotKernel), type, a, BlocksFor((n * elem + 15) / 16), stream, programmatic);
     case AllReduceAlgorithm::kOneShotLL:
       a.slot_bytes = OneShotLLSlotBytes(n, elem);
-      return Start(VDEV_KERNELS(OneShotLLKernel), type, a, BlocksFor(OneShotLLLines(n, elem)), stream, programmatic);
+      return Start(OneShotLLKernels(a.world), type, a, LLBlocks(OneShotLLLines(n, elem), kLLThreads), stream,
+                   programmatic, kLLThreads);
     case AllReduceAlgorithm::kOneShotLL128:
       a.slot_bytes = OneShotLL128SlotBytes(n, elem);
-      return Start(VDEV_KERNELS(OneShotLL128Kernel), type, a,
-                   BlocksFor(OneShotLL128Lines(n, elem) * (kLL128LineBytes / 16)), stream, programmatic);
+      return Start(OneShotLL128Kernels(a.world), type, a, LLBlocks(OneShotLL128Lines(n, elem), 16), stream, programmatic,
+                   kLL128Threads);
     case AllReduceAlgorithm::kTwoShot:
       a.slot_bytes = TwoShotSlotBytes(n, a.world, elem);
       a.chunk_elems = TwoShotChunkElems(n, a.world, elem);
