@@ -42,7 +42,7 @@ ncclDataType_t NcclType(DataType type) {
 // kAuto's choice by message size, per world size: each row covers sizes up to max_bytes where that
 // algorithm was the fastest variant in bench/allreduce_bench (bf16, CUDA graphs, 4 H200s with
 // NV18 links, NCCL 2.28.3, 2026-11-22; docs/allreduce.md): the table bench/derive_auto_table.py
-// derived from docs/results/run8/bench{2,4}.csv, where sizes on which two kernels tie within 0.01 us
+// derived from docs/results/run8/bench{2,3,4}.csv, where sizes on which two kernels tie within 0.01 us
 // (LL128 at 1 KB and 4 MB) keep the neighbouring row. Above the last row: NCCL.
 constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
 const std::vector<AutoRow>& BuiltInTable(int world) {
@@ -50,11 +50,14 @@ const std::vector<AutoRow>& BuiltInTable(int world) {
                                             {2 * kMiB, AllReduceAlgorithm::kOneShotLL128},
                                             {8 * kMiB, AllReduceAlgorithm::kOneShot},
                                             {size_t{1} << 40, AllReduceAlgorithm::kTwoShot}};
-  // Measured on 4; used for 3 and, unmeasured, for 5..8.
+  static const std::vector<AutoRow> kThree = {{8 * kKiB, AllReduceAlgorithm::kOneShotLL},
+                                              {1 * kMiB, AllReduceAlgorithm::kOneShotLL128},
+                                              {128 * kMiB, AllReduceAlgorithm::kTwoShot}};
+  // Measured on 4; used, unmeasured, for 5..8.
   static const std::vector<AutoRow> kMore = {{2 * kKiB, AllReduceAlgorithm::kOneShotLL},
                                              {512 * kKiB, AllReduceAlgorithm::kOneShotLL128},
                                              {128 * kMiB, AllReduceAlgorithm::kTwoShot}};
-  return world <= 2 ? kTwo : kMore;
+  return world <= 2 ? kTwo : world == 3 ? kThree : kMore;
 }
 
 // VDEV_ALLREDUCE_AUTO="one-shot-ll:65536,one-shot-ll128:2097152,two-shot:134217728" replaces the built-in
