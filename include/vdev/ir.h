@@ -25,7 +25,9 @@
 //     into that Block::bindings (or build a new vector for the block and swap it in, for many);
 //   * set a device: `m.params[p].device = m.devices.Intern(vd)`, `m.functions[f].result_device = …`.
 // Operand/attr ranges are append-only: rebuilding an expression appends new ranges; the old ones
-// become unreferenced (harmless garbage until the module is dropped).
+// become unreferenced (harmless garbage until the module is dropped). Attributes are never written
+// through a range, so expressions may share one (PlanDevices gives all its copies between the same
+// two devices one `src=…, dst=…` pair); to change an expression's attributes, give it a new range.
 //
 // Traversal. Blocks nest (fn closures, if arms) to any depth; `WalkModule` visits everything in
 // program order with an explicit stack, never recursing.

@@ -41,12 +41,13 @@ constexpr DomainId kNoDomain = UINT32_MAX;
 // What put a device on a domain; the annotations of a conflict are reported from these.
 enum class PinKind : uint8_t { kOnDevice, kCopySrc, kCopyDst, kParam, kResult, kHost, kAlloc, kKernelParam, kKernelResult };
 
+// Where it is written follows from `kind` and `ref` (Planner::PinLoc): an annotation-heavy program
+// has a pin per annotation, so it is not stored.
 struct Pin {
   DomainId domain;
   DeviceIndex device;
   PinKind kind;
   uint32_t ref;  // the binding, parameter or function the pin is written on
-  SourceLoc loc;
 };
 
 // A use of an operand whose value could not join the use site: the value is copied to the site.
@@ -84,7 +85,13 @@ class Planner {
   absl::Status FinishFunction(FuncId f);
   DomainId OperandDomain(const Operand& o);
   void NoteUse(const Operand& o, DomainId site, BindingId user);
-  DomainId PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref, SourceLoc loc);
+  DomainId PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref);
+  SourceLoc PinLoc(const Pin& pin) const;
+  // Where attribute `key` of an op call is written (its value), else the call.
+  SourceLoc AttrLoc(const ir::Expr& e, absl::string_view key) const;
+  // Annotations make most domains and every pin of an annotated program; reserving for them once
+  // keeps those arenas from doubling (and from existing twice while they grow).
+  void ReserveForAnnotations();
   // A value used by a primitive op at `site`: joined, or copied (with a warning), or an error.
   absl::Status PrimitiveUse(BindingId b, uint32_t operand, DomainId site);
   // Structural equality (calls, tuples, if, returns): a conflict is an error in both modes.
@@ -107,6 +114,9 @@ class Planner {
   // the operand arena does not grow).
   ir::Expr RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex dst);
   ir::Attr DeviceAttr(ir::Symbol key, DeviceIndex device);
+  // The `src=…, dst=…` attributes of a copy between two devices: one range shared by all such
+  // copies (attribute ranges are never written through), so 300,000 copies add no attributes.
+  ir::Range CopyAttrs(DeviceIndex src, DeviceIndex dst);
   // The planned module's id for a device (memoised: devices are few, bindings many).
   ir::DeviceId ToModule(DeviceIndex d) {
     if (d >= module_device_.size()) module_device_.resize(d + 1, ir::kNoDevice);
@@ -169,6 +179,7 @@ class Planner {
   absl::flat_hash_map<std::tuple<FuncId, ValueRef, DeviceIndex>, std::vector<BindingId>> shared_copies_;
   absl::flat_hash_map<BindingId, size_t> awaiting_consumer_;  // copy binding → index in copies
   absl::flat_hash_map<BindingId, size_t> added_copy_;         // copies the planner added → index
+  absl::flat_hash_map<std::pair<DeviceIndex, DeviceIndex>, ir::Range> copy_attrs_;
   // Per binding: which of the maps above hold it (so the common binding costs no hash lookup), and
   // kLive (MarkLive).
   enum Flag : uint8_t { kCopyPoint = 1, kCopiedUses = 2, kKernelCall = 4, kReplaced = 8, kAwaiting = 16, kLive = 32 };
@@ -237,7 +248,7 @@ void Planner::MakeSignatures() {
       DomainId d = DomainForType(param.type);
       if (param.device != ir::kNoDevice) {
         DeviceIndex device = devices_.Intern(m_.Device(param.device));
-        pins_.push_back({domains_.ResultLeaf(d), device, param_pin, p, param.device_loc});
+        pins_.push_back({domains_.ResultLeaf(d), device, param_pin, p});
         domains_.Constrain(d, device, static_cast<uint32_t>(pins_.size() - 1));
       }
       param_domain_[p] = d;
@@ -251,7 +262,7 @@ void Planner::MakeSignatures() {
     if (fn.result_device != ir::kNoDevice) {
       DeviceIndex device = devices_.Intern(m_.Device(fn.result_device));
       PinKind kind = fn.kind == FuncKind::kKernel ? PinKind::kKernelResult : PinKind::kResult;
-      pins_.push_back({domains_.ResultLeaf(result), device, kind, f, fn.result_device_loc});
+      pins_.push_back({domains_.ResultLeaf(result), device, kind, f});
       domains_.Constrain(result, device, static_cast<uint32_t>(pins_.size() - 1));
     }
     result_domain_[f] = result;
@@ -307,10 +318,62 @@ void Planner::NoteUse(const Operand& o, DomainId site, BindingId user) {
   }
 }
 
-DomainId Planner::PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref, SourceLoc loc) {
+DomainId Planner::PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref) {
   DomainId d = domains_.MakeFirstOrder(device, static_cast<uint32_t>(pins_.size()));
-  pins_.push_back({d, device, kind, ref, loc});
+  pins_.push_back({d, device, kind, ref});
   return d;
+}
+
+SourceLoc Planner::AttrLoc(const ir::Expr& e, absl::string_view key) const {
+  const ir::Attr* a = m_.FindAttr(e, key);
+  return a != nullptr && a->value.loc.valid() ? a->value.loc : e.loc;
+}
+
+SourceLoc Planner::PinLoc(const Pin& pin) const {
+  switch (pin.kind) {
+    case PinKind::kParam:
+    case PinKind::kKernelParam:
+      return m_.params[pin.ref].device_loc;
+    case PinKind::kResult:
+    case PinKind::kKernelResult:
+      return m_.functions[pin.ref].result_device_loc;
+    case PinKind::kOnDevice: {
+      const ir::Expr& e = B(pin.ref).expr;
+      const Operand& device = m_.Args(e)[1];
+      return device.loc.valid() ? device.loc : e.loc;
+    }
+    case PinKind::kCopySrc:
+      return AttrLoc(B(pin.ref).expr, "src");
+    case PinKind::kCopyDst:
+      return AttrLoc(B(pin.ref).expr, "dst");
+    case PinKind::kAlloc:
+      return AttrLoc(B(pin.ref).expr, "device");
+    case PinKind::kHost:
+      return B(pin.ref).expr.loc;
+  }
+  return {};
+}
+
+void Planner::ReserveForAnnotations() {
+  size_t domains = 0;
+  size_t pins = 0;
+  for (BindingId b : order_) {
+    const ir::Expr& e = B(b).expr;
+    if (e.kind != ExprKind::kOpCall) continue;
+    absl::string_view op = m_.OpName(e);
+    if (op == "on_device" && Has(b, kLive)) {  // at most: its body's and its result's, one pinned
+      domains += 2;
+      pins += 1;
+    } else if (op == "device_copy" && Has(b, kLive)) {  // src and dst
+      domains += 2;
+      pins += 2;
+    } else if (op == "memory.alloc_storage") {  // its device, and the host for each operand
+      domains += 1 + e.args.count;
+      pins += 1 + e.args.count;
+    }
+  }
+  domains_.Reserve(domains_.size() + domains);
+  pins_.reserve(pins_.size() + pins);
 }
 
 std::string Planner::DescribeValue(const Operand& o) const {
@@ -382,7 +445,7 @@ absl::Status Planner::ConflictError(const UnifyConflict& conflict, SourceLoc loc
     if (core.ok()) {
       for (size_t k : *core) {
         const Pin& pin = pins_[pin_of[k]];
-        error.conflicts.push_back({pin.loc, devices_.Get(pin.device), DescribePin(pin)});
+        error.conflicts.push_back({PinLoc(pin), devices_.Get(pin.device), DescribePin(pin)});
       }
       std::sort(error.conflicts.begin(), error.conflicts.end(), [](const auto& a, const auto& b) {
         return std::tie(a.loc.line, a.loc.col) < std::tie(b.loc.line, b.loc.col);
@@ -439,7 +502,7 @@ absl::Status Planner::PrimitiveUse(BindingId b, uint32_t operand, DomainId site)
     absl::StrAppend(&message, " by the use at ", LocText(B(earlier_user).expr.loc));
   }
   if (value_origin < pins_.size()) {
-    absl::StrAppend(&message, " (", DescribePin(pins_[value_origin]), " at ", LocText(pins_[value_origin].loc), ")");
+    absl::StrAppend(&message, " (", DescribePin(pins_[value_origin]), " at ", LocText(PinLoc(pins_[value_origin])), ")");
   }
   absl::StrAppend(&message, " and on ", DeviceText(domains_.Device(site)), " by the use at ", LocText(use_loc),
                   "; copied for the later use");
@@ -454,15 +517,10 @@ absl::Status Planner::CollectOpCall(BindingId b) {
   const ir::Expr& e = B(b).expr;
   absl::string_view op = m_.OpName(e);
   auto args = m_.Args(e);
-  auto attr_loc = [&](absl::string_view key) {
-    const ir::Attr* a = m_.FindAttr(e, key);
-    return a != nullptr && a->value.loc.valid() ? a->value.loc : e.loc;
-  };
-  auto host_site = [&]() { return PinnedDomain(host_device_, PinKind::kHost, b, e.loc); };
+  auto host_site = [&]() { return PinnedDomain(host_device_, PinKind::kHost, b); };
 
   if (std::optional<ir::OnDeviceCall> on = ir::AsOnDevice(m_, e)) {
     DeviceIndex vd = devices_.Intern(m_.Device(on->device));
-    SourceLoc vd_loc = args[1].loc.valid() ? args[1].loc : e.loc;
     bool constrain_result = on->constrain_result;
     const ir::Block& block = m_.blocks[B(b).block];
     bool returned = block.owner == ir::kNoBinding && block.result.is_local() &&
@@ -470,7 +528,7 @@ absl::Status Planner::CollectOpCall(BindingId b) {
     if (returned && on->constrain_body) constrain_result = true;  // a returned on_device pins the result
     DomainId body;
     if (on->constrain_body) {
-      body = PinnedDomain(vd, PinKind::kOnDevice, b, vd_loc);
+      body = PinnedDomain(vd, PinKind::kOnDevice, b);
       VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
     } else {
       body = OperandDomain(on->value);
@@ -478,7 +536,7 @@ absl::Status Planner::CollectOpCall(BindingId b) {
     }
     DomainId result;
     if (constrain_result) {
-      result = on->constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b, vd_loc);
+      result = on->constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b);
     } else {
       result = domains_.MakeFirstOrder();
       if (on->is_free()) free_pairs_.emplace_back(body, result);
@@ -489,9 +547,9 @@ absl::Status Planner::CollectOpCall(BindingId b) {
     return absl::OkStatus();
   }
   if (std::optional<ir::DeviceCopyCall> copy = ir::AsDeviceCopy(m_, e)) {
-    DomainId body = PinnedDomain(devices_.Intern(m_.Device(copy->src)), PinKind::kCopySrc, b, attr_loc("src"));
+    DomainId body = PinnedDomain(devices_.Intern(m_.Device(copy->src)), PinKind::kCopySrc, b);
     VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
-    binding_domain_[b] = PinnedDomain(devices_.Intern(m_.Device(copy->dst)), PinKind::kCopyDst, b, attr_loc("dst"));
+    binding_domain_[b] = PinnedDomain(devices_.Intern(m_.Device(copy->dst)), PinKind::kCopyDst, b);
     copy_body_[b] = body;
     Set(b, kCopyPoint);
     return absl::OkStatus();
@@ -506,7 +564,7 @@ absl::Status Planner::CollectOpCall(BindingId b) {
   if (std::optional<ir::AllocStorageCall> alloc = ir::AsAllocStorage(m_, e)) {
     for (uint32_t k = 0; k < args.size(); ++k) VDEV_RETURN_IF_ERROR(PrimitiveUse(b, k, host_site()));
     binding_domain_[b] =
-        PinnedDomain(devices_.Intern(m_.Device(alloc->device)), PinKind::kAlloc, b, attr_loc("device"));
+        PinnedDomain(devices_.Intern(m_.Device(alloc->device)), PinKind::kAlloc, b);
     return absl::OkStatus();
   }
   if (op == "memory.alloc_tensor" || op == "vm.reshape_tensor") {
@@ -746,7 +804,11 @@ ValueRef Planner::Resolve(ValueRef v) const {
 
 ir::Expr Planner::DeviceCopyExpr(const Operand& value, DeviceIndex src, DeviceIndex dst, SourceLoc loc) {
   Operand x = value.is_local() ? m_.LocalOperand(value.value) : value;
-  ir::Expr e = ir::MakeDeviceCopy(m_, x, devices_.Get(src), devices_.Get(dst));
+  ir::Expr e;
+  e.kind = ExprKind::kOpCall;
+  e.op = device_copy_symbol_;
+  e.args = m_.AddOperands({&x, 1});
+  e.attrs = CopyAttrs(src, dst);
   e.loc = loc;
   return e;
 }
@@ -773,17 +835,31 @@ ir::Attr Planner::DeviceAttr(ir::Symbol key, DeviceIndex device) {
   return attr;
 }
 
+ir::Range Planner::CopyAttrs(DeviceIndex src, DeviceIndex dst) {
+  auto [it, added] = copy_attrs_.try_emplace({src, dst});
+  if (added) {
+    ir::Attr attrs[] = {DeviceAttr(src_symbol_, src), DeviceAttr(dst_symbol_, dst)};
+    it->second = m_.AddAttrs(attrs);
+  }
+  return it->second;
+}
+
 ir::Expr Planner::RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex dst) {
   ir::Expr copy = e;
   copy.op = device_copy_symbol_;
   copy.args.count = 1;
+  copy.attrs = CopyAttrs(src, dst);
   // Attributes the planner does not interpret (such as a lowered program's `out=`) are kept.
-  std::vector<ir::Attr> attrs = {DeviceAttr(src_symbol_, src), DeviceAttr(dst_symbol_, dst)};
+  std::vector<ir::Attr> kept;
   for (const ir::Attr& attr : m_.Attrs(e)) {
     absl::string_view key = m_.symbols.Name(attr.key);
-    if (key != "src" && key != "dst" && key != "constrain_body" && key != "constrain_result") attrs.push_back(attr);
+    if (key != "src" && key != "dst" && key != "constrain_body" && key != "constrain_result") kept.push_back(attr);
   }
-  copy.attrs = m_.AddAttrs(attrs);
+  if (!kept.empty()) {
+    absl::Span<const ir::Attr> devices = m_.Attrs(copy);
+    kept.insert(kept.begin(), devices.begin(), devices.end());
+    copy.attrs = m_.AddAttrs(kept);
+  }
   return copy;
 }
 
@@ -845,26 +921,29 @@ void Planner::Capture() {
       fn.result_type = m_.types.func_result(fn.type);
     }
   }
-  // Two attributes per copy: reserve them once rather than let the arena double while it grows.
-  size_t attrs_needed = 0;
+  // The copies are reserved once: a doubling vector would hold up to twice their number, and both
+  // buffers at once while it grows. This counts every copy the loop below can make.
+  size_t copies_bound = 0;
   for (BindingId b : order_) {
     if (Has(b, kCopyPoint)) {
-      attrs_needed += same(domains_.Device(copy_body_[b]), domains_.Device(binding_domain_[b])) ? 0 : 2;
+      copies_bound += same(domains_.Device(copy_body_[b]), domains_.Device(binding_domain_[b])) ? 0 : 1;
     }
-    if (Has(b, kCopiedUses)) attrs_needed += 2 * copied_uses_.at(b).size();
-    if (Has(b, kKernelCall)) attrs_needed += 2 * (B(b).expr.args.count + 1);
+    if (Has(b, kCopiedUses)) copies_bound += copied_uses_.at(b).size();
+    if (Has(b, kKernelCall)) copies_bound += B(b).expr.args.count + 1;
   }
-  m_.attrs.reserve(m_.attrs.size() + attrs_needed);
-  // Every copy takes two of those attributes, so that also bounds the copies: a doubling vector
-  // would hold up to twice their size, and both buffers at once while it grows.
-  result_.copies.reserve(result_.copies.size() + attrs_needed / 2);
+  result_.copies.reserve(result_.copies.size() + copies_bound);
   device_copy_symbol_ = m_.symbols.Intern("device_copy");
   src_symbol_ = m_.symbols.Intern("src");
   dst_symbol_ = m_.symbols.Intern("dst");
+  // Each block's new list is built in its old list's buffer (nothing below reads the old lists):
+  // copies mostly replace their annotation in place, so a million-binding block's list neither
+  // doubles nor exists twice.
   std::vector<std::vector<BindingId>> lists(m_.blocks.size());
-  // Copies mostly replace their annotation in place, so a block's new list is about as long as its
-  // old one; sized up front, a million-binding block's list does not grow by doubling.
-  for (BlockId blk = 0; blk < m_.blocks.size(); ++blk) lists[blk].reserve(m_.blocks[blk].bindings.size());
+  for (BlockId blk = 0; blk < m_.blocks.size(); ++blk) {
+    if (!analysed_[m_.blocks[blk].func]) continue;
+    lists[blk] = std::move(m_.blocks[blk].bindings);
+    lists[blk].clear();
+  }
   auto set_operand = [&](const ir::Expr& e, uint32_t k, ValueRef v) {
     Operand& o = m_.operands[e.args.begin + k];
     o = m_.LocalOperand(v, o.loc);
@@ -1018,6 +1097,7 @@ absl::Status Planner::Run() {
   // An on_device or device_copy whose value nothing uses is dropped and constrains nothing: planning
   // the output, where it is gone, must decide the same.
   MarkLive();
+  ReserveForAnnotations();
   Collector collector(this, /*ordering=*/false);
   for (FuncId f : m_.items) {
     ir::WalkFunction(m_, f, collector);
@@ -1029,7 +1109,7 @@ absl::Status Planner::Run() {
   result_.stats.domains = domains_.size();
   result_.input_bindings = input_bindings_;
   // Only collection and defaulting read these (the pins for conflict messages): freeing them before
-  // Capture allocates its outputs lowers the peak (8 bytes per binding, 24 per annotation).
+  // Capture allocates its outputs lowers the peak (8 bytes per binding, 16 per annotation).
   first_use_ = std::vector<DomainId>();
   first_user_ = std::vector<BindingId>();
   pins_ = std::vector<Pin>();
