@@ -3,6 +3,7 @@
 // copies, and checks that planning the planned program changes nothing.
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/plan_test_util.h"
@@ -718,6 +719,65 @@ TEST(PlanDevicesTest, DeeplyNestedFunctionsPlanWithoutRecursion) {
   EXPECT_EQ(m.Device(plan->copies[0].src).ToString(), "cpu:0");
   EXPECT_EQ(m.Device(plan->copies[0].dst).ToString(), "cuda:0");
   EXPECT_EQ(CheckIdempotent(ir::PrintModule(m)), "");
+}
+
+
+TEST(PlanDevicesTest, CopiesBetweenTheSameDevicesShareOneAttributePair) {
+  // 40 annotated values, each copied cpu:0 → cuda:0 or cuda:0 → cpu:0: two distinct pairs of devices.
+  std::string program = std::string(kConfig) + "def @main(%a: f32[4], %b: f32[4]) -> f32[4] {\n";
+  std::string last = "%a";
+  for (int i = 0; i < 40; ++i) {
+    const std::string device = i % 2 == 0 ? "cpu:0" : "cuda:0";
+    absl::StrAppend(&program, "  %s", i, " = add(", last, ", %b)\n", "  %n", i, " = on_device(%s", i, ", ", device,
+                    ")\n");
+    last = absl::StrCat("%n", i);
+  }
+  absl::StrAppend(&program, "  return ", last, "\n}\n");
+  absl::StatusOr<ir::Module> module = ir::ParseModule(program);
+  ASSERT_TRUE(module.ok()) << module.status();
+  ASSERT_TRUE(ir::VerifyModule(*module).ok());
+  const size_t attrs_before = module->attrs.size();
+  absl::StatusOr<PlanResult> plan = PlanDevices(*std::move(module), PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_GE(plan->copies.size(), 39u);
+  // One src/dst pair per pair of devices, not two attributes per copy.
+  EXPECT_LE(plan->module.attrs.size(), attrs_before + 4);
+  // Each copy still prints its own devices, and the output plans to itself.
+  const std::string text = ir::PrintModule(plan->module);
+  EXPECT_THAT(text, HasSubstr("device_copy(%s1, src=cpu:0, dst=cuda:0)"));
+  EXPECT_THAT(text, HasSubstr("device_copy(%s1_copy, src=cuda:0, dst=cpu:0)"));
+  EXPECT_EQ(CheckIdempotent(text), "");
+}
+
+TEST(PlanDevicesTest, ConflictsNameWhereDeviceCopiesAndAllocationsAreWritten) {
+  // Pins keep no locations of their own: the conflict's locations are recomputed from the annotated
+  // binding, so they must still point at the src=/dst= and device= values.
+  PlanOptions options;
+  options.strict = true;
+  PlanOutcome copies = PlanText(R"(def @main(%x: f32[2]) -> f32[2] {
+  %0 = device_copy(%x, src=cpu:0, dst=cuda:0)
+  %1 = device_copy(%x, src=cuda:1, dst=cuda:0)
+  %2 = add(%0, %1)
+  return %2
+}
+)",
+                                options);
+  ASSERT_FALSE(copies.status.ok());
+  ASSERT_EQ(copies.error.conflicts.size(), 2u);
+  EXPECT_EQ(copies.error.conflicts[0].loc, (SourceLoc{2, 28}));
+  EXPECT_EQ(copies.error.conflicts[1].loc, (SourceLoc{3, 28}));
+  PlanOutcome alloc = PlanText(R"(def @main(%y: f32[2] on cpu:0) -> f32[2] {
+  %0 = memory.alloc_storage(64, 64, device=cuda:0)
+  %1 = memory.alloc_tensor(%0, 0, [2])
+  %2 = add(%1, %y)
+  return %2
+}
+)",
+                               options);
+  ASSERT_FALSE(alloc.status.ok());
+  ASSERT_EQ(alloc.error.conflicts.size(), 2u);
+  EXPECT_EQ(alloc.error.conflicts[0].loc, (SourceLoc{1, 25}));  // the parameter's `on cpu:0`
+  EXPECT_EQ(alloc.error.conflicts[1].loc, (SourceLoc{2, 44}));  // device=cuda:0
 }
 
 }  // namespace
