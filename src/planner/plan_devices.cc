@@ -163,7 +163,25 @@ class Planner {
   std::vector<DomainId> first_use_;       // by BindingId: the site of its first consumer
   std::vector<BindingId> first_user_;     // by BindingId: its first consumer
   // Copy points: on_device, device_copy and projections of an on_device result → body domain.
-  std::vector<DomainId> copy_body_;  // by BindingId; kNoDomain unless a copy point
+  // Nearly always the domain made just before the copy point's own (a pinned body, then the result)
+  // or the same one, which flags record, so only the others are stored (a vector by binding would
+  // cost every binding 4 bytes).
+  absl::flat_hash_map<BindingId, DomainId> other_copy_body_;
+  void SetCopyPoint(BindingId b, DomainId body) {
+    Set(b, kCopyPoint);
+    if (body == binding_domain_[b]) {
+      Set(b, kBodyIsOwn);
+    } else if (body + 1 == binding_domain_[b]) {
+      Set(b, kBodyIsPrevious);
+    } else {
+      other_copy_body_[b] = body;
+    }
+  }
+  DomainId CopyBody(BindingId b) const {
+    if (Has(b, kBodyIsOwn)) return binding_domain_[b];
+    if (Has(b, kBodyIsPrevious)) return binding_domain_[b] - 1;
+    return other_copy_body_.at(b);
+  }
   absl::flat_hash_map<BindingId, std::vector<CopiedUse>> copied_uses_;
   // Kernel calls: the kernel's parameter domains are the use sites; the result's own domain.
   absl::flat_hash_map<BindingId, DomainId> kernel_result_;
@@ -182,7 +200,16 @@ class Planner {
   absl::flat_hash_map<std::pair<DeviceIndex, DeviceIndex>, ir::Range> copy_attrs_;
   // Per binding: which of the maps above hold it (so the common binding costs no hash lookup), and
   // kLive (MarkLive).
-  enum Flag : uint8_t { kCopyPoint = 1, kCopiedUses = 2, kKernelCall = 4, kReplaced = 8, kAwaiting = 16, kLive = 32 };
+  enum Flag : uint8_t {
+    kCopyPoint = 1,
+    kCopiedUses = 2,
+    kKernelCall = 4,
+    kReplaced = 8,
+    kAwaiting = 16,
+    kLive = 32,
+    kBodyIsOwn = 64,       // a copy point's body domain is its own (SetCopyPoint)
+    kBodyIsPrevious = 128  // … or the one before
+  };
   std::vector<uint8_t> flags_;
   bool Has(BindingId b, uint8_t flag) const { return b < flags_.size() && (flags_[b] & flag) != 0; }
   void Set(BindingId b, uint8_t flag) { flags_[b] |= flag; }
@@ -542,16 +569,14 @@ absl::Status Planner::CollectOpCall(BindingId b) {
       if (on->is_free()) free_pairs_.emplace_back(body, result);
     }
     binding_domain_[b] = result;
-    copy_body_[b] = body;  // also when result == body: the on_device goes, as a copy from src to src
-    Set(b, kCopyPoint);
+    SetCopyPoint(b, body);  // also when result == body: the on_device goes, as a copy from src to src
     return absl::OkStatus();
   }
   if (std::optional<ir::DeviceCopyCall> copy = ir::AsDeviceCopy(m_, e)) {
     DomainId body = PinnedDomain(devices_.Intern(m_.Device(copy->src)), PinKind::kCopySrc, b);
     VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
     binding_domain_[b] = PinnedDomain(devices_.Intern(m_.Device(copy->dst)), PinKind::kCopyDst, b);
-    copy_body_[b] = body;
-    Set(b, kCopyPoint);
+    SetCopyPoint(b, body);
     return absl::OkStatus();
   }
   if (op == "vm.shape_of") {
@@ -687,10 +712,8 @@ absl::Status Planner::CollectBinding(BindingId b) {
       if (t.is_local() && t.value.is_binding()) {
         const ir::Expr& te = B(t.value.index).expr;
         if (Has(t.value.index, kCopyPoint) && te.kind == ExprKind::kOpCall && m_.OpName(te) == "on_device") {
-          DomainId result = domains_.MakeFirstOrder();
-          copy_body_[b] = copy_body_[t.value.index];
-          Set(b, kCopyPoint);
-          binding_domain_[b] = result;
+          binding_domain_[b] = domains_.MakeFirstOrder();
+          SetCopyPoint(b, CopyBody(t.value.index));
           return absl::OkStatus();
         }
       }
@@ -767,13 +790,13 @@ void Planner::ApplyDefaults() {
       if (first_use_[b] != kNoDomain) {
         fallback = devices_.Default(domains_.Device(first_use_[b]), fallback);
       } else if (Has(b, kCopyPoint)) {
-        fallback = devices_.Default(domains_.Device(copy_body_[b]), fallback);  // an unused copy moves nothing
+        fallback = devices_.Default(domains_.Device(CopyBody(b)), fallback);  // an unused copy moves nothing
       }
       domains_.SetDefault(binding_domain_[b], fallback);
       // What a copy reads takes the copy's destination where nothing else decided: the same rule for
       // copies that are bindings now and for those capture will write out (conflicting uses, kernel
       // operands), so that planning the output decides the same.
-      if (Has(b, kCopyPoint)) domains_.SetDefault(copy_body_[b], domains_.Device(binding_domain_[b]));
+      if (Has(b, kCopyPoint)) domains_.SetDefault(CopyBody(b), domains_.Device(binding_domain_[b]));
       if (Has(b, kCopiedUses)) {
         for (const CopiedUse& use : copied_uses_.at(b)) {
           DomainId value = OperandDomain(m_.Args(e)[use.operand]);
@@ -926,7 +949,7 @@ void Planner::Capture() {
   size_t copies_bound = 0;
   for (BindingId b : order_) {
     if (Has(b, kCopyPoint)) {
-      copies_bound += same(domains_.Device(copy_body_[b]), domains_.Device(binding_domain_[b])) ? 0 : 1;
+      copies_bound += same(domains_.Device(CopyBody(b)), domains_.Device(binding_domain_[b])) ? 0 : 1;
     }
     if (Has(b, kCopiedUses)) copies_bound += copied_uses_.at(b).size();
     if (Has(b, kKernelCall)) copies_bound += B(b).expr.args.count + 1;
@@ -978,7 +1001,7 @@ void Planner::Capture() {
       }
     }
     if (Has(b, kCopyPoint)) {
-      DeviceIndex src = domains_.Device(copy_body_[b]);
+      DeviceIndex src = domains_.Device(CopyBody(b));
       DeviceIndex dst = domains_.Device(binding_domain_[b]);
       devices_out[b] = ToModule(dst);
       if (e.kind == ExprKind::kProject) {
@@ -1084,7 +1107,6 @@ absl::Status Planner::Run() {
   binding_domain_.assign(input_bindings_, kNoDomain);
   first_use_.assign(input_bindings_, kNoDomain);
   first_user_.assign(input_bindings_, ir::kNoBinding);
-  copy_body_.assign(input_bindings_, kNoDomain);
   flags_.assign(input_bindings_, 0);
   order_.reserve(input_bindings_);
   MakeSignatures();
