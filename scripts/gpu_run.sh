@@ -1,12 +1,13 @@
 #!/bin/bash
-# One device call: GPU tests, the all-reduce bench on 2 and 4 GPUs, the PyTorch peer, sanitizers.
+# One device call: GPU tests, the all-reduce bench on 2 and 4 GPUs (3 on request: stage bench3), the
+# PyTorch peer, sanitizers (on 2 GPUs, and on 4 for the readers that only run with 3 or more workers).
 # Runs from a copy of the tree with prebuilt binaries in bin/ and their libraries in lib/
 # (scripts/gpu_pack.sh); results go to $OUT. NVLink multicast stays off throughout.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export VDEV_TIMEOUT_MS=60000  # session waits (NCCL set-up, graph instantiation); kernel waits stay bounded at 8 s
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH}
-STAGES=${STAGES:-"test bench2 bench4 sanitize"}
+STAGES=${STAGES:-"test bench2 bench4 sanitize sanitize4"}
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
@@ -29,10 +30,10 @@ for stage in $STAGES; do
         fi
       done
       BENCH_ARGS="$BENCH_ARGS --variants $(echo $variants | tr ' ' ,)" ;;
-    bench2|bench4)
+    bench2|bench3|bench4)
       # All variants; then kAuto's table derived from this run; then auto again with that table.
       n=${stage#bench}
-      devs=$([ "$n" = 2 ] && echo 0,1 || echo 0,1,2,3)
+      devs=$(seq -s, 0 $((n - 1)))
       CUDA_VISIBLE_DEVICES=$devs timeout 200 bin/vdev launch -n $n -- bin/allreduce_bench --csv "$OUT/bench$n.csv" \
         ${BENCH_ARGS} > "$OUT/bench$n.log" 2>&1
       table=$(python3 bench/derive_auto_table.py "$OUT/bench$n.csv")
@@ -55,5 +56,13 @@ for stage in $STAGES; do
           | grep -vE "^(graph|eager) " | head -120
         echo "$tool exit ${PIPESTATUS[0]}"
       done 2>&1 | tee "$OUT/sanitize.log" ;;
+    sanitize4)
+      # The one-shot LL readers load peers together only with 3 or more workers: those paths on 4 GPUs.
+      for tool in memcheck racecheck; do
+        CUDA_VISIBLE_DEVICES=0,1,2,3 timeout 200 bin/vdev launch -n 4 -- compute-sanitizer --tool $tool \
+          --report-api-errors no --error-exitcode 9 bin/allreduce_bench --only-vdev --max-bytes 1048576 --reps 1 --no-llm \
+          --no-eager --variants vdev-1shot-ll,vdev-1shot-ll128,vdev-auto 2>&1 | grep -vE "^(graph|eager) " | head -60
+        echo "$tool exit ${PIPESTATUS[0]}"
+      done 2>&1 | tee "$OUT/sanitize4.log" ;;
   esac
 done
