@@ -7,7 +7,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export VDEV_TIMEOUT_MS=60000  # session waits (NCCL set-up, graph instantiation); kernel waits stay bounded at 8 s
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH}
-STAGES=${STAGES:-"test bench2 bench4 sanitize sanitize4"}
+STAGES=${STAGES:-"test bench2 bench4 torch sanitize sanitize4"}
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
