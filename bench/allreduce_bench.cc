@@ -154,6 +154,7 @@ int Main(int argc, char** argv) {
   std::vector<Variant> all_variants = {
       vdev_variant("vdev-1shot-ll", AllReduceAlgorithm::kOneShotLL),
       vdev_variant("vdev-1shot-ll128", AllReduceAlgorithm::kOneShotLL128),
+      vdev_variant("vdev-1shot-sentinel", AllReduceAlgorithm::kOneShotSentinel),
       vdev_variant("vdev-2shot-ll", AllReduceAlgorithm::kTwoShotLL),
       vdev_variant("vdev-1shot", AllReduceAlgorithm::kOneShot),
       vdev_variant("vdev-2shot", AllReduceAlgorithm::kTwoShot),
@@ -164,7 +165,7 @@ int Main(int argc, char** argv) {
                            : absl::InternalError("ncclAllReduce");
               }}};
   if (comm_nopdl != nullptr) {
-    all_variants.insert(all_variants.begin() + 6, variant_on(*comm_nopdl, "vdev-auto-nopdl", AllReduceAlgorithm::kAuto));
+    all_variants.insert(all_variants.begin() + 7, variant_on(*comm_nopdl, "vdev-auto-nopdl", AllReduceAlgorithm::kAuto));
   }
   if (only_vdev) all_variants.pop_back();
   if (ipc_in != nullptr) {
@@ -215,6 +216,7 @@ int Main(int argc, char** argv) {
       if (v.name == "vdev-1shot" && size.bytes > options.max_one_shot_bytes) continue;
       if (absl::EndsWith(v.name, "-ll") && size.bytes > options.max_ll_bytes) continue;
       if (absl::EndsWith(v.name, "-ll128") && size.bytes > options.max_ll128_bytes) continue;
+      if (absl::EndsWith(v.name, "-sentinel") && size.bytes > options.max_sentinel_bytes) continue;
       variants.push_back(&v);
     }
     const int iters = size.bytes <= (1 << 20) ? 50 : size.bytes <= (16 << 20) ? 20 : size.bytes <= (128 << 20) ? 5 : 2;

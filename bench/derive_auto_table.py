@@ -1,6 +1,6 @@
 """Derives kAuto's table from an allreduce_bench CSV (graph timings, power-of-two sizes).
 
-For each size the fastest of vdev-1shot-ll, vdev-1shot-ll128, vdev-2shot-ll, vdev-1shot, vdev-2shot and nccl wins (NCCL's symmetric
+For each size the fastest of vdev-1shot-ll, vdev-1shot-ll128, vdev-1shot-sentinel, vdev-2shot-ll, vdev-1shot, vdev-2shot and nccl wins (NCCL's symmetric
 kernels need registered buffers, which an arbitrary caller's tensors are not, so auto cannot pick
 them); runs of equal winners become one row. Near ties do not start a new row: where the algorithm of
 the row so far is within TIE (1%) of the fastest, it keeps the size, so run-to-run noise between
@@ -12,7 +12,7 @@ import csv
 import sys
 
 TIE = 1.01
-NAMES = {"vdev-1shot-ll": "one-shot-ll", "vdev-1shot-ll128": "one-shot-ll128", "vdev-2shot-ll": "two-shot-ll", "vdev-1shot": "one-shot", "vdev-2shot": "two-shot", "nccl": "nccl"}
+NAMES = {"vdev-1shot-ll": "one-shot-ll", "vdev-1shot-ll128": "one-shot-ll128", "vdev-1shot-sentinel": "one-shot-sentinel", "vdev-2shot-ll": "two-shot-ll", "vdev-1shot": "one-shot", "vdev-2shot": "two-shot", "nccl": "nccl"}
 
 
 def main(path):

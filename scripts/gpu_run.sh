@@ -22,8 +22,8 @@ for stage in $STAGES; do
     test)
       timeout 300 bin/runtime_cuda_test 2>&1 | tee -a "$OUT/cuda_test.log" | grep -E "OK|FAILED|SKIPPED|Failure|worker"
       # A kernel that fails its tests stays out of the benchmark (a timed-out wait would end it).
-      variants=" vdev-1shot-ll vdev-1shot-ll128 vdev-2shot-ll vdev-1shot vdev-2shot vdev-auto vdev-auto-nopdl nccl nccl-symm "
-      for pair in one-shot-ll128:vdev-1shot-ll128 one-shot-ll:vdev-1shot-ll two-shot-ll:vdev-2shot-ll; do
+      variants=" vdev-1shot-ll vdev-1shot-ll128 vdev-1shot-sentinel vdev-2shot-ll vdev-1shot vdev-2shot vdev-auto vdev-auto-nopdl nccl nccl-symm "
+      for pair in one-shot-ll128:vdev-1shot-ll128 one-shot-sentinel:vdev-1shot-sentinel one-shot-ll:vdev-1shot-ll two-shot-ll:vdev-2shot-ll; do
         if grep "want" "$OUT/cuda_test.log" | grep -qE "${pair%%:*}[ ,]"; then
           variants=$(echo "$variants" | sed "s/ ${pair##*:} / /")
           echo "${pair%%:*} failed its tests: benchmark without it"
@@ -61,7 +61,7 @@ for stage in $STAGES; do
       for tool in memcheck racecheck; do
         CUDA_VISIBLE_DEVICES=0,1,2,3 timeout 200 bin/vdev launch -n 4 -- compute-sanitizer --tool $tool \
           --report-api-errors no --error-exitcode 9 bin/allreduce_bench --only-vdev --max-bytes 1048576 --reps 1 --no-llm \
-          --no-eager --variants vdev-1shot-ll,vdev-1shot-ll128,vdev-auto 2>&1 | grep -vE "^(graph|eager) " | head -60
+          --no-eager --variants vdev-1shot-ll,vdev-1shot-ll128,vdev-1shot-sentinel,vdev-auto 2>&1 | grep -vE "^(graph|eager) " | head -60
         echo "$tool exit ${PIPESTATUS[0]}"
       done 2>&1 | tee "$OUT/sanitize4.log" ;;
   esac

@@ -43,7 +43,11 @@ absl::string_view DataTypeName(DataType type);
 // than the data, for mid-sized messages). It relies on a warp's 128-byte aligned store reaching the
 // peer as one unit, which NVLink gives and PCIe does not: the CUDA backend runs it only when every
 // pair of GPUs is NVLink-connected and kOneShotLL otherwise; the host backend runs it as kOneShot.
-enum class AllReduceAlgorithm { kAuto, kOneShot, kTwoShot, kNccl, kOneShotLL, kTwoShotLL, kOneShotLL128 };
+// kOneShotSentinel: one-shot into receive slots filled with a sentinel (the all-ones bit pattern, a NaN
+// in f32, f16 and bf16) that the arriving data replaces, so nothing but data goes on the wire. An
+// input element with exactly that pattern is summed as the same NaN with its sign bit cleared (the
+// sum is NaN either way). The host backend runs it as kOneShot.
+enum class AllReduceAlgorithm { kAuto, kOneShot, kTwoShot, kNccl, kOneShotLL, kTwoShotLL, kOneShotLL128, kOneShotSentinel };
 absl::string_view AlgorithmName(AllReduceAlgorithm algorithm);
 
 // Bytes each worker's IPCMemory needs for `count` elements with `algorithm` (kAuto: enough for

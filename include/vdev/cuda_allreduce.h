@@ -44,6 +44,7 @@ struct CudaCommunicatorOptions {
   size_t max_one_shot_bytes = size_t{8} << 20;
   size_t max_ll_bytes = size_t{1} << 20;  // largest message for kOneShotLL
   size_t max_ll128_bytes = size_t{4} << 20;  // largest message for kOneShotLL128
+  size_t max_sentinel_bytes = size_t{8} << 20;  // largest message for kOneShotSentinel
   // Launch the kernels with programmatic dependent launch: a kernel is scheduled while the previous
   // one on the stream drains and waits on the GPU (griddepcontrol.wait) before touching memory.
   bool programmatic_launch = true;
@@ -87,7 +88,7 @@ class CudaCommunicator {
 
   bool ipc_available() const { return workspace_ != nullptr; }
   bool ll128_available() const { return ll128_workspace_ != nullptr; }
-  // The IPC workspace that `algorithm`'s kernel uses (each LL form has its own), or null without
+  // The IPC workspace that `algorithm`'s kernel uses (each LL form and the sentinel one have their own), or null without
   // IPC (LL128: without NVLink). Its barrier_flag holds the epochs; for inspection by tests.
   const IPCMemory* workspace(AllReduceAlgorithm algorithm) const;
   int device() const { return device_; }
@@ -109,6 +110,7 @@ class CudaCommunicator {
   IPCMemory* workspace_ = nullptr;     // one-shot and two-shot; its barrier_flag holds the epochs
   IPCMemory* ll_workspace_ = nullptr;  // LL lines only
   IPCMemory* ll128_workspace_ = nullptr;  // LL128 lines only; allocated only when every GPU pair has NVLink
+  IPCMemory* sentinel_workspace_ = nullptr;  // kOneShotSentinel only: all sentinel between calls
   volatile int* error_host_ = nullptr;  // host-mapped: peer + 1 whose flag never came
   static constexpr size_t kCheckedStreams = 64;
   std::vector<cudaStream_t> checked_streams_;  // streams of device_ seen before (CheckStream)

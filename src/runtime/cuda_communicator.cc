@@ -40,15 +40,16 @@ ncclDataType_t NcclType(DataType type) {
 }
 
 // kAuto's choice by message size, per world size: each row covers sizes up to max_bytes where that
-// algorithm was the fastest variant in bench/allreduce_bench (bf16, CUDA graphs, 4 H200s with
-// NV18 links, NCCL 2.28.3, 2026-11-22; docs/allreduce.md): the table bench/derive_auto_table.py
-// derived from docs/results/run8/bench{2,3,4}.csv, where sizes on which two kernels tie within 0.01 us
-// (LL128 at 1 KB and 4 MB) keep the neighbouring row. Above the last row: NCCL.
+// algorithm was the fastest variant in bench/allreduce_bench (bf16, CUDA graphs, H200s with NV18
+// links, NCCL 2.28.3; docs/allreduce.md): the tables bench/derive_auto_table.py derived from
+// docs/results/run9/bench2.csv (2 GPUs, 2026-11-23, with the sentinel kernel) and
+// docs/results/run8/bench{3,4}.csv (2026-11-22, before it), where sizes on which two kernels tie
+// within 0.01 us (LL128 at 1 KB on 4 GPUs) keep the neighbouring row. Above the last row: NCCL.
 constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
 const std::vector<AutoRow>& BuiltInTable(int world) {
   static const std::vector<AutoRow> kTwo = {{64 * kKiB, AllReduceAlgorithm::kOneShotLL},
-                                            {2 * kMiB, AllReduceAlgorithm::kOneShotLL128},
-                                            {8 * kMiB, AllReduceAlgorithm::kOneShot},
+                                            {512 * kKiB, AllReduceAlgorithm::kOneShotLL128},
+                                            {8 * kMiB, AllReduceAlgorithm::kOneShotSentinel},
                                             {size_t{1} << 40, AllReduceAlgorithm::kTwoShot}};
   static const std::vector<AutoRow> kThree = {{8 * kKiB, AllReduceAlgorithm::kOneShotLL},
                                               {1 * kMiB, AllReduceAlgorithm::kOneShotLL128},
@@ -71,7 +72,7 @@ absl::StatusOr<std::vector<AutoRow>> ParseTable(absl::string_view text) {
       return absl::InvalidArgumentError(absl::StrCat("bad size in VDEV_ALLREDUCE_AUTO item '", item, "'"));
     }
     bool known = false;
-    for (AllReduceAlgorithm a : {AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kOneShotLL128,
+    for (AllReduceAlgorithm a : {AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kOneShotLL128, AllReduceAlgorithm::kOneShotSentinel,
                                  AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
                                  AllReduceAlgorithm::kNccl}) {
       if (AlgorithmName(a) == kv.first) {
@@ -190,6 +191,15 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
     VDEV_ASSIGN_OR_RETURN(c->ll_workspace_, c->allocator_->Allocate(AllReduceWorkspaceBytes(
                                                 AllReduceAlgorithm::kOneShotLL, session->world_size(),
                                                 options.max_ll_bytes / 2, DataType::kBF16)));
+    // Sentinel everywhere before any peer can write into it: filled, then all workers meet.
+    VDEV_ASSIGN_OR_RETURN(c->sentinel_workspace_, c->allocator_->Allocate(AllReduceWorkspaceBytes(
+                                                      AllReduceAlgorithm::kOneShotSentinel, session->world_size(),
+                                                      options.max_sentinel_bytes / 2, DataType::kBF16)));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(c->sentinel_workspace_->remote_data[session->rank()], 0xff,
+                                               c->sentinel_workspace_->size),
+                                    "cudaMemset"));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+    VDEV_RETURN_IF_ERROR(session->Barrier("cuda-sentinel-filled"));
     if (all_nvlink) {
       VDEV_ASSIGN_OR_RETURN(c->ll128_workspace_, c->allocator_->Allocate(AllReduceWorkspaceBytes(
                                                      AllReduceAlgorithm::kOneShotLL128, session->world_size(),
@@ -217,6 +227,7 @@ AllReduceAlgorithm CudaCommunicator::Choose(size_t bytes) const {
           bytes > options_.max_ll_bytes) {
         continue;
       }
+      if (row.algorithm == AllReduceAlgorithm::kOneShotSentinel && bytes > options_.max_sentinel_bytes) continue;
       if (row.algorithm == AllReduceAlgorithm::kOneShotLL128 &&
           (bytes > options_.max_ll128_bytes || ll128_workspace_ == nullptr)) {
         continue;
@@ -325,6 +336,7 @@ const IPCMemory* CudaCommunicator::workspace(AllReduceAlgorithm algorithm) const
     case AllReduceAlgorithm::kOneShotLL:
     case AllReduceAlgorithm::kTwoShotLL: return ll_workspace_;
     case AllReduceAlgorithm::kOneShotLL128: return ll128_workspace_;
+    case AllReduceAlgorithm::kOneShotSentinel: return sentinel_workspace_;
     default: return workspace_;
   }
 }

@@ -8,6 +8,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "internal/allreduce_layout.h"
 #include "internal/cuda_kernels.h"
 #include "vdev/ipc_memory.h"
@@ -23,6 +25,13 @@ constexpr int kMaxBlocks = 128;  // all co-resident on an H100/H200
 // with 256 threads -0.07 to -0.4 us up to 1 MB (128 threads was slower from 512 KB).
 constexpr int kLLThreads = 128;
 constexpr int kLL128Threads = 256;
+// The sentinel kernel: one 16-byte pack per thread where the grid allows, so the larger sizes it
+// serves take more threads per block rather than more rounds per thread: blocks of 64 to 512 threads,
+// one per 128 packs, at most kMaxLLBlocks. Measured on 2 H200s against at most 128 and 256 threads
+// (the same 128 packs per block): 1 MB 5.80 vs 6.83 and 5.79 us, 2 MB 9.01 vs 12.55 and 9.92, 4 MB
+// 15.20 vs 19.31 and 16.53; 64 packs per block made no difference.
+constexpr int kSentinelMaxThreads = 512;
+constexpr size_t kSentinelPacksPerBlock = 128;
 constexpr int kMaxLLBlocks = kMaxBarrierBlocks;
 // A launch bound that caps a kernel at 64 registers per thread (an SM has 64K).
 constexpr int MinBlocksFor64Registers(int threads) { return 65536 / (64 * threads); }
@@ -113,6 +122,14 @@ __device__ void Barrier(const KernelArgs& a, uint64_t* const* flags, uint64_t ep
   __syncthreads();
 }
 
+// Sums start at -0.0, the identity of IEEE addition (-0 + x is x for every x, -0 and +0 included);
+// a +0 start would turn a sum of negative zeros into +0.
+template <int N>
+__device__ __forceinline__ void StartSums(float (&acc)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) acc[k] = -0.0f;
+}
+
 template <typename T>
 __device__ __forceinline__ void AddPack(float (&acc)[kPer<T>], uint4 v) {
   const T* e = reinterpret_cast<const T*>(&v);
@@ -192,7 +209,8 @@ __device__ __forceinline__ void ReduceRange(Range r, size_t len, const T* const*
         v[j] = j == own ? *p : __ldcg(p);
       }
     }
-    float acc[P] = {};
+    float acc[P];
+    StartSums(acc);
 #pragma unroll
     for (int j = 0; j < kMaxWorkers; ++j) {
       if (j < world) AddPack<T>(acc, v[j]);
@@ -206,7 +224,7 @@ __device__ __forceinline__ void ReduceRange(Range r, size_t len, const T* const*
   const size_t partial = len / P;
   if (len % P != 0 && partial >= r.lo && partial < r.hi && threadIdx.x < len % P) {
     const size_t k = partial * P + threadIdx.x;
-    float acc = 0.0f;
+    float acc = -0.0f;
 #pragma unroll
     for (int j = 0; j < kMaxWorkers; ++j) {
       if (j < world) {
@@ -403,6 +421,32 @@ __device__ __forceinline__ void SweepStaleLines(const KernelArgs& a, uint64_t ca
   }
 }
 
+// A one-shot reader's sum of one 16-byte unit, in rank order: this worker's own (add_own()), then
+// each peer j's unit at at + j * slot_bytes, added by add_peer(unit). The first loads of kBatch
+// workers go out together; a unit that arrived(unit) rejects is awaited with wait(address, j).
+template <int kBatch, typename IsComplete, typename Wait, typename AddOwn, typename AddPeer>
+__device__ __forceinline__ void SumInRankOrder(const KernelArgs& a, const char* at, IsComplete arrived, Wait wait,
+                                               AddOwn add_own, AddPeer add_peer) {
+  for (int g = 0; g < a.world; g += kBatch) {
+    uint4 v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int j = g + u;
+      if (j < a.world && j != a.rank) v[u] = LoadLine(at + j * a.slot_bytes);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int j = g + u;
+      if (j >= a.world) break;
+      if (j == a.rank) {
+        add_own();
+      } else {
+        add_peer(arrived(v[u]) ? v[u] : wait(at + j * a.slot_bytes, j));
+      }
+    }
+  }
+}
+
 // One-shot, low-latency form: no barrier. Each line a peer receives holds 8 bytes of data and the
 // call's flag twice (each 8-byte half is written atomically), so a reader that sees the flag in
 // both halves has the data. The two workspace halves alternate by call parity; a line in a half was
@@ -440,28 +484,16 @@ __global__ void __launch_bounds__(kLLThreads, MinBlocksFor64Registers(kLLThreads
   });
   const char* mine = a.data[a.rank] + parity * a.half_bytes;
   for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
-    float acc[E] = {};
+    float acc[E];
+    StartSums(acc);
     const uint2 own = LoadPayload(in, i, bytes);  // before the polls, which the asm keeps in order
-    for (int g = 0; g < a.world; g += kBatch) {
-      uint4 v[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int j = g + u;
-        if (j < a.world && j != a.rank) v[u] = LoadLine(mine + j * a.slot_bytes + 16 * i);
-      }
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int j = g + u;
-        if (j >= a.world) break;
-        if (j == a.rank) {
-          AddPayload<T>(acc, own);
-        } else if (v[u].y == flag && v[u].w == flag) {
-          AddPayload<T>(acc, make_uint2(v[u].x, v[u].z));
-        } else {
-          AddPayload<T>(acc, PollLine(a, mine + j * a.slot_bytes + 16 * i, flag, j));
-        }
-      }
-    }
+    SumInRankOrder<kBatch>(
+        a, mine + 16 * i, [&](uint4 v) { return v.y == flag && v.w == flag; },
+        [&](const char* p, int j) {
+          const uint2 d = PollLine(a, p, flag, j);
+          return make_uint4(d.x, flag, d.y, flag);
+        },
+        [&] { AddPayload<T>(acc, own); }, [&](uint4 v) { AddPayload<T>(acc, make_uint2(v.x, v.z)); });
     StorePayload(static_cast<char*>(a.out), i, bytes, ToPayload<T>(acc));
   }
   FinishEpoch(a.epochs, call);
@@ -505,7 +537,8 @@ __global__ void __launch_bounds__(kThreads) TwoShotLLKernel(const __grid_constan
       if (8 * i < length(q)) StoreLine(slot(q, 0, a.rank) + 16 * i, LoadPayload(in + q * chunk_bytes, i, length(q)), flag);
     }
     if (8 * i < mine) {
-      float acc[E] = {};
+      float acc[E];
+      StartSums(acc);
       for (int j = 0; j < a.world; ++j) {
         AddPayload<T>(acc, j == a.rank ? LoadPayload(in + a.rank * chunk_bytes, i, mine)
                                        : PollLine(a, slot(a.rank, 0, j) + 16 * i, flag, j));
@@ -600,7 +633,9 @@ __global__ void __launch_bounds__(kLL128Threads, MinBlocksFor64Registers(kLL128T
     const size_t line = base + lane / 8;
     const bool active = line < r.hi;
     const size_t w = first_word(line);
-    float acc_lo[E] = {}, acc_hi[E] = {};
+    float acc_lo[E], acc_hi[E];
+    StartSums(acc_lo);
+    StartSums(acc_hi);
     const char* at = mine + kLL128LineBytes * line + 16 * part;  // + j * slot_bytes: worker j's
     // This worker's words, loaded before the polls (which the asm keeps in order).
     const uint2 own_lo = active ? LoadPayload(in, w, bytes) : uint2{0, 0};
@@ -636,6 +671,99 @@ __global__ void __launch_bounds__(kLL128Threads, MinBlocksFor64Registers(kLL128T
   FinishEpoch(a.epochs, epoch);
 }
 
+// One-shot with sentinel-filled receive slots: every element of a slot holds the all-ones pattern
+// (a NaN in f32, f16 and bf16) until a peer's data lands there, so the data is its own flag and no
+// byte on the wire carries anything else (LL128 spends 1/15 of them on epochs, LL half). A reader
+// polls a 16-byte pack until none of its elements is the sentinel; a torn store only delays it, as
+// each element arrives whole. It then sums and puts the sentinel back, so after every call the
+// whole workspace is sentinel again, whatever sizes came before. An input element with the sentinel
+// pattern is sent as the same NaN with the sign cleared (every worker sums the same values, so the
+// results stay bitwise equal; a NaN summand makes the sum NaN either way). Double buffering as the
+// other kernels: the peers write call c + 2 into a half only after this worker's call c finished.
+template <typename T>
+__device__ __forceinline__ uint32_t SentinelElements(uint32_t w) {  // all ones where an element is all ones
+  if constexpr (sizeof(T) == 2) return __vcmpeq2(w, 0xffffffffu);
+  return w == 0xffffffffu ? 0xffffffffu : 0u;
+}
+template <typename T>
+__device__ __forceinline__ bool Arrived(uint4 v) {
+  return (SentinelElements<T>(v.x) | SentinelElements<T>(v.y) | SentinelElements<T>(v.z) |
+          SentinelElements<T>(v.w)) == 0;
+}
+template <typename T>
+__device__ __forceinline__ uint4 WithoutSentinel(uint4 v) {
+  constexpr uint32_t kSigns = sizeof(T) == 2 ? 0x80008000u : 0x80000000u;
+  return make_uint4(v.x & ~(SentinelElements<T>(v.x) & kSigns), v.y & ~(SentinelElements<T>(v.y) & kSigns),
+                    v.z & ~(SentinelElements<T>(v.z) & kSigns), v.w & ~(SentinelElements<T>(v.w) & kSigns));
+}
+// Bytes [16i, 16i + 16) of an input of `bytes` bytes, zero past its end (zero is no sentinel).
+__device__ __forceinline__ uint4 LoadPack(const char* in, size_t i, size_t bytes) {
+  if (16 * i + 16 <= bytes) return *reinterpret_cast<const uint4*>(in + 16 * i);
+  const uint2 lo = LoadPayload(in, 2 * i, bytes), hi = LoadPayload(in, 2 * i + 1, bytes);
+  return make_uint4(lo.x, lo.y, hi.x, hi.y);
+}
+__device__ __forceinline__ void StorePack(char* out, size_t i, size_t bytes, uint4 v) {
+  if (16 * i + 16 <= bytes) {
+    *reinterpret_cast<uint4*>(out + 16 * i) = v;
+    return;
+  }
+  StorePayload(out, 2 * i, bytes, make_uint2(v.x, v.y));
+  StorePayload(out, 2 * i + 1, bytes, make_uint2(v.z, v.w));
+}
+template <typename T>
+__device__ __forceinline__ uint4 PollPack(const KernelArgs& a, const char* p, int source) {
+  uint4 v = LoadLine(p);
+  if (!Arrived<T>(v)) {
+    const uint64_t start = GlobalTimer();
+    for (uint32_t spins = 1; !Arrived<T>(v); ++spins) {
+      if ((spins & 1023) == 0 && GlobalTimer() - start > a.timeout_ns) {
+        *reinterpret_cast<volatile int*>(a.error) = source + 1;
+        break;
+      }
+      v = LoadLine(p);
+    }
+  }
+  return v;
+}
+
+template <typename T, int kBatch>  // at most 64 registers, as OneShotLLKernel
+__global__ void __launch_bounds__(kSentinelMaxThreads, MinBlocksFor64Registers(kSentinelMaxThreads))
+    OneShotSentinelKernel(const __grid_constant__ KernelArgs a) {
+  FollowPreviousGrid();
+  constexpr int P = kPer<T>;
+  const uint64_t call = a.epochs[blockIdx.x] + 1;
+  const size_t parity = call & 1;
+  const size_t bytes = a.count * sizeof(T);
+  const Range r = BlockRange((bytes + 15) / 16);
+  const char* in = static_cast<const char*>(a.in);
+  for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
+    const uint4 d = WithoutSentinel<T>(LoadPack(in, i, bytes));
+#pragma unroll
+    for (int k = 1; k < kMaxWorkers; ++k) {
+      if (k < a.world) {
+        StoreLine128(a.data[(a.rank + k) % a.world] + OneShotSlotOffset(a.half_bytes, a.slot_bytes, parity, a.rank) +
+                         16 * i,
+                     Word(make_uint2(d.x, d.y)), Word(make_uint2(d.z, d.w)));
+      }
+    }
+  }
+  char* mine = a.data[a.rank] + parity * a.half_bytes;
+  for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
+    const uint4 own = WithoutSentinel<T>(LoadPack(in, i, bytes));  // before the polls (asm keeps order)
+    float acc[P];
+    StartSums(acc);
+    SumInRankOrder<kBatch>(
+        a, mine + 16 * i, [](uint4 v) { return Arrived<T>(v); },
+        [&](const char* p, int j) { return PollPack<T>(a, p, j); }, [&] { AddPack<T>(acc, own); },
+        [&](uint4 v) { AddPack<T>(acc, v); });
+    StorePack(static_cast<char*>(a.out), i, bytes, ToPack<T>(acc));
+    for (int j = 0; j < a.world; ++j) {
+      if (j != a.rank) *reinterpret_cast<uint4*>(mine + j * a.slot_bytes + 16 * i) = make_uint4(~0u, ~0u, ~0u, ~0u);
+    }
+  }
+  FinishEpoch(a.epochs, call);
+}
+
 using KernelFn = void (*)(KernelArgs);
 
 // Blocks for `units` 16-byte packs or lines: one block per kUnitsPerBlock of them, so mid-sized
@@ -665,6 +793,9 @@ int LLBlocks(size_t lines, size_t per_block) {
 // time (loading them together only added instructions: +0.03 to +0.1 us on 2 H200s).
 Kernels OneShotLLKernels(int world) {
   return world > 2 ? VDEV_KERNELS_1(OneShotLLKernel, kPeersAtOnce) : VDEV_KERNELS_1(OneShotLLKernel, 1);
+}
+Kernels OneShotSentinelKernels(int world) {
+  return world > 2 ? VDEV_KERNELS_1(OneShotSentinelKernel, kPeersAtOnce) : VDEV_KERNELS_1(OneShotSentinelKernel, 1);
 }
 Kernels OneShotLL128Kernels(int world) {
   return world > 2 ? VDEV_KERNELS_1(OneShotLL128Kernel, kPeersAtOnce) : VDEV_KERNELS_1(OneShotLL128Kernel, 1);
@@ -707,6 +838,15 @@ cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelA
       a.slot_bytes = OneShotLL128SlotBytes(n, elem);
       return Start(OneShotLL128Kernels(a.world), type, a, LLBlocks(OneShotLL128Lines(n, elem), 16), stream, programmatic,
                    kLL128Threads);
+    case AllReduceAlgorithm::kOneShotSentinel:
+      a.slot_bytes = OneShotSlotBytes(n, elem);
+    {
+      const size_t packs = (n * elem + 15) / 16;
+      const int blocks = LLBlocks(packs, kSentinelPacksPerBlock);
+      const size_t per_block = RoundUpTo((packs + blocks - 1) / blocks, 32);
+      const int threads = static_cast<int>(std::clamp<size_t>(per_block, 64, kSentinelMaxThreads));
+      return Start(OneShotSentinelKernels(a.world), type, a, blocks, stream, programmatic, threads);
+    }
     case AllReduceAlgorithm::kTwoShot:
       a.slot_bytes = TwoShotSlotBytes(n, a.world, elem);
       a.chunk_elems = TwoShotChunkElems(n, a.world, elem);

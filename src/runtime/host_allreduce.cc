@@ -44,6 +44,7 @@ absl::string_view AlgorithmName(AllReduceAlgorithm algorithm) {
     case AllReduceAlgorithm::kOneShotLL: return "one-shot-ll";
     case AllReduceAlgorithm::kTwoShotLL: return "two-shot-ll";
     case AllReduceAlgorithm::kOneShotLL128: return "one-shot-ll128";
+    case AllReduceAlgorithm::kOneShotSentinel: return "one-shot-sentinel";
   }
   return "?";
 }
@@ -56,7 +57,8 @@ size_t AllReduceWorkspaceBytes(AllReduceAlgorithm algorithm, int world_size, siz
     case AllReduceAlgorithm::kOneShotLL: return 2 * world_size * internal::OneShotLLSlotBytes(count, elem);
     case AllReduceAlgorithm::kTwoShotLL: return 4 * world_size * internal::TwoShotLLSlotBytes(count, world_size, elem);
     case AllReduceAlgorithm::kOneShotLL128: return 2 * world_size * internal::OneShotLL128SlotBytes(count, elem);
-    case AllReduceAlgorithm::kOneShot: return one;
+    case AllReduceAlgorithm::kOneShot:
+    case AllReduceAlgorithm::kOneShotSentinel: return one;
     case AllReduceAlgorithm::kTwoShot: return two;
     case AllReduceAlgorithm::kNccl: return 0;
     case AllReduceAlgorithm::kAuto: return std::max(one, two);
@@ -241,7 +243,8 @@ absl::Status ZeroCopyTwoShot(Session& session, const IPCBuffer& in, const IPCBuf
 
 // kAuto and the LL forms, as the host backend runs them.
 AllReduceAlgorithm HostAlgorithm(AllReduceAlgorithm algorithm, size_t bytes, int world) {
-  if (algorithm == AllReduceAlgorithm::kOneShotLL || algorithm == AllReduceAlgorithm::kOneShotLL128) {
+  if (algorithm == AllReduceAlgorithm::kOneShotLL || algorithm == AllReduceAlgorithm::kOneShotLL128 ||
+      algorithm == AllReduceAlgorithm::kOneShotSentinel) {
     return AllReduceAlgorithm::kOneShot;
   }
   if (algorithm == AllReduceAlgorithm::kTwoShotLL) return AllReduceAlgorithm::kTwoShot;

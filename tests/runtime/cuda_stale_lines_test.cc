@@ -21,6 +21,7 @@ namespace vdev {
 namespace {
 
 using testing::CheckOne;
+using testing::CopyToDevice;
 using testing::Cuda;
 using testing::ExpectAllOk;
 using testing::GpuCount;
@@ -36,7 +37,7 @@ absl::Status LateCall(Session& s, CudaCommunicator& comm, AllReduceAlgorithm alg
 
 absl::Status SetEpochs(const IPCMemory& ws, uint64_t value) {
   const std::vector<uint64_t> epochs(kMaxBarrierBlocks, value);
-  return Cuda(cudaMemcpy(ws.barrier_flag, epochs.data(), epochs.size() * sizeof(uint64_t), cudaMemcpyHostToDevice));
+  return CopyToDevice(ws.barrier_flag, epochs.data(), epochs.size() * sizeof(uint64_t));
 }
 
 // Bytes of this worker's region of `ws` that are not zero, in 16-byte lines.

@@ -47,6 +47,14 @@ inline absl::Status Cuda(cudaError_t e) {
   return e == cudaSuccess ? absl::OkStatus() : absl::InternalError(cudaGetErrorString(e));
 }
 
+// A host-to-device copy that has landed when it returns. cudaMemcpy from pageable memory may return
+// once the data is staged, before its DMA is done, and a kernel on a non-blocking stream does not
+// wait for that DMA (it read a stale input element once in 2026-11-23's GPU run).
+inline absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) {
+  if (cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return Cuda(e);
+  return Cuda(cudaDeviceSynchronize());
+}
+
 // Integer-valued inputs: every sum is exact in every type (|sum| <= 8 * 40).
 inline int Value(int rank, size_t i, int salt) { return static_cast<int>((i * 5 + salt) % 41) - 20 + rank; }
 
@@ -71,7 +79,7 @@ absl::Status CheckOne(Session& s, CudaCommunicator& comm, DataType type, AllRedu
   T *in = nullptr, *out = nullptr;
   VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&in), count * sizeof(T))));
   VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&out), count * sizeof(T))));
-  VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(in, host.data(), count * sizeof(T), cudaMemcpyHostToDevice)));
+  VDEV_RETURN_IF_ERROR(CopyToDevice(in, host.data(), count * sizeof(T)));
   VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(out, 0xff, count * sizeof(T))));
   T* dst = in_place ? in : out;
   VDEV_RETURN_IF_ERROR(comm.AllReduce(in, dst, count, type, algo, stream));
