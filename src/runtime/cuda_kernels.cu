@@ -454,7 +454,7 @@ __device__ __forceinline__ void SumInRankOrder(const KernelArgs& a, const char* 
 // flag, so a stale line is never taken for new. At most 64 registers (no spills): under programmatic
 // launch the next call's blocks then fit beside this call's and wait on the SM, which took ~0.3 us
 // off small messages. Workers' lines are read kBatch at a time (kPeersAtOnce).
-template <typename T, int kBatch>
+template <typename T, int kBatch, bool kOneRound>
 __global__ void __launch_bounds__(kLLThreads, MinBlocksFor64Registers(kLLThreads)) OneShotLLKernel(const __grid_constant__ KernelArgs a) {
   FollowPreviousGrid();
   constexpr int E = 8 / sizeof(T);
@@ -465,8 +465,7 @@ __global__ void __launch_bounds__(kLLThreads, MinBlocksFor64Registers(kLLThreads
   const size_t lines = OneShotLLLines(a.count, sizeof(T));
   const Range r = BlockRange(lines);
   const char* in = static_cast<const char*>(a.in);
-  for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
-    const uint2 d = LoadPayload(in, i, bytes);
+  auto send = [&](size_t i, uint2 d) {
 #pragma unroll
     for (int k = 1; k < kMaxWorkers; ++k) {
       if (k < a.world) {
@@ -474,19 +473,20 @@ __global__ void __launch_bounds__(kLLThreads, MinBlocksFor64Registers(kLLThreads
                   d, flag);
       }
     }
-  }
+  };
   // While the peers' lines travel. Slot j of the half holds lines [0, lines) from worker j != rank.
-  SweepStaleLines(a, call, [&](size_t line) {
-    for (int j = 0; j < a.world; ++j) {
-      if (j != a.rank && line - j * (a.slot_bytes / 16) < lines) return true;  // unsigned: below the slot wraps
-    }
-    return false;
-  });
+  auto sweep = [&] {
+    SweepStaleLines(a, call, [&](size_t line) {
+      for (int j = 0; j < a.world; ++j) {
+        if (j != a.rank && line - j * (a.slot_bytes / 16) < lines) return true;  // unsigned: below the slot wraps
+      }
+      return false;
+    });
+  };
   const char* mine = a.data[a.rank] + parity * a.half_bytes;
-  for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
+  auto receive = [&](size_t i, uint2 own) {
     float acc[E];
     StartSums(acc);
-    const uint2 own = LoadPayload(in, i, bytes);  // before the polls, which the asm keeps in order
     SumInRankOrder<kBatch>(
         a, mine + 16 * i, [&](uint4 v) { return v.y == flag && v.w == flag; },
         [&](const char* p, int j) {
@@ -495,6 +495,18 @@ __global__ void __launch_bounds__(kLLThreads, MinBlocksFor64Registers(kLLThreads
         },
         [&] { AddPayload<T>(acc, own); }, [&](uint4 v) { AddPayload<T>(acc, make_uint2(v.x, v.z)); });
     StorePayload(static_cast<char*>(a.out), i, bytes, ToPayload<T>(acc));
+  };
+  if constexpr (kOneRound) {
+    const size_t i = r.lo + threadIdx.x;
+    const uint2 own = i < r.hi ? LoadPayload(in, i, bytes) : uint2{0, 0};
+    if (i < r.hi) send(i, own);
+    sweep();
+    if (i < r.hi) receive(i, own);
+  } else {
+    for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) send(i, LoadPayload(in, i, bytes));
+    sweep();
+    // The own words are loaded before the polls, which the asm keeps in order.
+    for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) receive(i, LoadPayload(in, i, bytes));
   }
   FinishEpoch(a.epochs, call);
 }
@@ -597,7 +609,7 @@ __device__ __forceinline__ ulonglong2 PollLines128(const KernelArgs& a, const ch
   return v;
 }
 
-template <typename T, int kBatch>  // at most 64 registers, as OneShotLLKernel
+template <typename T, int kBatch, bool kOneRound>  // at most 64 registers, as OneShotLLKernel
 __global__ void __launch_bounds__(kLL128Threads, MinBlocksFor64Registers(kLL128Threads)) OneShotLL128Kernel(const __grid_constant__ KernelArgs a) {
   FollowPreviousGrid();
   constexpr int E = 8 / sizeof(T);
@@ -613,12 +625,15 @@ __global__ void __launch_bounds__(kLL128Threads, MinBlocksFor64Registers(kLL128T
   char* out = static_cast<char*>(a.out);
   // Words [w, w + 2) of the input (just w for the epoch lane), as in every loop below.
   auto first_word = [&](size_t line) { return kLL128DataWords * line + 2 * part; };
-  for (size_t base = r.lo + (threadIdx.x / 32) * kLinesPerWarp; base < r.hi; base += warp_lines) {
-    const size_t line = base + lane / 8;
-    if (line >= r.hi) continue;
+  struct Own {
+    uint2 lo, hi;
+  };
+  auto load_own = [&](size_t line) {
     const size_t w = first_word(line);
-    const uint64_t lo = Word(LoadPayload(in, w, bytes));
-    const uint64_t hi = epoch_lane ? epoch : Word(LoadPayload(in, w + 1, bytes));
+    return Own{LoadPayload(in, w, bytes), epoch_lane ? uint2{0, 0} : LoadPayload(in, w + 1, bytes)};
+  };
+  auto send = [&](size_t line, Own own) {
+    const uint64_t lo = Word(own.lo), hi = epoch_lane ? epoch : Word(own.hi);
 #pragma unroll
     for (int k = 1; k < kMaxWorkers; ++k) {
       if (k < a.world) {
@@ -627,19 +642,15 @@ __global__ void __launch_bounds__(kLL128Threads, MinBlocksFor64Registers(kLL128T
                      lo, hi);
       }
     }
-  }
+  };
   const char* mine = a.data[a.rank] + parity * a.half_bytes;
-  for (size_t base = r.lo + (threadIdx.x / 32) * kLinesPerWarp; base < r.hi; base += warp_lines) {
-    const size_t line = base + lane / 8;
-    const bool active = line < r.hi;
+  // Warp-wide (all 32 lanes): sums this worker's `own` words and the peers' lines of `line`.
+  auto receive = [&](size_t line, bool active, Own own) {
     const size_t w = first_word(line);
     float acc_lo[E], acc_hi[E];
     StartSums(acc_lo);
     StartSums(acc_hi);
     const char* at = mine + kLL128LineBytes * line + 16 * part;  // + j * slot_bytes: worker j's
-    // This worker's words, loaded before the polls (which the asm keeps in order).
-    const uint2 own_lo = active ? LoadPayload(in, w, bytes) : uint2{0, 0};
-    const uint2 own_hi = active && !epoch_lane ? LoadPayload(in, w + 1, bytes) : uint2{0, 0};
     for (int g = 0; g < a.world; g += kBatch) {
       ulonglong2 v[kBatch];
 #pragma unroll
@@ -652,8 +663,8 @@ __global__ void __launch_bounds__(kLL128Threads, MinBlocksFor64Registers(kLL128T
         const int j = g + u;
         if (j >= a.world) break;
         if (j == a.rank) {
-          AddPayload<T>(acc_lo, own_lo);
-          if (!epoch_lane) AddPayload<T>(acc_hi, own_hi);
+          AddPayload<T>(acc_lo, own.lo);
+          if (!epoch_lane) AddPayload<T>(acc_hi, own.hi);
           continue;
         }
         if (!__all_sync(0xffffffffu, !active || !epoch_lane || v[u].y == epoch)) {
@@ -666,6 +677,30 @@ __global__ void __launch_bounds__(kLL128Threads, MinBlocksFor64Registers(kLL128T
     if (active && 8 * w < bytes) {
       StorePayload(out, w, bytes, ToPayload<T>(acc_lo));
       if (!epoch_lane && 8 * (w + 1) < bytes) StorePayload(out, w + 1, bytes, ToPayload<T>(acc_hi));
+    }
+  };
+  const size_t first = r.lo + (threadIdx.x / 32) * kLinesPerWarp;
+  if constexpr (kOneRound) {
+    if (first < r.hi) {
+      const size_t line = first + lane / 8;
+      const bool active = line < r.hi;
+      Own own{{0, 0}, {0, 0}};
+      if (active) {
+        own = load_own(line);
+        send(line, own);
+      }
+      receive(line, active, own);
+    }
+  } else {
+    for (size_t base = first; base < r.hi; base += warp_lines) {
+      const size_t line = base + lane / 8;
+      if (line < r.hi) send(line, load_own(line));
+    }
+    for (size_t base = first; base < r.hi; base += warp_lines) {
+      const size_t line = base + lane / 8;
+      const bool active = line < r.hi;
+      // This worker's words, loaded before the polls (which the asm keeps in order).
+      receive(line, active, active ? load_own(line) : Own{{0, 0}, {0, 0}});
     }
   }
   FinishEpoch(a.epochs, epoch);
@@ -726,7 +761,7 @@ __device__ __forceinline__ uint4 PollPack(const KernelArgs& a, const char* p, in
   return v;
 }
 
-template <typename T, int kBatch>  // at most 64 registers, as OneShotLLKernel
+template <typename T, int kBatch, bool kOneRound>  // at most 64 registers, as OneShotLLKernel
 __global__ void __launch_bounds__(kSentinelMaxThreads, MinBlocksFor64Registers(kSentinelMaxThreads))
     OneShotSentinelKernel(const __grid_constant__ KernelArgs a) {
   FollowPreviousGrid();
@@ -736,8 +771,8 @@ __global__ void __launch_bounds__(kSentinelMaxThreads, MinBlocksFor64Registers(k
   const size_t bytes = a.count * sizeof(T);
   const Range r = BlockRange((bytes + 15) / 16);
   const char* in = static_cast<const char*>(a.in);
-  for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
-    const uint4 d = WithoutSentinel<T>(LoadPack(in, i, bytes));
+  auto load_own = [&](size_t i) { return WithoutSentinel<T>(LoadPack(in, i, bytes)); };
+  auto send = [&](size_t i, uint4 d) {
 #pragma unroll
     for (int k = 1; k < kMaxWorkers; ++k) {
       if (k < a.world) {
@@ -746,10 +781,9 @@ __global__ void __launch_bounds__(kSentinelMaxThreads, MinBlocksFor64Registers(k
                      Word(make_uint2(d.x, d.y)), Word(make_uint2(d.z, d.w)));
       }
     }
-  }
+  };
   char* mine = a.data[a.rank] + parity * a.half_bytes;
-  for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
-    const uint4 own = WithoutSentinel<T>(LoadPack(in, i, bytes));  // before the polls (asm keeps order)
+  auto receive = [&](size_t i, uint4 own) {
     float acc[P];
     StartSums(acc);
     SumInRankOrder<kBatch>(
@@ -760,6 +794,18 @@ __global__ void __launch_bounds__(kSentinelMaxThreads, MinBlocksFor64Registers(k
     for (int j = 0; j < a.world; ++j) {
       if (j != a.rank) *reinterpret_cast<uint4*>(mine + j * a.slot_bytes + 16 * i) = make_uint4(~0u, ~0u, ~0u, ~0u);
     }
+  };
+  if constexpr (kOneRound) {
+    const size_t i = r.lo + threadIdx.x;
+    if (i < r.hi) {
+      const uint4 own = load_own(i);
+      send(i, own);
+      receive(i, own);
+    }
+  } else {
+    for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) send(i, load_own(i));
+    // This worker's pack loaded before the polls (which the asm keeps in order).
+    for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) receive(i, load_own(i));
   }
   FinishEpoch(a.epochs, call);
 }
@@ -780,8 +826,6 @@ struct Kernels {
 };
 #define VDEV_KERNELS(name) \
   Kernels { name<float>, name<__half>, name<__nv_bfloat16> }
-#define VDEV_KERNELS_1(name, arg) \
-  Kernels { name<float, arg>, name<__half, arg>, name<__nv_bfloat16, arg> }
 
 // One block per `per_block` lines, at most kMaxLLBlocks.
 int LLBlocks(size_t lines, size_t per_block) {
@@ -789,17 +833,17 @@ int LLBlocks(size_t lines, size_t per_block) {
   return static_cast<int>(blocks < 1 ? 1 : (blocks > kMaxLLBlocks ? kMaxLLBlocks : blocks));
 }
 
-// The one-shot LL kernels' instances for `world` workers: with one peer, lines are loaded one at a
-// time (loading them together only added instructions: +0.03 to +0.1 us on 2 H200s).
-Kernels OneShotLLKernels(int world) {
-  return world > 2 ? VDEV_KERNELS_1(OneShotLLKernel, kPeersAtOnce) : VDEV_KERNELS_1(OneShotLLKernel, 1);
-}
-Kernels OneShotSentinelKernels(int world) {
-  return world > 2 ? VDEV_KERNELS_1(OneShotSentinelKernel, kPeersAtOnce) : VDEV_KERNELS_1(OneShotSentinelKernel, 1);
-}
-Kernels OneShotLL128Kernels(int world) {
-  return world > 2 ? VDEV_KERNELS_1(OneShotLL128Kernel, kPeersAtOnce) : VDEV_KERNELS_1(OneShotLL128Kernel, 1);
-}
+#define VDEV_KERNELS_2(name, arg, arg2) \
+  Kernels { name<float, arg, arg2>, name<__half, arg, arg2>, name<__nv_bfloat16, arg, arg2> }
+// A one-shot LL, LL128 or sentinel kernel's instances for `world` workers. With one peer, lines are
+// loaded one at a time (loading them together only added instructions: +0.03 to +0.1 us on 2 H200s).
+// `one_round`: the grid gives each thread (LL128: each warp) at most one unit, so the kernel keeps
+// the own input it sent in registers for its sum instead of loading it again after sending (2 H200s,
+// interleaved calls: LL128 1 KB 2.36 vs 2.42 us, 256 KB 3.34 vs 3.36; sentinel 1 KB 2.29 vs 2.38,
+// 512 KB 4.18 vs 4.26).
+#define VDEV_ONE_SHOT_KERNELS(name, world, one_round)                                                   \
+  ((world) > 2 ? ((one_round) ? VDEV_KERNELS_2(name, kPeersAtOnce, true) : VDEV_KERNELS_2(name, kPeersAtOnce, false)) \
+               : ((one_round) ? VDEV_KERNELS_2(name, 1, true) : VDEV_KERNELS_2(name, 1, false)))
 
 cudaError_t Start(const Kernels& kernels, DataType type, const KernelArgs& args, int blocks, cudaStream_t stream,
                   bool programmatic, int threads = kThreads) {
@@ -832,12 +876,22 @@ cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelA
       return Start(VDEV_KERNELS(OneShotKernel), type, a, BlocksFor((n * elem + 15) / 16), stream, programmatic);
     case AllReduceAlgorithm::kOneShotLL:
       a.slot_bytes = OneShotLLSlotBytes(n, elem);
-      return Start(OneShotLLKernels(a.world), type, a, LLBlocks(OneShotLLLines(n, elem), kLLThreads), stream,
-                   programmatic, kLLThreads);
+    {
+      const size_t lines = OneShotLLLines(n, elem);
+      const int blocks = LLBlocks(lines, kLLThreads);
+      const bool one_round = (lines + blocks - 1) / blocks <= size_t{kLLThreads};
+      return Start(VDEV_ONE_SHOT_KERNELS(OneShotLLKernel, a.world, one_round), type, a, blocks, stream, programmatic,
+                   kLLThreads);
+    }
     case AllReduceAlgorithm::kOneShotLL128:
       a.slot_bytes = OneShotLL128SlotBytes(n, elem);
-      return Start(OneShotLL128Kernels(a.world), type, a, LLBlocks(OneShotLL128Lines(n, elem), 16), stream, programmatic,
-                   kLL128Threads);
+    {
+      const size_t lines = OneShotLL128Lines(n, elem);
+      const int blocks = LLBlocks(lines, 16);
+      const bool one_round = (lines + blocks - 1) / blocks <= size_t{kLL128Threads / 32 * 4};  // 4 lines a warp
+      return Start(VDEV_ONE_SHOT_KERNELS(OneShotLL128Kernel, a.world, one_round), type, a, blocks, stream,
+                   programmatic, kLL128Threads);
+    }
     case AllReduceAlgorithm::kOneShotSentinel:
       a.slot_bytes = OneShotSlotBytes(n, elem);
     {
@@ -845,7 +899,9 @@ cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelA
       const int blocks = LLBlocks(packs, kSentinelPacksPerBlock);
       const size_t per_block = RoundUpTo((packs + blocks - 1) / blocks, 32);
       const int threads = static_cast<int>(std::clamp<size_t>(per_block, 64, kSentinelMaxThreads));
-      return Start(OneShotSentinelKernels(a.world), type, a, blocks, stream, programmatic, threads);
+      const bool one_round = (packs + blocks - 1) / blocks <= static_cast<size_t>(threads);
+      return Start(VDEV_ONE_SHOT_KERNELS(OneShotSentinelKernel, a.world, one_round), type, a, blocks, stream,
+                   programmatic, threads);
     }
     case AllReduceAlgorithm::kTwoShot:
       a.slot_bytes = TwoShotSlotBytes(n, a.world, elem);
