@@ -1,7 +1,7 @@
 // All-reduce benchmark in the style of nccl-tests, run under `vdev launch -n N -- allreduce_bench`.
 //
 // Every worker uses the same processes and buffers for every variant: vdev one-shot (flagged, LL,
-// LL128), two-shot (flagged, LL) and auto, vdev-auto-nopdl (auto launched without programmatic
+// LL128, sentinel), two-shot (flagged, LL) and auto, vdev-auto-nopdl (auto launched without programmatic
 // dependent launch, from a second communicator), vdev-inplace (the zero-copy one-shot on an input in IPC memory), plain ncclAllReduce, and
 // ncclAllReduce on NCCL symmetric windows (ncclMemAlloc + ncclCommWindowRegister). Variants are
 // interleaved within each size. For each size and variant:

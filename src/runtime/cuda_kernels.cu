@@ -358,19 +358,34 @@ __device__ __forceinline__ uint2 LoadPayload(const char* in, size_t i, size_t by
   return make_uint2(static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32));
 }
 
-// Waits (bounded) until `line` carries `flag` in both halves; returns its 8 bytes of data.
-__device__ __forceinline__ uint2 PollLine(const KernelArgs& a, const char* line, uint32_t flag, int source) {
-  uint4 v = LoadLine(line);
-  if (v.y != flag || v.w != flag) {
+// Waits (bounded) until every lane that arrives here with this one holds a complete(unit) 16-byte
+// unit at its `p`, and returns this lane's: the lanes wait as one, one vote per reload. (Lanes that
+// reach the call apart form groups of their own, each still waiting for all of its own units.)
+// Against each lane polling alone, measured with the sentinel kernel on 2 H200s: 64 KB 2.69 vs
+// 2.80 us, 256 KB 3.27 vs 3.48, 1 MB 5.48 vs 5.76.
+template <typename Complete>
+__device__ __forceinline__ uint4 PollTogether(const KernelArgs& a, const char* p, int source, Complete complete) {
+  const unsigned lanes = __activemask();
+  uint4 v = LoadLine(p);
+  if (!__all_sync(lanes, complete(v))) {
     const uint64_t start = GlobalTimer();
-    for (uint32_t spins = 1; v.y != flag || v.w != flag; ++spins) {
-      if ((spins & 1023) == 0 && GlobalTimer() - start > a.timeout_ns) {
+    for (uint32_t spins = 1;; ++spins) {
+      v = LoadLine(p);
+      if (__all_sync(lanes, complete(v))) break;
+      if ((spins & 1023) == 0 && __any_sync(lanes, GlobalTimer() - start > a.timeout_ns)) {
         *reinterpret_cast<volatile int*>(a.error) = source + 1;
         break;
       }
-      v = LoadLine(line);
     }
   }
+  return v;
+}
+
+// Waits (bounded) until `line` carries `flag` in both halves; returns its 8 bytes of data. The lanes
+// wait together (PollTogether): one-shot LL on 2 H200s 64 KB 2.53 vs 2.60 us, 1 MB 9.70 vs 10.28;
+// two-shot LL 64 KB 3.87 vs 4.30; unchanged at 1 KB.
+__device__ __forceinline__ uint2 PollLine(const KernelArgs& a, const char* line, uint32_t flag, int source) {
+  const uint4 v = PollTogether(a, line, source, [flag](uint4 w) { return w.y == flag && w.w == flag; });
   return make_uint2(v.x, v.z);
 }
 
@@ -747,18 +762,7 @@ __device__ __forceinline__ void StorePack(char* out, size_t i, size_t bytes, uin
 }
 template <typename T>
 __device__ __forceinline__ uint4 PollPack(const KernelArgs& a, const char* p, int source) {
-  uint4 v = LoadLine(p);
-  if (!Arrived<T>(v)) {
-    const uint64_t start = GlobalTimer();
-    for (uint32_t spins = 1; !Arrived<T>(v); ++spins) {
-      if ((spins & 1023) == 0 && GlobalTimer() - start > a.timeout_ns) {
-        *reinterpret_cast<volatile int*>(a.error) = source + 1;
-        break;
-      }
-      v = LoadLine(p);
-    }
-  }
-  return v;
+  return PollTogether(a, p, source, [](uint4 v) { return Arrived<T>(v); });
 }
 
 template <typename T, int kBatch, bool kOneRound>  // at most 64 registers, as OneShotLLKernel
