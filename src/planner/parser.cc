@@ -116,7 +116,7 @@ class Parser {
   bool ParseBinding();
   bool ParseSimpleExpr(Expr* e);
   bool ParseOpArgs(Expr* e);
-  bool ParseAtomArgs(Expr* e, const Operand* first);
+  bool ParseAtomArgs(Expr* e, uint32_t begin);
   bool ParseReturn();
   bool FinishBinding(BindingId b);
   BlockId NewBlock(FuncId f, BindingId owner, SourceLoc loc);
@@ -294,7 +294,8 @@ bool Parser::ParseParams(FuncId f) {
       Token name;
       if (!Expect(Tok::kLocal, "a parameter '%name'", &name)) return false;
       if (!Expect(Tok::kColon, "':' and the parameter's type")) return false;
-      Param p;
+      ParamId id = static_cast<ParamId>(module.params.size());
+      Param& p = module.params.emplace_back();
       p.name = module.symbols.Intern(name.text);
       p.loc = name.loc;
       p.func = f;
@@ -305,8 +306,6 @@ bool Parser::ParseParams(FuncId f) {
         p.device_loc = first.loc;
         if (!ParseDevice(first, &p.device)) return false;
       }
-      ParamId id = static_cast<ParamId>(module.params.size());
-      module.params.push_back(p);
       if (!Define(p.name, ValueRef::Param(id), p.loc)) return false;
       Token sep = lex_.Next();
       if (sep.kind == Tok::kRParen) break;
@@ -564,38 +563,32 @@ bool Parser::ParseBinding() {
   int previous_line = lex_.last_line();
   Token name = lex_.Next();
   if (name.loc.line == previous_line) return Fail(name.loc, "a binding must start on its own line");
-  const Frame frame = frames_.back();
-  Symbol sym = module.symbols.Intern(name.text);
+  const BlockId block = frames_.back().block;
   BindingId b = static_cast<BindingId>(module.bindings.size());
-  {
-    Binding binding;
-    binding.name = sym;
-    binding.loc = name.loc;
-    binding.block = frame.block;
-    module.bindings.push_back(binding);
-    module.blocks[frame.block].bindings.push_back(b);
-  }
+  // Filled in place, here and by ParseSimpleExpr (a Binding is 76 bytes): nothing appends to the
+  // bindings before this one is complete, so the reference stays valid.
+  Binding& binding = module.bindings.emplace_back();
+  binding.name = module.symbols.Intern(name.text);
+  binding.loc = name.loc;
+  binding.block = block;
+  module.blocks[block].bindings.push_back(b);
   if (PeekIs(Tok::kColon)) {
     lex_.Next();
-    TypeId t;
-    if (!ParseType(&t)) return false;
-    module.bindings[b].declared_type = t;
+    if (!ParseType(&binding.declared_type)) return false;
   }
   if (!Expect(Tok::kEquals, "'='")) return false;
   const Token& head = lex_.Peek();
-  FuncId func = module.blocks[frame.block].func;
+  FuncId func = module.blocks[block].func;
+  Expr& e = binding.expr;
   if (head.kind == Tok::kIdent && head.text == "if") {
     Token kw = lex_.Next();
-    Operand cond;
-    if (!ParseAtom(&cond)) return false;
-    Token lb;
-    if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
-    Expr e;
     e.kind = ExprKind::kIf;
     e.loc = kw.loc;
-    e.args = module.AddOperands({&cond, 1});
+    e.args = {static_cast<uint32_t>(module.operands.size()), 1};
+    if (!ParseAtom(&module.operands.emplace_back())) return false;
+    Token lb;
+    if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
     e.then_block = NewBlock(func, b, lb.loc);
-    module.bindings[b].expr = e;
     frames_.push_back({FrameKind::kIfThen, e.then_block, b, scopes_.Mark()});
     return true;
   }
@@ -604,7 +597,7 @@ bool Parser::ParseBinding() {
     FuncId f = static_cast<FuncId>(module.functions.size());
     Function fn;
     fn.kind = FuncKind::kLocal;
-    fn.name = sym;
+    fn.name = binding.name;
     fn.loc = kw.loc;
     fn.parent = func;
     fn.binding = b;
@@ -622,17 +615,13 @@ bool Parser::ParseBinding() {
     if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
     BlockId body = NewBlock(f, kNoBinding, lb.loc);
     module.functions[f].body = body;
-    Expr e;
     e.kind = ExprKind::kFn;
     e.loc = kw.loc;
     e.func = f;
-    module.bindings[b].expr = e;
     frames_.push_back({FrameKind::kFunctionBody, body, b, scopes_.Mark()});
     return true;
   }
-  Expr e;
   if (!ParseSimpleExpr(&e)) return false;
-  module.bindings[b].expr = e;
   return FinishBinding(b);
 }
 
@@ -665,20 +654,20 @@ bool Parser::ParseSimpleExpr(Expr* e) {
         lex_.Next();
         e->kind = ExprKind::kCallGlobal;
         e->op = module.symbols.Intern(t.text);
-        return ParseAtomArgs(e, nullptr);
+        return ParseAtomArgs(e, static_cast<uint32_t>(module.operands.size()));
       }
       break;
     case Tok::kLocal:
       if (PeekIs(Tok::kLParen)) {
-        Operand callee;
-        if (!Resolve(t, &callee)) return false;
+        uint32_t begin = static_cast<uint32_t>(module.operands.size());
+        if (!Resolve(t, &module.operands.emplace_back())) return false;
         lex_.Next();
         e->kind = ExprKind::kCallValue;
-        return ParseAtomArgs(e, &callee);
+        return ParseAtomArgs(e, begin);
       }
       if (PeekIs(Tok::kDot)) {
-        Operand tuple;
-        if (!Resolve(t, &tuple)) return false;
+        e->args = {static_cast<uint32_t>(module.operands.size()), 1};
+        if (!Resolve(t, &module.operands.emplace_back())) return false;
         lex_.Next();
         Token index = lex_.Next();
         int64_t i;
@@ -687,37 +676,31 @@ bool Parser::ParseSimpleExpr(Expr* e) {
         if (i < 0 || i > INT32_MAX) return Fail(index.loc, "a field index must be a non-negative integer");
         e->kind = ExprKind::kProject;
         e->index = static_cast<uint32_t>(i);
-        e->args = module.AddOperands({&tuple, 1});
         return true;
       }
       break;
     case Tok::kLParen:
       e->kind = ExprKind::kTuple;
-      return ParseAtomArgs(e, nullptr);
+      return ParseAtomArgs(e, static_cast<uint32_t>(module.operands.size()));
     case Tok::kNumber:
     case Tok::kLBracket:
       break;
     default:
       return Unexpected(t, "an expression");
   }
-  Operand atom;
-  if (!ParseAtomFrom(t, &atom)) return false;
   e->kind = ExprKind::kAlias;
-  e->args = module.AddOperands({&atom, 1});
-  return true;
+  e->args = {static_cast<uint32_t>(module.operands.size()), 1};
+  return ParseAtomFrom(t, &module.operands.emplace_back());
 }
 
-// `(` already consumed: atoms separated by commas up to `)`. `first` is prepended (a callee).
-bool Parser::ParseAtomArgs(Expr* e, const Operand* first) {
-  uint32_t begin = static_cast<uint32_t>(module.operands.size());
-  if (first != nullptr) module.operands.push_back(*first);
+// `(` already consumed: atoms separated by commas up to `)`, appended to Module::operands. The
+// expression's args start at `begin`: before the atoms when the caller has appended a callee.
+bool Parser::ParseAtomArgs(Expr* e, uint32_t begin) {
   if (PeekIs(Tok::kRParen)) {
     lex_.Next();
   } else {
     while (true) {
-      Operand o;
-      if (!ParseAtom(&o)) return false;
-      module.operands.push_back(o);
+      if (!ParseAtom(&module.operands.emplace_back())) return false;
       Token sep = lex_.Next();
       if (sep.kind == Tok::kRParen) break;
       if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ')'");
@@ -736,41 +719,34 @@ bool Parser::ParseOpArgs(Expr* e) {
   } else {
     while (true) {
       Token a = lex_.Peek();
-      Operand o;
       switch (a.kind) {
-        case Tok::kIdent: {
+        case Tok::kIdent:
           lex_.Next();
           if (PeekIs(Tok::kEquals)) {
             lex_.Next();
-            Attr attr;
+            Attr& attr = module.attrs.emplace_back();
             attr.key = module.symbols.Intern(a.text);
             attr.loc = a.loc;
             if (!ParseAttrValue(&attr.value)) return false;
-            module.attrs.push_back(attr);
             break;
           }
           // A positional word is a device literal (cuda, cpu:0[llvm]); re-read it as one.
           lex_.ResetTo(a, a.offset);
-          o.kind = OperandKind::kDevice;
-          o.loc = a.loc;
-          if (!ParseDevice(a, &o.index)) return false;
-          module.operands.push_back(o);
-          break;
-        }
+          [[fallthrough]];
         case Tok::kQuestion:
         case Tok::kStar:
-        case Tok::kSlash:
+        case Tok::kSlash: {
+          Operand& o = module.operands.emplace_back();
           o.kind = OperandKind::kDevice;
           o.loc = a.loc;
           if (!ParseDevice(a, &o.index)) return false;
-          module.operands.push_back(o);
           break;
+        }
         case Tok::kLocal:
         case Tok::kGlobal:
         case Tok::kNumber:
         case Tok::kLBracket:
-          if (!ParseAtom(&o)) return false;
-          module.operands.push_back(o);
+          if (!ParseAtom(&module.operands.emplace_back())) return false;
           break;
         default:
           return Unexpected(a, "an argument (an atom, a device literal or key=value)");
@@ -788,11 +764,9 @@ bool Parser::ParseOpArgs(Expr* e) {
 bool Parser::ParseReturn() {
   Token kw = lex_.Next();
   const Frame frame = frames_.back();
-  Operand result;
-  if (!ParseAtom(&result)) return false;
-  if (!Expect(Tok::kRBrace, "'}' after the returned value")) return false;
   Block& block = module.blocks[frame.block];
-  block.result = result;
+  if (!ParseAtom(&block.result)) return false;
+  if (!Expect(Tok::kRBrace, "'}' after the returned value")) return false;
   block.return_loc = kw.loc;
   block.has_return = true;
   // A long block's list grew by doubling; give back the slack (up to half of it) before the
