@@ -84,9 +84,10 @@ class Parser {
     return Fail(t.loc, absl::StrCat("expected ", expected, ", found ", Describe(t)));
   }
   bool Expect(Tok kind, absl::string_view expected, Token* out = nullptr) {
-    Token t = lex_.Next();
+    const Token& t = lex_.Peek();
     if (t.kind != kind) return Unexpected(t, expected);
     if (out != nullptr) *out = t;
+    lex_.Skip();
     return true;
   }
   bool PeekIs(Tok kind) { return lex_.Peek().kind == kind; }
@@ -108,12 +109,22 @@ class Parser {
   bool ParseResult(FuncId f);
   bool ParseType(TypeId* out);
   bool ParseDevice(const Token& first, DeviceId* out);
+  bool ParseDeviceOperand(const Token& first, Operand* out) {
+    out->kind = OperandKind::kDevice;
+    out->loc = first.loc;
+    return ParseDevice(first, &out->index);
+  }
   bool ParseAtomFrom(const Token& t, Operand* out);
-  bool ParseAtom(Operand* out) { return ParseAtomFrom(lex_.Next(), out); }
+  bool ParseAtom(Operand* out) {
+    const Token& t = lex_.Peek();
+    lex_.Skip();
+    return ParseAtomFrom(t, out);
+  }
   bool ParseInt(const Token& t, int64_t* out);
   bool ParseAttrValue(Operand* out);
   bool ParseBlocks();
   bool ParseBinding();
+  bool ParseOpCall(Expr* e);
   bool ParseSimpleExpr(Expr* e);
   bool ParseOpArgs(Expr* e);
   bool ParseAtomArgs(Expr* e, uint32_t begin);
@@ -225,13 +236,13 @@ bool Parser::ParseConfig() {
         if (sep.kind == Tok::kRBracket) break;
         if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ']'");
       }
-      if (c.targets->empty()) lex_.Next();  // `[]`
+      if (c.targets->empty()) lex_.Skip();  // `[]`
     } else {
       bool is_default = key.text == "default";
       std::optional<VirtualDevice>& slot = is_default ? c.default_device : c.host_device;
       if (slot) return Fail(key.loc, absl::StrCat("duplicate config entry '", key.text, "'"));
       (is_default ? c.default_loc : c.host_loc) = key.loc;
-      Token first = lex_.Peek();
+      const Token& first = lex_.Peek();
       DeviceId d;
       if (!ParseDevice(first, &d)) return false;
       slot = module.Device(d);
@@ -244,7 +255,7 @@ bool Parser::ParseConfig() {
 
 // Consumes `def`/`kernel` and `@name`, registers the global and opens its scope.
 bool Parser::DeclareGlobal(FuncKind kind, FuncId* out) {
-  lex_.Next();
+  lex_.Skip();
   Token name;
   if (!Expect(Tok::kGlobal, "'@name'", &name)) return false;
   Symbol s = module.symbols.Intern(name.text);
@@ -288,7 +299,7 @@ bool Parser::ParseParams(FuncId f) {
   if (!Expect(Tok::kLParen, "'('")) return false;
   uint32_t begin = static_cast<uint32_t>(module.params.size());
   if (PeekIs(Tok::kRParen)) {
-    lex_.Next();
+    lex_.Skip();
   } else {
     while (true) {
       Token name;
@@ -301,8 +312,8 @@ bool Parser::ParseParams(FuncId f) {
       p.func = f;
       if (!ParseType(&p.type)) return false;
       if (PeekIdent("on")) {
-        lex_.Next();
-        Token first = lex_.Peek();
+        lex_.Skip();
+        const Token& first = lex_.Peek();
         p.device_loc = first.loc;
         if (!ParseDevice(first, &p.device)) return false;
       }
@@ -318,17 +329,17 @@ bool Parser::ParseParams(FuncId f) {
 
 bool Parser::ParseResult(FuncId f) {
   if (!PeekIs(Tok::kArrow)) return true;
-  lex_.Next();
+  lex_.Skip();
   TypeId type = kNoType;
   if (PeekIs(Tok::kQuestion)) {
-    lex_.Next();  // `-> ?`: result type not known (written only to carry `on vd`)
+    lex_.Skip();  // `-> ?`: result type not known (written only to carry `on vd`)
   } else if (!ParseType(&type)) {
     return false;
   }
   module.functions[f].result_type = type;
   if (PeekIdent("on")) {
-    lex_.Next();
-    Token first = lex_.Peek();
+    lex_.Skip();
+    const Token& first = lex_.Peek();
     module.functions[f].result_device_loc = first.loc;
     DeviceId d;
     if (!ParseDevice(first, &d)) return false;
@@ -373,7 +384,7 @@ bool Parser::ParseType(TypeId* out) {
     } else if (t.kind == Tok::kIdent && t.text == "fn") {
       if (!Expect(Tok::kLParen, "'(' after 'fn'")) return false;
       if (PeekIs(Tok::kRParen)) {
-        lex_.Next();
+        lex_.Skip();
         if (!Expect(Tok::kArrow, "'->' and the function's result type")) return false;
         type_frames_.push_back({2, static_cast<uint32_t>(type_items_.size())});
       } else {
@@ -386,7 +397,7 @@ bool Parser::ParseType(TypeId* out) {
       if (!Expect(Tok::kLBracket, "'[' and the tensor's dimensions")) return false;
       dims_.clear();
       if (PeekIs(Tok::kRBracket)) {
-        lex_.Next();
+        lex_.Skip();
       } else {
         while (true) {
           Token d = lex_.Next();
@@ -408,7 +419,7 @@ bool Parser::ParseType(TypeId* out) {
       leaf = types.Tensor(*dtype, dims_);
     } else if (t.kind == Tok::kLParen) {
       if (PeekIs(Tok::kRParen)) {
-        lex_.Next();
+        lex_.Skip();
         leaf = types.Tuple({});
       } else {
         type_frames_.push_back({0, static_cast<uint32_t>(type_items_.size())});
@@ -454,6 +465,7 @@ bool Parser::ParseType(TypeId* out) {
   }
 }
 
+// `t` may be the lexer's lookahead (see ParseAtom): it is read before any further token.
 bool Parser::ParseAtomFrom(const Token& t, Operand* out) {
   switch (t.kind) {
     case Tok::kLocal:
@@ -474,7 +486,7 @@ bool Parser::ParseAtomFrom(const Token& t, Operand* out) {
       out->index = static_cast<uint32_t>(module.ints.size());
       out->loc = t.loc;
       if (PeekIs(Tok::kRBracket)) {
-        lex_.Next();
+        lex_.Skip();
       } else {
         while (true) {
           Token n = lex_.Next();
@@ -496,7 +508,7 @@ bool Parser::ParseAtomFrom(const Token& t, Operand* out) {
 }
 
 bool Parser::ParseAttrValue(Operand* out) {
-  Token v = lex_.Peek();
+  const Token& v = lex_.Peek();
   switch (v.kind) {
     case Tok::kLocal:
     case Tok::kGlobal:
@@ -504,7 +516,7 @@ bool Parser::ParseAttrValue(Operand* out) {
     case Tok::kLBracket:
       return ParseAtom(out);
     case Tok::kString:
-      lex_.Next();
+      lex_.Skip();
       out->kind = OperandKind::kString;
       out->symbol = module.symbols.Intern(v.text);
       out->loc = v.loc;
@@ -512,12 +524,10 @@ bool Parser::ParseAttrValue(Operand* out) {
     case Tok::kQuestion:
     case Tok::kStar:
     case Tok::kSlash:
-      out->kind = OperandKind::kDevice;
-      out->loc = v.loc;
-      return ParseDevice(v, &out->index);
+      return ParseDeviceOperand(v, out);
     case Tok::kIdent:
       if (v.text == "true" || v.text == "false") {
-        lex_.Next();
+        lex_.Skip();
         out->kind = OperandKind::kBool;
         out->index = v.text == "true" ? 1 : 0;
         out->loc = v.loc;
@@ -526,11 +536,9 @@ bool Parser::ParseAttrValue(Operand* out) {
       // A device type, or a word that continues like a device literal (gpu:0), is a device.
       if (DeviceTypeFromName(v.text) || lex_.FollowedBy(v, ':') || lex_.FollowedBy(v, '[') ||
           lex_.FollowedBy(v, '/')) {
-        out->kind = OperandKind::kDevice;
-        out->loc = v.loc;
-        return ParseDevice(v, &out->index);
+        return ParseDeviceOperand(v, out);
       }
-      lex_.Next();
+      lex_.Skip();
       out->kind = OperandKind::kIdent;
       out->symbol = module.symbols.Intern(v.text);
       out->loc = v.loc;
@@ -560,8 +568,8 @@ bool Parser::ParseBlocks() {
 }
 
 bool Parser::ParseBinding() {
-  int previous_line = lex_.last_line();
-  Token name = lex_.Next();
+  const int previous_line = lex_.last_line();
+  const Token& name = lex_.Peek();
   if (name.loc.line == previous_line) return Fail(name.loc, "a binding must start on its own line");
   const BlockId block = frames_.back().block;
   BindingId b = static_cast<BindingId>(module.bindings.size());
@@ -570,10 +578,11 @@ bool Parser::ParseBinding() {
   Binding& binding = module.bindings.emplace_back();
   binding.name = module.symbols.Intern(name.text);
   binding.loc = name.loc;
+  lex_.Skip();
   binding.block = block;
   module.blocks[block].bindings.push_back(b);
   if (PeekIs(Tok::kColon)) {
-    lex_.Next();
+    lex_.Skip();
     if (!ParseType(&binding.declared_type)) return false;
   }
   if (!Expect(Tok::kEquals, "'='")) return false;
@@ -581,9 +590,9 @@ bool Parser::ParseBinding() {
   FuncId func = module.blocks[block].func;
   Expr& e = binding.expr;
   if (head.kind == Tok::kIdent && head.text == "if") {
-    Token kw = lex_.Next();
     e.kind = ExprKind::kIf;
-    e.loc = kw.loc;
+    e.loc = head.loc;
+    lex_.Skip();
     e.args = {static_cast<uint32_t>(module.operands.size()), 1};
     if (!ParseAtom(&module.operands.emplace_back())) return false;
     Token lb;
@@ -593,17 +602,19 @@ bool Parser::ParseBinding() {
     return true;
   }
   if (head.kind == Tok::kIdent && head.text == "fn") {
-    Token kw = lex_.Next();
+    e.kind = ExprKind::kFn;
+    e.loc = head.loc;
+    lex_.Skip();
     FuncId f = static_cast<FuncId>(module.functions.size());
     Function fn;
     fn.kind = FuncKind::kLocal;
     fn.name = binding.name;
-    fn.loc = kw.loc;
+    fn.loc = e.loc;
     fn.parent = func;
     fn.binding = b;
     module.functions.push_back(fn);
     if (PeekIs(Tok::kLBracket)) {
-      lex_.Next();
+      lex_.Skip();
       Token word = lex_.Next();
       if (word.kind != Tok::kIdent || word.text != "primitive") return Unexpected(word, "'primitive'");
       if (!Expect(Tok::kRBracket, "']'")) return false;
@@ -615,13 +626,15 @@ bool Parser::ParseBinding() {
     if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
     BlockId body = NewBlock(f, kNoBinding, lb.loc);
     module.functions[f].body = body;
-    e.kind = ExprKind::kFn;
-    e.loc = kw.loc;
     e.func = f;
     frames_.push_back({FrameKind::kFunctionBody, body, b, scopes_.Mark()});
     return true;
   }
-  if (!ParseSimpleExpr(&e)) return false;
+  if (head.kind == Tok::kIdent) {
+    if (!ParseOpCall(&e)) return false;
+  } else if (!ParseSimpleExpr(&e)) {
+    return false;
+  }
   return FinishBinding(b);
 }
 
@@ -634,24 +647,32 @@ bool Parser::FinishBinding(BindingId b) {
   return true;
 }
 
+// `op(…)` or `const(T)`, the most common expressions: their first token is read in place.
+bool Parser::ParseOpCall(Expr* e) {
+  const Token& name = lex_.Peek();
+  const absl::string_view op = name.text;  // outlives `name`, which the next token overwrites
+  e->loc = name.loc;
+  lex_.Skip();
+  if (!PeekIs(Tok::kLParen)) return Unexpected(lex_.Peek(), absl::StrCat("'(' after op '", op, "'"));
+  lex_.Skip();
+  if (op == "const") {
+    e->kind = ExprKind::kConst;
+    if (!ParseType(&e->const_type)) return false;
+    return Expect(Tok::kRParen, "')'");
+  }
+  e->kind = ExprKind::kOpCall;
+  e->op = module.symbols.Intern(op);
+  return ParseOpArgs(e);
+}
+
+// Any other expression: its first token is kept while the parser looks past it.
 bool Parser::ParseSimpleExpr(Expr* e) {
   Token t = lex_.Next();
   e->loc = t.loc;
   switch (t.kind) {
-    case Tok::kIdent:
-      if (!PeekIs(Tok::kLParen)) return Unexpected(lex_.Peek(), absl::StrCat("'(' after op '", t.text, "'"));
-      lex_.Next();
-      if (t.text == "const") {
-        e->kind = ExprKind::kConst;
-        if (!ParseType(&e->const_type)) return false;
-        return Expect(Tok::kRParen, "')'");
-      }
-      e->kind = ExprKind::kOpCall;
-      e->op = module.symbols.Intern(t.text);
-      return ParseOpArgs(e);
     case Tok::kGlobal:
       if (PeekIs(Tok::kLParen)) {
-        lex_.Next();
+        lex_.Skip();
         e->kind = ExprKind::kCallGlobal;
         e->op = module.symbols.Intern(t.text);
         return ParseAtomArgs(e, static_cast<uint32_t>(module.operands.size()));
@@ -661,14 +682,14 @@ bool Parser::ParseSimpleExpr(Expr* e) {
       if (PeekIs(Tok::kLParen)) {
         uint32_t begin = static_cast<uint32_t>(module.operands.size());
         if (!Resolve(t, &module.operands.emplace_back())) return false;
-        lex_.Next();
+        lex_.Skip();
         e->kind = ExprKind::kCallValue;
         return ParseAtomArgs(e, begin);
       }
       if (PeekIs(Tok::kDot)) {
         e->args = {static_cast<uint32_t>(module.operands.size()), 1};
         if (!Resolve(t, &module.operands.emplace_back())) return false;
-        lex_.Next();
+        lex_.Skip();
         Token index = lex_.Next();
         int64_t i;
         if (index.kind != Tok::kNumber) return Unexpected(index, "a field index");
@@ -697,7 +718,7 @@ bool Parser::ParseSimpleExpr(Expr* e) {
 // expression's args start at `begin`: before the atoms when the caller has appended a callee.
 bool Parser::ParseAtomArgs(Expr* e, uint32_t begin) {
   if (PeekIs(Tok::kRParen)) {
-    lex_.Next();
+    lex_.Skip();
   } else {
     while (true) {
       if (!ParseAtom(&module.operands.emplace_back())) return false;
@@ -715,33 +736,31 @@ bool Parser::ParseOpArgs(Expr* e) {
   uint32_t args_begin = static_cast<uint32_t>(module.operands.size());
   uint32_t attrs_begin = static_cast<uint32_t>(module.attrs.size());
   if (PeekIs(Tok::kRParen)) {
-    lex_.Next();
+    lex_.Skip();
   } else {
     while (true) {
-      Token a = lex_.Peek();
+      const Token& a = lex_.Peek();
       switch (a.kind) {
-        case Tok::kIdent:
-          lex_.Next();
+        case Tok::kIdent: {
+          Token word = lex_.Next();  // a copy: the next token decides what it is
           if (PeekIs(Tok::kEquals)) {
-            lex_.Next();
+            lex_.Skip();
             Attr& attr = module.attrs.emplace_back();
-            attr.key = module.symbols.Intern(a.text);
-            attr.loc = a.loc;
+            attr.key = module.symbols.Intern(word.text);
+            attr.loc = word.loc;
             if (!ParseAttrValue(&attr.value)) return false;
             break;
           }
           // A positional word is a device literal (cuda, cpu:0[llvm]); re-read it as one.
-          lex_.ResetTo(a, a.offset);
-          [[fallthrough]];
-        case Tok::kQuestion:
-        case Tok::kStar:
-        case Tok::kSlash: {
-          Operand& o = module.operands.emplace_back();
-          o.kind = OperandKind::kDevice;
-          o.loc = a.loc;
-          if (!ParseDevice(a, &o.index)) return false;
+          lex_.ResetTo(word, word.offset);
+          if (!ParseDeviceOperand(word, &module.operands.emplace_back())) return false;
           break;
         }
+        case Tok::kQuestion:
+        case Tok::kStar:
+        case Tok::kSlash:
+          if (!ParseDeviceOperand(a, &module.operands.emplace_back())) return false;
+          break;
         case Tok::kLocal:
         case Tok::kGlobal:
         case Tok::kNumber:
@@ -762,12 +781,12 @@ bool Parser::ParseOpArgs(Expr* e) {
 }
 
 bool Parser::ParseReturn() {
-  Token kw = lex_.Next();
   const Frame frame = frames_.back();
   Block& block = module.blocks[frame.block];
+  block.return_loc = lex_.Peek().loc;
+  lex_.Skip();
   if (!ParseAtom(&block.result)) return false;
   if (!Expect(Tok::kRBrace, "'}' after the returned value")) return false;
-  block.return_loc = kw.loc;
   block.has_return = true;
   // A long block's list grew by doubling; give back the slack (up to half of it) before the
   // planner runs on the module. Short lists keep theirs: shrinking costs an allocation.
