@@ -1,12 +1,14 @@
 // Parser of the IR text: one pass, names resolved on the fly, explicit stacks for nested blocks
 // and types so that no input depth reaches the C++ stack.
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "huge_pages.h"
 #include "lexer.h"
@@ -145,6 +147,13 @@ class Parser {
   std::vector<TypeFrame> type_frames_;
   std::vector<TypeId> type_items_;
   std::vector<int64_t> dims_;
+  // ParseDevice's cache of the literals it parsed last.
+  struct RecentDevice {
+    absl::string_view spelling;  // in the source: the literal and the byte that ended it
+    DeviceId device = kNoDevice;
+  };
+  std::array<RecentDevice, 4> recent_devices_;
+  size_t next_recent_device_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -352,6 +361,16 @@ bool Parser::ParseDevice(const Token& first, DeviceId* out) {
   if (first.kind == Tok::kError) return Fail(first.loc, std::string(first.text));
   if (first.kind == Tok::kEnd) return Unexpected(first, "a device literal");
   absl::string_view rest = lex_.source().substr(first.offset);
+  // Programs repeat a few literals (an on_device every few bindings), and parsing and interning one
+  // took ~750 instructions. ParseVirtualDevicePrefix reads nothing past the byte after the literal,
+  // so the same bytes up to and including that one make the same device.
+  for (const RecentDevice& recent : recent_devices_) {
+    if (!recent.spelling.empty() && absl::StartsWith(rest, recent.spelling)) {
+      *out = recent.device;
+      lex_.ResetTo(first, first.offset + static_cast<uint32_t>(recent.spelling.size() - 1));
+      return true;
+    }
+  }
   size_t consumed = 0;
   size_t error_offset = 0;
   absl::StatusOr<VirtualDevice> vd = ParseVirtualDevicePrefix(rest, &consumed, &error_offset);
@@ -360,6 +379,9 @@ bool Parser::ParseDevice(const Token& first, DeviceId* out) {
                 std::string(vd.status().message()));
   }
   *out = module.devices.Intern(*vd);
+  if (consumed < rest.size()) {
+    recent_devices_[next_recent_device_++ % recent_devices_.size()] = {rest.substr(0, consumed + 1), *out};
+  }
   lex_.ResetTo(first, first.offset + static_cast<uint32_t>(consumed));
   return true;
 }
