@@ -34,6 +34,9 @@ class Lexer {
  public:
   explicit Lexer(absl::string_view src) : src_(src) {}
 
+  // The next token, read in place in the lookahead: a Token is 40 bytes, and the parser peeks at
+  // most tokens only to dispatch on them. The reference stays valid, across a Skip() too, until the
+  // next Peek(), Skip() or Next().
   const Token& Peek() {
     if (!has_peek_) {
       Lex(&peek_);
@@ -41,13 +44,26 @@ class Lexer {
     }
     return peek_;
   }
-  Token Next() {
+  // Consumes the next token, for callers that need no copy of it.
+  void Skip() {
     Peek();
     has_peek_ = false;
     last_line_ = peek_.loc.line;
-    return peek_;
   }
-  // The line of the last token returned by Next().
+  // Consumes the next token and returns it, for callers that keep it while reading on.
+  Token Next() {
+    // One named result (NRVO): without a lookahead the token is lexed into the caller's object.
+    Token t;
+    if (has_peek_) {
+      t = peek_;
+      has_peek_ = false;
+    } else {
+      Lex(&t);
+    }
+    last_line_ = t.loc.line;
+    return t;
+  }
+  // The line of the last token consumed by Skip() or Next().
   int last_line() const { return last_line_; }
   absl::string_view source() const { return src_; }
   // Location of a byte offset at or after the start of token `anchor` (device literal errors).

@@ -1,12 +1,14 @@
 // Parser of the IR text: one pass, names resolved on the fly, explicit stacks for nested blocks
 // and types so that no input depth reaches the C++ stack.
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "huge_pages.h"
 #include "lexer.h"
@@ -84,9 +86,10 @@ class Parser {
     return Fail(t.loc, absl::StrCat("expected ", expected, ", found ", Describe(t)));
   }
   bool Expect(Tok kind, absl::string_view expected, Token* out = nullptr) {
-    Token t = lex_.Next();
+    const Token& t = lex_.Peek();
     if (t.kind != kind) return Unexpected(t, expected);
     if (out != nullptr) *out = t;
+    lex_.Skip();
     return true;
   }
   bool PeekIs(Tok kind) { return lex_.Peek().kind == kind; }
@@ -108,15 +111,25 @@ class Parser {
   bool ParseResult(FuncId f);
   bool ParseType(TypeId* out);
   bool ParseDevice(const Token& first, DeviceId* out);
+  bool ParseDeviceOperand(const Token& first, Operand* out) {
+    out->kind = OperandKind::kDevice;
+    out->loc = first.loc;
+    return ParseDevice(first, &out->index);
+  }
   bool ParseAtomFrom(const Token& t, Operand* out);
-  bool ParseAtom(Operand* out) { return ParseAtomFrom(lex_.Next(), out); }
+  bool ParseAtom(Operand* out) {
+    const Token& t = lex_.Peek();
+    lex_.Skip();
+    return ParseAtomFrom(t, out);
+  }
   bool ParseInt(const Token& t, int64_t* out);
   bool ParseAttrValue(Operand* out);
   bool ParseBlocks();
   bool ParseBinding();
+  bool ParseOpCall(Expr* e);
   bool ParseSimpleExpr(Expr* e);
   bool ParseOpArgs(Expr* e);
-  bool ParseAtomArgs(Expr* e, const Operand* first);
+  bool ParseAtomArgs(Expr* e, uint32_t begin);
   bool ParseReturn();
   bool FinishBinding(BindingId b);
   BlockId NewBlock(FuncId f, BindingId owner, SourceLoc loc);
@@ -134,6 +147,13 @@ class Parser {
   std::vector<TypeFrame> type_frames_;
   std::vector<TypeId> type_items_;
   std::vector<int64_t> dims_;
+  // ParseDevice's cache of the literals it parsed last.
+  struct RecentDevice {
+    absl::string_view spelling;  // in the source: the literal and the byte that ended it
+    DeviceId device = kNoDevice;
+  };
+  std::array<RecentDevice, 4> recent_devices_;
+  size_t next_recent_device_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -225,13 +245,13 @@ bool Parser::ParseConfig() {
         if (sep.kind == Tok::kRBracket) break;
         if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ']'");
       }
-      if (c.targets->empty()) lex_.Next();  // `[]`
+      if (c.targets->empty()) lex_.Skip();  // `[]`
     } else {
       bool is_default = key.text == "default";
       std::optional<VirtualDevice>& slot = is_default ? c.default_device : c.host_device;
       if (slot) return Fail(key.loc, absl::StrCat("duplicate config entry '", key.text, "'"));
       (is_default ? c.default_loc : c.host_loc) = key.loc;
-      Token first = lex_.Peek();
+      const Token& first = lex_.Peek();
       DeviceId d;
       if (!ParseDevice(first, &d)) return false;
       slot = module.Device(d);
@@ -244,7 +264,7 @@ bool Parser::ParseConfig() {
 
 // Consumes `def`/`kernel` and `@name`, registers the global and opens its scope.
 bool Parser::DeclareGlobal(FuncKind kind, FuncId* out) {
-  lex_.Next();
+  lex_.Skip();
   Token name;
   if (!Expect(Tok::kGlobal, "'@name'", &name)) return false;
   Symbol s = module.symbols.Intern(name.text);
@@ -288,25 +308,24 @@ bool Parser::ParseParams(FuncId f) {
   if (!Expect(Tok::kLParen, "'('")) return false;
   uint32_t begin = static_cast<uint32_t>(module.params.size());
   if (PeekIs(Tok::kRParen)) {
-    lex_.Next();
+    lex_.Skip();
   } else {
     while (true) {
       Token name;
       if (!Expect(Tok::kLocal, "a parameter '%name'", &name)) return false;
       if (!Expect(Tok::kColon, "':' and the parameter's type")) return false;
-      Param p;
+      ParamId id = static_cast<ParamId>(module.params.size());
+      Param& p = module.params.emplace_back();
       p.name = module.symbols.Intern(name.text);
       p.loc = name.loc;
       p.func = f;
       if (!ParseType(&p.type)) return false;
       if (PeekIdent("on")) {
-        lex_.Next();
-        Token first = lex_.Peek();
+        lex_.Skip();
+        const Token& first = lex_.Peek();
         p.device_loc = first.loc;
         if (!ParseDevice(first, &p.device)) return false;
       }
-      ParamId id = static_cast<ParamId>(module.params.size());
-      module.params.push_back(p);
       if (!Define(p.name, ValueRef::Param(id), p.loc)) return false;
       Token sep = lex_.Next();
       if (sep.kind == Tok::kRParen) break;
@@ -319,17 +338,17 @@ bool Parser::ParseParams(FuncId f) {
 
 bool Parser::ParseResult(FuncId f) {
   if (!PeekIs(Tok::kArrow)) return true;
-  lex_.Next();
+  lex_.Skip();
   TypeId type = kNoType;
   if (PeekIs(Tok::kQuestion)) {
-    lex_.Next();  // `-> ?`: result type not known (written only to carry `on vd`)
+    lex_.Skip();  // `-> ?`: result type not known (written only to carry `on vd`)
   } else if (!ParseType(&type)) {
     return false;
   }
   module.functions[f].result_type = type;
   if (PeekIdent("on")) {
-    lex_.Next();
-    Token first = lex_.Peek();
+    lex_.Skip();
+    const Token& first = lex_.Peek();
     module.functions[f].result_device_loc = first.loc;
     DeviceId d;
     if (!ParseDevice(first, &d)) return false;
@@ -342,6 +361,16 @@ bool Parser::ParseDevice(const Token& first, DeviceId* out) {
   if (first.kind == Tok::kError) return Fail(first.loc, std::string(first.text));
   if (first.kind == Tok::kEnd) return Unexpected(first, "a device literal");
   absl::string_view rest = lex_.source().substr(first.offset);
+  // Programs repeat a few literals (an on_device every few bindings), and parsing and interning one
+  // took ~750 instructions. ParseVirtualDevicePrefix reads nothing past the byte after the literal,
+  // so the same bytes up to and including that one make the same device.
+  for (const RecentDevice& recent : recent_devices_) {
+    if (!recent.spelling.empty() && absl::StartsWith(rest, recent.spelling)) {
+      *out = recent.device;
+      lex_.ResetTo(first, first.offset + static_cast<uint32_t>(recent.spelling.size() - 1));
+      return true;
+    }
+  }
   size_t consumed = 0;
   size_t error_offset = 0;
   absl::StatusOr<VirtualDevice> vd = ParseVirtualDevicePrefix(rest, &consumed, &error_offset);
@@ -350,6 +379,9 @@ bool Parser::ParseDevice(const Token& first, DeviceId* out) {
                 std::string(vd.status().message()));
   }
   *out = module.devices.Intern(*vd);
+  if (consumed < rest.size()) {
+    recent_devices_[next_recent_device_++ % recent_devices_.size()] = {rest.substr(0, consumed + 1), *out};
+  }
   lex_.ResetTo(first, first.offset + static_cast<uint32_t>(consumed));
   return true;
 }
@@ -374,7 +406,7 @@ bool Parser::ParseType(TypeId* out) {
     } else if (t.kind == Tok::kIdent && t.text == "fn") {
       if (!Expect(Tok::kLParen, "'(' after 'fn'")) return false;
       if (PeekIs(Tok::kRParen)) {
-        lex_.Next();
+        lex_.Skip();
         if (!Expect(Tok::kArrow, "'->' and the function's result type")) return false;
         type_frames_.push_back({2, static_cast<uint32_t>(type_items_.size())});
       } else {
@@ -387,7 +419,7 @@ bool Parser::ParseType(TypeId* out) {
       if (!Expect(Tok::kLBracket, "'[' and the tensor's dimensions")) return false;
       dims_.clear();
       if (PeekIs(Tok::kRBracket)) {
-        lex_.Next();
+        lex_.Skip();
       } else {
         while (true) {
           Token d = lex_.Next();
@@ -409,7 +441,7 @@ bool Parser::ParseType(TypeId* out) {
       leaf = types.Tensor(*dtype, dims_);
     } else if (t.kind == Tok::kLParen) {
       if (PeekIs(Tok::kRParen)) {
-        lex_.Next();
+        lex_.Skip();
         leaf = types.Tuple({});
       } else {
         type_frames_.push_back({0, static_cast<uint32_t>(type_items_.size())});
@@ -455,6 +487,7 @@ bool Parser::ParseType(TypeId* out) {
   }
 }
 
+// `t` may be the lexer's lookahead (see ParseAtom): it is read before any further token.
 bool Parser::ParseAtomFrom(const Token& t, Operand* out) {
   switch (t.kind) {
     case Tok::kLocal:
@@ -475,7 +508,7 @@ bool Parser::ParseAtomFrom(const Token& t, Operand* out) {
       out->index = static_cast<uint32_t>(module.ints.size());
       out->loc = t.loc;
       if (PeekIs(Tok::kRBracket)) {
-        lex_.Next();
+        lex_.Skip();
       } else {
         while (true) {
           Token n = lex_.Next();
@@ -497,7 +530,7 @@ bool Parser::ParseAtomFrom(const Token& t, Operand* out) {
 }
 
 bool Parser::ParseAttrValue(Operand* out) {
-  Token v = lex_.Peek();
+  const Token& v = lex_.Peek();
   switch (v.kind) {
     case Tok::kLocal:
     case Tok::kGlobal:
@@ -505,7 +538,7 @@ bool Parser::ParseAttrValue(Operand* out) {
     case Tok::kLBracket:
       return ParseAtom(out);
     case Tok::kString:
-      lex_.Next();
+      lex_.Skip();
       out->kind = OperandKind::kString;
       out->symbol = module.symbols.Intern(v.text);
       out->loc = v.loc;
@@ -513,12 +546,10 @@ bool Parser::ParseAttrValue(Operand* out) {
     case Tok::kQuestion:
     case Tok::kStar:
     case Tok::kSlash:
-      out->kind = OperandKind::kDevice;
-      out->loc = v.loc;
-      return ParseDevice(v, &out->index);
+      return ParseDeviceOperand(v, out);
     case Tok::kIdent:
       if (v.text == "true" || v.text == "false") {
-        lex_.Next();
+        lex_.Skip();
         out->kind = OperandKind::kBool;
         out->index = v.text == "true" ? 1 : 0;
         out->loc = v.loc;
@@ -527,11 +558,9 @@ bool Parser::ParseAttrValue(Operand* out) {
       // A device type, or a word that continues like a device literal (gpu:0), is a device.
       if (DeviceTypeFromName(v.text) || lex_.FollowedBy(v, ':') || lex_.FollowedBy(v, '[') ||
           lex_.FollowedBy(v, '/')) {
-        out->kind = OperandKind::kDevice;
-        out->loc = v.loc;
-        return ParseDevice(v, &out->index);
+        return ParseDeviceOperand(v, out);
       }
-      lex_.Next();
+      lex_.Skip();
       out->kind = OperandKind::kIdent;
       out->symbol = module.symbols.Intern(v.text);
       out->loc = v.loc;
@@ -561,56 +590,53 @@ bool Parser::ParseBlocks() {
 }
 
 bool Parser::ParseBinding() {
-  int previous_line = lex_.last_line();
-  Token name = lex_.Next();
+  const int previous_line = lex_.last_line();
+  const Token& name = lex_.Peek();
   if (name.loc.line == previous_line) return Fail(name.loc, "a binding must start on its own line");
-  const Frame frame = frames_.back();
-  Symbol sym = module.symbols.Intern(name.text);
+  const BlockId block = frames_.back().block;
   BindingId b = static_cast<BindingId>(module.bindings.size());
-  {
-    Binding binding;
-    binding.name = sym;
-    binding.loc = name.loc;
-    binding.block = frame.block;
-    module.bindings.push_back(binding);
-    module.blocks[frame.block].bindings.push_back(b);
-  }
+  // Filled in place, here and by ParseSimpleExpr (a Binding is 76 bytes): nothing appends to the
+  // bindings before this one is complete, so the reference stays valid.
+  Binding& binding = module.bindings.emplace_back();
+  binding.name = module.symbols.Intern(name.text);
+  binding.loc = name.loc;
+  lex_.Skip();
+  binding.block = block;
+  module.blocks[block].bindings.push_back(b);
   if (PeekIs(Tok::kColon)) {
-    lex_.Next();
-    TypeId t;
-    if (!ParseType(&t)) return false;
-    module.bindings[b].declared_type = t;
+    lex_.Skip();
+    if (!ParseType(&binding.declared_type)) return false;
   }
   if (!Expect(Tok::kEquals, "'='")) return false;
   const Token& head = lex_.Peek();
-  FuncId func = module.blocks[frame.block].func;
+  FuncId func = module.blocks[block].func;
+  Expr& e = binding.expr;
   if (head.kind == Tok::kIdent && head.text == "if") {
-    Token kw = lex_.Next();
-    Operand cond;
-    if (!ParseAtom(&cond)) return false;
+    e.kind = ExprKind::kIf;
+    e.loc = head.loc;
+    lex_.Skip();
+    e.args = {static_cast<uint32_t>(module.operands.size()), 1};
+    if (!ParseAtom(&module.operands.emplace_back())) return false;
     Token lb;
     if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
-    Expr e;
-    e.kind = ExprKind::kIf;
-    e.loc = kw.loc;
-    e.args = module.AddOperands({&cond, 1});
     e.then_block = NewBlock(func, b, lb.loc);
-    module.bindings[b].expr = e;
     frames_.push_back({FrameKind::kIfThen, e.then_block, b, scopes_.Mark()});
     return true;
   }
   if (head.kind == Tok::kIdent && head.text == "fn") {
-    Token kw = lex_.Next();
+    e.kind = ExprKind::kFn;
+    e.loc = head.loc;
+    lex_.Skip();
     FuncId f = static_cast<FuncId>(module.functions.size());
     Function fn;
     fn.kind = FuncKind::kLocal;
-    fn.name = sym;
-    fn.loc = kw.loc;
+    fn.name = binding.name;
+    fn.loc = e.loc;
     fn.parent = func;
     fn.binding = b;
     module.functions.push_back(fn);
     if (PeekIs(Tok::kLBracket)) {
-      lex_.Next();
+      lex_.Skip();
       Token word = lex_.Next();
       if (word.kind != Tok::kIdent || word.text != "primitive") return Unexpected(word, "'primitive'");
       if (!Expect(Tok::kRBracket, "']'")) return false;
@@ -622,17 +648,15 @@ bool Parser::ParseBinding() {
     if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
     BlockId body = NewBlock(f, kNoBinding, lb.loc);
     module.functions[f].body = body;
-    Expr e;
-    e.kind = ExprKind::kFn;
-    e.loc = kw.loc;
     e.func = f;
-    module.bindings[b].expr = e;
     frames_.push_back({FrameKind::kFunctionBody, body, b, scopes_.Mark()});
     return true;
   }
-  Expr e;
-  if (!ParseSimpleExpr(&e)) return false;
-  module.bindings[b].expr = e;
+  if (head.kind == Tok::kIdent) {
+    if (!ParseOpCall(&e)) return false;
+  } else if (!ParseSimpleExpr(&e)) {
+    return false;
+  }
   return FinishBinding(b);
 }
 
@@ -645,41 +669,49 @@ bool Parser::FinishBinding(BindingId b) {
   return true;
 }
 
+// `op(…)` or `const(T)`, the most common expressions: their first token is read in place.
+bool Parser::ParseOpCall(Expr* e) {
+  const Token& name = lex_.Peek();
+  const absl::string_view op = name.text;  // outlives `name`, which the next token overwrites
+  e->loc = name.loc;
+  lex_.Skip();
+  if (!PeekIs(Tok::kLParen)) return Unexpected(lex_.Peek(), absl::StrCat("'(' after op '", op, "'"));
+  lex_.Skip();
+  if (op == "const") {
+    e->kind = ExprKind::kConst;
+    if (!ParseType(&e->const_type)) return false;
+    return Expect(Tok::kRParen, "')'");
+  }
+  e->kind = ExprKind::kOpCall;
+  e->op = module.symbols.Intern(op);
+  return ParseOpArgs(e);
+}
+
+// Any other expression: its first token is kept while the parser looks past it.
 bool Parser::ParseSimpleExpr(Expr* e) {
   Token t = lex_.Next();
   e->loc = t.loc;
   switch (t.kind) {
-    case Tok::kIdent:
-      if (!PeekIs(Tok::kLParen)) return Unexpected(lex_.Peek(), absl::StrCat("'(' after op '", t.text, "'"));
-      lex_.Next();
-      if (t.text == "const") {
-        e->kind = ExprKind::kConst;
-        if (!ParseType(&e->const_type)) return false;
-        return Expect(Tok::kRParen, "')'");
-      }
-      e->kind = ExprKind::kOpCall;
-      e->op = module.symbols.Intern(t.text);
-      return ParseOpArgs(e);
     case Tok::kGlobal:
       if (PeekIs(Tok::kLParen)) {
-        lex_.Next();
+        lex_.Skip();
         e->kind = ExprKind::kCallGlobal;
         e->op = module.symbols.Intern(t.text);
-        return ParseAtomArgs(e, nullptr);
+        return ParseAtomArgs(e, static_cast<uint32_t>(module.operands.size()));
       }
       break;
     case Tok::kLocal:
       if (PeekIs(Tok::kLParen)) {
-        Operand callee;
-        if (!Resolve(t, &callee)) return false;
-        lex_.Next();
+        uint32_t begin = static_cast<uint32_t>(module.operands.size());
+        if (!Resolve(t, &module.operands.emplace_back())) return false;
+        lex_.Skip();
         e->kind = ExprKind::kCallValue;
-        return ParseAtomArgs(e, &callee);
+        return ParseAtomArgs(e, begin);
       }
       if (PeekIs(Tok::kDot)) {
-        Operand tuple;
-        if (!Resolve(t, &tuple)) return false;
-        lex_.Next();
+        e->args = {static_cast<uint32_t>(module.operands.size()), 1};
+        if (!Resolve(t, &module.operands.emplace_back())) return false;
+        lex_.Skip();
         Token index = lex_.Next();
         int64_t i;
         if (index.kind != Tok::kNumber) return Unexpected(index, "a field index");
@@ -687,37 +719,31 @@ bool Parser::ParseSimpleExpr(Expr* e) {
         if (i < 0 || i > INT32_MAX) return Fail(index.loc, "a field index must be a non-negative integer");
         e->kind = ExprKind::kProject;
         e->index = static_cast<uint32_t>(i);
-        e->args = module.AddOperands({&tuple, 1});
         return true;
       }
       break;
     case Tok::kLParen:
       e->kind = ExprKind::kTuple;
-      return ParseAtomArgs(e, nullptr);
+      return ParseAtomArgs(e, static_cast<uint32_t>(module.operands.size()));
     case Tok::kNumber:
     case Tok::kLBracket:
       break;
     default:
       return Unexpected(t, "an expression");
   }
-  Operand atom;
-  if (!ParseAtomFrom(t, &atom)) return false;
   e->kind = ExprKind::kAlias;
-  e->args = module.AddOperands({&atom, 1});
-  return true;
+  e->args = {static_cast<uint32_t>(module.operands.size()), 1};
+  return ParseAtomFrom(t, &module.operands.emplace_back());
 }
 
-// `(` already consumed: atoms separated by commas up to `)`. `first` is prepended (a callee).
-bool Parser::ParseAtomArgs(Expr* e, const Operand* first) {
-  uint32_t begin = static_cast<uint32_t>(module.operands.size());
-  if (first != nullptr) module.operands.push_back(*first);
+// `(` already consumed: atoms separated by commas up to `)`, appended to Module::operands. The
+// expression's args start at `begin`: before the atoms when the caller has appended a callee.
+bool Parser::ParseAtomArgs(Expr* e, uint32_t begin) {
   if (PeekIs(Tok::kRParen)) {
-    lex_.Next();
+    lex_.Skip();
   } else {
     while (true) {
-      Operand o;
-      if (!ParseAtom(&o)) return false;
-      module.operands.push_back(o);
+      if (!ParseAtom(&module.operands.emplace_back())) return false;
       Token sep = lex_.Next();
       if (sep.kind == Tok::kRParen) break;
       if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ')'");
@@ -732,45 +758,36 @@ bool Parser::ParseOpArgs(Expr* e) {
   uint32_t args_begin = static_cast<uint32_t>(module.operands.size());
   uint32_t attrs_begin = static_cast<uint32_t>(module.attrs.size());
   if (PeekIs(Tok::kRParen)) {
-    lex_.Next();
+    lex_.Skip();
   } else {
     while (true) {
-      Token a = lex_.Peek();
-      Operand o;
+      const Token& a = lex_.Peek();
       switch (a.kind) {
         case Tok::kIdent: {
-          lex_.Next();
+          Token word = lex_.Next();  // a copy: the next token decides what it is
           if (PeekIs(Tok::kEquals)) {
-            lex_.Next();
-            Attr attr;
-            attr.key = module.symbols.Intern(a.text);
-            attr.loc = a.loc;
+            lex_.Skip();
+            Attr& attr = module.attrs.emplace_back();
+            attr.key = module.symbols.Intern(word.text);
+            attr.loc = word.loc;
             if (!ParseAttrValue(&attr.value)) return false;
-            module.attrs.push_back(attr);
             break;
           }
           // A positional word is a device literal (cuda, cpu:0[llvm]); re-read it as one.
-          lex_.ResetTo(a, a.offset);
-          o.kind = OperandKind::kDevice;
-          o.loc = a.loc;
-          if (!ParseDevice(a, &o.index)) return false;
-          module.operands.push_back(o);
+          lex_.ResetTo(word, word.offset);
+          if (!ParseDeviceOperand(word, &module.operands.emplace_back())) return false;
           break;
         }
         case Tok::kQuestion:
         case Tok::kStar:
         case Tok::kSlash:
-          o.kind = OperandKind::kDevice;
-          o.loc = a.loc;
-          if (!ParseDevice(a, &o.index)) return false;
-          module.operands.push_back(o);
+          if (!ParseDeviceOperand(a, &module.operands.emplace_back())) return false;
           break;
         case Tok::kLocal:
         case Tok::kGlobal:
         case Tok::kNumber:
         case Tok::kLBracket:
-          if (!ParseAtom(&o)) return false;
-          module.operands.push_back(o);
+          if (!ParseAtom(&module.operands.emplace_back())) return false;
           break;
         default:
           return Unexpected(a, "an argument (an atom, a device literal or key=value)");
@@ -786,14 +803,12 @@ bool Parser::ParseOpArgs(Expr* e) {
 }
 
 bool Parser::ParseReturn() {
-  Token kw = lex_.Next();
   const Frame frame = frames_.back();
-  Operand result;
-  if (!ParseAtom(&result)) return false;
-  if (!Expect(Tok::kRBrace, "'}' after the returned value")) return false;
   Block& block = module.blocks[frame.block];
-  block.result = result;
-  block.return_loc = kw.loc;
+  block.return_loc = lex_.Peek().loc;
+  lex_.Skip();
+  if (!ParseAtom(&block.result)) return false;
+  if (!Expect(Tok::kRBrace, "'}' after the returned value")) return false;
   block.has_return = true;
   // A long block's list grew by doubling; give back the slack (up to half of it) before the
   // planner runs on the module. Short lists keep theirs: shrinking costs an allocation.

@@ -46,6 +46,11 @@ TEST(IrErrors, BadDeviceLiteral) {
               {3, 22, "unknown device type 'gpu'"});
 }
 
+TEST(IrErrors, BadDeviceLiteralThatStartsLikeAnEarlierOne) {
+  ExpectError("def @main(%a: f32[2]) {\n  %0 = on_device(%a, cuda:0)\n  %1 = on_device(%0, cuda:0x)\n  return %1\n}\n",
+              {3, 28, "unexpected 'x' in device literal"});
+}
+
 TEST(IrErrors, DeviceTargetMismatch) {
   ExpectError("def @main(%a: f32[2] on cpu:0[cuda]) {\n  return %a\n}\n", {1, 31, "disagrees with target"});
 }

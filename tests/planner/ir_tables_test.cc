@@ -1,6 +1,8 @@
 // The module's interning tables: symbols, types, devices.
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "planner/ir_test_util.h"
 #include "vdev/builtin_ops.h"
@@ -88,6 +90,25 @@ TEST(DeviceTable, InternsEqualDevicesOnce) {
   EXPECT_EQ(t.Intern(VirtualDevice::Make(DeviceType::kCUDA, 0, std::nullopt, "global").value()), a);
   EXPECT_NE(t.Intern(*ParseVirtualDevice("cuda:1/global")), a);
   EXPECT_EQ(t.Get(a).ToString(), "cuda:0/global");
+}
+
+// The parser reuses the device of a literal it has just read when the same bytes, and the one after
+// them, come again; a literal that only starts like an earlier one is a device of its own.
+TEST(DeviceTable, ParsedLiteralsThatStartAlikeStayDistinct) {
+  const char* literals[] = {"cuda:0", "cuda:0", "cuda:0[cuda]", "cuda:0/global", "cuda:01", "cuda:0 ", "cuda",
+                            "cuda:0"};
+  std::string text = "def @main(%a: f32[2]) {\n  %b0 = add(%a, %a)\n";
+  for (size_t i = 0; i < std::size(literals); ++i)
+    absl::StrAppend(&text, "  %b", i + 1, " = on_device(%b", i, ", ", literals[i], ")\n");
+  absl::StrAppend(&text, "  return %b", std::size(literals), "\n}\n");
+  std::optional<Module> m = testing::ParseAndVerify(text);
+  ASSERT_TRUE(m.has_value());
+  for (size_t i = 0; i < std::size(literals); ++i) {
+    const Operand& device = m->Args(m->bindings[i + 1].expr)[1];
+    EXPECT_EQ(m->Device(device.index), *ParseVirtualDevice(absl::StripTrailingAsciiWhitespace(literals[i])))
+        << literals[i];
+  }
+  EXPECT_EQ(m->devices.size(), 5u);  // cuda:0, cuda:0[cuda], cuda:0/global, cuda:01 (cuda:1), cuda
 }
 
 TEST(Module, CloneIsDeepAndKeepsIds) {
