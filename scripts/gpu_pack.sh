@@ -5,7 +5,8 @@ set -e
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 DEST=${1:-/work/main/.gpu}
 rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib" "$DEST/scripts" "$DEST/bench"
-cp "$SRC/build/tools/vdev" "$SRC/build/tests/runtime/runtime_cuda_test" "$SRC/build/bench/allreduce_bench" "$DEST/bin/"
+cp "$SRC/build/tools/vdev" "$SRC/build/tests/runtime/runtime_cuda_test" \
+  "$SRC/build/tests/runtime/runtime_cuda_one_gpu_test" "$SRC/build/bench/allreduce_bench" "$DEST/bin/"
 strip --strip-debug "$DEST"/bin/*  # debug info is most of their size; a device call carries at most 64 MiB
 for lib in $(ldd "$DEST"/bin/* | awk '/libabsl|libz3/ {print $3}' | sort -u); do cp -L "$lib" "$DEST/lib/"; done
 cp "$SRC/scripts/gpu_run.sh" "$DEST/scripts/"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One device call: GPU tests, the all-reduce bench on 2 and 4 GPUs (3 on request: stage bench3), the
+# One device call: GPU tests (stage onegpu: every world size 2..8 on one GPU), the all-reduce bench on 2 and 4 GPUs (3 on request: stage bench3), the
 # PyTorch peer, sanitizers (on 2 GPUs, and on 4 for the readers that only run with 3 or more workers).
 # Runs from a copy of the tree with prebuilt binaries in bin/ and their libraries in lib/
 # (scripts/gpu_pack.sh); results go to $OUT. NVLink multicast stays off throughout.
@@ -7,7 +7,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export VDEV_TIMEOUT_MS=60000  # session waits (NCCL set-up, graph instantiation); kernel waits stay bounded at 8 s
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH}
-STAGES=${STAGES:-"test bench2 bench4 torch sanitize sanitize4"}
+STAGES=${STAGES:-"test onegpu bench2 bench4 torch sanitize sanitize4"}
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
@@ -30,6 +30,18 @@ for stage in $STAGES; do
         fi
       done
       BENCH_ARGS="$BENCH_ARGS --variants $(echo $variants | tr ' ' ,)" ;;
+    onegpu)
+      # The kernels of 2..8 workers on GPU 0 alone (tests/runtime/cuda_one_gpu_world_test.cc).
+      # Then under compute-sanitizer: the readers of 5..8 workers run nowhere else.
+      CUDA_VISIBLE_DEVICES=0 timeout 300 bin/runtime_cuda_one_gpu_test 2>&1 | tee "$OUT/one_gpu_test.log" \
+        | grep -E "OK|FAILED|SKIPPED|Failure|rror"
+      # memcheck did not finish the random back-to-back test in 400 s (racecheck does, in ~70 s): left out there.
+      for tool in memcheck racecheck; do
+        filter=$([ $tool = memcheck ] && echo "-*RandomBackToBack*" || echo "*")
+        CUDA_VISIBLE_DEVICES=0 timeout 400 compute-sanitizer --tool $tool --error-exitcode 9 bin/runtime_cuda_one_gpu_test \
+          --gtest_filter="$filter" 2>&1 | grep -vE "^\[ RUN" | tail -20
+        echo "$tool exit ${PIPESTATUS[0]}"
+      done 2>&1 | tee "$OUT/one_gpu_sanitize.log" ;;
     bench2|bench3|bench4)
       # All variants; then kAuto's table derived from this run; then auto again with that table.
       n=${stage#bench}

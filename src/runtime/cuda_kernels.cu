@@ -814,8 +814,6 @@ __global__ void __launch_bounds__(kSentinelMaxThreads, MinBlocksFor64Registers(k
   FinishEpoch(a.epochs, call);
 }
 
-using KernelFn = void (*)(KernelArgs);
-
 // Blocks for `units` 16-byte packs or lines: one block per kUnitsPerBlock of them, so mid-sized
 // messages spread over many SMs (one SM alone cannot keep NVLink busy), at most kMaxBlocks.
 constexpr size_t kUnitsPerBlock = 128;
@@ -849,80 +847,83 @@ int LLBlocks(size_t lines, size_t per_block) {
   ((world) > 2 ? ((one_round) ? VDEV_KERNELS_2(name, kPeersAtOnce, true) : VDEV_KERNELS_2(name, kPeersAtOnce, false)) \
                : ((one_round) ? VDEV_KERNELS_2(name, 1, true) : VDEV_KERNELS_2(name, 1, false)))
 
-cudaError_t Start(const Kernels& kernels, DataType type, const KernelArgs& args, int blocks, cudaStream_t stream,
-                  bool programmatic, int threads = kThreads) {
-  KernelFn kernel = type == DataType::kF32    ? kernels.f32
-                    : type == DataType::kF16  ? kernels.f16
-                    : type == DataType::kBF16 ? kernels.bf16
-                                              : nullptr;
-  if (kernel == nullptr) return cudaErrorInvalidValue;
+// The instance of `kernels` for `type`, or null for a type without one.
+KernelFn ForType(const Kernels& kernels, DataType type) {
+  return type == DataType::kF32    ? kernels.f32
+         : type == DataType::kF16  ? kernels.f16
+         : type == DataType::kBF16 ? kernels.bf16
+                                   : nullptr;
+}
+
+cudaError_t Start(const KernelLaunch& launch, const KernelArgs& args, cudaStream_t stream, bool programmatic) {
+  if (launch.kernel == nullptr) return cudaErrorInvalidValue;
   cudaLaunchAttribute overlap;
   overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   overlap.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(blocks);
-  config.blockDim = dim3(threads);
+  config.gridDim = dim3(launch.blocks);
+  config.blockDim = dim3(launch.threads);
   config.stream = stream;
   config.attrs = &overlap;
   config.numAttrs = programmatic ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, args);
+  return cudaLaunchKernelEx(&config, launch.kernel, args);
 }
 
 }  // namespace
 
-cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelArgs a, cudaStream_t stream,
-                            bool programmatic) {
+KernelLaunch PlanAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelArgs& a) {
   const size_t elem = DataTypeSize(type);
   const size_t n = a.count;
   switch (algorithm) {
     case AllReduceAlgorithm::kOneShot:
       a.slot_bytes = OneShotSlotBytes(n, elem);
-      return Start(VDEV_KERNELS(OneShotKernel), type, a, BlocksFor((n * elem + 15) / 16), stream, programmatic);
-    case AllReduceAlgorithm::kOneShotLL:
+      return {ForType(VDEV_KERNELS(OneShotKernel), type), BlocksFor((n * elem + 15) / 16), kThreads};
+    case AllReduceAlgorithm::kOneShotLL: {
       a.slot_bytes = OneShotLLSlotBytes(n, elem);
-    {
       const size_t lines = OneShotLLLines(n, elem);
       const int blocks = LLBlocks(lines, kLLThreads);
       const bool one_round = (lines + blocks - 1) / blocks <= size_t{kLLThreads};
-      return Start(VDEV_ONE_SHOT_KERNELS(OneShotLLKernel, a.world, one_round), type, a, blocks, stream, programmatic,
-                   kLLThreads);
+      return {ForType(VDEV_ONE_SHOT_KERNELS(OneShotLLKernel, a.world, one_round), type), blocks, kLLThreads};
     }
-    case AllReduceAlgorithm::kOneShotLL128:
+    case AllReduceAlgorithm::kOneShotLL128: {
       a.slot_bytes = OneShotLL128SlotBytes(n, elem);
-    {
       const size_t lines = OneShotLL128Lines(n, elem);
       const int blocks = LLBlocks(lines, 16);
       const bool one_round = (lines + blocks - 1) / blocks <= size_t{kLL128Threads / 32 * 4};  // 4 lines a warp
-      return Start(VDEV_ONE_SHOT_KERNELS(OneShotLL128Kernel, a.world, one_round), type, a, blocks, stream,
-                   programmatic, kLL128Threads);
+      return {ForType(VDEV_ONE_SHOT_KERNELS(OneShotLL128Kernel, a.world, one_round), type), blocks, kLL128Threads};
     }
-    case AllReduceAlgorithm::kOneShotSentinel:
+    case AllReduceAlgorithm::kOneShotSentinel: {
       a.slot_bytes = OneShotSlotBytes(n, elem);
-    {
       const size_t packs = (n * elem + 15) / 16;
       const int blocks = LLBlocks(packs, kSentinelPacksPerBlock);
       const size_t per_block = RoundUpTo((packs + blocks - 1) / blocks, 32);
       const int threads = static_cast<int>(std::clamp<size_t>(per_block, 64, kSentinelMaxThreads));
       const bool one_round = (packs + blocks - 1) / blocks <= static_cast<size_t>(threads);
-      return Start(VDEV_ONE_SHOT_KERNELS(OneShotSentinelKernel, a.world, one_round), type, a, blocks, stream,
-                   programmatic, threads);
+      return {ForType(VDEV_ONE_SHOT_KERNELS(OneShotSentinelKernel, a.world, one_round), type), blocks, threads};
     }
     case AllReduceAlgorithm::kTwoShot:
       a.slot_bytes = TwoShotSlotBytes(n, a.world, elem);
       a.chunk_elems = TwoShotChunkElems(n, a.world, elem);
-      return Start(VDEV_KERNELS(TwoShotKernel), type, a, BlocksFor(a.chunk_elems * elem / 16), stream, programmatic);
+      return {ForType(VDEV_KERNELS(TwoShotKernel), type), BlocksFor(a.chunk_elems * elem / 16), kThreads};
     case AllReduceAlgorithm::kTwoShotLL:
       a.slot_bytes = TwoShotLLSlotBytes(n, a.world, elem);
       a.chunk_elems = TwoShotChunkElems(n, a.world, elem);
-      return Start(VDEV_KERNELS(TwoShotLLKernel), type, a, BlocksFor(a.chunk_elems * elem / 8), stream, programmatic);
+      return {ForType(VDEV_KERNELS(TwoShotLLKernel), type), BlocksFor(a.chunk_elems * elem / 8), kThreads};
     default:
-      return cudaErrorInvalidValue;
+      return {};
   }
 }
 
+cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelArgs a, cudaStream_t stream,
+                            bool programmatic) {
+  const KernelLaunch launch = PlanAllReduce(algorithm, type, a);
+  return Start(launch, a, stream, programmatic);
+}
+
 cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, cudaStream_t stream, bool programmatic) {
-  return Start(VDEV_KERNELS(ZeroCopyOneShotKernel), type, args, BlocksFor((args.count * DataTypeSize(type) + 15) / 16),
-               stream, programmatic);
+  const KernelLaunch launch{ForType(VDEV_KERNELS(ZeroCopyOneShotKernel), type),
+                            BlocksFor((args.count * DataTypeSize(type) + 15) / 16), kThreads};
+  return Start(launch, args, stream, programmatic);
 }
 
 }  // namespace vdev::internal

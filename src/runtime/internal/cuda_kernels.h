@@ -30,6 +30,18 @@ struct KernelArgs {
   int* error = nullptr;                   // host-mapped; set to peer + 1 on a timed-out wait
 };
 
+// A kernel instance and its grid. A null kernel: no kernel for that algorithm or data type.
+using KernelFn = void (*)(KernelArgs);
+struct KernelLaunch {
+  KernelFn kernel = nullptr;
+  int blocks = 0;
+  int threads = 0;
+};
+// What LaunchAllReduce enqueues for `algorithm` on args.count elements of `type`: the kernel instance
+// (for args.world workers) and its grid, with args.slot_bytes and args.chunk_elems set. Tests that
+// run several workers on one GPU ask it how many blocks must be resident together.
+KernelLaunch PlanAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelArgs& args);
+
 // Enqueues the kernel of `algorithm` (kOneShot, kOneShotLL, kOneShotLL128, kTwoShot or kTwoShotLL)
 // for args.count elements of `type`; sets the slot layout (slot_bytes, chunk_elems) and picks the
 // grid, which is equal on all workers for equal calls (the barriers pair block b with block b).
