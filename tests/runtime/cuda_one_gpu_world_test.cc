@@ -4,7 +4,7 @@
 // barrier_in, barrier_out, epochs), each worker launches on its own stream, and the kernels meet
 // through the same flags, lines and slots as across GPUs. What this checks: the protocol and the
 // index arithmetic for every world size — exact sums, results bitwise equal on all workers, inputs
-// intact, back-to-back calls of mixed kernels and sizes, a missing worker reported. What it cannot:
+// intact, back-to-back calls of mixed kernels and sizes, zero-copy calls, a missing worker reported. What it cannot:
 // NVLink's ordering and delivery, and speed. LL128 is left out: it relies on NVLink delivering a
 // 128-byte line as one unit, which nothing promises between two SMs of one GPU (the communicator
 // never runs it for workers that share a GPU either).
@@ -76,6 +76,7 @@ class OneGpuWorld {
     VDEV_RETURN_IF_ERROR(w->AllocateRegions(
         AllReduceWorkspaceBytes(AllReduceAlgorithm::kOneShotSentinel, world, max_bytes / 2, DataType::kBF16), 0xff,
         &w->sentinel_));
+    VDEV_RETURN_IF_ERROR(w->AllocateRegions(max_bytes, 0, &w->inputs_));
     for (int r = 0; r < world; ++r) {
       VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&w->streams_[r], cudaStreamNonBlocking)));
     }
@@ -93,7 +94,7 @@ class OneGpuWorld {
     for (cudaStream_t s : streams_) {
       if (s != nullptr) cudaStreamDestroy(s);
     }
-    for (std::vector<Region>* regions : {&main_, &ll_, &sentinel_}) {
+    for (std::vector<Region>* regions : {&main_, &ll_, &sentinel_, &inputs_}) {
       for (Region& r : *regions) cudaFree(r.base);
     }
     if (error_host_ != nullptr) cudaFreeHost(const_cast<int*>(error_host_));
@@ -122,24 +123,23 @@ class OneGpuWorld {
     const bool ll = algorithm == AllReduceAlgorithm::kOneShotLL || algorithm == AllReduceAlgorithm::kTwoShotLL;
     const std::vector<Region>& regions =
         ll ? ll_ : algorithm == AllReduceAlgorithm::kOneShotSentinel ? sentinel_ : main_;
-    KernelArgs a;
-    a.in = in;
-    a.out = out;
-    a.count = count;
-    a.rank = rank;
-    a.world = world_;
-    for (int j = 0; j < world_; ++j) {
-      a.data[j] = regions[j].base;
-      a.flags_in[j] = reinterpret_cast<uint64_t*>(regions[j].base + regions[j].layout.barrier_in_offset);
-      a.flags_out[j] = reinterpret_cast<uint64_t*>(regions[j].base + regions[j].layout.barrier_out_offset);
-    }
+    KernelArgs a = ArgsFor(regions, rank, in, out, count);
     // The LL kernels count their own calls; the others share the main workspace's epochs.
     const Region& epochs = ll ? ll_[rank] : main_[rank];
     a.epochs = reinterpret_cast<uint64_t*>(epochs.base + epochs.layout.epochs_offset);
     a.half_bytes = internal::HalfBytes(regions[rank].size);
-    a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(timeout_));
-    a.error = error_device_;
     return Cuda(internal::LaunchAllReduce(algorithm, type, a, streams_[rank], programmatic));
+  }
+
+  // Worker `rank`'s zero-copy input (at least max_bytes, in a region of its own).
+  char* Input(int rank) const { return inputs_[rank].base; }
+  cudaStream_t stream(int rank) const { return streams_[rank]; }
+
+  // Enqueues worker `rank`'s zero-copy call on Input(0..world-1), as CudaCommunicator::AllReduceZeroCopy.
+  // Its grid is that of one-shot for the same count (Fits(kOneShot, ...) answers for it).
+  absl::Status EnqueueZeroCopy(int rank, DataType type, void* out, size_t count, bool programmatic) {
+    const KernelArgs a = ArgsFor(inputs_, rank, Input(rank), out, count);
+    return Cuda(internal::LaunchZeroCopyOneShot(type, a, streams_[rank], programmatic));
   }
 
   // Waits for every worker's stream; a timed-out wait inside a kernel becomes an error naming the
@@ -158,6 +158,25 @@ class OneGpuWorld {
     size_t size = 0;  // the data part, as IPCMemory::size
     RegionLayout layout;
   };
+
+  // Every worker's region of `regions`, with their flags; epochs of `rank`'s region.
+  KernelArgs ArgsFor(const std::vector<Region>& regions, int rank, const void* in, void* out, size_t count) const {
+    KernelArgs a;
+    a.in = in;
+    a.out = out;
+    a.count = count;
+    a.rank = rank;
+    a.world = world_;
+    for (int j = 0; j < world_; ++j) {
+      a.data[j] = regions[j].base;
+      a.flags_in[j] = reinterpret_cast<uint64_t*>(regions[j].base + regions[j].layout.barrier_in_offset);
+      a.flags_out[j] = reinterpret_cast<uint64_t*>(regions[j].base + regions[j].layout.barrier_out_offset);
+    }
+    a.epochs = reinterpret_cast<uint64_t*>(regions[rank].base + regions[rank].layout.epochs_offset);
+    a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(timeout_));
+    a.error = error_device_;
+    return a;
+  }
 
   OneGpuWorld(int world, absl::Duration timeout) : world_(world), timeout_(timeout), streams_(world, nullptr) {}
 
@@ -179,6 +198,7 @@ class OneGpuWorld {
   int device_ = 0;
   int sms_ = 0;
   std::vector<Region> main_, ll_, sentinel_;  // [worker]
+  std::vector<Region> inputs_;                // [worker]: zero-copy inputs, as IPC memory
   std::vector<cudaStream_t> streams_;
   volatile int* error_host_ = nullptr;
   int* error_device_ = nullptr;
@@ -377,6 +397,56 @@ TEST(CudaOneGpuWorldTest, RandomBackToBackCallsForEveryWorldSize) {
                                           programmatic ? ", programmatic launch" : ""));
           ASSERT_TRUE(s.ok()) << s;
         }
+      }
+    }
+  }
+}
+
+// Zero-copy: every worker's input lies in its IPC region, and before each of its back-to-back calls a
+// producer (a copy on the worker's stream) rewrites it. This checks the zero-copy kernel's sums and
+// flag indexing for every world size; it does not reproduce the race its exit barrier prevents (a
+// kernel that left while a peer still read its input): workers on one GPU finish too closely
+// together, and a mutant without that barrier passed here. CudaAllReduceTest.ZeroCopyExactSums* on 2
+// and 4 GPUs fail without it.
+template <typename T>
+absl::Status ZeroCopyBackToBack(OneGpuWorld& w, DataType type, size_t count, int salt, bool programmatic) {
+  constexpr int kCalls = 6;
+  const std::string what = absl::StrCat("zero-copy, ", Describe(w.world(), AllReduceAlgorithm::kOneShot, type, count,
+                                                                false));
+  VDEV_ASSIGN_OR_RETURN(bool fits, w.Fits(AllReduceAlgorithm::kOneShot, type, count, programmatic));
+  if (!fits) return absl::FailedPreconditionError(absl::StrCat(what, ": the grids do not fit on this GPU together"));
+  std::vector<CallBuffers<T>> calls;  // each call's inputs (staged here, copied in by the producer) and outputs
+  for (int k = 0; k < kCalls; ++k) {
+    VDEV_ASSIGN_OR_RETURN(CallBuffers<T> b, CallBuffers<T>::Create(w.world(), count, salt + k, false));
+    calls.push_back(std::move(b));
+  }
+  for (int k = 0; k < kCalls; ++k) {
+    for (int r = 0; r < w.world(); ++r) {
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(w.Input(r), calls[k].in(r), count * sizeof(T),
+                                                cudaMemcpyDeviceToDevice, w.stream(r))));
+      VDEV_RETURN_IF_ERROR(w.EnqueueZeroCopy(r, type, calls[k].out(r), count, programmatic));
+    }
+  }
+  VDEV_RETURN_IF_ERROR(w.Synchronize());
+  for (int k = 0; k < kCalls; ++k) VDEV_RETURN_IF_ERROR(calls[k].Check(absl::StrCat(what, ", call ", k)));
+  return absl::OkStatus();
+}
+
+TEST(CudaOneGpuWorldTest, ZeroCopyBackToBackForEveryWorldSize) {
+  REQUIRE_A_GPU();
+  int salt = 5000;
+  for (bool programmatic : {false, true}) {
+    for (int world = 2; world <= kMaxWorkers; ++world) {
+      absl::StatusOr<std::unique_ptr<OneGpuWorld>> w = OneGpuWorld::Create(world, 16 << 10);
+      ASSERT_TRUE(w.ok()) << w.status();
+      for (size_t count : {1, 3, 7, 9, 1000, 4096}) {
+        salt += 10;
+        absl::Status s = ZeroCopyBackToBack<float>(**w, DataType::kF32, count, salt, programmatic);
+        ASSERT_TRUE(s.ok()) << s;
+        s = ZeroCopyBackToBack<__half>(**w, DataType::kF16, count + 1, salt, programmatic);
+        ASSERT_TRUE(s.ok()) << s;
+        s = ZeroCopyBackToBack<__nv_bfloat16>(**w, DataType::kBF16, count + 2, salt, programmatic);
+        ASSERT_TRUE(s.ok()) << s;
       }
     }
   }
