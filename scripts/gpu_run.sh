@@ -1,6 +1,7 @@
 #!/bin/bash
-# One device call: GPU tests (stage onegpu: every world size 2..8 on one GPU), the all-reduce bench on 2 and 4 GPUs (3 on request: stage bench3), the
-# PyTorch peer, sanitizers (on 2 GPUs, and on 4 for the readers that only run with 3 or more workers).
+# One device call: GPU tests (stage onegpu: every world size 2..8 on one GPU), the all-reduce bench on
+# 2 and 4 GPUs (3 on request: stage bench3), the PyTorch peer, sanitizers (on 2 GPUs, and on 4 for the
+# readers that only run with 3 or more workers).
 # Runs from a copy of the tree with prebuilt binaries in bin/ and their libraries in lib/
 # (scripts/gpu_pack.sh); results go to $OUT. NVLink multicast stays off throughout.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1

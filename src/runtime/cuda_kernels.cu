@@ -920,10 +920,13 @@ cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelA
   return Start(launch, a, stream, programmatic);
 }
 
+KernelLaunch PlanZeroCopyOneShot(DataType type, size_t count) {
+  return {ForType(VDEV_KERNELS(ZeroCopyOneShotKernel), type), BlocksFor((count * DataTypeSize(type) + 15) / 16),
+          kThreads};
+}
+
 cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, cudaStream_t stream, bool programmatic) {
-  const KernelLaunch launch{ForType(VDEV_KERNELS(ZeroCopyOneShotKernel), type),
-                            BlocksFor((args.count * DataTypeSize(type) + 15) / 16), kThreads};
-  return Start(launch, args, stream, programmatic);
+  return Start(PlanZeroCopyOneShot(type, args.count), args, stream, programmatic);
 }
 
 }  // namespace vdev::internal

@@ -61,15 +61,13 @@ class OneGpuWorld {
   static absl::StatusOr<std::unique_ptr<OneGpuWorld>> Create(int world, size_t max_bytes,
                                                              absl::Duration timeout = absl::Seconds(10)) {
     std::unique_ptr<OneGpuWorld> w(new OneGpuWorld(world, timeout));
-    VDEV_RETURN_IF_ERROR(Cuda(cudaGetDevice(&w->device_)));
-    VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceGetAttribute(&w->sms_, cudaDevAttrMultiProcessorCount, w->device_)));
-    // As CudaCommunicator::Create sizes and fills its workspaces.
-    size_t main_bytes = 0;
-    for (DataType t : {DataType::kF32, DataType::kBF16}) {
-      const size_t count = max_bytes / DataTypeSize(t);
-      main_bytes = std::max({main_bytes, AllReduceWorkspaceBytes(AllReduceAlgorithm::kOneShot, world, count, t),
-                             AllReduceWorkspaceBytes(AllReduceAlgorithm::kTwoShot, world, count, t)});
-    }
+    int device = 0;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaGetDevice(&device)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceGetAttribute(&w->sms_, cudaDevAttrMultiProcessorCount, device)));
+    // As CudaCommunicator::Create sizes and fills its workspaces (kAuto: enough for one- and two-shot).
+    const size_t main_bytes =
+        std::max(AllReduceWorkspaceBytes(AllReduceAlgorithm::kAuto, world, max_bytes / 4, DataType::kF32),
+                 AllReduceWorkspaceBytes(AllReduceAlgorithm::kAuto, world, max_bytes / 2, DataType::kBF16));
     VDEV_RETURN_IF_ERROR(w->AllocateRegions(main_bytes, /*fill=*/0, &w->main_));
     VDEV_RETURN_IF_ERROR(w->AllocateRegions(
         AllReduceWorkspaceBytes(AllReduceAlgorithm::kOneShotLL, world, max_bytes / 2, DataType::kBF16), 0, &w->ll_));
@@ -109,7 +107,9 @@ class OneGpuWorld {
     KernelArgs a;
     a.count = count;
     a.world = world_;
-    const internal::KernelLaunch launch = internal::PlanAllReduce(algorithm, type, a);
+    return Fits(internal::PlanAllReduce(algorithm, type, a), programmatic);
+  }
+  absl::StatusOr<bool> Fits(const internal::KernelLaunch& launch, bool programmatic) const {
     if (launch.kernel == nullptr) return absl::InvalidArgumentError("no kernel");
     int per_sm = 0;
     VDEV_RETURN_IF_ERROR(Cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -136,7 +136,6 @@ class OneGpuWorld {
   cudaStream_t stream(int rank) const { return streams_[rank]; }
 
   // Enqueues worker `rank`'s zero-copy call on Input(0..world-1), as CudaCommunicator::AllReduceZeroCopy.
-  // Its grid is that of one-shot for the same count (Fits(kOneShot, ...) answers for it).
   absl::Status EnqueueZeroCopy(int rank, DataType type, void* out, size_t count, bool programmatic) {
     const KernelArgs a = ArgsFor(inputs_, rank, Input(rank), out, count);
     return Cuda(internal::LaunchZeroCopyOneShot(type, a, streams_[rank], programmatic));
@@ -195,7 +194,6 @@ class OneGpuWorld {
 
   int world_;
   absl::Duration timeout_;
-  int device_ = 0;
   int sms_ = 0;
   std::vector<Region> main_, ll_, sentinel_;  // [worker]
   std::vector<Region> inputs_;                // [worker]: zero-copy inputs, as IPC memory
@@ -216,17 +214,17 @@ class CallBuffers {
     b.inputs_.assign(world, std::vector<T>(count));
     for (int r = 0; r < world; ++r) {
       for (size_t i = 0; i < count; ++i) b.inputs_[r][i] = FromInt<T>(Value(r, i, salt));
-      T *in = nullptr, *out = nullptr;
-      VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&in), count * sizeof(T))));
-      b.device_.push_back(in);
-      VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(in, b.inputs_[r].data(), count * sizeof(T), cudaMemcpyHostToDevice)));
-      if (!in_place) {
-        VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&out), count * sizeof(T))));
-        b.device_.push_back(out);
-        VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(out, 0xff, count * sizeof(T))));
+      b.in_.push_back(nullptr);
+      b.out_.push_back(nullptr);
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&b.in_[r]), count * sizeof(T))));
+      VDEV_RETURN_IF_ERROR(
+          Cuda(cudaMemcpy(b.in_[r], b.inputs_[r].data(), count * sizeof(T), cudaMemcpyHostToDevice)));
+      if (in_place) {
+        b.out_[r] = b.in_[r];
+        continue;
       }
-      b.in_.push_back(in);
-      b.out_.push_back(in_place ? in : out);
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&b.out_[r]), count * sizeof(T))));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(b.out_[r], 0xff, count * sizeof(T))));
     }
     VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));  // the copies have landed before any kernel
     return b;
@@ -234,7 +232,10 @@ class CallBuffers {
   CallBuffers(CallBuffers&& other) noexcept = default;
   CallBuffers& operator=(CallBuffers&& other) noexcept = default;
   ~CallBuffers() {
-    for (T* p : device_) cudaFree(p);
+    for (size_t r = 0; r < in_.size(); ++r) {
+      cudaFree(in_[r]);
+      if (out_[r] != in_[r]) cudaFree(out_[r]);
+    }
   }
 
   const T* in(int rank) const { return in_[rank]; }
@@ -274,7 +275,7 @@ class CallBuffers {
   int salt_ = 0;
   bool in_place_ = false;
   std::vector<std::vector<T>> inputs_;
-  std::vector<T*> in_, out_, device_;
+  std::vector<T*> in_, out_;  // out_[r] == in_[r] in place
 };
 
 std::string Describe(int world, AllReduceAlgorithm algorithm, DataType type, size_t count, bool in_place) {
@@ -413,7 +414,7 @@ absl::Status ZeroCopyBackToBack(OneGpuWorld& w, DataType type, size_t count, int
   constexpr int kCalls = 6;
   const std::string what = absl::StrCat("zero-copy, ", Describe(w.world(), AllReduceAlgorithm::kOneShot, type, count,
                                                                 false));
-  VDEV_ASSIGN_OR_RETURN(bool fits, w.Fits(AllReduceAlgorithm::kOneShot, type, count, programmatic));
+  VDEV_ASSIGN_OR_RETURN(bool fits, w.Fits(internal::PlanZeroCopyOneShot(type, count), programmatic));
   if (!fits) return absl::FailedPreconditionError(absl::StrCat(what, ": the grids do not fit on this GPU together"));
   std::vector<CallBuffers<T>> calls;  // each call's inputs (staged here, copied in by the producer) and outputs
   for (int k = 0; k < kCalls; ++k) {

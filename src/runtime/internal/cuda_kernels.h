@@ -42,12 +42,14 @@ struct KernelLaunch {
 // run several workers on one GPU ask it how many blocks must be resident together.
 KernelLaunch PlanAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelArgs& args);
 
-// Enqueues the kernel of `algorithm` (kOneShot, kOneShotLL, kOneShotLL128, kTwoShot or kTwoShotLL)
-// for args.count elements of `type`; sets the slot layout (slot_bytes, chunk_elems) and picks the
-// grid, which is equal on all workers for equal calls (the barriers pair block b with block b).
+// Enqueues the kernel of `algorithm` (any but kAuto and kNccl) for args.count elements of `type`, as
+// PlanAllReduce plans it; the grid is equal on all workers for equal calls (the barriers pair block b
+// with block b).
 // `programmatic`: programmatic dependent launch (see FollowPreviousGrid in cuda_kernels.cu).
 cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelArgs args, cudaStream_t stream,
                             bool programmatic);
+// The zero-copy one-shot kernel for `count` elements of `type` and its grid.
+KernelLaunch PlanZeroCopyOneShot(DataType type, size_t count);
 // args.data[j]: worker j's input (in IPC memory); args.epochs and flags: that memory's.
 cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, cudaStream_t stream, bool programmatic);
 
