@@ -1,0 +1,224 @@
+// The planner's state, shared by its phases (one file each): collect (plan_collect.cc), unify and
+// explain conflicts (plan_unify.cc), defaults (plan_defaults.cc), rewrite into the planned module
+// (plan_rewrite.cc); plan_devices.cc runs them in order.
+//
+// Every value gets a domain: a parameter from its function's signature, a binding from its
+// expression (a primitive call site's own domain, a call's result domain, a tuple's domain, …).
+// Copy points are the bindings whose value may live elsewhere than what they read: on_device,
+// device_copy and projections of an on_device result; they keep their body's domain on the side.
+// Capture turns each copy point whose two devices differ into a device_copy binding.
+#ifndef VDEV_SRC_PLANNER_INTERNAL_PLANNER_H_
+#define VDEV_SRC_PLANNER_INTERNAL_PLANNER_H_
+
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "src/planner/device_domains.h"
+#include "vdev/plan_devices.h"
+
+namespace vdev::planner_internal {
+
+using ir::BindingId;
+using ir::BlockId;
+using ir::ExprKind;
+using ir::FuncId;
+using ir::FuncKind;
+using ir::Operand;
+using ir::ValueRef;
+
+constexpr DomainId kNoDomain = UINT32_MAX;
+
+// What put a device on a domain; the annotations of a conflict are reported from these.
+enum class PinKind : uint8_t { kOnDevice, kCopySrc, kCopyDst, kParam, kResult, kHost, kAlloc, kKernelParam, kKernelResult };
+
+// Where it is written follows from `kind` and `ref` (Planner::PinLoc): an annotation-heavy program
+// has a pin per annotation, so it is not stored.
+struct Pin {
+  DomainId domain;
+  DeviceIndex device;
+  PinKind kind;
+  uint32_t ref;  // the binding, parameter or function the pin is written on
+};
+
+// A use of an operand whose value could not join the use site: the value is copied to the site.
+struct CopiedUse {
+  uint32_t operand;
+  DomainId site;
+};
+
+// Devices compare by type, id and scope when deciding whether a copy moves anything.
+inline bool SameDevice(const VirtualDevice& a, const VirtualDevice& b) {
+  return a.device_type() == b.device_type() && a.virtual_device_id() == b.virtual_device_id() &&
+         a.memory_scope() == b.memory_scope();
+}
+
+inline std::string LocText(SourceLoc loc) { return absl::StrCat(loc.line, ":", loc.col); }
+
+class Planner {
+ public:
+  Planner(ir::Module& module, const PlanOptions& options, PlanError* error)
+      : m_(module), options_(options), error_(error), domains_(&devices_) {}
+
+  absl::Status Run();
+  PlanResult TakeResult();
+
+ private:
+  class Collector;
+
+  // --- Signatures ---------------------------------------------------------------------------
+  void MakeSignatures();
+  DomainId DomainForType(ir::TypeId type);
+
+  // --- Collection -----------------------------------------------------------------------------
+  // Records the post-order of analysed bindings (order_, item_ranges_).
+  void OrderBindings();
+  // Collects every binding in that order.
+  absl::Status CollectAll();
+  absl::Status CollectBinding(BindingId b);
+  absl::Status CollectOpCall(BindingId b);
+  absl::Status FinishFunction(FuncId f);
+  DomainId OperandDomain(const Operand& o);
+  void NoteUse(const Operand& o, DomainId site, BindingId user);
+  DomainId PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref);
+  SourceLoc PinLoc(const Pin& pin) const;
+  // Where attribute `key` of an op call is written (its value), else the call.
+  SourceLoc AttrLoc(const ir::Expr& e, absl::string_view key) const;
+  // Annotations make most domains and every pin of an annotated program; reserving for them once
+  // keeps those arenas from doubling (and from existing twice while they grow).
+  void ReserveForAnnotations();
+  // A value used by a primitive op at `site`: joined, or copied (with a warning), or an error.
+  absl::Status PrimitiveUse(BindingId b, uint32_t operand, DomainId site);
+  // Structural equality (calls, tuples, if, returns): a conflict is an error in both modes.
+  absl::Status HardUnify(DomainId a, DomainId b, SourceLoc loc, absl::string_view what);
+  absl::Status ConflictError(const UnifyConflict& conflict, SourceLoc loc, std::string message);
+  std::string DescribePin(const Pin& pin) const;
+  std::string DescribeValue(const Operand& o) const;
+  std::string DeviceText(DeviceIndex d) const { return devices_.Get(d).ToString(); }
+
+  // --- Later phases ----------------------------------------------------------------------------
+  void JoinFreeBoundaries();
+  void ApplyDefaults();
+  void Capture();
+  ValueRef Resolve(ValueRef v) const;
+  // The device_copy binding that brings `value` to `dst` for a use in `block`, made on first need.
+  BindingId CopyFor(BlockId block, BindingId consumer, ValueRef value, DeviceIndex src, DeviceIndex dst,
+                    std::vector<BindingId>& out);
+  ir::Expr DeviceCopyExpr(const Operand& value, DeviceIndex src, DeviceIndex dst, SourceLoc loc);
+  // An on_device or device_copy as `device_copy(x, src, dst)`, reusing its operand slot for x (so
+  // the operand arena does not grow).
+  ir::Expr RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex dst);
+  ir::Attr DeviceAttr(ir::Symbol key, DeviceIndex device);
+  // The `src=…, dst=…` attributes of a copy between two devices: one range shared by all such
+  // copies (attribute ranges are never written through), so 300,000 copies add no attributes.
+  ir::Range CopyAttrs(DeviceIndex src, DeviceIndex dst);
+  // The planned module's id for a device (memoised: devices are few, bindings many).
+  ir::DeviceId ToModule(DeviceIndex d) {
+    if (d >= module_device_.size()) module_device_.resize(d + 1, ir::kNoDevice);
+    if (module_device_[d] == ir::kNoDevice) module_device_[d] = m_.devices.Intern(devices_.Get(d));
+    return module_device_[d];
+  }
+  // A binding the plan adds, with the device of its value.
+  BindingId AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc, DeviceIndex device);
+  void NoteConsumer(const Operand& o, BindingId consumer);
+  // on_device and device_copy: bindings that only move a value, and go when nothing reads them.
+  bool IsMove(BindingId b) const {
+    if (B(b).expr.kind != ExprKind::kOpCall) return false;
+    absl::string_view op = m_.OpName(B(b).expr);
+    return op == "on_device" || op == "device_copy";
+  }
+  // kLive on every binding something kept reads: moves read only by unused moves are unused too.
+  void MarkLive();
+  void AwaitConsumer(BindingId copy, size_t index) {
+    awaiting_consumer_[copy] = index;
+    Set(copy, kAwaiting);
+  }
+  void Replace(BindingId b, ValueRef by) {
+    replaced_by_[b] = by;
+    Set(b, kReplaced);
+  }
+
+  const ir::Binding& B(BindingId b) const { return m_.bindings[b]; }
+  FuncId FuncOf(BindingId b) const { return m_.blocks[m_.bindings[b].block].func; }
+
+  ir::Module& m_;
+  const PlanOptions& options_;
+  PlanError* error_;
+  DeviceTable devices_;
+  DeviceDomains domains_;
+  DeviceIndex default_device_ = 0;
+  DeviceIndex host_device_ = 0;
+  size_t input_bindings_ = 0;
+
+  std::vector<DomainId> param_domain_;
+  std::vector<DomainId> result_domain_;   // by FuncId
+  std::vector<DomainId> func_domain_;     // by FuncId: the signature
+  std::vector<bool> analysed_;            // by FuncId: not a kernel, not inside fn[primitive]
+  std::vector<DomainId> binding_domain_;  // by BindingId
+  std::vector<DomainId> first_use_;       // by BindingId: the site of its first consumer
+  std::vector<BindingId> first_user_;     // by BindingId: its first consumer
+  // Copy points: on_device, device_copy and projections of an on_device result → body domain.
+  // Nearly always the domain made just before the copy point's own (a pinned body, then the result)
+  // or the same one, which flags record, so only the others are stored (a vector by binding would
+  // cost every binding 4 bytes).
+  absl::flat_hash_map<BindingId, DomainId> other_copy_body_;
+  void SetCopyPoint(BindingId b, DomainId body) {
+    Set(b, kCopyPoint);
+    if (body == binding_domain_[b]) {
+      Set(b, kBodyIsOwn);
+    } else if (body + 1 == binding_domain_[b]) {
+      Set(b, kBodyIsPrevious);
+    } else {
+      other_copy_body_[b] = body;
+    }
+  }
+  DomainId CopyBody(BindingId b) const {
+    if (Has(b, kBodyIsOwn)) return binding_domain_[b];
+    if (Has(b, kBodyIsPrevious)) return binding_domain_[b] - 1;
+    return other_copy_body_.at(b);
+  }
+  absl::flat_hash_map<BindingId, std::vector<CopiedUse>> copied_uses_;
+  // Kernel calls: the kernel's parameter domains are the use sites; the result's own domain.
+  absl::flat_hash_map<BindingId, DomainId> kernel_result_;
+  std::vector<std::pair<DomainId, DomainId>> free_pairs_;  // free on_device, kernel boundaries
+  std::vector<Pin> pins_;  // a domain's origin is an index into pins_
+  // Post-order of analysed bindings (a binding after its nested blocks), and each item's range.
+  std::vector<BindingId> order_;
+  std::vector<std::pair<FuncId, std::pair<size_t, size_t>>> item_ranges_;
+
+  // Capture.
+  absl::flat_hash_map<BindingId, ValueRef> replaced_by_;
+  // Copies made for conflicts and kernel boundaries, per (function, value, destination).
+  absl::flat_hash_map<std::tuple<FuncId, ValueRef, DeviceIndex>, std::vector<BindingId>> shared_copies_;
+  absl::flat_hash_map<BindingId, size_t> awaiting_consumer_;  // copy binding → index in copies
+  absl::flat_hash_map<BindingId, size_t> added_copy_;         // copies the planner added → index
+  absl::flat_hash_map<std::pair<DeviceIndex, DeviceIndex>, ir::Range> copy_attrs_;
+  // Per binding: which of the maps above hold it (so the common binding costs no hash lookup), and
+  // kLive (MarkLive).
+  enum Flag : uint8_t {
+    kCopyPoint = 1,
+    kCopiedUses = 2,
+    kKernelCall = 4,
+    kReplaced = 8,
+    kAwaiting = 16,
+    kLive = 32,
+    kBodyIsOwn = 64,       // a copy point's body domain is its own (SetCopyPoint)
+    kBodyIsPrevious = 128  // … or the one before
+  };
+  std::vector<uint8_t> flags_;
+  bool Has(BindingId b, uint8_t flag) const { return b < flags_.size() && (flags_[b] & flag) != 0; }
+  void Set(BindingId b, uint8_t flag) { flags_[b] |= flag; }
+
+  std::vector<ir::DeviceId> module_device_;
+  ir::Symbol device_copy_symbol_ = ir::kNoSymbol;
+  ir::Symbol src_symbol_ = ir::kNoSymbol;
+  ir::Symbol dst_symbol_ = ir::kNoSymbol;
+  PlanResult result_;
+};
+
+}  // namespace vdev::planner_internal
+
+#endif  // VDEV_SRC_PLANNER_INTERNAL_PLANNER_H_

@@ -1,0 +1,437 @@
+// PlanDevices, collection: signatures, then one domain per value in program order, unified as the
+// placement semantics say (shared/spec/ir-text.md); conflicts go to plan_unify.cc.
+#include "src/planner/internal/planner.h"
+
+#include "vdev/builtin_ops.h"
+#include "vdev/status_macros.h"
+
+namespace vdev::planner_internal {
+
+// --- Signatures -------------------------------------------------------------------------------
+
+// A function type gets a signature domain (built bottom-up, no recursion); anything else a plain one.
+DomainId Planner::DomainForType(ir::TypeId type) {
+  if (type == ir::kNoType || m_.types.kind(type) != ir::TypeKind::kFunc) return domains_.MakeFirstOrder();
+  struct Frame {
+    ir::TypeId type;
+    size_t next;
+    std::vector<DomainId> kids;
+  };
+  std::vector<Frame> stack{{type, 0, {}}};
+  DomainId made = kNoDomain;
+  while (true) {
+    Frame& f = stack.back();
+    auto params = m_.types.func_params(f.type);
+    if (made != kNoDomain) {
+      f.kids.push_back(made);
+      made = kNoDomain;
+    }
+    if (f.next <= params.size()) {
+      ir::TypeId kid = f.next < params.size() ? params[f.next] : m_.types.func_result(f.type);
+      ++f.next;
+      if (kid != ir::kNoType && m_.types.kind(kid) == ir::TypeKind::kFunc) {
+        stack.push_back({kid, 0, {}});
+      } else {
+        made = domains_.MakeFirstOrder();
+      }
+      continue;
+    }
+    DomainId result = f.kids.back();
+    f.kids.pop_back();
+    made = domains_.MakeHigherOrder(f.kids, result);
+    stack.pop_back();
+    if (stack.empty()) return made;
+  }
+}
+
+void Planner::MakeSignatures() {
+  size_t nf = m_.functions.size();
+  param_domain_.assign(m_.params.size(), kNoDomain);
+  result_domain_.assign(nf, kNoDomain);
+  func_domain_.assign(nf, kNoDomain);
+  analysed_.assign(nf, false);
+  for (FuncId f = 0; f < nf; ++f) {
+    const ir::Function& fn = m_.functions[f];
+    bool inside_primitive = fn.kind == FuncKind::kLocal && fn.parent != ir::kNoFunc && !analysed_[fn.parent];
+    analysed_[f] = fn.kind != FuncKind::kKernel && !fn.primitive && !inside_primitive;
+    std::vector<DomainId> params;
+    PinKind param_pin = fn.kind == FuncKind::kKernel ? PinKind::kKernelParam : PinKind::kParam;
+    for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
+      const ir::Param& param = m_.params[p];
+      DomainId d = DomainForType(param.type);
+      if (param.device != ir::kNoDevice) {
+        DeviceIndex device = devices_.Intern(m_.Device(param.device));
+        pins_.push_back({domains_.ResultLeaf(d), device, param_pin, p});
+        domains_.Constrain(d, device, static_cast<uint32_t>(pins_.size() - 1));
+      }
+      param_domain_[p] = d;
+      params.push_back(d);
+    }
+    ir::TypeId result_type = fn.result_type;
+    if (result_type == ir::kNoType && fn.type != ir::kNoType && m_.types.kind(fn.type) == ir::TypeKind::kFunc) {
+      result_type = m_.types.func_result(fn.type);
+    }
+    DomainId result = DomainForType(result_type);
+    if (fn.result_device != ir::kNoDevice) {
+      DeviceIndex device = devices_.Intern(m_.Device(fn.result_device));
+      PinKind kind = fn.kind == FuncKind::kKernel ? PinKind::kKernelResult : PinKind::kResult;
+      pins_.push_back({domains_.ResultLeaf(result), device, kind, f});
+      domains_.Constrain(result, device, static_cast<uint32_t>(pins_.size() - 1));
+    }
+    result_domain_[f] = result;
+    func_domain_[f] = domains_.MakeHigherOrder(params, result);
+  }
+}
+
+// --- Collection -------------------------------------------------------------------------------
+
+// Walks the module in program order; a binding is collected once its nested blocks are. The first
+// walk (`ordering`) only records that order, so that unused on_device bindings are known before
+// anything is collected.
+class Planner::Collector : public ir::Visitor {
+ public:
+  Collector(Planner* planner, bool ordering) : p_(planner), ordering_(ordering) {}
+  void EnterFunction(FuncId f) override {
+    if (!p_->analysed_[f]) ++skipping_;
+  }
+  void ExitFunction(FuncId f) override {
+    if (!p_->analysed_[f]) {
+      --skipping_;
+    } else if (status_.ok() && !ordering_) {
+      status_ = p_->FinishFunction(f);
+    }
+  }
+  void BindingDone(BindingId b) override {
+    if (skipping_ > 0 || !status_.ok()) return;
+    if (ordering_) {
+      p_->order_.push_back(b);
+    } else if (!p_->IsMove(b) || p_->Has(b, kLive)) {
+      status_ = p_->CollectBinding(b);
+    }
+  }
+  absl::Status status() const { return status_; }
+
+ private:
+  Planner* p_;
+  bool ordering_;
+  int skipping_ = 0;
+  absl::Status status_;
+};
+
+void Planner::OrderBindings() {
+  Collector ordering(this, /*ordering=*/true);
+  for (FuncId f : m_.items) {
+    size_t begin = order_.size();
+    ir::WalkFunction(m_, f, ordering);
+    if (m_.functions[f].kind != FuncKind::kKernel) item_ranges_.push_back({f, {begin, order_.size()}});
+  }
+}
+
+absl::Status Planner::CollectAll() {
+  Collector collector(this, /*ordering=*/false);
+  for (FuncId f : m_.items) {
+    ir::WalkFunction(m_, f, collector);
+    VDEV_RETURN_IF_ERROR(collector.status());
+  }
+  return absl::OkStatus();
+}
+
+DomainId Planner::OperandDomain(const Operand& o) {
+  if (o.kind == ir::OperandKind::kGlobal) return o.index == ir::kNoFunc ? kNoDomain : func_domain_[o.index];
+  if (!o.is_local()) return kNoDomain;
+  return o.value.is_param() ? param_domain_[o.value.index] : binding_domain_[o.value.index];
+}
+
+void Planner::NoteUse(const Operand& o, DomainId site, BindingId user) {
+  if (o.is_local() && o.value.is_binding() && first_use_[o.value.index] == kNoDomain) {
+    first_use_[o.value.index] = site;
+    first_user_[o.value.index] = user;
+  }
+}
+
+DomainId Planner::PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref) {
+  DomainId d = domains_.MakeFirstOrder(device, static_cast<uint32_t>(pins_.size()));
+  pins_.push_back({d, device, kind, ref});
+  return d;
+}
+
+SourceLoc Planner::AttrLoc(const ir::Expr& e, absl::string_view key) const {
+  const ir::Attr* a = m_.FindAttr(e, key);
+  return a != nullptr && a->value.loc.valid() ? a->value.loc : e.loc;
+}
+
+SourceLoc Planner::PinLoc(const Pin& pin) const {
+  switch (pin.kind) {
+    case PinKind::kParam:
+    case PinKind::kKernelParam:
+      return m_.params[pin.ref].device_loc;
+    case PinKind::kResult:
+    case PinKind::kKernelResult:
+      return m_.functions[pin.ref].result_device_loc;
+    case PinKind::kOnDevice: {
+      const ir::Expr& e = B(pin.ref).expr;
+      const Operand& device = m_.Args(e)[1];
+      return device.loc.valid() ? device.loc : e.loc;
+    }
+    case PinKind::kCopySrc:
+      return AttrLoc(B(pin.ref).expr, "src");
+    case PinKind::kCopyDst:
+      return AttrLoc(B(pin.ref).expr, "dst");
+    case PinKind::kAlloc:
+      return AttrLoc(B(pin.ref).expr, "device");
+    case PinKind::kHost:
+      return B(pin.ref).expr.loc;
+  }
+  return {};
+}
+
+void Planner::ReserveForAnnotations() {
+  size_t domains = 0;
+  size_t pins = 0;
+  for (BindingId b : order_) {
+    const ir::Expr& e = B(b).expr;
+    if (e.kind != ExprKind::kOpCall) continue;
+    absl::string_view op = m_.OpName(e);
+    if (op == "on_device" && Has(b, kLive)) {  // at most: its body's and its result's, one pinned
+      domains += 2;
+      pins += 1;
+    } else if (op == "device_copy" && Has(b, kLive)) {  // src and dst
+      domains += 2;
+      pins += 2;
+    } else if (op == "memory.alloc_storage") {  // its device, and the host for each operand
+      domains += 1 + e.args.count;
+      pins += 1 + e.args.count;
+    }
+  }
+  domains_.Reserve(domains_.size() + domains);
+  pins_.reserve(pins_.size() + pins);
+}
+
+
+absl::Status Planner::CollectOpCall(BindingId b) {
+  const ir::Expr& e = B(b).expr;
+  absl::string_view op = m_.OpName(e);
+  auto args = m_.Args(e);
+  auto host_site = [&]() { return PinnedDomain(host_device_, PinKind::kHost, b); };
+
+  if (std::optional<ir::OnDeviceCall> on = ir::AsOnDevice(m_, e)) {
+    DeviceIndex vd = devices_.Intern(m_.Device(on->device));
+    bool constrain_result = on->constrain_result;
+    const ir::Block& block = m_.blocks[B(b).block];
+    bool returned = block.owner == ir::kNoBinding && block.result.is_local() &&
+                    block.result.value == ValueRef::Binding(b);
+    if (returned && on->constrain_body) constrain_result = true;  // a returned on_device pins the result
+    DomainId body;
+    if (on->constrain_body) {
+      body = PinnedDomain(vd, PinKind::kOnDevice, b);
+      VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
+    } else {
+      body = OperandDomain(on->value);
+      if (body == kNoDomain) body = domains_.MakeFirstOrder();
+    }
+    DomainId result;
+    if (constrain_result) {
+      result = on->constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b);
+    } else {
+      result = domains_.MakeFirstOrder();
+      if (on->is_free()) free_pairs_.emplace_back(body, result);
+    }
+    binding_domain_[b] = result;
+    SetCopyPoint(b, body);  // also when result == body: the on_device goes, as a copy from src to src
+    return absl::OkStatus();
+  }
+  if (std::optional<ir::DeviceCopyCall> copy = ir::AsDeviceCopy(m_, e)) {
+    DomainId body = PinnedDomain(devices_.Intern(m_.Device(copy->src)), PinKind::kCopySrc, b);
+    VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
+    binding_domain_[b] = PinnedDomain(devices_.Intern(m_.Device(copy->dst)), PinKind::kCopyDst, b);
+    SetCopyPoint(b, body);
+    return absl::OkStatus();
+  }
+  if (op == "vm.shape_of") {
+    // The operand may live anywhere; the shape is on the host.
+    DomainId result = host_site();
+    if (!args.empty()) NoteUse(args[0], result, b);
+    binding_domain_[b] = result;
+    return absl::OkStatus();
+  }
+  if (std::optional<ir::AllocStorageCall> alloc = ir::AsAllocStorage(m_, e)) {
+    for (uint32_t k = 0; k < args.size(); ++k) VDEV_RETURN_IF_ERROR(PrimitiveUse(b, k, host_site()));
+    binding_domain_[b] =
+        PinnedDomain(devices_.Intern(m_.Device(alloc->device)), PinKind::kAlloc, b);
+    return absl::OkStatus();
+  }
+  if (op == "memory.alloc_tensor" || op == "vm.reshape_tensor") {
+    // The first operand (storage, data) shares the result's device; the others are on the host.
+    DomainId result = domains_.MakeFirstOrder();
+    for (uint32_t k = 0; k < args.size(); ++k) {
+      absl::Status s = PrimitiveUse(b, k, k == 0 ? result : host_site());
+      if (!s.ok()) return s;
+    }
+    binding_domain_[b] = result;
+    return absl::OkStatus();
+  }
+  // Any other op: operands and result on one device, chosen for this call site. The first operand's
+  // domain serves as the site (joining it with a fresh `?` would change nothing) and saves a domain.
+  DomainId site = kNoDomain;
+  for (const Operand& o : args) {
+    if (o.is_device()) continue;
+    DomainId first = OperandDomain(o);
+    if (first != kNoDomain && !domains_.IsHigherOrder(first)) site = first;
+    break;
+  }
+  if (site == kNoDomain) site = domains_.MakeFirstOrder();
+  for (uint32_t k = 0; k < args.size(); ++k) {
+    if (args[k].is_device()) continue;
+    absl::Status s = PrimitiveUse(b, k, site);
+    if (!s.ok()) return s;
+  }
+  binding_domain_[b] = site;
+  return absl::OkStatus();
+}
+
+absl::Status Planner::CollectBinding(BindingId b) {
+  const ir::Binding& binding = B(b);
+  const ir::Expr& e = binding.expr;
+  auto args = m_.Args(e);
+  switch (e.kind) {
+    case ExprKind::kOpCall:
+      return CollectOpCall(b);
+    case ExprKind::kCallGlobal: {
+      const ir::Function& callee = m_.functions[e.func];
+      auto params = m_.Params(callee);
+      if (params.size() != args.size()) {
+        return ConflictError(UnifyConflict{0, 0, 0, 0, true}, e.loc,
+                             absl::StrCat("@", m_.Name(callee.name), " takes ", params.size(), " arguments, not ",
+                                          args.size()));
+      }
+      if (callee.kind == FuncKind::kKernel) {
+        // The kernel boundary may copy: operands and result join the signature only where they can.
+        for (uint32_t k = 0; k < args.size(); ++k) {
+          DomainId value = OperandDomain(args[k]);
+          if (value == kNoDomain) continue;
+          DomainId param = param_domain_[callee.params.begin + k];
+          NoteUse(args[k], param, b);
+          free_pairs_.emplace_back(value, param);
+        }
+        DomainId result = domains_.MakeFirstOrder();
+        free_pairs_.emplace_back(result_domain_[e.func], result);
+        kernel_result_[b] = result_domain_[e.func];
+        Set(b, kKernelCall);
+        binding_domain_[b] = result;
+        return absl::OkStatus();
+      }
+      for (uint32_t k = 0; k < args.size(); ++k) {
+        DomainId value = OperandDomain(args[k]);
+        if (value == kNoDomain) continue;
+        NoteUse(args[k], param_domain_[callee.params.begin + k], b);
+        VDEV_RETURN_IF_ERROR(HardUnify(value, param_domain_[callee.params.begin + k],
+                                       args[k].loc.valid() ? args[k].loc : e.loc,
+                                       absl::StrCat("argument ", k + 1, " of @", m_.Name(callee.name))));
+      }
+      binding_domain_[b] = result_domain_[e.func];
+      return absl::OkStatus();
+    }
+    case ExprKind::kCallValue: {
+      DomainId callee = OperandDomain(args[0]);
+      NoteUse(args[0], callee, b);
+      if (callee != kNoDomain && domains_.IsHigherOrder(callee)) {
+        if (domains_.Arity(callee) != args.size() - 1) {
+          return ConflictError(UnifyConflict{0, 0, 0, 0, true}, e.loc,
+                               absl::StrCat(DescribeValue(args[0]), " takes ", domains_.Arity(callee),
+                                            " arguments, not ", args.size() - 1));
+        }
+        for (uint32_t k = 1; k < args.size(); ++k) {
+          DomainId value = OperandDomain(args[k]);
+          if (value == kNoDomain) continue;
+          DomainId param = domains_.Param(callee, k - 1);
+          NoteUse(args[k], param, b);
+          VDEV_RETURN_IF_ERROR(HardUnify(value, param, args[k].loc.valid() ? args[k].loc : e.loc,
+                                         absl::StrCat("argument ", k, " of ", DescribeValue(args[0]))));
+        }
+        binding_domain_[b] = domains_.Result(callee);
+        return absl::OkStatus();
+      }
+      // A collapsed function (from a tuple or an if): arguments and result on its one device.
+      DomainId site = callee != kNoDomain ? callee : domains_.MakeFirstOrder();
+      for (uint32_t k = 1; k < args.size(); ++k) {
+        DomainId value = OperandDomain(args[k]);
+        if (value == kNoDomain) continue;
+        NoteUse(args[k], site, b);
+        VDEV_RETURN_IF_ERROR(HardUnify(value, site, args[k].loc.valid() ? args[k].loc : e.loc,
+                                       absl::StrCat("argument ", k, " of ", DescribeValue(args[0]))));
+      }
+      binding_domain_[b] = site;
+      return absl::OkStatus();
+    }
+    case ExprKind::kTuple: {
+      DomainId tuple = domains_.MakeFirstOrder();
+      for (const Operand& field : args) {
+        DomainId value = OperandDomain(field);
+        if (value == kNoDomain) continue;
+        NoteUse(field, tuple, b);
+        VDEV_RETURN_IF_ERROR(HardUnify(tuple, value, field.loc.valid() ? field.loc : e.loc, "a tuple field"));
+      }
+      binding_domain_[b] = tuple;
+      return absl::OkStatus();
+    }
+    case ExprKind::kProject: {
+      const Operand& t = args[0];
+      // Projecting an on_device result projects the annotated tuple, then copies only the field.
+      if (t.is_local() && t.value.is_binding()) {
+        const ir::Expr& te = B(t.value.index).expr;
+        if (Has(t.value.index, kCopyPoint) && te.kind == ExprKind::kOpCall && m_.OpName(te) == "on_device") {
+          binding_domain_[b] = domains_.MakeFirstOrder();
+          SetCopyPoint(b, CopyBody(t.value.index));
+          return absl::OkStatus();
+        }
+      }
+      DomainId tuple = OperandDomain(t);
+      binding_domain_[b] = tuple != kNoDomain ? tuple : domains_.MakeFirstOrder();
+      NoteUse(t, binding_domain_[b], b);
+      return absl::OkStatus();
+    }
+    case ExprKind::kIf: {
+      DomainId site = domains_.MakeFirstOrder();
+      DomainId cond = OperandDomain(args[0]);
+      if (cond != kNoDomain) {
+        NoteUse(args[0], site, b);
+        VDEV_RETURN_IF_ERROR(HardUnify(site, cond, args[0].loc.valid() ? args[0].loc : e.loc, "an if condition"));
+      }
+      for (BlockId arm : {e.then_block, e.else_block}) {
+        const Operand& r = m_.blocks[arm].result;
+        DomainId value = OperandDomain(r);
+        if (value == kNoDomain) continue;
+        NoteUse(r, site, b);
+        VDEV_RETURN_IF_ERROR(HardUnify(site, value, m_.blocks[arm].return_loc, "an if arm's value"));
+      }
+      binding_domain_[b] = site;
+      return absl::OkStatus();
+    }
+    case ExprKind::kFn:
+      binding_domain_[b] = func_domain_[e.func];
+      return absl::OkStatus();
+    case ExprKind::kConst:
+      binding_domain_[b] = domains_.MakeFirstOrder();
+      return absl::OkStatus();
+    case ExprKind::kAlias: {
+      DomainId value = OperandDomain(args[0]);
+      binding_domain_[b] = value != kNoDomain ? value : domains_.MakeFirstOrder();
+      NoteUse(args[0], binding_domain_[b], b);
+      return absl::OkStatus();
+    }
+  }
+  return absl::InternalError("unknown expression kind");
+}
+
+absl::Status Planner::FinishFunction(FuncId f) {
+  const ir::Function& fn = m_.functions[f];
+  if (fn.body == ir::kNoBlock) return absl::OkStatus();
+  const ir::Block& body = m_.blocks[fn.body];
+  DomainId value = OperandDomain(body.result);
+  if (value == kNoDomain) return absl::OkStatus();
+  NoteUse(body.result, result_domain_[f], ir::kNoBinding);
+  return HardUnify(result_domain_[f], value, body.return_loc.valid() ? body.return_loc : body.result.loc,
+                   "the returned value");
+}
+
+}  // namespace vdev::planner_internal

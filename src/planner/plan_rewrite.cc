@@ -1,0 +1,288 @@
+// PlanDevices, rewrite (capture): on_device bindings go, every device change becomes a device_copy
+// binding, parameters and results get `on vd`.
+#include "src/planner/internal/planner.h"
+
+namespace vdev::planner_internal {
+
+// --- Capture -----------------------------------------------------------------------------------
+
+ValueRef Planner::Resolve(ValueRef v) const {
+  while (v.is_binding() && Has(v.index, kReplaced)) v = replaced_by_.at(v.index);
+  return v;
+}
+
+ir::Expr Planner::DeviceCopyExpr(const Operand& value, DeviceIndex src, DeviceIndex dst, SourceLoc loc) {
+  Operand x = value.is_local() ? m_.LocalOperand(value.value) : value;
+  ir::Expr e;
+  e.kind = ExprKind::kOpCall;
+  e.op = device_copy_symbol_;
+  e.args = m_.AddOperands({&x, 1});
+  e.attrs = CopyAttrs(src, dst);
+  e.loc = loc;
+  return e;
+}
+
+void Planner::MarkLive() {
+  auto mark = [&](const Operand& o) {
+    if (o.is_local() && o.value.is_binding()) Set(o.value.index, kLive);
+  };
+  for (const ir::Block& block : m_.blocks) {
+    if (analysed_[block.func]) mark(block.result);
+  }
+  for (size_t i = order_.size(); i-- > 0;) {
+    BindingId b = order_[i];
+    if (IsMove(b) && !Has(b, kLive)) continue;
+    for (const Operand& o : m_.Args(B(b).expr)) mark(o);
+  }
+}
+
+ir::Attr Planner::DeviceAttr(ir::Symbol key, DeviceIndex device) {
+  ir::Attr attr;
+  attr.key = key;
+  attr.value.kind = ir::OperandKind::kDevice;
+  attr.value.index = ToModule(device);
+  return attr;
+}
+
+ir::Range Planner::CopyAttrs(DeviceIndex src, DeviceIndex dst) {
+  auto [it, added] = copy_attrs_.try_emplace({src, dst});
+  if (added) {
+    ir::Attr attrs[] = {DeviceAttr(src_symbol_, src), DeviceAttr(dst_symbol_, dst)};
+    it->second = m_.AddAttrs(attrs);
+  }
+  return it->second;
+}
+
+ir::Expr Planner::RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex dst) {
+  ir::Expr copy = e;
+  copy.op = device_copy_symbol_;
+  copy.args.count = 1;
+  copy.attrs = CopyAttrs(src, dst);
+  // Attributes the planner does not interpret (such as a lowered program's `out=`) are kept.
+  std::vector<ir::Attr> kept;
+  for (const ir::Attr& attr : m_.Attrs(e)) {
+    absl::string_view key = m_.symbols.Name(attr.key);
+    if (key != "src" && key != "dst" && key != "constrain_body" && key != "constrain_result") kept.push_back(attr);
+  }
+  if (!kept.empty()) {
+    absl::Span<const ir::Attr> devices = m_.Attrs(copy);
+    kept.insert(kept.begin(), devices.begin(), devices.end());
+    copy.attrs = m_.AddAttrs(kept);
+  }
+  return copy;
+}
+
+void Planner::NoteConsumer(const Operand& o, BindingId consumer) {
+  if (!o.is_local() || !o.value.is_binding() || !Has(o.value.index, kAwaiting)) return;
+  auto it = awaiting_consumer_.find(o.value.index);
+  result_.copies[it->second].into = consumer;
+  awaiting_consumer_.erase(it);
+  flags_[o.value.index] &= ~kAwaiting;
+}
+
+BindingId Planner::CopyFor(BlockId block, BindingId consumer, ValueRef value, DeviceIndex src, DeviceIndex dst,
+                           std::vector<BindingId>& out) {
+  // A copy made earlier in this function is shared when its block encloses this one (so it is in
+  // scope here); copies are made in program order, so it also comes first.
+  std::vector<BindingId>& made = shared_copies_[std::make_tuple(m_.blocks[block].func, value, dst)];
+  for (BindingId c : made) {
+    BlockId home = B(c).block;
+    for (BlockId at = block;;) {
+      if (at == home) return c;
+      BindingId owner = m_.blocks[at].owner;
+      if (owner == ir::kNoBinding) break;
+      at = B(owner).block;
+    }
+  }
+  ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(m_.ValueName(value)), "_copy"));
+  BindingId c = AddPlannedBinding(block, name, DeviceCopyExpr(m_.LocalOperand(value), src, dst, B(consumer).expr.loc),
+                                  B(consumer).loc, dst);
+  made.push_back(c);
+  out.push_back(c);
+  result_.copies.push_back({m_.blocks[block].func, value, ToModule(src), ToModule(dst), c, consumer, false});
+  added_copy_[c] = result_.copies.size() - 1;
+  return c;
+}
+
+BindingId Planner::AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc,
+                                     DeviceIndex device) {
+  BindingId c = m_.AddBinding(block, name, std::move(expr), loc);
+  flags_.push_back(0);
+  binding_domain_.push_back(domains_.MakeFirstOrder(device));  // later uses may read through it
+  result_.binding_devices.push_back(ToModule(device));
+  result_.binding_replaced.push_back(false);
+  return c;
+}
+
+void Planner::Capture() {
+  std::vector<ir::DeviceId>& devices_out = result_.binding_devices;
+  devices_out.assign(m_.bindings.size(), ir::kNoDevice);
+  result_.binding_replaced.assign(m_.bindings.size(), false);
+  auto same = [&](DeviceIndex a, DeviceIndex b) { return SameDevice(devices_.Get(a), devices_.Get(b)); };
+  for (FuncId f = 0; f < m_.functions.size(); ++f) {
+    ir::Function& fn = m_.functions[f];
+    for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
+      m_.params[p].device = ToModule(domains_.Device(param_domain_[p]));
+    }
+    fn.result_device = ToModule(domains_.Device(result_domain_[f]));
+    // `on vd` needs a written result type: take the inferred one where none was written.
+    if (fn.result_type == ir::kNoType && fn.type != ir::kNoType && m_.types.kind(fn.type) == ir::TypeKind::kFunc) {
+      fn.result_type = m_.types.func_result(fn.type);
+    }
+  }
+  // The copies are reserved once: a doubling vector would hold up to twice their number, and both
+  // buffers at once while it grows. This counts every copy the loop below can make.
+  size_t copies_bound = 0;
+  for (BindingId b : order_) {
+    if (Has(b, kCopyPoint)) {
+      copies_bound += same(domains_.Device(CopyBody(b)), domains_.Device(binding_domain_[b])) ? 0 : 1;
+    }
+    if (Has(b, kCopiedUses)) copies_bound += copied_uses_.at(b).size();
+    if (Has(b, kKernelCall)) copies_bound += B(b).expr.args.count + 1;
+  }
+  result_.copies.reserve(result_.copies.size() + copies_bound);
+  device_copy_symbol_ = m_.symbols.Intern("device_copy");
+  src_symbol_ = m_.symbols.Intern("src");
+  dst_symbol_ = m_.symbols.Intern("dst");
+  // Each block's new list is built in its old list's buffer (nothing below reads the old lists):
+  // copies mostly replace their annotation in place, so a million-binding block's list neither
+  // doubles nor exists twice.
+  std::vector<std::vector<BindingId>> lists(m_.blocks.size());
+  for (BlockId blk = 0; blk < m_.blocks.size(); ++blk) {
+    if (!analysed_[m_.blocks[blk].func]) continue;
+    lists[blk] = std::move(m_.blocks[blk].bindings);
+    lists[blk].clear();
+  }
+  auto set_operand = [&](const ir::Expr& e, uint32_t k, ValueRef v) {
+    Operand& o = m_.operands[e.args.begin + k];
+    o = m_.LocalOperand(v, o.loc);
+  };
+  for (BindingId b : order_) {
+    BlockId block = B(b).block;
+    std::vector<BindingId>& out = lists[block];
+    const ir::Expr e = B(b).expr;
+    ValueRef first_operand = e.args.count > 0 ? m_.operands[e.args.begin].value : ValueRef();
+    // Operands read through removed bindings.
+    for (uint32_t k = 0; k < e.args.count; ++k) {
+      const Operand& o = m_.operands[e.args.begin + k];
+      if (!o.is_local() || !o.value.is_binding()) continue;
+      ValueRef v = Resolve(o.value);
+      if (!(v == o.value)) set_operand(e, k, v);
+    }
+    // An unused move goes (it was never collected).
+    if (IsMove(b) && !Has(b, kLive)) {
+      if (m_.Args(e)[0].is_local()) Replace(b, m_.Args(e)[0].value);
+      result_.binding_replaced[b] = true;
+      ++result_.stats.copies_dropped;
+      continue;
+    }
+    // Conflicting primitive uses read from copies.
+    if (Has(b, kCopiedUses)) {
+      for (const CopiedUse& use : copied_uses_.at(b)) {
+        const Operand& o = m_.Args(e)[use.operand];
+        DeviceIndex src = domains_.Device(OperandDomain(o));
+        DeviceIndex dst = domains_.Device(use.site);
+        if (same(src, dst)) continue;
+        set_operand(e, use.operand, ValueRef::Binding(CopyFor(block, b, o.value, src, dst, out)));
+      }
+    }
+    if (Has(b, kCopyPoint)) {
+      DeviceIndex src = domains_.Device(CopyBody(b));
+      DeviceIndex dst = domains_.Device(binding_domain_[b]);
+      devices_out[b] = ToModule(dst);
+      if (e.kind == ExprKind::kProject) {
+        // Project the annotated value itself, then copy the field if it moves.
+        const Operand& annotated = m_.Args(B(first_operand.index).expr)[0];
+        ValueRef source = Resolve(annotated.value);
+        set_operand(e, 0, source);
+        NoteConsumer(m_.Args(e)[0], b);
+        if (same(src, dst)) {
+          out.push_back(b);
+          continue;
+        }
+        ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(B(b).name), "_field"));
+        BindingId field = AddPlannedBinding(block, name, e, B(b).loc, src);
+        out.push_back(field);
+        m_.bindings[b].expr = DeviceCopyExpr(m_.LocalOperand(ValueRef::Binding(field)), src, dst, e.loc);
+        result_.copies.push_back({FuncOf(b), source, ToModule(src), ToModule(dst), b, ir::kNoBinding, false});
+        AwaitConsumer(b, result_.copies.size() - 1);
+        out.push_back(b);
+        continue;
+      }
+      const Operand x = m_.Args(e)[0];
+      bool written = m_.OpName(e) == "device_copy";
+      result_.binding_replaced[b] = !written;
+      if (same(src, dst) && x.is_local()) {
+        Replace(b, x.value);
+        result_.binding_replaced[b] = true;
+        devices_out[b] = ir::kNoDevice;
+        ++result_.stats.copies_dropped;
+        // A copy made for this binding now feeds this binding's consumers.
+        if (auto added = added_copy_.find(x.value.index); x.value.is_binding() && added != added_copy_.end() &&
+                                                          result_.copies[added->second].into == b) {
+          AwaitConsumer(x.value.index, added->second);
+        }
+        continue;
+      }
+      NoteConsumer(x, b);
+      m_.bindings[b].expr = RewriteAsCopy(e, src, dst);
+      result_.copies.push_back({FuncOf(b), x.value, ToModule(src), ToModule(dst), b,
+                                written ? b : ir::kNoBinding, written});
+      if (!written) AwaitConsumer(b, result_.copies.size() - 1);
+      out.push_back(b);
+      continue;
+    }
+    // Kernel calls copy operands to the kernel's devices, and the result to where it is used.
+    auto kernel = Has(b, kKernelCall) ? kernel_result_.find(b) : kernel_result_.end();
+    if (kernel != kernel_result_.end()) {
+      const ir::Function& callee = m_.functions[e.func];
+      for (uint32_t k = 0; k < e.args.count; ++k) {
+        const Operand& o = m_.Args(e)[k];
+        DomainId value = OperandDomain(o);
+        if (value == kNoDomain || !o.is_local()) continue;
+        DeviceIndex src = domains_.Device(value);
+        DeviceIndex dst = domains_.Device(param_domain_[callee.params.begin + k]);
+        if (same(src, dst)) continue;
+        set_operand(e, k, ValueRef::Binding(CopyFor(block, b, o.value, src, dst, out)));
+      }
+    }
+    for (const Operand& o : m_.Args(e)) NoteConsumer(o, b);
+    if (e.kind == ExprKind::kIf) {
+      for (BlockId arm : {e.then_block, e.else_block}) NoteConsumer(m_.blocks[arm].result, b);
+    }
+    out.push_back(b);
+    devices_out[b] = ToModule(domains_.Device(binding_domain_[b]));
+    if (kernel != kernel_result_.end()) {
+      DeviceIndex src = domains_.Device(kernel->second);
+      DeviceIndex dst = domains_.Device(binding_domain_[b]);
+      devices_out[b] = ToModule(src);
+      if (!same(src, dst)) {
+        ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(B(b).name), "_copy"));
+        BindingId c = AddPlannedBinding(
+            block, name, DeviceCopyExpr(m_.LocalOperand(ValueRef::Binding(b)), src, dst, e.loc), B(b).loc, dst);
+        out.push_back(c);
+        Replace(b, ValueRef::Binding(c));
+        result_.copies.push_back({FuncOf(b), ValueRef::Binding(b), ToModule(src), ToModule(dst), c,
+                                  ir::kNoBinding, false});
+        AwaitConsumer(c, result_.copies.size() - 1);
+      }
+    }
+  }
+  for (BlockId blk = 0; blk < m_.blocks.size(); ++blk) {
+    ir::Block& block = m_.blocks[blk];
+    if (!analysed_[block.func]) continue;
+    if (block.result.is_local()) {
+      ValueRef v = Resolve(block.result.value);
+      if (!(v == block.result.value)) block.result = m_.LocalOperand(v, block.result.loc);
+      if (v.is_binding() && Has(v.index, kAwaiting)) {
+        awaiting_consumer_.erase(v.index);
+        flags_[v.index] &= ~kAwaiting;
+      }
+    }
+    block.bindings = std::move(lists[blk]);
+  }
+  result_.stats.copies = result_.copies.size();
+}
+
+
+}  // namespace vdev::planner_internal

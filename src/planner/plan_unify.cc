@@ -1,0 +1,157 @@
+// PlanDevices, unification: primitive uses (joined, or copied with a warning), structural equality,
+// free boundaries, and the error that names the smallest set of annotations in conflict.
+#include <algorithm>
+
+#include "src/planner/conflict_core.h"
+#include "src/planner/internal/planner.h"
+
+namespace vdev::planner_internal {
+
+std::string Planner::DescribeValue(const Operand& o) const {
+  if (o.kind == ir::OperandKind::kGlobal) return absl::StrCat("@", m_.Name(o.symbol));
+  return absl::StrCat("%", m_.Name(m_.ValueName(o.value)));
+}
+
+std::string Planner::DescribePin(const Pin& pin) const {
+  std::string device = DeviceText(pin.device);
+  switch (pin.kind) {
+    case PinKind::kOnDevice: {
+      const Operand& x = m_.Args(B(pin.ref).expr)[0];
+      return absl::StrCat("on_device(", x.is_local() ? DescribeValue(x) : "…", ", ", device, ")");
+    }
+    case PinKind::kCopySrc:
+      return absl::StrCat("device_copy src=", device, " of %", m_.Name(B(pin.ref).name));
+    case PinKind::kCopyDst:
+      return absl::StrCat("device_copy dst=", device, " of %", m_.Name(B(pin.ref).name));
+    case PinKind::kParam:
+      return absl::StrCat("parameter %", m_.Name(m_.params[pin.ref].name), " on ", device);
+    case PinKind::kKernelParam:
+      return absl::StrCat("kernel parameter %", m_.Name(m_.params[pin.ref].name), " on ", device);
+    case PinKind::kResult:
+      return absl::StrCat("result of ", m_.functions[pin.ref].kind == FuncKind::kLocal ? "%" : "@",
+                          m_.Name(m_.functions[pin.ref].name), " on ", device);
+    case PinKind::kKernelResult:
+      return absl::StrCat("result of kernel @", m_.Name(m_.functions[pin.ref].name), " on ", device);
+    case PinKind::kHost:
+      return absl::StrCat("host operand of ", m_.OpName(B(pin.ref).expr), " (", device, ")");
+    case PinKind::kAlloc:
+      return absl::StrCat("memory.alloc_storage device=", device);
+  }
+  return device;
+}
+
+absl::Status Planner::ConflictError(const UnifyConflict& conflict, SourceLoc loc, std::string message) {
+  PlanError error;
+  error.loc = loc;
+  error.message = std::move(message);
+  if (!conflict.arity_mismatch) {
+    // The two classes that failed to join, their forest edges plus the failed edge, their pins.
+    DomainId lhs = domains_.Find(conflict.lhs);
+    DomainId rhs = domains_.Find(conflict.rhs);
+    ConflictProblem problem;
+    absl::flat_hash_map<DomainId, uint32_t> node;
+    auto node_of = [&](DomainId d) {
+      auto [it, inserted] = node.try_emplace(d, problem.num_nodes);
+      if (inserted) ++problem.num_nodes;
+      return it->second;
+    };
+    for (DomainId d = 0; d < domains_.size(); ++d) {
+      DomainId root = domains_.Find(d);
+      if ((root == lhs || root == rhs) && domains_.ParentOf(d) != d) {
+        problem.equalities.emplace_back(node_of(d), node_of(domains_.ParentOf(d)));
+      }
+    }
+    problem.equalities.emplace_back(node_of(conflict.lhs), node_of(conflict.rhs));
+    std::vector<size_t> pin_of;
+    for (size_t i = 0; i < pins_.size(); ++i) {
+      DomainId root = domains_.Find(pins_[i].domain);
+      if (root != lhs && root != rhs) continue;
+      problem.pins.push_back({node_of(pins_[i].domain), devices_.Get(pins_[i].device)});
+      pin_of.push_back(i);
+    }
+    planner_internal::ConflictCoreStats stats;
+    absl::StatusOr<std::vector<size_t>> core = planner_internal::FindMinimalConflict(problem, &stats);
+    result_.stats.solver_calls += stats.solver_calls;
+    result_.stats.solver_seconds += stats.solver_seconds;
+    if (core.ok()) {
+      for (size_t k : *core) {
+        const Pin& pin = pins_[pin_of[k]];
+        error.conflicts.push_back({PinLoc(pin), devices_.Get(pin.device), DescribePin(pin)});
+      }
+      std::sort(error.conflicts.begin(), error.conflicts.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.loc.line, a.loc.col) < std::tie(b.loc.line, b.loc.col);
+      });
+    } else if (!absl::IsNotFound(core.status())) {
+      return core.status();
+    }
+  }
+  std::string text = absl::StrCat(LocText(error.loc), ": ", error.message);
+  for (const ConflictAnnotation& c : error.conflicts) {
+    absl::StrAppend(&text, "\n  ", LocText(c.loc), ": ", c.what);
+  }
+  if (error_ != nullptr) *error_ = std::move(error);
+  return absl::InvalidArgumentError(text);
+}
+
+absl::Status Planner::HardUnify(DomainId a, DomainId b, SourceLoc loc, absl::string_view what) {
+  std::optional<UnifyConflict> conflict = domains_.Unify(a, b);
+  if (!conflict) return absl::OkStatus();
+  std::string message =
+      conflict->arity_mismatch
+          ? absl::StrCat(what, ": a function of the wrong number of parameters")
+          : absl::StrCat(what, ": ", DeviceText(conflict->lhs_device), " and ", DeviceText(conflict->rhs_device),
+                         " cannot be joined");
+  return ConflictError(*conflict, loc, std::move(message));
+}
+
+absl::Status Planner::PrimitiveUse(BindingId b, uint32_t operand, DomainId site) {
+  const Operand& o = m_.Args(B(b).expr)[operand];
+  DomainId value = OperandDomain(o);
+  if (value == kNoDomain) return absl::OkStatus();
+  BindingId earlier_user =
+      o.is_local() && o.value.is_binding() ? first_user_[o.value.index] : ir::kNoBinding;
+  NoteUse(o, site, b);
+  DeviceIndex value_device = domains_.Device(value);
+  uint32_t value_origin = domains_.Origin(value);
+  uint32_t site_origin = domains_.Origin(site);
+  std::optional<UnifyConflict> conflict = domains_.Unify(value, site);
+  if (!conflict) return absl::OkStatus();
+  // A device written on a parameter or result is not a use: conflicting with it is an error.
+  auto written = [&](uint32_t origin) {
+    return origin < pins_.size() && (pins_[origin].kind == PinKind::kParam || pins_[origin].kind == PinKind::kResult);
+  };
+  bool from_signature = written(value_origin) || written(site_origin);
+  SourceLoc use_loc = o.loc.valid() ? o.loc : B(b).loc;
+  if (options_.strict || from_signature || conflict->arity_mismatch || !o.is_local()) {
+    return ConflictError(*conflict, use_loc,
+                         absl::StrCat(DescribeValue(o), " is needed on ", DeviceText(value_device), " and on ",
+                                      DeviceText(domains_.Device(site)), " at once"));
+  }
+  // Copy for this (the later) use; the warning names the earlier use and what fixed its device.
+  std::string message = absl::StrCat(DescribeValue(o), " is needed on ", DeviceText(value_device));
+  if (earlier_user != ir::kNoBinding && earlier_user != b) {
+    absl::StrAppend(&message, " by the use at ", LocText(B(earlier_user).expr.loc));
+  }
+  if (value_origin < pins_.size()) {
+    absl::StrAppend(&message, " (", DescribePin(pins_[value_origin]), " at ", LocText(PinLoc(pins_[value_origin])), ")");
+  }
+  absl::StrAppend(&message, " and on ", DeviceText(domains_.Device(site)), " by the use at ", LocText(use_loc),
+                  "; copied for the later use");
+  result_.warnings.push_back({Severity::kWarning, use_loc, std::move(message)});
+  copied_uses_[b].push_back({operand, site});
+  Set(b, kCopiedUses);
+  ++result_.stats.conflict_copies;
+  return absl::OkStatus();
+}
+
+
+// --- Free boundaries and defaults ---------------------------------------------------------------
+
+void Planner::JoinFreeBoundaries() {
+  for (const auto& [a, b] : free_pairs_) {
+    if (domains_.CanUnify(a, b)) (void)domains_.Unify(a, b);
+  }
+}
+
+
+}  // namespace vdev::planner_internal
