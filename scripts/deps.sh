@@ -2,7 +2,8 @@
 # Installs the Debian packages vdev builds and tests with (skips apt when all are present).
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libabsl-dev libz3-dev libgtest-dev libgmock-dev librapidcheck-dev
-          libbenchmark-dev nlohmann-json3-dev libcli11-dev clang-14 libclang-rt-14-dev graphviz)
+          libbenchmark-dev nlohmann-json3-dev libcli11-dev clang-14 libclang-rt-14-dev graphviz
+          libopenblas-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Packs what scripts/gpu_run.sh needs into DEST (default /work/main/.gpu): the prebuilt binaries,
-# the Abseil and Z3 libraries they link (the GPU machine has neither), the scripts and the PyTorch peer.
+# the Abseil, Z3 and OpenBLAS (+ libgfortran) libraries they link (the GPU machine has none of them;
+# OpenBLAS, 36 MB, travels xz-compressed and gpu_run.sh unpacks it), the scripts and the PyTorch peer.
 set -e
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 DEST=${1:-/work/main/.gpu}
@@ -8,7 +9,10 @@ rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib" "$DEST/scripts" "$DEST/bench"
 cp "$SRC/build/tools/vdev" "$SRC/build/tests/runtime/runtime_cuda_test" \
   "$SRC/build/tests/runtime/runtime_cuda_one_gpu_test" "$SRC/build/bench/allreduce_bench" "$DEST/bin/"
 strip --strip-debug "$DEST"/bin/*  # debug info is most of their size; a device call carries at most 64 MiB
-for lib in $(ldd "$DEST"/bin/* | awk '/libabsl|libz3/ {print $3}' | sort -u); do cp -L "$lib" "$DEST/lib/"; done
+for lib in $(ldd "$DEST"/bin/* | awk '/libabsl|libz3|libopenblas|libgfortran|libquadmath/ {print $3}' | sort -u); do
+  cp -L "$lib" "$DEST/lib/"
+done
+for big in "$DEST"/lib/libopenblas*; do if [ -e "$big" ]; then xz -T0 -6 "$big"; fi; done
 cp "$SRC/scripts/gpu_run.sh" "$DEST/scripts/"
 cp "$SRC/bench/torch_symm_bench.py" "$SRC/bench/derive_auto_table.py" "$DEST/bench/"
 du -sh "$DEST"

@@ -113,6 +113,11 @@ class KernelRegistry {
 // Adds the CPU kernels (src/kernels/cpu) to a registry; Global() calls it.
 void RegisterCpuKernels(KernelRegistry& registry);
 
+// The threads the CPU kernels' BLAS (OpenBLAS) may use, at least 1. The executor sets
+// cores / workers so that several worker processes on one host do not oversubscribe it.
+//   SetCpuKernelThreads(std::max(1, cores / workers));
+void SetCpuKernelThreads(int n);
+
 }  // namespace vdev
 
 #endif  // VDEV_KERNELS_H_

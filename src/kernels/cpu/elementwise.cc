@@ -1,0 +1,145 @@
+// Element-wise CPU kernels: add/subtract/multiply/divide with NumPy broadcasting, and the unary
+// activations and math functions. f16/bf16 compute in f32 and round once per stored value; i32/i64
+// (add, subtract, multiply) wrap around like unsigned arithmetic.
+#include <cmath>
+#include <type_traits>
+
+#include "internal/cpu_util.h"
+#include "vdev/status_macros.h"
+
+namespace vdev::kernels_internal {
+namespace {
+
+enum class BinaryOp { kAdd, kSubtract, kMultiply, kDivide };
+
+constexpr absl::string_view BinaryName(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kAdd: return "add";
+    case BinaryOp::kSubtract: return "subtract";
+    case BinaryOp::kMultiply: return "multiply";
+    case BinaryOp::kDivide: return "divide";
+  }
+  return "?";
+}
+
+template <BinaryOp kOp, typename T>
+T ApplyBinary(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    const U a = static_cast<U>(x), b = static_cast<U>(y);
+    if constexpr (kOp == BinaryOp::kAdd) return static_cast<T>(a + b);
+    if constexpr (kOp == BinaryOp::kSubtract) return static_cast<T>(a - b);
+    if constexpr (kOp == BinaryOp::kMultiply) return static_cast<T>(a * b);
+    static_assert(kOp != BinaryOp::kDivide, "integer division has no kernel");
+  } else {
+    const float a = ToFloat(x), b = ToFloat(y);
+    if constexpr (kOp == BinaryOp::kAdd) return FromFloat<T>(a + b);
+    if constexpr (kOp == BinaryOp::kSubtract) return FromFloat<T>(a - b);
+    if constexpr (kOp == BinaryOp::kMultiply) return FromFloat<T>(a * b);
+    if constexpr (kOp == BinaryOp::kDivide) return FromFloat<T>(a / b);
+  }
+}
+
+template <BinaryOp kOp, typename T>
+void RunBinary(const BroadcastWalk& walk, const T* a, const T* b, T* out) {
+  walk.ForEachRun([&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t sa, int64_t sb) {
+    if (sa == 1 && sb == 1) {
+      for (int64_t i = 0; i < n; ++i) out[o + i] = ApplyBinary<kOp>(a[ia + i], b[ib + i]);
+    } else if (sb == 0) {
+      const T y = b[ib];
+      for (int64_t i = 0; i < n; ++i) out[o + i] = ApplyBinary<kOp>(a[ia + i * sa], y);
+    } else if (sa == 0) {
+      const T x = a[ia];
+      for (int64_t i = 0; i < n; ++i) out[o + i] = ApplyBinary<kOp>(x, b[ib + i * sb]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[o + i] = ApplyBinary<kOp>(a[ia + i * sa], b[ib + i * sb]);
+    }
+  });
+}
+
+template <BinaryOp kOp>
+absl::Status BinaryKernel(const KernelCall& call) {
+  constexpr absl::string_view op = BinaryName(kOp);
+  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 2, 1));
+  const TensorRef &a = call.inputs[0], &b = call.inputs[1], &out = call.outputs[0];
+  VDEV_RETURN_IF_ERROR(CheckDType(op, b, a.dtype, "operand 2"));
+  VDEV_RETURN_IF_ERROR(CheckDType(op, out, a.dtype, "the output"));
+  VDEV_ASSIGN_OR_RETURN(BroadcastWalk walk, BroadcastWalk::Make(op, out.shape, a.shape, b.shape));
+  auto run = [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (kOp == BinaryOp::kDivide && std::is_integral_v<T>) {
+      return Invalid(op, "integer division has no kernel");
+    } else {
+      RunBinary<kOp>(walk, static_cast<const T*>(a.data), static_cast<const T*>(b.data), static_cast<T*>(out.data));
+      return absl::OkStatus();
+    }
+  };
+  if constexpr (kOp == BinaryOp::kDivide) return DispatchFloat(op, a.dtype, run);
+  return DispatchNumeric(op, a.dtype, run);
+}
+
+enum class UnaryOp { kRelu, kGeluErf, kGeluTanh, kSilu, kExp, kTanh, kSigmoid, kNegative, kSqrt, kRsqrt };
+
+template <UnaryOp kOp>
+float ApplyUnary(float x) {
+  if constexpr (kOp == UnaryOp::kRelu) return x < 0.0f ? 0.0f : x;  // NaN stays NaN
+  // erfc and the logistic form of 0.5 (1 + tanh u) keep the negative tail accurate, where
+  // 1 + erf and 1 + tanh cancel.
+  if constexpr (kOp == UnaryOp::kGeluErf) return 0.5f * x * std::erfc(x * -0.70710678118654752f);
+  if constexpr (kOp == UnaryOp::kGeluTanh) {
+    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);  // sqrt(2/pi) (x + 0.044715 x^3)
+    return x / (1.0f + std::exp(-2.0f * u));
+  }
+  if constexpr (kOp == UnaryOp::kSilu) return x / (1.0f + std::exp(-x));
+  if constexpr (kOp == UnaryOp::kExp) return std::exp(x);
+  if constexpr (kOp == UnaryOp::kTanh) return std::tanh(x);
+  if constexpr (kOp == UnaryOp::kSigmoid) return 1.0f / (1.0f + std::exp(-x));
+  if constexpr (kOp == UnaryOp::kNegative) return -x;
+  if constexpr (kOp == UnaryOp::kSqrt) return std::sqrt(x);
+  if constexpr (kOp == UnaryOp::kRsqrt) return 1.0f / std::sqrt(x);
+}
+
+template <UnaryOp kOp>
+absl::Status RunUnary(absl::string_view op, const KernelCall& call) {
+  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+  const TensorRef &x = call.inputs[0], &out = call.outputs[0];
+  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
+  VDEV_RETURN_IF_ERROR(CheckShape(op, out, x.shape, "the output"));
+  return DispatchFloat(op, x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in = static_cast<const T*>(x.data);
+    T* o = static_cast<T*>(out.data);
+    const int64_t n = x.NumElements();
+    for (int64_t i = 0; i < n; ++i) o[i] = FromFloat<T>(ApplyUnary<kOp>(ToFloat(in[i])));
+    return absl::OkStatus();
+  });
+}
+
+// gelu(x, approximate="none"|"tanh").
+absl::Status GeluKernel(const KernelCall& call) {
+  std::optional<std::string> approximate = AttrsOf(call).Text("approximate");
+  if (!approximate || *approximate == "none") return RunUnary<UnaryOp::kGeluErf>("gelu", call);
+  if (*approximate == "tanh") return RunUnary<UnaryOp::kGeluTanh>("gelu", call);
+  return Invalid("gelu", "approximate must be \"none\" or \"tanh\", not \"", *approximate, "\"");
+}
+
+}  // namespace
+
+void RegisterElementwiseKernels(KernelRegistry& r) {
+  AddCpuKernel(r, "add", BinaryKernel<BinaryOp::kAdd>);
+  AddCpuKernel(r, "subtract", BinaryKernel<BinaryOp::kSubtract>);
+  AddCpuKernel(r, "multiply", BinaryKernel<BinaryOp::kMultiply>);
+  AddCpuKernel(r, "divide", BinaryKernel<BinaryOp::kDivide>);
+  AddCpuKernel(r, "relu", [](const KernelCall& c) { return RunUnary<UnaryOp::kRelu>("relu", c); });
+  AddCpuKernel(r, "nn.relu", [](const KernelCall& c) { return RunUnary<UnaryOp::kRelu>("nn.relu", c); });
+  AddCpuKernel(r, "gelu", GeluKernel);
+  AddCpuKernel(r, "silu", [](const KernelCall& c) { return RunUnary<UnaryOp::kSilu>("silu", c); });
+  AddCpuKernel(r, "exp", [](const KernelCall& c) { return RunUnary<UnaryOp::kExp>("exp", c); });
+  AddCpuKernel(r, "tanh", [](const KernelCall& c) { return RunUnary<UnaryOp::kTanh>("tanh", c); });
+  AddCpuKernel(r, "sigmoid", [](const KernelCall& c) { return RunUnary<UnaryOp::kSigmoid>("sigmoid", c); });
+  AddCpuKernel(r, "negative", [](const KernelCall& c) { return RunUnary<UnaryOp::kNegative>("negative", c); });
+  AddCpuKernel(r, "sqrt", [](const KernelCall& c) { return RunUnary<UnaryOp::kSqrt>("sqrt", c); });
+  AddCpuKernel(r, "rsqrt", [](const KernelCall& c) { return RunUnary<UnaryOp::kRsqrt>("rsqrt", c); });
+}
+
+}  // namespace vdev::kernels_internal

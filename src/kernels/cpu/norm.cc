@@ -1,0 +1,112 @@
+// softmax, layer_norm and rms_norm on the CPU. Each row is read into f32, its statistics (max,
+// sums, mean, variance) are accumulated in double so the reference stays exact to well below f32
+// rounding, and each output value is computed in f32 and rounded once.
+#include <cmath>
+
+#include "internal/cpu_util.h"
+#include "vdev/status_macros.h"
+
+namespace vdev::kernels_internal {
+namespace {
+
+// softmax(x, axis=-1): any axis; the axis is gathered into a contiguous f32 row.
+absl::Status SoftmaxKernel(absl::string_view op, const KernelCall& call) {
+  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+  const TensorRef &x = call.inputs[0], &out = call.outputs[0];
+  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
+  VDEV_RETURN_IF_ERROR(CheckShape(op, out, x.shape, "the output"));
+  if (x.shape.empty()) return Invalid(op, "needs a tensor of rank >= 1");
+  VDEV_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(op, AttrsOf(call).IntOr("axis", -1), x.shape.size()));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
+  for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+  const int64_t len = x.shape[axis];
+  return DispatchFloat(op, x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in = static_cast<const T*>(x.data);
+    T* o = static_cast<T*>(out.data);
+    std::vector<float> row(static_cast<size_t>(len));
+    for (int64_t p = 0; p < outer; ++p) {
+      for (int64_t q = 0; q < inner; ++q) {
+        const int64_t base = p * len * inner + q;
+        float max = -INFINITY;
+        for (int64_t i = 0; i < len; ++i) {
+          row[i] = ToFloat(in[base + i * inner]);
+          max = std::fmax(max, row[i]);
+        }
+        double sum = 0;
+        for (int64_t i = 0; i < len; ++i) {
+          row[i] = std::exp(row[i] - max);
+          sum += row[i];
+        }
+        const float scale = static_cast<float>(1.0 / sum);
+        for (int64_t i = 0; i < len; ++i) o[base + i * inner] = FromFloat<T>(row[i] * scale);
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// layer_norm(x, gamma, beta, epsilon=1e-5) and rms_norm(x, gamma, epsilon=1e-6) over the last axis.
+template <bool kRms>
+absl::Status NormKernel(const KernelCall& call) {
+  constexpr absl::string_view op = kRms ? "rms_norm" : "layer_norm";
+  VDEV_RETURN_IF_ERROR(CheckArity(op, call, kRms ? 2 : 3, 1));
+  const TensorRef &x = call.inputs[0], &out = call.outputs[0];
+  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
+  VDEV_RETURN_IF_ERROR(CheckShape(op, out, x.shape, "the output"));
+  if (x.shape.empty()) return Invalid(op, "needs a tensor of rank >= 1");
+  const int64_t len = x.shape.back();
+  for (size_t i = 1; i < call.inputs.size(); ++i) {
+    const std::string what = i == 1 ? "gamma" : "beta";
+    VDEV_RETURN_IF_ERROR(CheckDType(op, call.inputs[i], x.dtype, what));
+    VDEV_RETURN_IF_ERROR(CheckShape(op, call.inputs[i], Shape{len}, what));
+  }
+  const float eps = static_cast<float>(AttrsOf(call).FloatOr("epsilon", kRms ? 1e-6 : 1e-5));
+  const int64_t rows = len == 0 ? 0 : x.NumElements() / len;
+  return DispatchFloat(op, x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in = static_cast<const T*>(x.data);
+    const T* gamma = static_cast<const T*>(call.inputs[1].data);
+    const T* beta = kRms ? nullptr : static_cast<const T*>(call.inputs[2].data);
+    T* o = static_cast<T*>(out.data);
+    std::vector<float> g(static_cast<size_t>(len)), bias(static_cast<size_t>(len), 0.0f), row(g.size());
+    for (int64_t i = 0; i < len; ++i) {
+      g[i] = ToFloat(gamma[i]);
+      if (beta != nullptr) bias[i] = ToFloat(beta[i]);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* src = in + r * len;
+      double sum = 0, squares = 0;
+      for (int64_t i = 0; i < len; ++i) {
+        row[i] = ToFloat(src[i]);
+        sum += row[i];
+        squares += static_cast<double>(row[i]) * row[i];
+      }
+      float mean = 0, rstd;
+      if constexpr (kRms) {
+        rstd = static_cast<float>(1.0 / std::sqrt(squares / len + eps));
+      } else {
+        const double m = sum / len;
+        double var = 0;
+        for (int64_t i = 0; i < len; ++i) var += (row[i] - m) * (row[i] - m);
+        mean = static_cast<float>(m);
+        rstd = static_cast<float>(1.0 / std::sqrt(var / len + eps));
+      }
+      T* dst = o + r * len;
+      for (int64_t i = 0; i < len; ++i) dst[i] = FromFloat<T>((row[i] - mean) * rstd * g[i] + bias[i]);
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+void RegisterNormKernels(KernelRegistry& r) {
+  AddCpuKernel(r, "softmax", [](const KernelCall& c) { return SoftmaxKernel("softmax", c); });
+  AddCpuKernel(r, "nn.softmax", [](const KernelCall& c) { return SoftmaxKernel("nn.softmax", c); });
+  AddCpuKernel(r, "layer_norm", NormKernel<false>);
+  AddCpuKernel(r, "rms_norm", NormKernel<true>);
+}
+
+}  // namespace vdev::kernels_internal
