@@ -411,6 +411,110 @@ absl::StatusOr<TypeId> LayoutTransform(const OpCall& c) {
   return c.types().Tensor(c.types().node(*t).dtype, out);
 }
 
+// softmax / nn.softmax(x, axis=-1): x's type; the axis must exist.
+absl::StatusOr<TypeId> Softmax(const OpCall& c) {
+  VDEV_ASSIGN_OR_RETURN(std::optional<int64_t> axis, c.IntAttr("axis"));
+  VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> t, TensorArg(c, 0));
+  if (!t) return kNoType;
+  const size_t rank = c.types().dims(*t).size();
+  if (rank == 0) return c.Error("needs a tensor of rank >= 1");
+  VDEV_RETURN_IF_ERROR(Axis(c, axis.value_or(-1), rank).status());
+  return *t;
+}
+
+// gelu(x, approximate="none"|"tanh"): x's type.
+absl::StatusOr<TypeId> Gelu(const OpCall& c) {
+  VDEV_ASSIGN_OR_RETURN(std::optional<std::string> approximate, c.TextAttr("approximate"));
+  if (approximate && *approximate != "none" && *approximate != "tanh")
+    return c.Error(absl::StrCat("approximate must be \"none\" or \"tanh\", not \"", *approximate, "\""),
+                   c.attr("approximate")->loc);
+  return Unary(c);
+}
+
+// layer_norm(x, gamma, beta, epsilon=1e-5) and rms_norm(x, gamma, epsilon=1e-6) over the last axis:
+// x's type; gamma and beta are [F] of x's dtype, F the last axis.
+absl::StatusOr<TypeId> Norm(const OpCall& c) {
+  const Operand* epsilon = c.attr("epsilon");
+  if (epsilon != nullptr && epsilon->kind != OperandKind::kNumber)
+    return c.Error("attribute 'epsilon' must be a number", epsilon->loc);
+  VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> x, TensorArg(c, 0));
+  if (!x) return kNoType;
+  const TypeTable& t = c.types();
+  absl::Span<const int64_t> dims = t.dims(*x);
+  if (dims.empty()) return c.Error("needs a tensor of rank >= 1");
+  for (size_t i = 1; i < c.num_args(); ++i) {
+    VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> p, TensorArg(c, i));
+    if (!p) continue;
+    absl::Span<const int64_t> pd = t.dims(*p);
+    const bool fits = pd.size() == 1 && (pd[0] == dims.back() || pd[0] == kDynamicDim || dims.back() == kDynamicDim);
+    if (!fits || t.node(*p).dtype != t.node(*x).dtype)
+      return c.Error(absl::StrCat("operand ", i + 1, " must be ", DTypeName(t.node(*x).dtype), "[", dims.back(),
+                                  "] (the last axis of ", t.ToString(*x), "), not ", t.ToString(*p)),
+                     c.arg(i).loc);
+  }
+  return *x;
+}
+
+// transpose(x, axes=[...]): out.shape[i] = x.shape[axes[i]]; default: reversed axes.
+absl::StatusOr<TypeId> Transpose(const OpCall& c) {
+  VDEV_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, c.IntsAttr("axes"));
+  VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> t, TensorArg(c, 0));
+  if (!t) return kNoType;
+  absl::Span<const int64_t> in = c.types().dims(*t);
+  if (axes && axes->size() != in.size())
+    return c.Error(absl::StrCat("axes has ", axes->size(), " entries for rank ", in.size()), c.attr("axes")->loc);
+  std::vector<bool> seen(in.size(), false);
+  Dims out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    VDEV_ASSIGN_OR_RETURN(int64_t a, Axis(c, axes ? (*axes)[i] : static_cast<int64_t>(in.size() - 1 - i), in.size()));
+    if (seen[a]) return c.Error("axes is not a permutation", c.attr("axes")->loc);
+    seen[a] = true;
+    out.push_back(in[a]);
+  }
+  return c.types().Tensor(c.types().node(*t).dtype, out);
+}
+
+// take(table, indices, axis=0): table.shape[:axis] + indices.shape + table.shape[axis+1:].
+absl::StatusOr<TypeId> Take(const OpCall& c) {
+  VDEV_ASSIGN_OR_RETURN(std::optional<int64_t> axis_attr, c.IntAttr("axis"));
+  VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> table, TensorArg(c, 0));
+  VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> indices, TensorArg(c, 1));
+  if (!table || !indices) return kNoType;
+  const TypeTable& t = c.types();
+  if (t.node(*indices).dtype != DType::kI32 && t.node(*indices).dtype != DType::kI64)
+    return c.Error(absl::StrCat("indices must be i32 or i64, not ", t.ToString(*indices)), c.arg(1).loc);
+  absl::Span<const int64_t> in = t.dims(*table), at = t.dims(*indices);
+  if (in.empty()) return c.Error("cannot take from a 0-d table");
+  VDEV_ASSIGN_OR_RETURN(int64_t axis, Axis(c, axis_attr.value_or(0), in.size()));
+  Dims out(in.begin(), in.begin() + axis);
+  out.insert(out.end(), at.begin(), at.end());
+  out.insert(out.end(), in.begin() + axis + 1, in.end());
+  return c.types().Tensor(t.node(*table).dtype, out);
+}
+
+// attention(qkv[T,3,H,D], causal=false) -> [T,H,D].
+absl::StatusOr<TypeId> Attention(const OpCall& c) {
+  VDEV_ASSIGN_OR_RETURN(std::optional<bool> causal, c.BoolAttr("causal"));
+  (void)causal;
+  VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> t, TensorArg(c, 0));
+  if (!t) return kNoType;
+  absl::Span<const int64_t> d = c.types().dims(*t);
+  if (d.size() != 4 || (d[1] != 3 && d[1] != kDynamicDim))
+    return c.Error(absl::StrCat("qkv must have shape [T,3,H,D], not ", c.types().ToString(*t)), c.arg(0).loc);
+  return c.types().Tensor(c.types().node(*t).dtype, {d[0], d[2], d[3]});
+}
+
+// silu_mul(x[..., 2F]) -> [..., F].
+absl::StatusOr<TypeId> SiluMul(const OpCall& c) {
+  VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> t, TensorArg(c, 0));
+  if (!t) return kNoType;
+  Dims d(c.types().dims(*t).begin(), c.types().dims(*t).end());
+  if (d.empty() || (d.back() != kDynamicDim && d.back() % 2 != 0))
+    return c.Error(absl::StrCat("the last axis must have an even size, not ", c.types().ToString(*t)), c.arg(0).loc);
+  if (d.back() != kDynamicDim) d.back() /= 2;
+  return c.types().Tensor(c.types().node(*t).dtype, d);
+}
+
 absl::StatusOr<TypeId> ShapeOf(const OpCall& c) {
   VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> t, TensorArg(c, 0));
   if (!t) return kNoType;
@@ -488,7 +592,7 @@ void OpRegistry::AddBuiltinOps(OpRegistry& r) {
 
 void OpRegistry::AddStandardOps(OpRegistry& r) {
   for (const char* name : {"negative", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "erf",
-                           "floor", "ceil", "round", "sign", "relu", "nn.relu", "copy", "nn.softmax",
+                           "floor", "ceil", "round", "sign", "relu", "nn.relu", "copy", "silu",
                            "logical_not", "zeros_like", "ones_like"}) {
     Add(r, {name, 1, 1, {}, {}, Unary});
   }
@@ -500,6 +604,15 @@ void OpRegistry::AddStandardOps(OpRegistry& r) {
     Add(r, {name, 2, 2, {}, {}, [](const OpCall& c) { return Binary(c, DType::kBool); }});
   }
   Add(r, {"cast", 1, 1, {}, {"dtype"}, Cast});
+  Add(r, {"softmax", 1, 1, {}, {}, Softmax});
+  Add(r, {"nn.softmax", 1, 1, {}, {}, Softmax});
+  Add(r, {"gelu", 1, 1, {}, {}, Gelu});
+  Add(r, {"layer_norm", 3, 3, {}, {}, Norm});
+  Add(r, {"rms_norm", 2, 2, {}, {}, Norm});
+  Add(r, {"transpose", 1, 1, {}, {}, Transpose});
+  Add(r, {"take", 2, 2, {}, {}, Take});
+  Add(r, {"attention", 1, 1, {}, {}, Attention});
+  Add(r, {"silu_mul", 1, 1, {}, {}, SiluMul});
   Add(r, {"matmul", 2, 2, {}, {}, Matmul});
   Add(r, {"reshape", 1, 2, {}, {}, Reshape});
   Add(r, {"split", 1, 1, {}, {"indices_or_sections"}, Split});

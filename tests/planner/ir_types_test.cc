@@ -1,5 +1,11 @@
 // Type inference of the built-in and standard ops, and run-time registry extension.
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -152,6 +158,85 @@ TEST(IrTypes, PrivateRegistry) {
   ASSERT_TRUE(m.has_value());
   EXPECT_TRUE(VerifyModule(*m, registry).ok());        // `add` is not a built-in: unchecked
   EXPECT_FALSE(VerifyModule(*m).ok());                  // the global registry knows its arity
+}
+
+TEST(IrTypes, ActivationsAndSoftmax) {
+  EXPECT_EQ(TypeOf("%a: bf16[2,8]", "gelu(%a)"), "bf16[2,8]");
+  EXPECT_EQ(TypeOf("%a: bf16[2,8]", "gelu(%a, approximate=\"tanh\")"), "bf16[2,8]");
+  EXPECT_THAT(TypeOf("%a: bf16[2,8]", "gelu(%a, approximate=cubic)"), HasSubstr("approximate must be"));
+  EXPECT_EQ(TypeOf("%a: f16[8]", "silu(%a)"), "f16[8]");
+  EXPECT_EQ(TypeOf("%a: f32[2,?,5]", "softmax(%a)"), "f32[2,?,5]");
+  EXPECT_EQ(TypeOf("%a: f32[2,3]", "nn.softmax(%a, axis=0)"), "f32[2,3]");
+  EXPECT_THAT(TypeOf("%a: f32[2,3]", "softmax(%a, axis=2)"), HasSubstr("axis 2 is out of range"));
+  EXPECT_THAT(TypeOf("%a: f32[]", "softmax(%a)"), HasSubstr("rank >= 1"));
+}
+
+TEST(IrTypes, Norms) {
+  EXPECT_EQ(TypeOf("%x: f16[4,256], %g: f16[256]", "rms_norm(%x, %g)"), "f16[4,256]");
+  EXPECT_EQ(TypeOf("%x: f16[4,256], %g: f16[256]", "rms_norm(%x, %g, epsilon=1e-5)"), "f16[4,256]");
+  EXPECT_EQ(TypeOf("%x: f32[4,?], %g: f32[8], %b: f32[8]", "layer_norm(%x, %g, %b)"), "f32[4,?]");
+  EXPECT_THAT(TypeOf("%x: f16[4,256], %g: f16[128]", "rms_norm(%x, %g)"), HasSubstr("operand 2 must be f16[256]"));
+  EXPECT_THAT(TypeOf("%x: f16[4,256], %g: f32[256]", "rms_norm(%x, %g)"), HasSubstr("operand 2 must be f16[256]"));
+  EXPECT_THAT(TypeOf("%x: f32[4,8], %g: f32[8], %b: f32[4,8]", "layer_norm(%x, %g, %b)"),
+              HasSubstr("operand 3 must be"));
+  EXPECT_THAT(TypeOf("%x: f32[4,8], %g: f32[8]", "layer_norm(%x, %g)"), HasSubstr("takes 3 arguments"));
+  EXPECT_THAT(TypeOf("%x: f32[4,8], %g: f32[8]", "rms_norm(%x, %g, epsilon=small)"), HasSubstr("must be a number"));
+}
+
+TEST(IrTypes, TransposeAndTake) {
+  EXPECT_EQ(TypeOf("%a: f32[2,3,5]", "transpose(%a)"), "f32[5,3,2]");
+  EXPECT_EQ(TypeOf("%a: f32[2,3,5]", "transpose(%a, axes=[0,-1,1])"), "f32[2,5,3]");
+  EXPECT_THAT(TypeOf("%a: f32[2,3,5]", "transpose(%a, axes=[0,1])"), HasSubstr("axes has 2 entries for rank 3"));
+  EXPECT_THAT(TypeOf("%a: f32[2,3,5]", "transpose(%a, axes=[0,1,1])"), HasSubstr("not a permutation"));
+  EXPECT_EQ(TypeOf("%t: bf16[1000,64], %i: i32[4,7]", "take(%t, %i)"), "bf16[4,7,64]");
+  EXPECT_EQ(TypeOf("%t: f32[5,3], %i: i64[2]", "take(%t, %i, axis=1)"), "f32[5,2]");
+  EXPECT_EQ(TypeOf("%t: f32[5,3], %i: i64[]", "take(%t, %i)"), "f32[3]");
+  EXPECT_THAT(TypeOf("%t: f32[5,3], %i: f32[2]", "take(%t, %i)"), HasSubstr("indices must be i32 or i64"));
+  EXPECT_THAT(TypeOf("%t: f32[5,3], %i: i32[2]", "take(%t, %i, axis=2)"), HasSubstr("out of range"));
+}
+
+TEST(IrTypes, AttentionAndSiluMul) {
+  EXPECT_EQ(TypeOf("%q: f16[256,3,8,128]", "attention(%q, causal=true)"), "f16[256,8,128]");
+  EXPECT_EQ(TypeOf("%q: f32[?,3,2,4]", "attention(%q)"), "f32[?,2,4]");
+  EXPECT_THAT(TypeOf("%q: f16[256,2,8,128]", "attention(%q)"), HasSubstr("[T,3,H,D]"));
+  EXPECT_THAT(TypeOf("%q: f16[256,3,8,128]", "attention(%q, causal=1)"), HasSubstr("true or false"));
+  EXPECT_EQ(TypeOf("%x: bf16[2,256,5504]", "silu_mul(%x)"), "bf16[2,256,2752]");
+  EXPECT_THAT(TypeOf("%x: bf16[2,7]", "silu_mul(%x)"), HasSubstr("even size"));
+}
+
+// Every binding of the 10-layer tensor-parallel transformer gets its type by inference: with the
+// annotations stripped, the inferred types are the annotated ones.
+TEST(IrTypes, TransformerExampleIsTypedByInference) {
+  std::ifstream file(VDEV_EXAMPLES_DIR "/memory/tp_transformer_10.vdev");
+  std::stringstream read;
+  read << file.rdbuf();
+  const std::string text = read.str();
+  std::optional<Module> annotated = ParseAndVerify(text);
+  ASSERT_TRUE(annotated.has_value());
+  std::string stripped;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    const size_t colon = line.find(':'), eq = line.find(" = ");
+    if (absl::StartsWith(line, "  %") && colon != absl::string_view::npos && eq != absl::string_view::npos &&
+        colon < eq) {
+      absl::StrAppend(&stripped, line.substr(0, colon), line.substr(eq), "\n");
+    } else {
+      absl::StrAppend(&stripped, line, "\n");
+    }
+  }
+  std::string error;
+  std::optional<Module> inferred = ParseAndVerify(stripped, &error);
+  ASSERT_TRUE(inferred.has_value()) << error;
+  ASSERT_EQ(inferred->bindings.size(), annotated->bindings.size());
+  size_t ops = 0;
+  for (size_t b = 0; b < annotated->bindings.size(); ++b) {
+    if (annotated->bindings[b].declared_type == kNoType) continue;
+    ++ops;
+    EXPECT_EQ(inferred->bindings[b].declared_type, kNoType);  // stripped
+    EXPECT_EQ(inferred->types.ToString(inferred->bindings[b].type),
+              annotated->types.ToString(annotated->bindings[b].type))
+        << "%" << annotated->Name(annotated->bindings[b].name);
+  }
+  EXPECT_GE(ops, 160u);  // 16 bindings a layer
 }
 
 }  // namespace
