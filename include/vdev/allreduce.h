@@ -55,8 +55,9 @@ absl::string_view AlgorithmName(AllReduceAlgorithm algorithm);
 size_t AllReduceWorkspaceBytes(AllReduceAlgorithm algorithm, int world_size, size_t count,
                                DataType type);
 
-// The host backend: f32, f64 and i32 (i32 wraps around like unsigned arithmetic). `in` and `out` are
-// this process's memory; `workspace` came from a host IPCAllocator of `session`.
+// The host backend: f32, f64, i32 (wrapping around like unsigned arithmetic), f16 and bf16 (summed
+// in f32 in rank order and rounded once to nearest even at the end, the same bits on every worker).
+// `in` and `out` are this process's memory; `workspace` came from a host IPCAllocator of `session`.
 absl::Status HostAllReduce(Session& session, IPCMemory& workspace, const void* in, void* out,
                            size_t count, DataType type, AllReduceAlgorithm algorithm);
 

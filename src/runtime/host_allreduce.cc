@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "internal/allreduce_layout.h"
 #include "vdev/allreduce.h"
+#include "vdev/half.h"
 #include "vdev/status_macros.h"
 
 namespace vdev {
@@ -111,6 +112,32 @@ absl::Status Wait(Session& session, IPCMemory& ws, std::vector<uint64_t*> IPCMem
   return absl::OkStatus();
 }
 
+// f16 and bf16 elements, by their bits.
+struct Half {
+  uint16_t bits;
+};
+struct BFloat {
+  uint16_t bits;
+};
+
+// What an element is summed as: itself, or f32 for f16 and bf16 (loaded exactly, stored with one
+// round-to-nearest-even at the end, so every worker gets the same bits as the CUDA kernels).
+template <typename T>
+struct Accumulate {
+  static T Load(T v) { return v; }
+  static T Store(T v) { return v; }
+};
+template <>
+struct Accumulate<Half> {
+  static float Load(Half v) { return HalfToFloat(v.bits); }
+  static Half Store(float f) { return Half{FloatToHalf(f)}; }
+};
+template <>
+struct Accumulate<BFloat> {
+  static float Load(BFloat v) { return BF16ToFloat(v.bits); }
+  static BFloat Store(float f) { return BFloat{FloatToBF16(f)}; }
+};
+
 // Integers add modulo 2^32 (no signed overflow); floats in the given order.
 template <typename T>
 T Add(T a, T b) {
@@ -124,11 +151,25 @@ T Add(T a, T b) {
 // Sums the n sources in rank order into dst.
 template <typename T>
 void SumInto(const T* const* src, int n, T* dst, size_t length) {
+  using A = Accumulate<T>;
   for (size_t i = 0; i < length; ++i) {
-    T acc = src[0][i];
-    for (int j = 1; j < n; ++j) acc = Add(acc, src[j][i]);
-    dst[i] = acc;
+    auto acc = A::Load(src[0][i]);
+    for (int j = 1; j < n; ++j) acc = Add(acc, A::Load(src[j][i]));
+    dst[i] = A::Store(acc);
   }
+}
+
+// Calls f(T{}) with T the element type of `type`.
+template <typename F>
+absl::Status WithElementType(DataType type, F&& f) {
+  switch (type) {
+    case DataType::kF32: return f(float{});
+    case DataType::kF64: return f(double{});
+    case DataType::kI32: return f(int32_t{});
+    case DataType::kF16: return f(Half{});
+    case DataType::kBF16: return f(BFloat{});
+  }
+  return absl::InvalidArgumentError(absl::StrCat("the host backend does not reduce ", DataTypeName(type)));
 }
 
 template <typename T>
@@ -279,19 +320,11 @@ absl::Status HostAllReduceZeroCopy(Session& session, const IPCBuffer& in, const 
     return absl::InvalidArgumentError("a zero-copy all-reduce's input and output must not overlap");
   }
   algorithm = HostAlgorithm(algorithm, bytes, session.world_size());
-  switch (type) {
-    case DataType::kF32:
-      return algorithm == AllReduceAlgorithm::kOneShot ? ZeroCopyOneShot<float>(session, in, out, count)
-                                                       : ZeroCopyTwoShot<float>(session, in, out, count);
-    case DataType::kF64:
-      return algorithm == AllReduceAlgorithm::kOneShot ? ZeroCopyOneShot<double>(session, in, out, count)
-                                                       : ZeroCopyTwoShot<double>(session, in, out, count);
-    case DataType::kI32:
-      return algorithm == AllReduceAlgorithm::kOneShot ? ZeroCopyOneShot<int32_t>(session, in, out, count)
-                                                       : ZeroCopyTwoShot<int32_t>(session, in, out, count);
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("the host backend does not reduce ", DataTypeName(type)));
-  }
+  return WithElementType(type, [&](auto element) {
+    using T = decltype(element);
+    return algorithm == AllReduceAlgorithm::kOneShot ? ZeroCopyOneShot<T>(session, in, out, count)
+                                                     : ZeroCopyTwoShot<T>(session, in, out, count);
+  });
 }
 
 absl::Status HostAllReduce(Session& session, IPCMemory& workspace, const void* in, void* out,
@@ -309,13 +342,9 @@ absl::Status HostAllReduce(Session& session, IPCMemory& workspace, const void* i
                                                    AlgorithmName(algorithm), " needs a workspace of ", need,
                                                    " bytes; this one has ", workspace.size));
   }
-  switch (type) {
-    case DataType::kF32: return Run<float>(session, workspace, in, out, count, algorithm);
-    case DataType::kF64: return Run<double>(session, workspace, in, out, count, algorithm);
-    case DataType::kI32: return Run<int32_t>(session, workspace, in, out, count, algorithm);
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("the host backend does not reduce ", DataTypeName(type)));
-  }
+  return WithElementType(type, [&](auto element) {
+    return Run<decltype(element)>(session, workspace, in, out, count, algorithm);
+  });
 }
 
 }  // namespace vdev

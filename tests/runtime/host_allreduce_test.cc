@@ -25,6 +25,8 @@ using testing::UniqueSessionId;
 using testing::AllReduceCase;
 using testing::AllReduceCaseName;
 using testing::ExpectAllOk;
+using testing::HalfInput;
+using testing::HalfSum;
 using testing::Input;
 using testing::WorkerResult;
 
@@ -91,6 +93,38 @@ TEST_P(HostAllReduceTest, NonIntegerSumsAreBitwiseIdenticalOnEveryWorker) {
     VDEV_RETURN_IF_ERROR(s.AllGather("result", bytes, &all));
     for (const std::string& other : all) {
       if (other != bytes) return absl::InternalError("results differ between workers");
+    }
+    return absl::OkStatus();
+  }));
+}
+
+// f16 and bf16 sum in f32 in rank order and round once at the end: the exact bits of HalfSum on
+// every worker, in place or not, and (for 3 or more workers) unlike rounding after each addition.
+TEST_P(HostAllReduceTest, HalfTypesSumInF32AndRoundOnce) {
+  const AllReduceCase c = GetParam();
+  ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    const size_t count = 4099;
+    VDEV_ASSIGN_OR_RETURN(IPCMemory * ws, alloc->Allocate(AllReduceWorkspaceBytes(
+                                              AllReduceAlgorithm::kAuto, s.world_size(), count, DataType::kF16)));
+    uint64_t salt = 0;
+    for (DataType type : {DataType::kF16, DataType::kBF16}) {
+      for (bool in_place : {false, true}) {
+        ++salt;
+        std::vector<uint16_t> in(count), out(count, 0xFFFF);
+        for (size_t i = 0; i < count; ++i) in[i] = HalfInput(type, s.rank(), i, salt);
+        uint16_t* dst = in_place ? in.data() : out.data();
+        VDEV_RETURN_IF_ERROR(HostAllReduce(s, *ws, in.data(), dst, count, type, c.algorithm));
+        size_t differs_from_stepwise = 0;
+        for (size_t i = 0; i < count; ++i) {
+          if (dst[i] != HalfSum(type, s.world_size(), i, salt))
+            return absl::InternalError(absl::StrCat(DataTypeName(type), " element ", i, ": got 0x", absl::Hex(dst[i]),
+                                                    " want 0x", absl::Hex(HalfSum(type, s.world_size(), i, salt))));
+          differs_from_stepwise += dst[i] != HalfSum(type, s.world_size(), i, salt, /*round_each_step=*/true);
+        }
+        if (s.world_size() >= 3 && differs_from_stepwise == 0)
+          return absl::InternalError("the inputs do not tell one rounding from rounding each step");
+      }
     }
     return absl::OkStatus();
   }));

@@ -24,6 +24,8 @@ using testing::UniqueSessionId;
 using testing::AllReduceCase;
 using testing::AllReduceCaseName;
 using testing::ExpectAllOk;
+using testing::HalfInput;
+using testing::HalfSum;
 using testing::Input;
 using testing::WorkerResult;
 
@@ -103,6 +105,32 @@ TEST_P(ZeroCopyAllReduceTest, BackToBackCallsWithTheProducerRewritingAtOnce) {
       std::fill_n(static_cast<int32_t*>(out.Local()), max_count, -1);
       volatile uint32_t sink = 0;
       for (uint32_t spin = jitter() % 2000; spin > 0; --spin) sink = spin;
+    }
+    return absl::OkStatus();
+  }));
+}
+
+// f16 and bf16 from IPC memory at a 2-byte offset: HalfSum's bits (f32 in rank order, one
+// rounding) on every worker, input intact.
+TEST_P(ZeroCopyAllReduceTest, HalfTypesSumInF32AndRoundOnce) {
+  const AllReduceCase c = GetParam();
+  ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    const size_t count = 3001;
+    VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(2 * count * sizeof(uint16_t) + 2));
+    const IPCBuffer in{mem, 2}, out{mem, 2 + count * sizeof(uint16_t)};
+    uint64_t salt = 0;
+    for (DataType type : {DataType::kF16, DataType::kBF16}) {
+      ++salt;
+      auto* mine = static_cast<uint16_t*>(in.Local());
+      for (size_t i = 0; i < count; ++i) mine[i] = HalfInput(type, s.rank(), i, salt);
+      VDEV_RETURN_IF_ERROR(HostAllReduceZeroCopy(s, in, out, count, type, c.algorithm));
+      const auto* got = static_cast<const uint16_t*>(out.Local());
+      for (size_t i = 0; i < count; ++i) {
+        if (got[i] != HalfSum(type, s.world_size(), i, salt))
+          return absl::InternalError(absl::StrCat(DataTypeName(type), " element ", i, " is not the f32 sum rounded once"));
+        if (mine[i] != HalfInput(type, s.rank(), i, salt)) return absl::InternalError("input modified");
+      }
     }
     return absl::OkStatus();
   }));
