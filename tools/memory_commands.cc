@@ -32,7 +32,7 @@ int RunLower(const LowerArgs& args) {
   LowerOptions lower_options;
   std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(args.strategy);
   if (!strategy) {
-    std::cerr << "--allreduce-strategy: error: expected auto, one-shot, two-shot or nccl, found '" << args.strategy << "'\n";
+    std::cerr << "--allreduce-strategy: error: expected auto, one-shot, two-shot, nccl or plan:NAME, found '" << args.strategy << "'\n";
     return kExitUsage;
   }
   lower_options.strategy = *strategy;
@@ -76,7 +76,7 @@ void AddMemoryCommands(CLI::App& app, int* exit_code) {
   lower->add_flag("--json", args->json, "print the memory report (pools, storages, tensors, all-reduces) as JSON");
   lower->add_flag("--dot", args->dot, "print the planned program as Graphviz: devices as colours, copies as red edges");
   AddPlanningFlags(lower, &args->planning);
-  lower->add_option("--allreduce-strategy", args->strategy, "strategy of rewritten all-reduces: auto, one-shot, two-shot, nccl");
+  lower->add_option("--allreduce-strategy", args->strategy, "strategy of rewritten all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
   lower->add_flag("--no-ipc-allreduce", args->no_ipc, "leave every all-reduce on NCCL (no ipc_memory)");
   lower->add_option("--alignment", args->alignment, "alignment of storages in their pool, bytes (a power of two)");
   lower->callback([args, exit_code] { *exit_code = RunLower(*args); });

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -37,9 +38,23 @@
 
 namespace vdev {
 
-// How the runtime's custom all-reduce runs: `auto` picks by size at run time.
-enum class AllReduceStrategy { kAuto, kOneShot, kTwoShot, kNccl };
-absl::string_view AllReduceStrategyName(AllReduceStrategy strategy);  // "auto", "one-shot", …
+// How the runtime's custom all-reduce runs: `auto` picks by size at run time; `plan:NAME` runs the
+// channel plan NAME (vdev/channel_algorithms.h; whoever runs the program resolves the name).
+struct AllReduceStrategy {
+  enum Kind { kAuto, kOneShot, kTwoShot, kNccl, kPlan };
+  AllReduceStrategy(Kind kind = kAuto) : kind(kind) {}  // NOLINT: a kind converts implicitly
+  static AllReduceStrategy Plan(std::string name) {
+    AllReduceStrategy s(kPlan);
+    s.plan = std::move(name);
+    return s;
+  }
+  Kind kind = kAuto;
+  std::string plan;  // kPlan only
+  friend bool operator==(const AllReduceStrategy&, const AllReduceStrategy&) = default;
+};
+std::string AllReduceStrategyName(const AllReduceStrategy& strategy);  // "auto", "one-shot", "plan:two_shot"
+std::ostream& operator<<(std::ostream& os, const AllReduceStrategy& strategy);
+// "auto", "one-shot", "two-shot", "nccl", or "plan:NAME" with NAME of [a-z0-9_-]+.
 std::optional<AllReduceStrategy> AllReduceStrategyFromName(absl::string_view name);
 
 struct LowerOptions {

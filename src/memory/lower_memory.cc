@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "ir_walk.h"
 #include "vdev/builtin_ops.h"
@@ -388,8 +390,8 @@ class FunctionLowering {
 
 }  // namespace
 
-absl::string_view AllReduceStrategyName(AllReduceStrategy strategy) {
-  switch (strategy) {
+std::string AllReduceStrategyName(const AllReduceStrategy& strategy) {
+  switch (strategy.kind) {
     case AllReduceStrategy::kAuto:
       return "auto";
     case AllReduceStrategy::kOneShot:
@@ -398,14 +400,29 @@ absl::string_view AllReduceStrategyName(AllReduceStrategy strategy) {
       return "two-shot";
     case AllReduceStrategy::kNccl:
       return "nccl";
+    case AllReduceStrategy::kPlan:
+      return absl::StrCat("plan:", strategy.plan);
   }
   return "auto";
 }
 
+std::ostream& operator<<(std::ostream& os, const AllReduceStrategy& strategy) {
+  return os << AllReduceStrategyName(strategy);
+}
+
 std::optional<AllReduceStrategy> AllReduceStrategyFromName(absl::string_view name) {
-  for (AllReduceStrategy s : {AllReduceStrategy::kAuto, AllReduceStrategy::kOneShot, AllReduceStrategy::kTwoShot,
-                              AllReduceStrategy::kNccl}) {
-    if (AllReduceStrategyName(s) == name) return s;
+  constexpr absl::string_view kPlanPrefix = "plan:";
+  if (absl::StartsWith(name, kPlanPrefix)) {
+    const absl::string_view plan = name.substr(kPlanPrefix.size());
+    if (plan.empty()) return std::nullopt;
+    for (char c : plan) {
+      if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '_' && c != '-') return std::nullopt;
+    }
+    return AllReduceStrategy::Plan(std::string(plan));
+  }
+  for (AllReduceStrategy::Kind k : {AllReduceStrategy::kAuto, AllReduceStrategy::kOneShot,
+                                    AllReduceStrategy::kTwoShot, AllReduceStrategy::kNccl}) {
+    if (AllReduceStrategyName(k) == name) return k;
   }
   return std::nullopt;
 }

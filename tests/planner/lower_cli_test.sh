@@ -26,6 +26,9 @@ contains json "$tmp/report.json" '"strategy": "auto"'
 
 "$vdev" lower --allreduce-strategy one-shot "$examples/allreduce_reshape.vdev" >"$tmp/one.vdev"; check strategy 0 $?
 contains strategy "$tmp/one.vdev" 'strategy="one-shot"'
+"$vdev" lower --allreduce-strategy plan:two_shot "$examples/allreduce_reshape.vdev" >"$tmp/plan.vdev"; check plan 0 $?
+contains plan "$tmp/plan.vdev" 'strategy="plan:two_shot"'
+"$vdev" lower --allreduce-strategy plan: "$examples/allreduce_reshape.vdev" 2>/dev/null; check plan-usage 2 $?
 "$vdev" lower --no-ipc-allreduce "$examples/allreduce_reshape.vdev" >"$tmp/nccl.vdev"; check no-ipc 0 $?
 if grep -q ipc "$tmp/nccl.vdev"; then echo "FAIL no-ipc: ipc memory used"; failures=$((failures + 1)); fi
 

@@ -205,6 +205,20 @@ def @main(%x: f32[4,4]) -> f32[4,4] {
   LowerOptions two_shot;
   two_shot.strategy = AllReduceStrategy::kTwoShot;
   EXPECT_THAT(Lower(program, two_shot).Text(), HasSubstr("strategy=\"two-shot\""));
+  LowerOptions plan;
+  plan.strategy = AllReduceStrategy::Plan("two_shot");
+  Lowered lowered = Lower(program, plan);
+  EXPECT_EQ(lowered.main().allreduces[0].strategy, AllReduceStrategy::Plan("two_shot"));
+  EXPECT_THAT(lowered.Text(), HasSubstr("strategy=\"plan:two_shot\""));
+}
+
+TEST(IpcAllReduceTest, StrategyNamesParseIncludingChannelPlans) {
+  EXPECT_EQ(AllReduceStrategyFromName("one-shot"), AllReduceStrategy(AllReduceStrategy::kOneShot));
+  EXPECT_EQ(AllReduceStrategyFromName("plan:one_shot_ll"), AllReduceStrategy::Plan("one_shot_ll"));
+  EXPECT_EQ(AllReduceStrategyName(AllReduceStrategy::Plan("x-1")), "plan:x-1");
+  EXPECT_EQ(AllReduceStrategyFromName("plan:"), std::nullopt);
+  EXPECT_EQ(AllReduceStrategyFromName("plan:Two Shot"), std::nullopt);
+  EXPECT_EQ(AllReduceStrategyFromName("plan"), std::nullopt);
 }
 
 TEST(StaticPlanTest, DisjointLifetimesInOnePoolShareStorage) {

@@ -1,0 +1,76 @@
+// Running execution plans (vdev/channel_plan.h) on the host backend: every rank is a worker
+// process of a Session, every thread block a thread, and a rank's port channels are served by one
+// proxy thread. CI runs every plan this way; the CUDA executor (vdev/cuda_channel_executor.h) runs
+// the same plans with one generic kernel.
+//
+// Memory: each rank's input, output and scratch (two halves: execution e uses half e & 1) live in
+// one region from the collective IPC allocator, laid out for `max_count`; semaphores are the
+// region's `barrier_in` words (word [tag * 8 + src] counts rank src's signals on `tag`). A wait
+// waits for its count to reach the k-th signal of this execution (counts are never reset), an LL
+// packet carries the execution's flag (0x80000000 | e, repeating after 2^31 executions).
+// `instances` replicates the plan: each thread block runs as `instances` threads, each taking an
+// equal part of every op's data and its own semaphores (tag * instances + i), so a plan written for
+// one thread block per peer can use more; the plan's tags times `instances` must stay below 256.
+//
+// Every wait is bounded by the session's timeout: a signal or packet that never comes is an error
+// naming the execution, rank, thread block, op and the peer (a dead peer is named at once).
+// After an error the semaphores are out of step; make a new executor.
+//
+// Example (in every worker):
+//   VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan("two_shot", session.world_size()));
+//   VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(session, *allocator, plan, 1 << 20, DataType::kF32));
+//   VDEV_RETURN_IF_ERROR(exec->Execute(in, out, count));   // out = sum of every worker's in
+#ifndef VDEV_CHANNEL_EXECUTOR_H_
+#define VDEV_CHANNEL_EXECUTOR_H_
+
+#include <cstddef>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "vdev/allreduce.h"
+#include "vdev/channel_program.h"
+#include "vdev/ipc_memory.h"
+#include "vdev/session.h"
+
+namespace vdev::channels {
+
+class HostPlanExecutor {
+ public:
+  // Collective (allocates the IPC region). `plan` is validated again; its world size must be the
+  // session's; `type` is f32, f64 or i32 (i32 wraps around); `allocator` is a host one.
+  static absl::StatusOr<std::unique_ptr<HostPlanExecutor>> Create(Session& session, IPCAllocator& allocator,
+                                                                  ProgramSpec plan, size_t max_count, DataType type,
+                                                                  int instances = 1);
+  ~HostPlanExecutor();
+
+  // One execution for `count` elements per segment: `in` holds InputSegments(...) * count elements,
+  // `out` receives OutputSegments(...) * count (vdev/channel_program.h). `in` may equal `out` when
+  // both have the same size.
+  absl::Status Execute(const void* in, void* out, size_t count);
+
+  // `strategy="plan:NAME"` of the lowered form (docs/lowered-form.md): Create with the shipped
+  // plan NAME for the session's world size. An unknown name is NotFound, a malformed one
+  // InvalidArgument.
+  static absl::StatusOr<std::unique_ptr<HostPlanExecutor>> ForStrategy(Session& session, IPCAllocator& allocator,
+                                                                       absl::string_view strategy, size_t max_count,
+                                                                       DataType type);
+
+  const ProgramSpec& plan() const { return plan_; }
+  uint64_t executions() const;
+
+  struct State;  // opaque: the executor's layout and wait counts
+
+ private:
+  HostPlanExecutor() = default;
+  Session* session_ = nullptr;
+  IPCAllocator* allocator_ = nullptr;
+  IPCMemory* region_ = nullptr;
+  ProgramSpec plan_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace vdev::channels
+
+#endif  // VDEV_CHANNEL_EXECUTOR_H_

@@ -1,0 +1,201 @@
+// The shipped collectives, written in the channel language (descriptions in vdev/channel_algorithms.h).
+// Every sum runs in rank order 0..N-1 wherever it is taken, so all ranks get bitwise-equal results.
+#include <functional>
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "vdev/channel_algorithms.h"
+
+namespace vdev::channels {
+namespace {
+
+// Channels between every ordered pair of ranks, tag 0: ch[r].at(q) is rank r's channel to q.
+template <typename Channel>
+using Pairs = std::vector<std::map<int, Channel>>;
+
+template <typename Channel, typename Add>
+Pairs<Channel> AllPairs(const Program& p, Add add) {
+  const int n = p.world_size();
+  Pairs<Channel> ch(n);
+  for (int r = 0; r < n; ++r) {
+    for (int q = 0; q < n; ++q) {
+      if (q != r) ch[r].emplace(q, add(q, r));
+    }
+  }
+  return ch;
+}
+
+Pairs<MemoryChannel> MemoryPairs(Program& p) {
+  return AllPairs<MemoryChannel>(p, [&p](int dst, int src) { return p.AddMemoryChannel(dst, src); });
+}
+
+// Rank r signals every peer, then waits for every peer (a barrier of tb 0).
+void Barrier(Pairs<MemoryChannel>& ch, int r) {
+  for (auto& [q, c] : ch[r]) c.Signal(0);
+  for (auto& [q, c] : ch[r]) c.Wait(0);
+}
+
+absl::StatusOr<ProgramSpec> OneShot(int n) {
+  Program p("one_shot", Collective::kAllReduce, n);
+  auto ch = MemoryPairs(p);
+  for (int r = 0; r < n; ++r) {
+    Barrier(ch, r);
+    std::vector<ChunkRef> all;
+    for (int q = 0; q < n; ++q) all.push_back(p.Input(q, 0));
+    p.Reduce(0, p.Output(r, 0), all);
+    Barrier(ch, r);
+  }
+  return std::move(p).Build();
+}
+
+absl::StatusOr<ProgramSpec> TwoShot(int n) {
+  // Chunk q of every input is summed by rank q; rank q's scratch segment s holds rank s's chunk q.
+  Program p("two_shot", Collective::kAllReduce, n, /*chunks_per_segment=*/n, /*scratch_chunks=*/n * n);
+  auto ch = MemoryPairs(p);
+  for (int r = 0; r < n; ++r) {
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      ch[r].at(q).Put(0, p.Scratch(q, r * n + q), p.Input(r, q));
+      ch[r].at(q).Signal(0);
+    }
+    for (int q = 0; q < n; ++q) {
+      if (q != r) ch[r].at(q).Wait(0);
+    }
+    std::vector<ChunkRef> parts;
+    for (int q = 0; q < n; ++q) parts.push_back(q == r ? p.Input(r, r) : p.Scratch(r, q * n + r));
+    p.Reduce(0, p.Output(r, r), parts);
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      ch[r].at(q).Put(0, p.Output(q, r), p.Output(r, r), Sync::kBefore);
+      ch[r].at(q).Signal(0);
+    }
+    for (int q = 0; q < n; ++q) {
+      if (q != r) ch[r].at(q).Wait(0);
+    }
+  }
+  return std::move(p).Build();
+}
+
+absl::StatusOr<ProgramSpec> OneShotLL(int n) {
+  Program p("one_shot_ll", Collective::kAllReduce, n, 1, /*scratch_chunks=*/n);
+  auto ch = MemoryPairs(p);
+  for (int r = 0; r < n; ++r) {
+    for (int q = 0; q < n; ++q) {
+      if (q != r) ch[r].at(q).PutPackets(0, p.Scratch(q, r), p.Input(r, 0));
+    }
+    std::vector<ChunkRef> all;
+    for (int q = 0; q < n; ++q) all.push_back(q == r ? p.Input(r, 0) : p.Scratch(r, q).AsPackets());
+    p.Reduce(0, p.Output(r, 0), all);
+  }
+  return std::move(p).Build();
+}
+
+absl::StatusOr<ProgramSpec> ReduceScatter(int n) {
+  Program p("reduce_scatter", Collective::kReduceScatter, n, 1, /*scratch_chunks=*/n);
+  auto ch = MemoryPairs(p);
+  for (int r = 0; r < n; ++r) {
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      ch[r].at(q).Put(0, p.Scratch(q, r), p.Input(r, q));
+      ch[r].at(q).Signal(0);
+    }
+    for (int q = 0; q < n; ++q) {
+      if (q != r) ch[r].at(q).Wait(0);
+    }
+    std::vector<ChunkRef> all;
+    for (int q = 0; q < n; ++q) all.push_back(q == r ? p.Input(r, r) : p.Scratch(r, q));
+    p.Reduce(0, p.Output(r, 0), all);
+  }
+  return std::move(p).Build();
+}
+
+absl::StatusOr<ProgramSpec> AllGather(int n, bool port) {
+  Program p(port ? "all_gather_port" : "all_gather", Collective::kAllGather, n, 1, /*scratch_chunks=*/n);
+  Pairs<MemoryChannel> mem;
+  Pairs<PortChannel> ports;
+  if (port) {
+    ports = AllPairs<PortChannel>(p, [&p](int dst, int src) { return p.AddPortChannel(dst, src); });
+  } else {
+    mem = MemoryPairs(p);
+  }
+  for (int r = 0; r < n; ++r) {
+    p.Copy(0, p.Output(r, r), p.Input(r, 0));
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      if (port) {
+        ports[r].at(q).PutWithSignal(0, p.Scratch(q, r), p.Input(r, 0));
+      } else {
+        mem[r].at(q).Put(0, p.Scratch(q, r), p.Input(r, 0));
+        mem[r].at(q).Signal(0);
+      }
+    }
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      if (port) {
+        ports[r].at(q).Wait(0);
+      } else {
+        mem[r].at(q).Wait(0);
+      }
+      p.Copy(0, p.Output(r, q), p.Scratch(r, q));
+    }
+  }
+  return std::move(p).Build();
+}
+
+absl::StatusOr<ProgramSpec> Broadcast(int n) {
+  const int root = 0;
+  Program p("broadcast", Collective::kBroadcast, n, 1, /*scratch_chunks=*/1, root);
+  auto ch = MemoryPairs(p);
+  p.Copy(0, p.Output(root, 0), p.Input(root, 0));
+  for (int q = 0; q < n; ++q) {
+    if (q == root) continue;
+    ch[root].at(q).Put(0, p.Scratch(q, 0), p.Input(root, 0));
+    ch[root].at(q).Signal(0);
+    ch[q].at(root).Wait(0);
+    p.Copy(0, p.Output(q, 0), p.Scratch(q, 0));
+    ch[q].at(root).Signal(0, Sync::kBefore);  // the acknowledgement: the scratch may be rewritten
+  }
+  for (int q = 0; q < n; ++q) {
+    if (q != root) ch[root].at(q).Wait(0);
+  }
+  return std::move(p).Build();
+}
+
+}  // namespace
+
+std::vector<std::string> ShippedPlanNames() {
+  return {"one_shot", "two_shot", "one_shot_ll", "reduce_scatter", "all_gather", "all_gather_port", "broadcast"};
+}
+
+absl::StatusOr<ProgramSpec> ShippedPlan(absl::string_view name, int world_size) {
+  if (world_size < 1 || world_size > 8) {
+    return absl::InvalidArgumentError(absl::StrCat("plan ", name, ": world size ", world_size, ": expected 1..8"));
+  }
+  const int n = world_size;
+  if (name == "one_shot") return OneShot(n);
+  if (name == "two_shot") return TwoShot(n);
+  if (name == "one_shot_ll") return OneShotLL(n);
+  if (name == "reduce_scatter") return ReduceScatter(n);
+  if (name == "all_gather") return AllGather(n, false);
+  if (name == "all_gather_port") return AllGather(n, true);
+  if (name == "broadcast") return Broadcast(n);
+  return absl::NotFoundError(absl::StrCat("no shipped plan named '", name, "'"));
+}
+
+absl::StatusOr<std::string> PlanNameFromStrategy(absl::string_view strategy) {
+  constexpr absl::string_view kPrefix = "plan:";
+  if (strategy.substr(0, kPrefix.size()) != kPrefix || strategy.size() == kPrefix.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("expected plan:NAME, found '", strategy, "'"));
+  }
+  const absl::string_view name = strategy.substr(kPrefix.size());
+  for (char c : name) {
+    if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '_' && c != '-') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("plan name '", name, "': expected lower-case letters, digits, '_' and '-'"));
+    }
+  }
+  return std::string(name);
+}
+
+}  // namespace vdev::channels

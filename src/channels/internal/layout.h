@@ -1,0 +1,86 @@
+// Byte arithmetic of channel programs shared by the validator, the host executor and the CUDA
+// executor: chunk ranges, parts of thread-block groups, LL packet lines, the IPC region's layout.
+#ifndef VDEV_SRC_CHANNELS_INTERNAL_LAYOUT_H_
+#define VDEV_SRC_CHANNELS_INTERNAL_LAYOUT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define VDEV_HD __host__ __device__ __forceinline__
+#else
+#define VDEV_HD inline
+#endif
+
+namespace vdev::channels::internal {
+
+// First element of chunk k of a buffer cut into segments of `count` elements, C chunks each.
+VDEV_HD uint64_t ChunkBegin(uint64_t count, int chunks_per_segment, int k) {
+  const uint64_t c = static_cast<uint64_t>(chunks_per_segment);
+  const uint64_t s = static_cast<uint64_t>(k) / c, j = static_cast<uint64_t>(k) % c;
+  return s * count + (j * count) / c;
+}
+
+// A byte range [begin, end).
+struct Range {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  VDEV_HD uint64_t size() const { return end - begin; }
+};
+
+// Bytes of chunks [index, index + n).
+VDEV_HD Range ChunkBytes(uint64_t count, int chunks_per_segment, int index, int n, uint64_t elem) {
+  return {ChunkBegin(count, chunks_per_segment, index) * elem,
+          ChunkBegin(count, chunks_per_segment, index + n) * elem};
+}
+
+// Part p of `parts` of a range of `size` bytes, relative to its start: cut on 16-byte boundaries so
+// every part starts 16-byte aligned relative to the range (and on a packet line).
+VDEV_HD Range PartOf(uint64_t size, int p, int parts) {
+  const uint64_t units = (size + 15) / 16;
+  const uint64_t b = units * static_cast<uint64_t>(p) / static_cast<uint64_t>(parts) * 16;
+  uint64_t e = units * static_cast<uint64_t>(p + 1) / static_cast<uint64_t>(parts) * 16;
+  if (e > size) e = size;
+  return {b < size ? b : size, e};
+}
+
+// LL packets: a 16-byte line carries 8 data bytes as two 8-byte words {u32 data, u32 flag}. The
+// packets of chunks [index, ...) start at line index + (first data byte) / 8, so every chunk has
+// room for its lines whatever its size and neighbours, and a 16-byte aligned part starts a line.
+VDEV_HD uint64_t PacketLine(uint64_t count, int chunks_per_segment, int index, uint64_t elem) {
+  return static_cast<uint64_t>(index) + ChunkBegin(count, chunks_per_segment, index) * elem / 8;
+}
+
+// Bytes of one scratch half holding `chunks` chunks (as data or as packets).
+VDEV_HD uint64_t ScratchHalfBytes(uint64_t count, int chunks_per_segment, int chunks, uint64_t elem) {
+  const uint64_t data = ChunkBegin(count, chunks_per_segment, chunks) * elem;
+  const uint64_t packets = 16 * (static_cast<uint64_t>(chunks) + data / 8 + 1);
+  return data > packets ? data : packets;
+}
+
+// The flag of execution `call` (1-based): never 0, so zeroed memory never passes for a packet; it
+// repeats after 2^31 executions.
+VDEV_HD uint32_t PacketFlag(uint64_t call) { return 0x80000000u | static_cast<uint32_t>(call & 0x7fffffffu); }
+
+VDEV_HD uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+// One rank's IPC region: input, output, scratch half 0, scratch half 1 (each 256-byte aligned),
+// sized for `max_count` elements; the offsets do not depend on a call's count.
+struct RegionLayout {
+  uint64_t input = 0, output = 0, scratch[2] = {0, 0}, total = 0;
+};
+VDEV_HD RegionLayout MakeRegionLayout(uint64_t max_count, uint64_t elem, int input_segments, int output_segments,
+                                      int chunks_per_segment, int scratch_chunks) {
+  RegionLayout l;
+  l.input = 0;
+  l.output = AlignUp(max_count * elem * static_cast<uint64_t>(input_segments), 256);
+  l.scratch[0] = l.output + AlignUp(max_count * elem * static_cast<uint64_t>(output_segments), 256);
+  const uint64_t half = AlignUp(ScratchHalfBytes(max_count, chunks_per_segment, scratch_chunks, elem), 256);
+  l.scratch[1] = l.scratch[0] + half;
+  l.total = l.scratch[1] + half;
+  return l;
+}
+
+}  // namespace vdev::channels::internal
+
+#endif  // VDEV_SRC_CHANNELS_INTERNAL_LAYOUT_H_

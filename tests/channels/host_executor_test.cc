@@ -1,0 +1,280 @@
+// The host executor across 2..8 real worker processes: every shipped plan exact at odd sizes, the
+// ordering of every primitive over many executions, LL packets under flag reuse, bounded waits.
+#include <unistd.h>
+
+#include <functional>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/allreduce_test_util.h"
+#include "runtime/worker_harness.h"
+#include "vdev/channel_algorithms.h"
+#include "vdev/channel_executor.h"
+#include "vdev/status_macros.h"
+
+namespace vdev::channels {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using vdev::testing::ExpectAllOk;
+using vdev::testing::HarnessOptions;
+using vdev::testing::Input;
+using vdev::testing::RunWorkers;
+using vdev::testing::UniqueSessionId;
+using vdev::testing::WorkerResult;
+
+// What rank `rank`'s output element i must be, from everyone's Input<T>(r, j, salt).
+template <typename T>
+T Expected(const ProgramSpec& plan, int rank, size_t i, size_t count, uint64_t salt) {
+  const int n = plan.world_size;
+  T sum = 0;
+  switch (plan.collective) {
+    case Collective::kAllReduce:
+      for (int r = 0; r < n; ++r) sum += Input<T>(r, i, salt);
+      return sum;
+    case Collective::kReduceScatter:
+      for (int r = 0; r < n; ++r) sum += Input<T>(r, rank * count + i, salt);
+      return sum;
+    case Collective::kAllGather: return Input<T>(static_cast<int>(i / count), i % count, salt);
+    case Collective::kBroadcast: return Input<T>(plan.root, i, salt);
+  }
+  return sum;
+}
+
+template <typename T>
+absl::Status RunAndCheck(Session& s, HostPlanExecutor& exec, size_t count, uint64_t salt, bool in_place) {
+  const ProgramSpec& plan = exec.plan();
+  const size_t in_n = count * InputSegments(plan.collective, plan.world_size);
+  const size_t out_n = count * OutputSegments(plan.collective, plan.world_size);
+  std::vector<T> in(std::max(in_n, out_n)), out(out_n, static_cast<T>(-7));
+  for (size_t i = 0; i < in_n; ++i) in[i] = Input<T>(s.rank(), i, salt);
+  T* dst = in_place ? in.data() : out.data();
+  VDEV_RETURN_IF_ERROR(exec.Execute(in.data(), dst, count));
+  for (size_t i = 0; i < out_n; ++i) {
+    const T want = Expected<T>(plan, s.rank(), i, count, salt);
+    if (dst[i] != want) {
+      return absl::InternalError(absl::StrCat(plan.name, " count ", count, " salt ", salt, " element ", i, ": got ",
+                                              dst[i], " want ", want));
+    }
+  }
+  return absl::OkStatus();
+}
+
+class ShippedPlansTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ShippedPlansTest, ExactAtOddSizesInEveryType) {
+  const int world = GetParam();
+  ExpectAllOk(RunWorkers(world, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    const size_t n = s.world_size();
+    const size_t counts[] = {0, 1, 2, 3, n - 1, n + 1, 7, 31, 257, 1001};
+    uint64_t salt = 0;
+    for (const std::string& name : ShippedPlanNames()) {
+      VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(name, s.world_size()));
+      const bool same_size = InputSegments(plan.collective, n) == OutputSegments(plan.collective, n);
+      for (DataType type : {DataType::kF32, DataType::kI32, DataType::kF64}) {
+        VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, plan, 1001, type));
+        for (size_t count : counts) {
+          ++salt;
+          const bool in_place = same_size && salt % 2 == 0;
+          if (type == DataType::kF32) VDEV_RETURN_IF_ERROR(RunAndCheck<float>(s, *exec, count, salt, in_place));
+          if (type == DataType::kI32) VDEV_RETURN_IF_ERROR(RunAndCheck<int32_t>(s, *exec, count, salt, in_place));
+          if (type == DataType::kF64) VDEV_RETURN_IF_ERROR(RunAndCheck<double>(s, *exec, count, salt, in_place));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
+TEST_P(ShippedPlansTest, InstancesSplitEveryOpExactly) {
+  const int world = GetParam();
+  ExpectAllOk(RunWorkers(world, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    uint64_t salt = 100;
+    for (const std::string& name : ShippedPlanNames()) {
+      VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(name, s.world_size()));
+      VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, plan, 4099, DataType::kF32, 3));
+      for (size_t count : {size_t{5}, size_t{48}, size_t{4099}}) {
+        VDEV_RETURN_IF_ERROR(RunAndCheck<float>(s, *exec, count, ++salt, false));
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, ShippedPlansTest, ::testing::Range(2, 9),
+                         [](const ::testing::TestParamInfo<int>& info) { return absl::StrCat("world", info.param); });
+
+// Builds one small program per primitive; each moves rank 0's input to the other ranks' outputs.
+struct Primitive {
+  std::string name;
+  int world;
+  std::function<void(Program&)> build;
+};
+
+std::vector<Primitive> Primitives() {
+  std::vector<Primitive> all;
+  // put, then signal (data sync before), wait (after), local copy; acknowledged.
+  all.push_back({"put", 2, [](Program& p) {
+                   MemoryChannel a = p.AddMemoryChannel(1, 0), b = p.AddMemoryChannel(0, 1);
+                   p.Copy(0, p.Output(0, 0), p.Input(0, 0));
+                   a.Put(0, p.Scratch(1, 0), p.Input(0, 0));
+                   a.Signal(0);
+                   b.Wait(0);
+                   p.Copy(0, p.Output(1, 0), p.Scratch(1, 0));
+                   b.Signal(0);
+                   a.Wait(0);
+                 }});
+  // get: rank 1 reads rank 0's input directly once rank 0 signalled it, then releases it.
+  all.push_back({"get", 2, [](Program& p) {
+                   MemoryChannel a = p.AddMemoryChannel(1, 0), b = p.AddMemoryChannel(0, 1);
+                   p.Copy(0, p.Output(0, 0), p.Input(0, 0));
+                   a.Signal(0);
+                   b.Wait(0);
+                   b.Get(0, p.Output(1, 0), p.Input(0, 0));
+                   b.Signal(0);
+                   a.Wait(0);
+                 }});
+  // port put + flush, then a port signal; the receiver acknowledges through a memory channel.
+  all.push_back({"port_put_flush_signal", 2, [](Program& p) {
+                   PortChannel a = p.AddPortChannel(1, 0);
+                   PortChannel b = p.AddPortChannel(0, 1);
+                   p.Copy(0, p.Output(0, 0), p.Input(0, 0));
+                   a.Put(0, p.Scratch(1, 0), p.Input(0, 0));
+                   a.Flush(0);
+                   a.Signal(0);
+                   b.Wait(0);
+                   p.Copy(0, p.Output(1, 0), p.Scratch(1, 0));
+                   b.Signal(0);
+                   a.Wait(0);
+                 }});
+  // put_with_signal_and_flush straight into the peer's output (the ack keeps the next one back).
+  all.push_back({"port_put_with_signal_and_flush", 2, [](Program& p) {
+                   PortChannel a = p.AddPortChannel(1, 0), b = p.AddPortChannel(0, 1);
+                   p.Copy(0, p.Output(0, 0), p.Input(0, 0));
+                   b.Signal(0, Sync::kNone);
+                   a.Wait(0);
+                   a.PutWithSignalAndFlush(0, p.Output(1, 0), p.Input(0, 0));
+                   b.Wait(0);
+                 }});
+  // read_put_packets along a chain 0 -> 1 -> 2; everyone unpacks into its output.
+  all.push_back({"read_put_packets", 3, [](Program& p) {
+                   MemoryChannel a = p.AddMemoryChannel(1, 0), b = p.AddMemoryChannel(2, 1);
+                   MemoryChannel ack1 = p.AddMemoryChannel(0, 1, 1), ack2 = p.AddMemoryChannel(1, 2, 1);
+                   p.Copy(0, p.Output(0, 0), p.Input(0, 0));
+                   a.PutPackets(0, p.Scratch(1, 0), p.Input(0, 0));
+                   b.ReadPutPackets(0, p.Scratch(2, 0), p.Scratch(1, 0));
+                   p.Copy(0, p.Output(1, 0), p.Scratch(1, 0).AsPackets());
+                   p.Copy(0, p.Output(2, 0), p.Scratch(2, 0).AsPackets());
+                   // Acknowledgements keep rank 0 (and 1) from lapping a slower reader.
+                   ack2.Signal(0);
+                   ack1.Signal(0);
+                   MemoryChannel w0 = p.AddMemoryChannel(1, 0, 1), w1 = p.AddMemoryChannel(2, 1, 1);
+                   w1.Wait(0);
+                   w0.Wait(0);
+                 }});
+  return all;
+}
+
+TEST(HostExecutorTest, EveryPrimitiveOrdersItsDataOverManyExecutions) {
+  for (const Primitive& prim : Primitives()) {
+    SCOPED_TRACE(prim.name);
+    Program p(prim.name, Collective::kBroadcast, prim.world, 1, 1);
+    prim.build(p);
+    absl::StatusOr<ProgramSpec> plan = std::move(p).Build();
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ExpectAllOk(RunWorkers(prim.world, UniqueSessionId(), [&plan](Session& s) -> absl::Status {
+      VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+      VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, *plan, 4096, DataType::kI32));
+      for (uint64_t round = 1; round <= 1000; ++round) {
+        VDEV_RETURN_IF_ERROR(RunAndCheck<int32_t>(s, *exec, 1 + round * 37 % 4096, round, false));
+      }
+      return absl::OkStatus();
+    }));
+  }
+}
+
+TEST(HostExecutorTest, PacketsStayExactUnderFlagReuseOver10000Executions) {
+  ExpectAllOk(RunWorkers(3, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan("one_shot_ll", s.world_size()));
+    VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, plan, 64, DataType::kI32));
+    // Sizes vary, so an execution reads lines the previous use of its half left longer or shorter.
+    for (uint64_t round = 1; round <= 10000; ++round) {
+      VDEV_RETURN_IF_ERROR(RunAndCheck<int32_t>(s, *exec, 1 + (round * 13) % 64, round, false));
+    }
+    if (exec->executions() != 10000) return absl::InternalError("executions not counted");
+    return absl::OkStatus();
+  }));
+}
+
+// Rank 1 creates its executor but never executes: rank 0's wait must end with an error naming it.
+void ExpectTimeoutNamed(const std::string& plan_name, const std::vector<std::string>& parts) {
+  HarnessOptions options;
+  options.timeout = absl::Milliseconds(300);
+  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [&](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(plan_name, 2));
+    VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, plan, 16, DataType::kF32));
+    if (s.rank() == 1) {
+      usleep(1500 * 1000);  // alive, but never executing
+      return absl::OkStatus();
+    }
+    std::vector<float> in(16, 1.0f), out(16);
+    return exec->Execute(in.data(), out.data(), 16);
+  }, options);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_NE(results[0].exit_code, 0);
+  for (const std::string& part : parts) EXPECT_THAT(results[0].message, HasSubstr(part));
+  EXPECT_EQ(results[1].exit_code, 0) << results[1].message;
+}
+
+TEST(HostExecutorTest, WaitThatTimesOutNamesRankThreadBlockAndOp) {
+  ExpectTimeoutNamed("one_shot", {"plan one_shot execution #1: rank 0 tb 0 op 1 (wait)",
+                                  "waiting for signal #1 of this execution from rank 1", "within 300ms"});
+}
+
+TEST(HostExecutorTest, PacketsThatNeverComeTimeOutNamingThePeer) {
+  ExpectTimeoutNamed("one_shot_ll", {"plan one_shot_ll execution #1: rank 0 tb 0 op 1 (reduce)",
+                                     "waiting for packets from rank 1", "within 300ms"});
+}
+
+TEST(HostExecutorTest, RefusesAPlanForAnotherWorldSizeAndOversizedCalls) {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    absl::StatusOr<std::unique_ptr<HostPlanExecutor>> wrong =
+        HostPlanExecutor::Create(s, *alloc, *ShippedPlan("one_shot", 3), 16, DataType::kF32);
+    if (wrong.ok() || !absl::StrContains(wrong.status().message(), "is for 3 ranks; the session has 2")) {
+      return absl::InternalError(absl::StrCat("world size: ", wrong.status().ToString()));
+    }
+    VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, *ShippedPlan("one_shot", 2), 16,
+                                                               DataType::kF32));
+    std::vector<float> buf(17);
+    absl::Status big = exec->Execute(buf.data(), buf.data(), 17);
+    if (big.ok() || !absl::StrContains(big.message(), "at most 16")) {
+      return absl::InternalError(absl::StrCat("oversized: ", big.ToString()));
+    }
+    return absl::OkStatus();
+  }));
+}
+
+TEST(HostExecutorTest, StrategyNameSelectsAShippedPlan) {
+  ExpectAllOk(RunWorkers(3, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::ForStrategy(s, *alloc, "plan:two_shot", 100, DataType::kF32));
+    if (exec->plan().name != "two_shot") return absl::InternalError(exec->plan().name);
+    VDEV_RETURN_IF_ERROR(RunAndCheck<float>(s, *exec, 100, 5, false));
+    absl::Status unknown = HostPlanExecutor::ForStrategy(s, *alloc, "plan:nope", 100, DataType::kF32).status();
+    if (unknown.code() != absl::StatusCode::kNotFound) return absl::InternalError(unknown.ToString());
+    absl::Status bad = HostPlanExecutor::ForStrategy(s, *alloc, "two_shot", 100, DataType::kF32).status();
+    if (bad.code() != absl::StatusCode::kInvalidArgument) return absl::InternalError(bad.ToString());
+    return absl::OkStatus();
+  }));
+}
+
+}  // namespace
+}  // namespace vdev::channels
