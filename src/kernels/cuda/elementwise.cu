@@ -1,0 +1,255 @@
+// Element-wise CUDA kernels: the unary activations and math functions, add/subtract/multiply/divide
+// with NumPy broadcasting, silu_mul and cast. Values are computed in f32 and rounded once on store.
+// Where every operand is contiguous and 16-byte aligned each thread moves 16-byte packs; the
+// elements past the last whole pack (and misaligned tensors) go element by element.
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "internal/device_math.cuh"
+
+namespace vdev::cuda_ops {
+namespace {
+
+template <Unary kOp>
+__device__ __forceinline__ float ApplyUnary(float x) {
+  if constexpr (kOp == Unary::kRelu) return x < 0.0f ? 0.0f : x;  // NaN stays NaN
+  // erfc and the logistic form keep the negative tail accurate, where 1 + erf and 1 + tanh cancel.
+  if constexpr (kOp == Unary::kGeluErf) return 0.5f * x * erfcf(x * -0.70710678118654752f);
+  if constexpr (kOp == Unary::kGeluTanh) {
+    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    return x / (1.0f + expf(-2.0f * u));
+  }
+  if constexpr (kOp == Unary::kSilu) return x / (1.0f + expf(-x));
+  if constexpr (kOp == Unary::kExp) return expf(x);
+  if constexpr (kOp == Unary::kTanh) return tanhf(x);
+  if constexpr (kOp == Unary::kSigmoid) return 1.0f / (1.0f + expf(-x));
+  if constexpr (kOp == Unary::kNegative) return -x;
+  if constexpr (kOp == Unary::kSqrt) return sqrtf(x);
+  if constexpr (kOp == Unary::kRsqrt) return 1.0f / sqrtf(x);
+}
+
+template <Binary kOp, typename T>
+__device__ __forceinline__ T ApplyBinary(T x, T y) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    const U a = static_cast<U>(x), b = static_cast<U>(y);
+    if constexpr (kOp == Binary::kAdd) return static_cast<T>(a + b);
+    if constexpr (kOp == Binary::kSubtract) return static_cast<T>(a - b);
+    return static_cast<T>(a * b);  // integer divide is refused before launch
+  } else {
+    const float a = ToF32(x), b = ToF32(y);
+    if constexpr (kOp == Binary::kAdd) return FromF32<T>(a + b);
+    if constexpr (kOp == Binary::kSubtract) return FromF32<T>(a - b);
+    if constexpr (kOp == Binary::kMultiply) return FromF32<T>(a * b);
+    if constexpr (kOp == Binary::kDivide) return FromF32<T>(a / b);
+  }
+}
+
+// Applies f to element i of every stream: packs first (when `packed`), then the remainder.
+template <typename T, typename F>
+__device__ __forceinline__ void ForEach(int64_t n, bool packed, F&& f) {
+  constexpr int kP = Pack<T>::kSize;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t packs = packed ? n / kP : 0;
+  for (int64_t p = first; p < packs; p += stride) f(p, std::true_type{});
+  for (int64_t i = packs * kP + first; i < n; i += stride) f(i, std::false_type{});
+}
+
+template <Unary kOp, typename T>
+__global__ void UnaryKernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, bool packed) {
+  ForEach<T>(n, packed, [&](int64_t i, auto whole_pack) {
+    if constexpr (decltype(whole_pack)::value) {
+      Pack<T> v = reinterpret_cast<const Pack<T>*>(x)[i];
+#pragma unroll
+      for (int j = 0; j < Pack<T>::kSize; ++j) v.v[j] = FromF32<T>(ApplyUnary<kOp>(ToF32(v.v[j])));
+      reinterpret_cast<Pack<T>*>(y)[i] = v;
+    } else {
+      y[i] = FromF32<T>(ApplyUnary<kOp>(ToF32(x[i])));
+    }
+  });
+}
+
+template <Binary kOp, typename T>
+__global__ void BinaryKernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ y, int64_t n,
+                             bool packed) {
+  ForEach<T>(n, packed, [&](int64_t i, auto whole_pack) {
+    if constexpr (decltype(whole_pack)::value) {
+      const Pack<T> u = reinterpret_cast<const Pack<T>*>(a)[i], v = reinterpret_cast<const Pack<T>*>(b)[i];
+      Pack<T> w;
+#pragma unroll
+      for (int j = 0; j < Pack<T>::kSize; ++j) w.v[j] = ApplyBinary<kOp>(u.v[j], v.v[j]);
+      reinterpret_cast<Pack<T>*>(y)[i] = w;
+    } else {
+      y[i] = ApplyBinary<kOp>(a[i], b[i]);
+    }
+  });
+}
+
+template <Binary kOp, typename T>
+__global__ void BroadcastKernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ y, int64_t n,
+                                Strided s) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    int64_t rest = i, ia = 0, ib = 0;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      const int64_t index = rest % s.dims[d];
+      rest /= s.dims[d];
+      ia += index * s.a_strides[d];
+      ib += index * s.b_strides[d];
+    }
+    y[i] = ApplyBinary<kOp>(a[ia], b[ib]);
+  }
+}
+
+template <typename T>
+__global__ void SiluMulKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t f, bool packed) {
+  constexpr int kP = Pack<T>::kSize;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  auto silu_mul = [](float g, float u) { return FromF32<T>(g / (1.0f + expf(-g)) * u); };
+  if (packed) {  // f is a multiple of the pack size: packs never straddle a row
+    const int64_t per_row = f / kP;
+    for (int64_t p = first; p < rows * per_row; p += stride) {
+      const int64_t r = p / per_row, c = p % per_row;
+      const Pack<T> g = reinterpret_cast<const Pack<T>*>(x + r * 2 * f)[c];
+      const Pack<T> u = reinterpret_cast<const Pack<T>*>(x + r * 2 * f + f)[c];
+      Pack<T> o;
+#pragma unroll
+      for (int j = 0; j < kP; ++j) o.v[j] = silu_mul(ToF32(g.v[j]), ToF32(u.v[j]));
+      reinterpret_cast<Pack<T>*>(y + r * f)[c] = o;
+    }
+    return;
+  }
+  for (int64_t i = first; i < rows * f; i += stride) {
+    const int64_t r = i / f, c = i % f;
+    y[i] = silu_mul(ToF32(x[r * 2 * f + c]), ToF32(x[r * 2 * f + f + c]));
+  }
+}
+
+// Integers to a float type: f32 rounds to nearest; f16/bf16 go through an f32 rounded to odd
+// (truncate, then set the last bit when inexact) so the narrowing rounds once, as from the integer.
+template <typename To, typename From>
+__device__ __forceinline__ To ConvertInt(From v) {
+  const long long w = static_cast<long long>(v);
+  if constexpr (std::is_same_v<To, float>) return __ll2float_rn(w);
+  float f = __ll2float_rz(w);
+  if (__float2ll_rz(f) != w) f = __uint_as_float(__float_as_uint(f) | 1u);
+  return FromF32<To>(f);
+}
+
+// Floats to integers: truncation toward zero, saturating at the range, NaN -> 0.
+template <typename To>
+__device__ __forceinline__ To ConvertToInt(float f) {
+  constexpr float kLimit = sizeof(To) == 4 ? 2147483648.0f : 9223372036854775808.0f;
+  if (f != f) return 0;
+  constexpr To kMax = static_cast<To>(sizeof(To) == 4 ? int64_t{INT32_MAX} : int64_t{INT64_MAX});
+  if (f >= kLimit) return kMax;
+  if (f <= -kLimit) return -kMax - 1;
+  return static_cast<To>(f);
+}
+
+template <typename To, typename From>
+__global__ void CastKernel(const From* __restrict__ x, To* __restrict__ y, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    if constexpr (std::is_integral_v<From> && std::is_integral_v<To>) {
+      y[i] = static_cast<To>(x[i]);  // wraps
+    } else if constexpr (std::is_integral_v<From>) {
+      y[i] = ConvertInt<To>(x[i]);
+    } else if constexpr (std::is_integral_v<To>) {
+      y[i] = ConvertToInt<To>(ToF32(x[i]));
+    } else {
+      y[i] = FromF32<To>(ToF32(x[i]));
+    }
+  }
+}
+
+template <Unary kOp, typename T>
+void Unary1(const void* x, void* y, int64_t n, cudaStream_t stream) {
+  const bool packed = Aligned16(x) && Aligned16(y);
+  const int64_t work = packed ? n / Pack<T>::kSize + n % Pack<T>::kSize : n;
+  UnaryKernel<kOp, T><<<GridFor(work), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n, packed);
+}
+
+template <Binary kOp, typename T>
+void Binary1(const void* a, const void* b, void* y, int64_t n, const Strided* s, cudaStream_t stream) {
+  const T* pa = static_cast<const T*>(a);
+  const T* pb = static_cast<const T*>(b);
+  if (s != nullptr) {
+    BroadcastKernel<kOp, T><<<GridFor(n), kThreads, 0, stream>>>(pa, pb, static_cast<T*>(y), n, *s);
+    return;
+  }
+  const bool packed = Aligned16(a) && Aligned16(b) && Aligned16(y);
+  const int64_t work = packed ? n / Pack<T>::kSize + n % Pack<T>::kSize : n;
+  BinaryKernel<kOp, T><<<GridFor(work), kThreads, 0, stream>>>(pa, pb, static_cast<T*>(y), n, packed);
+}
+
+template <Binary kOp>
+void BinaryAnyType(Elem t, const void* a, const void* b, void* y, int64_t n, const Strided* s, cudaStream_t stream) {
+  DispatchAny(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!(kOp == Binary::kDivide && std::is_integral_v<T>)) Binary1<kOp, T>(a, b, y, n, s, stream);
+  });
+}
+
+}  // namespace
+
+cudaError_t LaunchUnary(Unary op, Elem t, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  DispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    switch (op) {
+      case Unary::kRelu: return Unary1<Unary::kRelu, T>(x, y, n, stream);
+      case Unary::kGeluErf: return Unary1<Unary::kGeluErf, T>(x, y, n, stream);
+      case Unary::kGeluTanh: return Unary1<Unary::kGeluTanh, T>(x, y, n, stream);
+      case Unary::kSilu: return Unary1<Unary::kSilu, T>(x, y, n, stream);
+      case Unary::kExp: return Unary1<Unary::kExp, T>(x, y, n, stream);
+      case Unary::kTanh: return Unary1<Unary::kTanh, T>(x, y, n, stream);
+      case Unary::kSigmoid: return Unary1<Unary::kSigmoid, T>(x, y, n, stream);
+      case Unary::kNegative: return Unary1<Unary::kNegative, T>(x, y, n, stream);
+      case Unary::kSqrt: return Unary1<Unary::kSqrt, T>(x, y, n, stream);
+      case Unary::kRsqrt: return Unary1<Unary::kRsqrt, T>(x, y, n, stream);
+    }
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchBinary(Binary op, Elem t, const void* a, const void* b, void* y, int64_t n, const Strided* shape,
+                         cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (op) {
+    case Binary::kAdd: BinaryAnyType<Binary::kAdd>(t, a, b, y, n, shape, stream); break;
+    case Binary::kSubtract: BinaryAnyType<Binary::kSubtract>(t, a, b, y, n, shape, stream); break;
+    case Binary::kMultiply: BinaryAnyType<Binary::kMultiply>(t, a, b, y, n, shape, stream); break;
+    case Binary::kDivide: BinaryAnyType<Binary::kDivide>(t, a, b, y, n, shape, stream); break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchSiluMul(Elem t, const void* x, void* y, int64_t rows, int64_t f, cudaStream_t stream) {
+  if (rows == 0 || f == 0) return cudaSuccess;
+  DispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    const bool packed = f % Pack<T>::kSize == 0 && Aligned16(x) && Aligned16(y);
+    const int64_t work = packed ? rows * f / Pack<T>::kSize : rows * f;
+    SiluMulKernel<T><<<GridFor(work), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), rows, f,
+                                                             packed);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCast(Elem from, Elem to, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  DispatchAny(from, [&](auto from_tag) {
+    DispatchAny(to, [&](auto to_tag) {
+      using From = decltype(from_tag);
+      using To = decltype(to_tag);
+      CastKernel<To, From><<<GridFor(n), kThreads, 0, stream>>>(static_cast<const From*>(x), static_cast<To*>(y), n);
+    });
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace vdev::cuda_ops
