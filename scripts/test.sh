@@ -22,3 +22,11 @@ cmake --install build --prefix "$prefix" >/dev/null
 cmake -S examples/consumer -B "$prefix/consumer-build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$prefix/consumer-build" >/dev/null
 "$prefix/consumer-build/join_devices" cuda:3 'cuda[cuda]/global'
+
+if ls build/python/vdev/_vdev*.so >/dev/null 2>&1; then
+  echo "== install: import vdev from the installed site-packages"
+  python=$(sed -n 's/^Python3_EXECUTABLE:FILEPATH=//p' build/CMakeCache.txt)
+  site="$prefix/$(sed -n 's/^VDEV_PYTHON_INSTALL_DIR:STRING=//p' build/CMakeCache.txt)"
+  (cd "$prefix" && PYTHONPATH="$site" "$python" -c \
+    "import vdev; assert vdev.__file__.startswith('$site'), vdev.__file__; print(vdev.join('cuda:3', 'cuda[cuda]/global'))")
+fi

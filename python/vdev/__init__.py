@@ -1,0 +1,26 @@
+"""vdev from Python: where every value of an ML program lives.
+
+    import vdev
+    module = vdev.parse(open("program.vdev").read(), file="program.vdev")
+    plan = vdev.plan(module)                  # PlanDevices; vdev.PlanningError if none exists
+    plan.device_of("x")                       # VirtualDevice.parse('cuda:0')
+    lowered = vdev.lower(plan)                # explicit allocation, memory pools per (device, scope)
+
+The lattice: ``VirtualDevice(device_type="cuda", device_id=0)``, ``a.join(b)``, ``a.default(b)``.
+Programs are also built in Python with ``vdev.Builder``; ``vdev.testing`` has Hypothesis strategies.
+Errors are vdev.Error subclasses whose text is ``FILE:LINE:COL: error: …``.
+"""
+
+from vdev._vdev import (Global, Lowered, Module, Plan, Target, Type, Value, VirtualDevice, default, join, lower,
+                        parse, plan)
+from vdev._errors import BuildError, Error, LoweringError, ParseError, PlanningError
+from vdev._records import AllReduce, Conflict, Copy, PlanWarning, Pool
+from vdev.builder import Builder
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AllReduce", "BuildError", "Builder", "Conflict", "Copy", "Error", "Global", "Lowered", "LoweringError",
+    "Module", "ParseError", "Plan", "PlanWarning", "PlanningError", "Pool", "Target", "Type", "Value",
+    "VirtualDevice", "default", "join", "lower", "parse", "plan",
+]

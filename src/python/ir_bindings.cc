@@ -1,0 +1,59 @@
+// vdev.Module and vdev.parse (include/vdev/ir_text.h).
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "pybind11/stl.h"
+#include "python/bindings.h"
+#include "vdev/ir_text.h"
+
+namespace vdev::python {
+namespace {
+
+std::shared_ptr<PyModule> ParseText(std::string text, std::string file) {
+  Diagnostic diag;
+  absl::StatusOr<ir::Module> module;
+  {
+    py::gil_scoped_release release;
+    module = ir::ParseModule(text, &diag);
+    if (module.ok()) {
+      absl::Status verified = ir::VerifyModule(*module, &diag);
+      if (!verified.ok()) module = verified;
+    }
+  }
+  if (!module.ok()) RaiseParseError(file, text, diag);
+  return std::make_shared<PyModule>(PyModule{*std::move(module), std::move(file), std::move(text)});
+}
+
+std::vector<std::string> FunctionNames(const PyModule& m) {
+  std::vector<std::string> names;
+  for (ir::FuncId f : m.module.items) names.emplace_back(m.module.Name(m.module.functions[f].name));
+  return names;
+}
+
+}  // namespace
+
+void BindIr(py::module_& m) {
+  py::class_<PyModule, std::shared_ptr<PyModule>>(
+      m, "Module", "A verified program of the vdev IR (shared/spec/ir-text.md). Immutable: passes return new ones.")
+      .def_static("parse", &ParseText, py::arg("text"), py::arg("file") = "<string>",
+                  "Same as vdev.parse(text, file).")
+      .def("text", [](const PyModule& self, bool inferred_types) {
+             return ir::PrintModule(self.module, {.inferred_types = inferred_types});
+           }, py::arg("inferred_types") = false,
+           "The canonical text; with inferred_types=True every inferred binding type is written too.")
+      .def("__str__", [](const PyModule& self) { return ir::PrintModule(self.module); })
+      .def("__repr__", [](const PyModule& self) {
+        return absl::StrCat("<vdev.Module ", self.file, ": ", self.module.items.size(), " functions, ",
+                            self.module.bindings.size(), " bindings>");
+      })
+      .def_property_readonly("file", [](const PyModule& self) { return self.file; })
+      .def_property_readonly("functions", &FunctionNames, "Names of the top-level functions and kernels, in order.");
+
+  m.def("parse", &ParseText, py::arg("text"), py::arg("file") = "<string>",
+        "Parses and verifies a module; ParseError (FILE:LINE:COL) on bad text.");
+}
+
+}  // namespace vdev::python

@@ -1,0 +1,267 @@
+// vdev.plan → vdev.Plan and vdev.lower → vdev.Lowered (include/vdev/plan_devices.h,
+// include/vdev/lower_memory.h). Planning and lowering run with the GIL released; the records they
+// return (Copy, PlanWarning, Pool, AllReduce, Conflict) are the named tuples of
+// python/vdev/_records.py.
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "pybind11/stl.h"
+#include "python/bindings.h"
+#include "vdev/dot.h"
+#include "vdev/ir_text.h"
+#include "vdev/lower_memory.h"
+#include "vdev/plan_devices.h"
+
+namespace vdev::python {
+namespace {
+
+py::object Record(const char* name) { return py::module_::import("vdev._records").attr(name); }
+
+std::shared_ptr<PyModule> CloneModule(const ir::Module& module, const std::string& file) {
+  return std::make_shared<PyModule>(PyModule{module.Clone(), file, ""});
+}
+
+std::optional<VirtualDevice> DeviceOrNone(const ir::Module& m, ir::DeviceId d) {
+  if (d == ir::kNoDevice) return std::nullopt;
+  return m.Device(d);
+}
+
+struct PyPlan {
+  std::shared_ptr<const PyModule> input;
+  PlanResult result;
+  std::shared_ptr<PyModule> planned;  // made on first use of Plan.module
+
+  ir::FuncId Function(const std::string& path) const {
+    const ir::Module& m = result.module;
+    for (ir::FuncId f = 0; f < m.functions.size(); ++f) {
+      if (ir::FunctionPath(m, f) == path) return f;
+    }
+    throw py::key_error(absl::StrCat("no function '", path, "' (local functions are named like 'main/f')"));
+  }
+
+  // The device of parameter or binding `name` of function `path`, as the JSON report lists it.
+  VirtualDevice DeviceOf(const std::string& name, const std::string& path) const {
+    const ir::Module& m = result.module;
+    const ir::FuncId f = Function(path);
+    const absl::string_view bare = absl::StripPrefix(name, "%");
+    for (const ir::Param& p : m.Params(m.functions[f])) {
+      if (m.Name(p.name) == bare) return *DeviceOrNone(m, p.device);
+    }
+    for (ir::BindingId b = 0; b < result.input_bindings; ++b) {
+      if (m.blocks[m.bindings[b].block].func != f || m.Name(m.bindings[b].name) != bare) continue;
+      if (result.binding_replaced[b]) {
+        throw py::key_error(absl::StrCat("%", bare, " is an annotation that planning removed (on_device)"));
+      }
+      if (result.binding_devices[b] == ir::kNoDevice) {
+        throw py::key_error(absl::StrCat("%", bare, " has no device (inside a primitive function)"));
+      }
+      return m.Device(result.binding_devices[b]);
+    }
+    throw py::key_error(absl::StrCat("no value %", bare, " in function '", path, "'"));
+  }
+
+  py::dict Placement(const std::string& path) const {
+    const ir::Module& m = result.module;
+    const ir::FuncId f = Function(path);
+    py::dict out;
+    for (const ir::Param& p : m.Params(m.functions[f])) out[py::str(std::string(m.Name(p.name)))] = DeviceOrNone(m, p.device);
+    for (ir::BindingId b = 0; b < result.input_bindings; ++b) {
+      if (m.blocks[m.bindings[b].block].func != f || result.binding_replaced[b]) continue;
+      if (result.binding_devices[b] == ir::kNoDevice) continue;
+      out[py::str(std::string(m.Name(m.bindings[b].name)))] = m.Device(result.binding_devices[b]);
+    }
+    return out;
+  }
+
+  py::list Copies() const {
+    const ir::Module& m = result.module;
+    py::object copy = Record("Copy");
+    py::list out;
+    for (const PlannedCopy& c : result.copies) {
+      std::string into = c.into == ir::kNoBinding ? "return" : std::string(m.Name(m.bindings[c.into].name));
+      out.append(copy(ir::FunctionPath(m, c.func), std::string(m.Name(m.ValueName(c.of))), m.Device(c.src),
+                      m.Device(c.dst), into, c.written));
+    }
+    return out;
+  }
+
+  py::list Warnings() const {
+    py::object warning = Record("PlanWarning");
+    py::list out;
+    for (const Diagnostic& w : result.warnings) {
+      out.append(warning(input->file, w.loc.line, w.loc.col, w.message, FormatDiagnostic(input->file, input->source, w)));
+    }
+    return out;
+  }
+
+  py::dict Statistics() const {
+    const PlanStatistics& s = result.stats;
+    py::dict out;
+    out["bindings"] = s.bindings;
+    out["domains"] = s.domains;
+    out["copies"] = s.copies;
+    out["copies_dropped"] = s.copies_dropped;
+    out["conflict_copies"] = s.conflict_copies;
+    out["solver_calls"] = s.solver_calls;
+    out["solver_seconds"] = s.solver_seconds;
+    return out;
+  }
+};
+
+[[noreturn]] void RaisePlanningError(const PyModule& module, const PlanError& error, const absl::Status& status) {
+  const std::string message = error.message.empty() ? std::string(status.message()) : error.message;
+  std::string text = FormatDiagnostic(module.file, module.source, {Severity::kError, error.loc, message});
+  py::object conflict = Record("Conflict");
+  py::list conflicts;
+  for (const ConflictAnnotation& c : error.conflicts) {
+    absl::StrAppend(&text, FormatDiagnostic(module.file, module.source, {Severity::kNote, c.loc, c.what}));
+    conflicts.append(conflict(c.loc.line, c.loc.col, c.device, c.what));
+  }
+  Raise("PlanningError", py::make_tuple(text),
+        py::dict(py::arg("file") = module.file, py::arg("line") = error.loc.line, py::arg("col") = error.loc.col,
+                 py::arg("message") = message, py::arg("conflicts") = conflicts));
+}
+
+std::shared_ptr<PyPlan> Plan(std::shared_ptr<PyModule> module, bool strict, const py::object& default_device,
+                             const py::object& host_device) {
+  PlanOptions options;
+  options.strict = strict;
+  if (!default_device.is_none()) options.default_device = DeviceArg(default_device);
+  if (!host_device.is_none()) options.host_device = DeviceArg(host_device);
+  PlanError error;
+  absl::StatusOr<PlanResult> result;
+  {
+    py::gil_scoped_release release;
+    result = PlanDevices(module->module, options, &error);
+  }
+  if (!result.ok()) RaisePlanningError(*module, error, result.status());
+  return std::make_shared<PyPlan>(PyPlan{std::move(module), *std::move(result), nullptr});
+}
+
+struct PyLowered {
+  std::string file;
+  ir::Module module;
+  MemoryPlan memory;
+  std::shared_ptr<PyModule> lowered;  // made on first use of Lowered.module
+
+  py::list Pools() const {
+    py::object pool = Record("Pool");
+    py::list out;
+    for (const FunctionMemory& f : memory.functions) {
+      for (const PoolSize& p : f.plan.pools) {
+        out.append(pool(ir::FunctionPath(module, f.func), VirtualDevice::ForDevice(p.pool.device.type, p.pool.device.id),
+                        p.pool.scope, p.bytes, p.storages));
+      }
+    }
+    return out;
+  }
+
+  py::list AllReduces() const {
+    py::object allreduce = Record("AllReduce");
+    py::list out;
+    for (const FunctionMemory& f : memory.functions) {
+      for (const AllReduceInfo& a : f.allreduces) {
+        out.append(allreduce(ir::FunctionPath(module, f.func), std::string(module.Name(module.bindings[a.binding].name)),
+                             a.op, std::string(AllReduceStrategyName(a.strategy)), a.ipc, a.reason));
+      }
+    }
+    return out;
+  }
+};
+
+std::shared_ptr<PyLowered> Lower(const PyPlan& plan, const std::string& strategy, bool ipc_allreduce,
+                                 int64_t alignment) {
+  LowerOptions options;
+  std::optional<AllReduceStrategy> parsed = AllReduceStrategyFromName(strategy);
+  if (!parsed) {
+    throw py::value_error(absl::StrCat("unknown all-reduce strategy '", strategy,
+                                       "' (expected auto, one-shot, two-shot or nccl)"));
+  }
+  if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+    throw py::value_error(absl::StrCat("alignment must be a positive power of two, found ", alignment));
+  }
+  options.strategy = *parsed;
+  options.ipc_allreduce = ipc_allreduce;
+  options.storage.alignment = alignment;
+  auto lowered = std::make_shared<PyLowered>();
+  lowered->file = plan.input->file;
+  absl::StatusOr<MemoryPlan> memory;
+  absl::Status verified;
+  {
+    py::gil_scoped_release release;
+    lowered->module = plan.result.module.Clone();
+    std::vector<ir::DeviceId> devices = plan.result.binding_devices;
+    memory = LowerMemory(lowered->module, devices, options);
+    if (memory.ok()) verified = ir::VerifyModule(lowered->module);
+  }
+  if (!memory.ok()) Raise("LoweringError", py::make_tuple(std::string(memory.status().message())));
+  if (!verified.ok()) RaiseStatus(verified);
+  lowered->memory = *std::move(memory);
+  return lowered;
+}
+
+}  // namespace
+
+void BindPlan(py::module_& m) {
+  py::class_<PyPlan, std::shared_ptr<PyPlan>>(m, "Plan", "The result of vdev.plan: where every value lives.")
+      .def("device_of", &PyPlan::DeviceOf, py::arg("name"), py::arg("function") = "main",
+           "The device of parameter or binding `name` (`x` or `%x`) of `function` ('main', 'main/f', …).\n"
+           "KeyError for an unknown name or an on_device that planning removed.")
+      .def("result_device", [](const PyPlan& p, const std::string& path) {
+             return DeviceOrNone(p.result.module, p.result.module.functions[p.Function(path)].result_device);
+           }, py::arg("function") = "main")
+      .def("placement", &PyPlan::Placement, py::arg("function") = "main",
+           "{name: device} for the parameters and surviving bindings of `function`, in program order.")
+      .def_property_readonly("copies", &PyPlan::Copies, "The device changes the plan makes (list of vdev.Copy).")
+      .def_property_readonly("warnings", &PyPlan::Warnings, "Conflicts resolved with a copy (list of vdev.PlanWarning).")
+      .def_property_readonly("statistics", &PyPlan::Statistics)
+      .def_property_readonly("module", [](PyPlan& p) {
+        if (!p.planned) p.planned = CloneModule(p.result.module, p.input->file);
+        return p.planned;
+      }, "The planned program as a Module.")
+      .def("text", [](const PyPlan& p) { return ir::PrintModule(p.result.module); }, "The planned program's text.")
+      .def("to_json", [](const PyPlan& p) { return PlanReportJson(p.result); },
+           "The report of `vdev plan --json` (shared/spec/plan-json.md).")
+      .def("to_dot", [](const PyPlan& p) {
+        return WriteDot(PlannedProgramGraph(p.result.module, p.result.binding_devices));
+      }, "Graphviz text of `vdev lower --dot`: devices as colours, copies as red edges.")
+      .def("__repr__", [](const PyPlan& p) {
+        return absl::StrCat("<vdev.Plan ", p.input->file, ": ", p.result.copies.size(), " copies, ",
+                            p.result.warnings.size(), " warnings>");
+      });
+
+  m.def("plan", &Plan, py::arg("module"), py::kw_only(), py::arg("strict") = false, py::arg("default") = py::none(),
+        py::arg("host") = py::none(),
+        "Plans the device of every value (PlanDevices; the GIL is released meanwhile). strict=True makes a\n"
+        "conflict between primitive uses an error; default/host override the module's config.\n"
+        "PlanningError (FILE:LINE:COL, with the conflicting annotations) when no plan exists.");
+
+  py::class_<PyLowered, std::shared_ptr<PyLowered>>(m, "Lowered",
+                                                     "The result of vdev.lower: explicit allocation and memory pools.")
+      .def_property_readonly("pools", &PyLowered::Pools, "Pool sizes per function, device and scope (vdev.Pool).")
+      .def_property_readonly("allreduces", &PyLowered::AllReduces, "Each all-reduce and how it runs (vdev.AllReduce).")
+      .def_property_readonly("tensor_bytes", [](const PyLowered& l) { return l.memory.tensor_bytes; })
+      .def_property_readonly("pool_bytes", [](const PyLowered& l) { return l.memory.pool_bytes; })
+      .def_property_readonly("module", [](PyLowered& l) {
+        if (!l.lowered) l.lowered = CloneModule(l.module, l.file);
+        return l.lowered;
+      })
+      .def("text", [](const PyLowered& l) { return ir::PrintModule(l.module); })
+      .def("to_json", [](const PyLowered& l) { return MemoryReportJson(l.module, l.memory); },
+           "The report of `vdev lower --json` (docs/memory-planning.md).")
+      .def("__repr__", [](const PyLowered& l) {
+        return absl::StrCat("<vdev.Lowered ", l.file, ": ", l.memory.pool_bytes, " pool bytes>");
+      });
+
+  m.def("lower", &Lower, py::arg("plan"), py::kw_only(), py::arg("strategy") = "auto", py::arg("ipc_allreduce") = true,
+        py::arg("alignment") = 256,
+        "Lowers a plan to explicit allocation (LowerMemory; the GIL is released meanwhile). The plan is\n"
+        "not changed. LoweringError when a planned tensor's device is not concrete.");
+}
+
+}  // namespace vdev::python
