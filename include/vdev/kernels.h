@@ -110,7 +110,17 @@ class KernelRegistry {
   absl::flat_hash_map<std::pair<std::string, DeviceType>, KernelFn> kernels_ ABSL_GUARDED_BY(mutex_);
 };
 
-// Adds the CPU kernels (src/kernels/cpu) to a registry; Global() calls it.
+// Adds the CPU kernels (src/kernels/cpu) to a registry; Global() calls it. They are the reference of
+// `vdev run --check`, and where the op list above leaves a choice they do this:
+//   - matmul and attention multiply through OpenBLAS sgemm (f16/bf16 widened to f32 panels);
+//     softmax, layer_norm, rms_norm and attention's softmax sum their rows in double;
+//   - gelu uses erfc and the logistic form of the tanh variant, accurate in the negative tail;
+//     relu keeps a NaN;
+//   - cast: float to integer truncates toward zero and saturates, NaN gives 0; an integer to f16 or
+//     bf16 rounds once from its exact value; i64 to i32 wraps;
+//   - take: indices must lie in [0, n) (a negative one is out of range);
+//   - i32/i64 add, subtract and multiply wrap around;
+//   - nn.relu has relu's kernel too (concat has concatenate's, nn.softmax softmax's).
 void RegisterCpuKernels(KernelRegistry& registry);
 
 // The threads the CPU kernels' BLAS (OpenBLAS) may use, at least 1. The executor sets
