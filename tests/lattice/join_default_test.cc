@@ -1,6 +1,6 @@
 // Join and Default: every documented case by example, and every law exhaustively over a small domain.
 #include "gtest/gtest.h"
-#include "lattice_domain.h"
+#include "vdev/testing/arbitrary.h"
 #include "vdev/virtual_device.h"
 
 namespace vdev {
@@ -61,7 +61,7 @@ TEST(DefaultTest, ConflictingFieldsKeepLhs) { EXPECT_EQ(DefaultText("cuda:3", "c
 // Exhaustive checks over all 54 devices of the small domain: every pair and triple.
 class LatticeExhaustiveTest : public ::testing::Test {
  protected:
-  std::vector<VirtualDevice> domain_ = lattice_testing::SmallDomain();
+  std::vector<VirtualDevice> domain_ = testing::SmallDomain();
 };
 
 TEST_F(LatticeExhaustiveTest, DomainCoversEveryFieldCombination) { EXPECT_EQ(domain_.size(), 54u); }

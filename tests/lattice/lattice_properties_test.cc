@@ -1,7 +1,7 @@
 // The laws of Join and Default (virtual_device.h), as RapidCheck properties over generated devices.
 // CMake runs these with RC_PARAMS=max_success=1000, so each law sees at least 1,000 cases.
 #include "gtest/gtest.h"
-#include "lattice_domain.h"
+#include "vdev/testing/arbitrary.h"
 #include "rapidcheck/gtest.h"
 #include "vdev/virtual_device.h"
 
