@@ -8,7 +8,12 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export VDEV_TIMEOUT_MS=60000  # session waits (NCCL set-up, graph instantiation); kernel waits stay bounded at 8 s
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH}
-for packed in lib/*.xz; do if [ -e "$packed" ]; then xz -dkf "$packed"; fi; done  # OpenBLAS (gpu_pack.sh)
+# OpenBLAS travels xz-compressed (gpu_pack.sh); Python's lzma unpacks it where xz-utils is missing.
+for packed in lib/*.xz; do
+  if [ -e "$packed" ] && ! xz -dkf "$packed" 2>/dev/null; then
+    python3 -c 'import lzma, sys; open(sys.argv[1][:-3], "wb").write(lzma.open(sys.argv[1]).read())' "$packed"
+  fi
+done
 STAGES=${STAGES:-"test onegpu bench2 bench4 torch sanitize sanitize4"}
 {
   date -u
