@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "vdev/session.h"
 
@@ -28,6 +29,13 @@ struct LaunchOptions {
 // exit code (128 + signal number when it was killed; 128 + the signal that stopped the launcher).
 // Errors are for failures to start at all.
 absl::StatusOr<int> Launch(const LaunchOptions& options);
+
+// A fresh random session id (16 hex digits) for SessionOptions::session_id.
+std::string NewSessionId();
+
+// Removes the shared-memory segments of a session (`/dev/shm/vdev-<session id>-*`), e.g. those of
+// a worker killed between creating a segment and sharing it. An empty id removes nothing.
+void RemoveSessionSegments(absl::string_view session_id);
 
 }  // namespace vdev
 

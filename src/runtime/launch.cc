@@ -18,7 +18,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace vdev {
-namespace {
 
 std::string NewSessionId() {
   std::random_device rd;
@@ -26,6 +25,19 @@ std::string NewSessionId() {
   std::snprintf(buf, sizeof(buf), "%08x%08x", rd(), rd() ^ static_cast<unsigned>(getpid()));
   return buf;
 }
+
+void RemoveSessionSegments(absl::string_view session_id) {
+  if (session_id.empty()) return;
+  const std::string prefix = absl::StrCat("vdev-", session_id, "-");
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) {
+      if (absl::StartsWith(e->d_name, prefix)) shm_unlink(absl::StrCat("/", e->d_name).c_str());
+    }
+    closedir(d);
+  }
+}
+
+namespace {
 
 void RemoveTree(const std::string& dir) {
   if (DIR* d = opendir(dir.c_str())) {
@@ -36,17 +48,6 @@ void RemoveTree(const std::string& dir) {
     closedir(d);
   }
   rmdir(dir.c_str());
-}
-
-// Removes segments a worker left behind (one killed between creating and sharing a segment).
-void RemoveSegments(const std::string& session_id) {
-  const std::string prefix = absl::StrCat("vdev-", session_id, "-");
-  if (DIR* d = opendir("/dev/shm")) {
-    while (dirent* e = readdir(d)) {
-      if (absl::StartsWith(e->d_name, prefix)) shm_unlink(absl::StrCat("/", e->d_name).c_str());
-    }
-    closedir(d);
-  }
 }
 
 std::string DescribeExit(int rank, pid_t pid, int status) {
@@ -169,7 +170,7 @@ absl::StatusOr<int> Launch(const LaunchOptions& options) {
   sigaction(SIGTERM, &old_term, nullptr);
   sigaction(SIGHUP, &old_hup, nullptr);
   RemoveTree(dir);
-  RemoveSegments(session_id);
+  RemoveSessionSegments(session_id);  // a worker killed between creating and sharing a segment
   return result;
 }
 

@@ -1,0 +1,535 @@
+// The controller's side of a session: commands, registers, waits and faults (see vdev/controller.h).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "internal/ccl.h"
+#include "internal/protocol.h"
+#include "internal/transport.h"
+#include "vdev/controller.h"
+#include "vdev/launch.h"
+#include "vdev/session.h"
+#include "vdev/status_macros.h"
+
+namespace vdev {
+namespace internal {
+
+class ControllerCore : public std::enable_shared_from_this<ControllerCore> {
+ public:
+  ControllerCore(int n, const ControllerOptions& options, bool threaded)
+      : n_(n), options_(options), threaded_(threaded) {}
+  ~ControllerCore() { Shutdown().IgnoreError(); }
+
+  absl::Status Start();
+  int num_workers() const { return n_; }
+  const ControllerOptions& options() const { return options_; }
+  std::vector<pid_t> pids() const { return transport_ ? transport_->pids() : std::vector<pid_t>(); }
+  const std::string& ccl_session_id() const { return ccl_session_id_; }
+  const std::string& ccl_dir() const { return ccl_dir_; }
+
+  absl::StatusOr<RemoteFunc> GetGlobalFunc(absl::string_view name);
+  absl::StatusOr<DRef> Call(const RemoteFunc& func, const std::vector<Value>& args);
+  absl::Status Sync(int worker);
+  absl::Status SyncAll();
+  absl::Status CopyTo(const HostTensor& host, const DRef& dref);
+  absl::Status CopyFrom(HostTensor* host, const DRef& dref);
+  absl::StatusOr<Value> DebugGet(int64_t reg, int worker);
+  absl::Status DebugSet(int64_t reg, const Value& value, int worker);
+  absl::Status InitCcl(absl::string_view ccl, const std::vector<int>& device_ids);
+  absl::Status Shutdown();
+  void FreeRegister(int64_t reg);
+
+ private:
+  // OK when new commands may be sent: not shut down, no failure, none reported meanwhile.
+  absl::Status Usable();
+  absl::Status CheckWorker(int worker) const;
+  absl::Status CheckRef(const DRef& ref, absl::string_view what) const;
+  std::pair<Encoder, uint64_t> Begin(CommandKind kind);
+  absl::Status SendTo(int worker, std::string message);
+  absl::Status SendAll(const std::string& message);
+  // Waits for the replies of `seqs[i]` from worker i (0: none wanted), handing each to `take`.
+  absl::Status Await(const std::vector<uint64_t>& seqs, absl::string_view what,
+                     const std::function<absl::Status(int, Decoder&)>& take);
+  // Handles one message that no wait asked for (an error or an exit), failing the session.
+  void Unexpected(const Incoming& in);
+  absl::Status Fail(absl::Status status);
+  void Reap();
+  DRef NewRef();
+
+  const int n_;
+  const ControllerOptions options_;
+  const bool threaded_;
+  std::unique_ptr<Transport> transport_;
+  absl::Status failure_;
+  bool shut_down_ = false;
+  uint64_t next_seq_ = 0;
+  int64_t next_reg_ = 0;
+  std::vector<int64_t> free_regs_;
+  std::string ccl_session_id_;
+  std::string ccl_dir_;
+};
+
+class RegisterHandle {
+ public:
+  RegisterHandle(int64_t reg, std::weak_ptr<ControllerCore> core) : reg_(reg), core_(std::move(core)) {}
+  ~RegisterHandle() {
+    if (auto core = core_.lock()) core->FreeRegister(reg_);
+  }
+  int64_t reg() const { return reg_; }
+  std::shared_ptr<ControllerCore> core() const { return core_.lock(); }
+  bool BelongsTo(const ControllerCore* core) const { return core_.lock().get() == core; }
+
+ private:
+  int64_t reg_;
+  std::weak_ptr<ControllerCore> core_;
+};
+
+namespace {
+
+void RemoveDir(const std::string& dir) {
+  if (dir.empty()) return;
+  unlink(absl::StrCat(dir, "/session.sock").c_str());
+  rmdir(dir.c_str());
+}
+
+absl::Status EncodeValue(const Value& value, Encoder* out) {
+  return std::visit(
+      [&](const auto& v) -> absl::Status {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, DRef>) {
+          if (!v.valid()) return absl::InvalidArgumentError("a null DRef cannot be passed");
+          out->U8(static_cast<uint8_t>(ValueTag::kRegister));
+          out->U64(static_cast<uint64_t>(v.reg_id()));
+        } else {
+          if constexpr (std::is_same_v<T, HostTensor>) {
+            if (v.bytes.size() != static_cast<size_t>(v.NumElements()) * DTypeBytes(v.dtype)) {
+              return absl::InvalidArgumentError("a host tensor's bytes do not match its shape and dtype");
+            }
+          }
+          out->Tagged(v);
+        }
+        return absl::OkStatus();
+      },
+      value.v);
+}
+
+absl::StatusOr<Value> DecodeValue(Decoder& in) {
+  uint8_t tag = 0;
+  if (!in.U8(&tag)) return absl::DataLossError("malformed value from a worker");
+  switch (static_cast<ValueTag>(tag)) {
+    case ValueTag::kNone:
+      return Value();
+    case ValueTag::kInt: {
+      int64_t v = 0;
+      if (in.I64(&v)) return Value(v);
+      break;
+    }
+    case ValueTag::kFloat: {
+      double v = 0;
+      if (in.F64(&v)) return Value(v);
+      break;
+    }
+    case ValueTag::kString: {
+      std::string v;
+      if (in.Str(&v)) return Value(std::move(v));
+      break;
+    }
+    case ValueTag::kShape: {
+      Shape v;
+      if (in.ShapeOf(&v)) return Value(std::move(v));
+      break;
+    }
+    case ValueTag::kTensor: {
+      HostTensor v;
+      if (in.Tensor(&v)) return Value(std::move(v));
+      break;
+    }
+    case ValueTag::kObject: {
+      std::string type;
+      if (in.Str(&type)) {
+        return absl::UnimplementedError(absl::StrCat("the register holds a ", type, ", which cannot leave its worker"));
+      }
+      break;
+    }
+    case ValueTag::kRegister:
+      break;
+  }
+  return absl::DataLossError("malformed value from a worker");
+}
+
+}  // namespace
+
+absl::Status ControllerCore::Start() {
+  if (n_ < 1 || n_ > kMaxWorkers) {
+    return absl::InvalidArgumentError(absl::StrCat("a session has 1..", kMaxWorkers, " workers, not ", n_));
+  }
+  if (options_.num_groups < 1 || n_ % options_.num_groups != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(n_, " workers cannot be split into ", options_.num_groups, " groups of equal size"));
+  }
+  if (options_.timeout <= absl::ZeroDuration()) return absl::InvalidArgumentError("the timeout must be positive");
+  if (threaded_) {
+    VDEV_ASSIGN_OR_RETURN(transport_, StartThreads(n_, options_.num_groups));
+  } else {
+    VDEV_ASSIGN_OR_RETURN(transport_, StartProcesses(n_, options_.num_groups, options_.program,
+                                                     absl::Now() + options_.timeout));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ControllerCore::Usable() {
+  if (shut_down_) return absl::FailedPreconditionError("the session was shut down");
+  if (!failure_.ok()) return failure_;
+  while (std::optional<Incoming> in = transport_->Receive(absl::InfinitePast())) {
+    Unexpected(*in);
+  }
+  return failure_;
+}
+
+absl::Status ControllerCore::CheckWorker(int worker) const {
+  if (worker < 0 || worker >= n_) {
+    return absl::InvalidArgumentError(absl::StrCat("no worker ", worker, " in a session of ", n_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ControllerCore::CheckRef(const DRef& ref, absl::string_view what) const {
+  if (!ref.valid()) return absl::InvalidArgumentError(absl::StrCat(what, ": a null DRef"));
+  if (!ref.handle_->BelongsTo(this)) return absl::InvalidArgumentError(absl::StrCat(what, ": a DRef of another session"));
+  return absl::OkStatus();
+}
+
+std::pair<Encoder, uint64_t> ControllerCore::Begin(CommandKind kind) {
+  Encoder out;
+  const uint64_t seq = ++next_seq_;
+  out.U8(static_cast<uint8_t>(kind));
+  out.U64(seq);
+  return {std::move(out), seq};
+}
+
+absl::Status ControllerCore::SendTo(int worker, std::string message) {
+  absl::Status status = transport_->Send(worker, std::move(message), absl::Now() + options_.timeout);
+  if (status.ok()) return status;
+  // A dead worker's own account (its exit, or the error it sent before) says more than a failed send.
+  while (failure_.ok()) {
+    std::optional<Incoming> in = transport_->Receive(absl::Now() + absl::Milliseconds(500));
+    if (!in) break;
+    Unexpected(*in);
+  }
+  if (!failure_.ok()) return failure_;
+  return Fail(absl::UnavailableError(absl::StrCat("worker ", worker, ": ", status.message())));
+}
+
+absl::Status ControllerCore::SendAll(const std::string& message) {
+  for (int i = 0; i < n_; ++i) VDEV_RETURN_IF_ERROR(SendTo(i, message));
+  return absl::OkStatus();
+}
+
+void ControllerCore::Unexpected(const Incoming& in) {
+  if (in.exited) {
+    Fail(absl::UnavailableError(in.message)).IgnoreError();
+    return;
+  }
+  Decoder d(in.message);
+  uint8_t kind = 0;
+  uint64_t seq = 0;
+  int64_t code = 0;
+  std::string text;
+  if (d.U8(&kind) && static_cast<ReplyKind>(kind) == ReplyKind::kError && d.U64(&seq) && d.I64(&code) && d.Str(&text)) {
+    Fail(absl::Status(static_cast<absl::StatusCode>(code), text)).IgnoreError();
+    return;
+  }
+  Fail(absl::InternalError(absl::StrCat("worker ", in.worker, " sent a reply nobody asked for"))).IgnoreError();
+}
+
+absl::Status ControllerCore::Fail(absl::Status status) {
+  if (failure_.ok()) {
+    failure_ = std::move(status);
+    Reap();
+  }
+  return failure_;
+}
+
+void ControllerCore::Reap() {
+  if (transport_ == nullptr) return;
+  Encoder out;
+  out.U8(static_cast<uint8_t>(CommandKind::kShutdown));
+  out.U64(++next_seq_);
+  const std::string message = out.Take();
+  // Workers busy elsewhere get a short grace only: the session is over either way.
+  const absl::Time deadline = absl::Now() + std::min(options_.timeout, absl::Seconds(5));
+  for (int i = 0; i < n_; ++i) transport_->Send(i, message, deadline).IgnoreError();
+  transport_->Stop(deadline);
+  RemoveDir(ccl_dir_);
+  RemoveSessionSegments(ccl_session_id_);
+}
+
+absl::Status ControllerCore::Await(const std::vector<uint64_t>& seqs, absl::string_view what,
+                                   const std::function<absl::Status(int, Decoder&)>& take) {
+  int waiting = 0;
+  for (uint64_t s : seqs) waiting += s != 0 ? 1 : 0;
+  std::vector<bool> done(n_, false);
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  while (waiting > 0) {
+    std::optional<Incoming> in = transport_->Receive(deadline);
+    if (!in) {
+      for (int i = 0; i < n_; ++i) {
+        if (seqs[i] != 0 && !done[i]) {
+          return Fail(absl::DeadlineExceededError(absl::StrCat("worker ", i, " did not finish ", what, " (command #",
+                                                               seqs[i], ") within ",
+                                                               absl::FormatDuration(options_.timeout))));
+        }
+      }
+      return Fail(absl::InternalError(absl::StrCat(what, ": the wait ended without its replies")));
+    }
+    Decoder d(in->message);
+    uint8_t kind = 0;
+    uint64_t seq = 0;
+    if (in->exited || !d.U8(&kind) || !d.U64(&seq) || static_cast<ReplyKind>(kind) == ReplyKind::kError ||
+        seqs[in->worker] != seq || done[in->worker]) {
+      Unexpected(*in);
+      return failure_;
+    }
+    done[in->worker] = true;
+    --waiting;
+    absl::Status taken = take(in->worker, d);
+    if (!taken.ok() && absl::IsDataLoss(taken)) return Fail(taken);
+    if (!taken.ok()) return taken;
+  }
+  return absl::OkStatus();
+}
+
+DRef ControllerCore::NewRef() {
+  int64_t reg;
+  if (!free_regs_.empty()) {
+    reg = free_regs_.back();
+    free_regs_.pop_back();
+  } else {
+    reg = next_reg_++;
+  }
+  return DRef(std::make_shared<RegisterHandle>(reg, weak_from_this()));
+}
+
+void ControllerCore::FreeRegister(int64_t reg) {
+  if (shut_down_ || !failure_.ok()) return;
+  auto [out, seq] = Begin(CommandKind::kFree);
+  out.U64(static_cast<uint64_t>(reg));
+  // Sent before the number is reused, so a worker never confuses the old value with the new one.
+  if (SendAll(out.Take()).ok()) free_regs_.push_back(reg);
+}
+
+absl::StatusOr<RemoteFunc> ControllerCore::GetGlobalFunc(absl::string_view name) {
+  VDEV_RETURN_IF_ERROR(Usable());
+  RemoteFunc func{NewRef(), std::string(name)};
+  auto [out, seq] = Begin(CommandKind::kGetFunc);
+  out.U64(static_cast<uint64_t>(func.ref.reg_id()));
+  out.Str(name);
+  VDEV_RETURN_IF_ERROR(SendAll(out.Take()));
+  return func;
+}
+
+absl::StatusOr<DRef> ControllerCore::Call(const RemoteFunc& func, const std::vector<Value>& args) {
+  VDEV_RETURN_IF_ERROR(Usable());
+  VDEV_RETURN_IF_ERROR(CheckRef(func.ref, absl::StrCat("CallPacked \"", func.name, "\"")));
+  for (const Value& arg : args) {
+    if (const DRef* ref = std::get_if<DRef>(&arg.v)) {
+      VDEV_RETURN_IF_ERROR(CheckRef(*ref, absl::StrCat("CallPacked \"", func.name, "\"")));
+    }
+  }
+  DRef result = NewRef();
+  auto [out, seq] = Begin(CommandKind::kCall);
+  out.U64(static_cast<uint64_t>(func.ref.reg_id()));
+  out.U64(static_cast<uint64_t>(result.reg_id()));
+  out.U64(args.size());
+  for (const Value& arg : args) VDEV_RETURN_IF_ERROR(EncodeValue(arg, &out));
+  VDEV_RETURN_IF_ERROR(SendAll(out.Take()));
+  return result;
+}
+
+absl::Status ControllerCore::Sync(int worker) {
+  VDEV_RETURN_IF_ERROR(CheckWorker(worker));
+  VDEV_RETURN_IF_ERROR(Usable());
+  auto [out, seq] = Begin(CommandKind::kSync);
+  VDEV_RETURN_IF_ERROR(SendTo(worker, out.Take()));
+  std::vector<uint64_t> seqs(n_, 0);
+  seqs[worker] = seq;
+  return Await(seqs, "SyncWorker", [](int, Decoder&) { return absl::OkStatus(); });
+}
+
+absl::Status ControllerCore::SyncAll() {
+  VDEV_RETURN_IF_ERROR(Usable());
+  auto [out, seq] = Begin(CommandKind::kSync);
+  VDEV_RETURN_IF_ERROR(SendAll(out.Take()));
+  return Await(std::vector<uint64_t>(n_, seq), "SyncWorker", [](int, Decoder&) { return absl::OkStatus(); });
+}
+
+absl::Status ControllerCore::CopyTo(const HostTensor& host, const DRef& dref) {
+  VDEV_RETURN_IF_ERROR(Usable());
+  VDEV_RETURN_IF_ERROR(CheckRef(dref, "CopyToWorker0"));
+  if (host.bytes.size() != static_cast<size_t>(host.NumElements()) * DTypeBytes(host.dtype)) {
+    return absl::InvalidArgumentError("CopyToWorker0: the host tensor's bytes do not match its shape and dtype");
+  }
+  auto [out, seq] = Begin(CommandKind::kCopyTo);
+  out.U64(static_cast<uint64_t>(dref.reg_id()));
+  out.Tensor(host);
+  return SendTo(0, out.Take());
+}
+
+absl::Status ControllerCore::CopyFrom(HostTensor* host, const DRef& dref) {
+  VDEV_RETURN_IF_ERROR(Usable());
+  VDEV_RETURN_IF_ERROR(CheckRef(dref, "CopyFromWorker0"));
+  auto [out, seq] = Begin(CommandKind::kCopyFrom);
+  out.U64(static_cast<uint64_t>(dref.reg_id()));
+  VDEV_RETURN_IF_ERROR(SendTo(0, out.Take()));
+  std::vector<uint64_t> seqs(n_, 0);
+  seqs[0] = seq;
+  return Await(seqs, "CopyFromWorker0", [host](int, Decoder& d) -> absl::Status {
+    uint8_t tag = 0;
+    if (!d.U8(&tag) || static_cast<ValueTag>(tag) != ValueTag::kTensor || !d.Tensor(host)) {
+      return absl::DataLossError("CopyFromWorker0: malformed tensor from worker 0");
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<Value> ControllerCore::DebugGet(int64_t reg, int worker) {
+  VDEV_RETURN_IF_ERROR(CheckWorker(worker));
+  if (reg < 0) return absl::InvalidArgumentError(absl::StrCat("no register ", reg));
+  VDEV_RETURN_IF_ERROR(Usable());
+  auto [out, seq] = Begin(CommandKind::kDebugGet);
+  out.U64(static_cast<uint64_t>(reg));
+  VDEV_RETURN_IF_ERROR(SendTo(worker, out.Take()));
+  std::vector<uint64_t> seqs(n_, 0);
+  seqs[worker] = seq;
+  absl::StatusOr<Value> value;
+  VDEV_RETURN_IF_ERROR(Await(seqs, "DebugGetFromRemote", [&value](int, Decoder& d) -> absl::Status {
+    value = DecodeValue(d);
+    return absl::IsDataLoss(value.status()) ? value.status() : absl::OkStatus();
+  }));
+  return value;
+}
+
+absl::Status ControllerCore::DebugSet(int64_t reg, const Value& value, int worker) {
+  VDEV_RETURN_IF_ERROR(CheckWorker(worker));
+  if (reg < 0) return absl::InvalidArgumentError(absl::StrCat("no register ", reg));
+  if (std::holds_alternative<DRef>(value.v)) {
+    return absl::InvalidArgumentError("DebugSetRegister takes a value, not a DRef");
+  }
+  VDEV_RETURN_IF_ERROR(Usable());
+  auto [out, seq] = Begin(CommandKind::kDebugSet);
+  out.U64(static_cast<uint64_t>(reg));
+  VDEV_RETURN_IF_ERROR(EncodeValue(value, &out));
+  return SendTo(worker, out.Take());
+}
+
+absl::Status ControllerCore::InitCcl(absl::string_view ccl, const std::vector<int>& device_ids) {
+  if (ccl != "host" && ccl != "vdev" && ccl != "nccl") {
+    return absl::InvalidArgumentError(absl::StrCat("InitCCL: unknown collective library \"", ccl,
+                                                   "\" (expected \"host\", \"vdev\" or \"nccl\")"));
+  }
+  const int per_group = n_ / options_.num_groups;
+  if (!device_ids.empty() && static_cast<int>(device_ids.size()) != per_group) {
+    return absl::InvalidArgumentError(absl::StrCat("InitCCL: ", device_ids.size(), " device ids for groups of ",
+                                                   per_group, " workers"));
+  }
+  if (ccl != "host" && !CudaCclBuilt()) {
+    return absl::UnimplementedError(
+        absl::StrCat("InitCCL(\"", ccl, "\"): this build of vdev has no CUDA runtime (nvcc and NCCL)"));
+  }
+  if (ccl != "host" && threaded_) {
+    return absl::UnimplementedError(absl::StrCat(
+        "InitCCL(\"", ccl, "\"): a threaded session supports \"host\" only (CUDA IPC needs one process per GPU)"));
+  }
+  if (!ccl_session_id_.empty()) return absl::FailedPreconditionError("InitCCL was called before");
+  VDEV_RETURN_IF_ERROR(Usable());
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = absl::StrCat((tmp != nullptr && *tmp != '\0') ? tmp : "/tmp", "/vdev-ctl-XXXXXX");
+  if (mkdtemp(dir.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("InitCCL: mkdtemp ", dir, ": ", std::strerror(errno)));
+  }
+  ccl_dir_ = dir;
+  ccl_session_id_ = NewSessionId();
+  std::vector<uint64_t> seqs(n_, 0);
+  for (int i = 0; i < n_; ++i) {
+    const int local = i % per_group;
+    auto [out, seq] = Begin(CommandKind::kInitCcl);
+    out.Str(ccl);
+    out.I64(ccl == "host" ? -1 : (device_ids.empty() ? local : device_ids[local]));
+    out.Str(ccl_dir_);
+    out.Str(ccl_session_id_);
+    out.I64(absl::ToInt64Milliseconds(options_.timeout));
+    VDEV_RETURN_IF_ERROR(SendTo(i, out.Take()));
+    auto [sync, sync_seq] = Begin(CommandKind::kSync);
+    VDEV_RETURN_IF_ERROR(SendTo(i, sync.Take()));
+    seqs[i] = sync_seq;
+  }
+  absl::Status status = Await(seqs, "InitCCL", [](int, Decoder&) { return absl::OkStatus(); });
+  RemoveDir(ccl_dir_);
+  return status;
+}
+
+absl::Status ControllerCore::Shutdown() {
+  if (shut_down_) return absl::OkStatus();
+  if (failure_.ok()) Reap();  // a failed session was reaped when it failed
+  shut_down_ = true;
+  transport_.reset();
+  return absl::OkStatus();
+}
+
+}  // namespace internal
+
+int64_t DRef::reg_id() const { return handle_ ? handle_->reg() : -1; }
+
+absl::StatusOr<Value> DRef::DebugGetFromRemote(int worker) const {
+  auto core = handle_ ? handle_->core() : nullptr;
+  if (core == nullptr) return absl::FailedPreconditionError("the DRef's session is gone");
+  return core->DebugGet(reg_id(), worker);
+}
+
+absl::Status DRef::DebugCopyFrom(int worker, const Value& value) const {
+  auto core = handle_ ? handle_->core() : nullptr;
+  if (core == nullptr) return absl::FailedPreconditionError("the DRef's session is gone");
+  return core->DebugSet(reg_id(), value, worker);
+}
+
+absl::StatusOr<std::unique_ptr<ControllerSession>> ControllerSession::Threaded(int n, const ControllerOptions& options) {
+  auto core = std::make_shared<internal::ControllerCore>(n, options, /*threaded=*/true);
+  VDEV_RETURN_IF_ERROR(core->Start());
+  return std::unique_ptr<ControllerSession>(new ControllerSession(std::move(core)));
+}
+
+absl::StatusOr<std::unique_ptr<ControllerSession>> ControllerSession::Process(int n, const ControllerOptions& options) {
+  auto core = std::make_shared<internal::ControllerCore>(n, options, /*threaded=*/false);
+  VDEV_RETURN_IF_ERROR(core->Start());
+  return std::unique_ptr<ControllerSession>(new ControllerSession(std::move(core)));
+}
+
+ControllerSession::~ControllerSession() { core_->Shutdown().IgnoreError(); }
+int ControllerSession::num_workers() const { return core_->num_workers(); }
+int ControllerSession::num_groups() const { return core_->options().num_groups; }
+absl::StatusOr<RemoteFunc> ControllerSession::GetGlobalFunc(absl::string_view name) { return core_->GetGlobalFunc(name); }
+absl::StatusOr<DRef> ControllerSession::CallPackedArgs(const RemoteFunc& func, std::vector<Value> args) {
+  return core_->Call(func, args);
+}
+absl::Status ControllerSession::SyncWorker(int worker) { return core_->Sync(worker); }
+absl::Status ControllerSession::SyncAllWorkers() { return core_->SyncAll(); }
+absl::Status ControllerSession::CopyToWorker0(const HostTensor& host, const DRef& dref) { return core_->CopyTo(host, dref); }
+absl::Status ControllerSession::CopyFromWorker0(HostTensor* host, const DRef& dref) { return core_->CopyFrom(host, dref); }
+absl::StatusOr<Value> ControllerSession::DebugGetFromRemote(int64_t reg_id, int worker) {
+  return core_->DebugGet(reg_id, worker);
+}
+absl::Status ControllerSession::DebugSetRegister(int64_t reg_id, const Value& value, int worker) {
+  return core_->DebugSet(reg_id, value, worker);
+}
+absl::Status ControllerSession::InitCCL(absl::string_view ccl, const std::vector<int>& device_ids) {
+  return core_->InitCcl(ccl, device_ids);
+}
+absl::Status ControllerSession::Shutdown() { return core_->Shutdown(); }
+std::vector<pid_t> ControllerSession::worker_pids() const { return core_->pids(); }
+std::string ControllerSession::ccl_session_id() const { return core_->ccl_session_id(); }
+std::string ControllerSession::ccl_rendezvous_dir() const { return core_->ccl_dir(); }
+
+}  // namespace vdev

@@ -1,0 +1,46 @@
+// How a controller session reaches its workers: threads in this process or worker processes.
+// Both carry the byte strings of internal/protocol.h, in order, each way.
+#ifndef VDEV_SRC_CONTROLLER_INTERNAL_TRANSPORT_H_
+#define VDEV_SRC_CONTROLLER_INTERNAL_TRANSPORT_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "internal/worker.h"
+
+namespace vdev::internal {
+
+struct Incoming {
+  int worker = -1;
+  bool exited = false;  // the worker is gone; `message` says how (and in which command)
+  std::string message;  // otherwise: a reply
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Queues `message` for `worker`. An error means the worker is gone, or did not take the message
+  // before `deadline` (its queue was full).
+  virtual absl::Status Send(int worker, std::string message, absl::Time deadline) = 0;
+  // The next reply or exit from any worker, or nullopt once `deadline` passed (a past deadline polls).
+  virtual std::optional<Incoming> Receive(absl::Time deadline) = 0;
+  // After kShutdown was sent to every worker: waits until they end or `deadline` passes; then kills
+  // (processes) or abandons (threads) the rest. Idempotent.
+  virtual void Stop(absl::Time deadline) = 0;
+  virtual std::vector<pid_t> pids() const = 0;
+};
+
+absl::StatusOr<std::unique_ptr<Transport>> StartThreads(int num_workers, int num_groups);
+// Starts the worker processes and waits (until `deadline`) for each one's kHello.
+absl::StatusOr<std::unique_ptr<Transport>> StartProcesses(int num_workers, int num_groups,
+                                                          const std::string& program, absl::Time deadline);
+
+}  // namespace vdev::internal
+
+#endif  // VDEV_SRC_CONTROLLER_INTERNAL_TRANSPORT_H_

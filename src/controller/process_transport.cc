@@ -1,0 +1,421 @@
+// The process back end: worker processes that re-run this program (fork + exec), each talking to
+// the controller over its own Unix stream socket in frames of [length u64][message].
+//
+// Why exec rather than fork alone: a forked copy of a multi-threaded controller inherits locks held
+// by threads that do not exist in it, and a CUDA context that it cannot use; a fresh program has
+// neither. The price is that the program must call vdev::MaybeRunWorker first in main.
+//
+// Each worker also shares a page (memfd) with the controller where it notes the command it runs, so
+// a worker that dies is reported with the command it died in. Workers die with the controller:
+// PR_SET_PDEATHSIG(SIGKILL) while busy, end of file on the socket while idle.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "internal/transport.h"
+#include "vdev/controller.h"
+
+extern char** environ;
+
+namespace vdev::internal {
+namespace {
+
+// FD,PAGE_FD,WORKER,NUM_WORKERS,NUM_GROUPS,PARENT_PID
+constexpr char kWorkerEnv[] = "VDEV_CONTROLLER_WORKER";
+
+// For poll(): -1 (no limit) for an infinite deadline.
+int RemainingMs(absl::Time deadline) {
+  if (deadline == absl::InfiniteFuture()) return -1;
+  absl::Duration left = deadline - absl::Now();
+  if (left <= absl::ZeroDuration()) return 0;
+  return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left), 1 << 30) + 1);
+}
+
+// Sends one frame; false when the peer is gone or (with a deadline) too slow to take it.
+absl::Status SendFrame(int fd, absl::string_view message, absl::Time deadline) {
+  uint64_t length = message.size();
+  iovec iov[2] = {{&length, sizeof length}, {const_cast<char*>(message.data()), message.size()}};
+  size_t skip = 0;
+  const size_t total = sizeof length + message.size();
+  while (skip < total) {
+    // Rebuild the iovec past what was sent.
+    iovec rest[2];
+    int count = 0;
+    size_t offset = skip;
+    for (const iovec& part : iov) {
+      if (offset >= part.iov_len) {
+        offset -= part.iov_len;
+        continue;
+      }
+      rest[count++] = {static_cast<char*>(part.iov_base) + offset, part.iov_len - offset};
+      offset = 0;
+    }
+    msghdr msg{};
+    msg.msg_iov = rest;
+    msg.msg_iovlen = count;
+    ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      skip += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd pfd{fd, POLLOUT, 0};
+      const int ms = RemainingMs(deadline);
+      if (ms == 0) return absl::DeadlineExceededError("the worker did not take its commands in time");
+      poll(&pfd, 1, ms);
+      continue;
+    }
+    return absl::UnavailableError(absl::StrCat("the connection is lost: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// Accumulates bytes from a socket and cuts them into frames.
+class FrameReader {
+ public:
+  // True when a whole frame is buffered; moves it into `*message`.
+  bool Next(std::string* message) {
+    if (buffer_.size() - start_ < sizeof(uint64_t)) return false;
+    uint64_t length = 0;
+    std::memcpy(&length, buffer_.data() + start_, sizeof length);
+    if (buffer_.size() - start_ - sizeof length < length) return false;
+    message->assign(buffer_.data() + start_ + sizeof length, length);
+    start_ += sizeof length + length;
+    if (start_ == buffer_.size()) {
+      buffer_.clear();
+      start_ = 0;
+    }
+    return true;
+  }
+  // Reads what the socket has (at least one byte unless it would block): >0 bytes, 0 at end of
+  // file, <0 on error (errno set; EAGAIN when nothing was there).
+  ssize_t Fill(int fd, int flags) {
+    if (start_ > 0 && start_ * 2 >= buffer_.size()) {
+      buffer_.erase(0, start_);
+      start_ = 0;
+    }
+    // Read a large frame's remainder in one go, small ones in 64 KB chunks.
+    size_t want = size_t{1} << 16;
+    if (buffer_.size() - start_ >= sizeof(uint64_t)) {
+      uint64_t length = 0;
+      std::memcpy(&length, buffer_.data() + start_, sizeof length);
+      size_t have = buffer_.size() - start_ - sizeof length;
+      if (length > have) want = std::max(want, static_cast<size_t>(length - have));
+    }
+    const size_t old = buffer_.size();
+    buffer_.resize(old + want);
+    ssize_t n;
+    do {
+      n = recv(fd, buffer_.data() + old, want, flags);
+    } while (n < 0 && errno == EINTR);
+    buffer_.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
+    return n;
+  }
+
+ private:
+  std::string buffer_;
+  size_t start_ = 0;
+};
+
+std::string DescribeEnd(int status) {
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("was killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
+  }
+  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
+  return "ended";
+}
+
+// Waits for `pid` to exit until `deadline`, then kills it; returns its wait status.
+int Reap(pid_t pid, absl::Time deadline) {
+  int status = 0;
+  pid_t got = 0;
+  while ((got = waitpid(pid, &status, WNOHANG)) == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  if (got == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  return status;
+}
+
+struct Child {
+  pid_t pid = -1;
+  int fd = -1;
+  CommandPage* page = nullptr;
+  FrameReader reader;
+  bool gone = false;  // end of file seen; reaped
+};
+
+class ProcessTransport final : public Transport {
+ public:
+  ProcessTransport(int n, int groups) : n_(n), groups_(groups), children_(n) {}
+  ~ProcessTransport() override { Stop(absl::Now()); }
+
+  absl::Status Spawn(const std::string& program);
+  absl::Status AwaitHellos(const std::string& program, absl::Time deadline);
+
+  absl::Status Send(int worker, std::string message, absl::Time deadline) override {
+    Child& c = children_[worker];
+    if (c.gone) return absl::UnavailableError("the worker process has ended");
+    return SendFrame(c.fd, message, deadline);
+  }
+
+  std::optional<Incoming> Receive(absl::Time deadline) override;
+  void Stop(absl::Time deadline) override;
+  std::vector<pid_t> pids() const override {
+    std::vector<pid_t> out;
+    for (const Child& c : children_) out.push_back(c.pid);
+    return out;
+  }
+
+ private:
+  // Reaps a worker whose socket closed and says how it ended and in which command.
+  std::string Bury(int worker);
+
+  int n_;
+  int groups_;
+  std::vector<Child> children_;
+  size_t next_poll_ = 0;  // round-robin start, so one chatty worker cannot hide another
+  bool stopped_ = false;
+};
+
+absl::Status ProcessTransport::Spawn(const std::string& program) {
+  const pid_t parent = getpid();
+  for (int i = 0; i < n_; ++i) {
+    Child& c = children_[i];
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      return absl::InternalError(absl::StrCat("socketpair: ", std::strerror(errno)));
+    }
+    int page_fd = memfd_create("vdev-worker-page", MFD_CLOEXEC);
+    void* page = MAP_FAILED;
+    if (page_fd >= 0 && ftruncate(page_fd, kCommandPageBytes) == 0) {
+      page = mmap(nullptr, kCommandPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd, 0);
+    }
+    if (page == MAP_FAILED) {
+      int saved = errno;
+      close(sv[0]);
+      close(sv[1]);
+      if (page_fd >= 0) close(page_fd);
+      return absl::InternalError(absl::StrCat("the worker's command page: ", std::strerror(saved)));
+    }
+    c.fd = sv[0];
+    c.page = new (page) CommandPage();
+    // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+    std::string var = absl::StrCat(kWorkerEnv, "=", sv[1], ",", page_fd, ",", i, ",", n_, ",", groups_, ",", parent);
+    std::vector<char*> envp;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (!absl::StartsWith(*e, absl::StrCat(kWorkerEnv, "="))) envp.push_back(*e);
+    }
+    envp.push_back(var.data());
+    envp.push_back(nullptr);
+    std::string arg0 = absl::StrCat("vdev-worker-", i);
+    char* argv[] = {arg0.data(), nullptr};
+    const char* path = program.c_str();
+    std::fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);  // the controller died before the line above
+      fcntl(sv[1], F_SETFD, 0);
+      fcntl(page_fd, F_SETFD, 0);
+      execve(path, argv, envp.data());
+      const char msg[] = "vdev: cannot start a worker process (execve failed)\n";
+      ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+      (void)ignored;
+      _exit(127);
+    }
+    int saved = errno;
+    close(sv[1]);
+    close(page_fd);
+    if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(saved)));
+    c.pid = pid;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ProcessTransport::AwaitHellos(const std::string& program, absl::Time deadline) {
+  std::vector<bool> ready(n_, false);
+  int waiting = n_;
+  while (waiting > 0) {
+    std::optional<Incoming> in = Receive(deadline);
+    if (!in) {
+      for (int i = 0; i < n_; ++i) {
+        if (!ready[i]) {
+          return absl::DeadlineExceededError(absl::StrCat(
+              "worker ", i, " (pid ", children_[i].pid, ") did not start in time: does ", program,
+              " call vdev::MaybeRunWorker(argc, argv) first in main?"));
+        }
+      }
+      return absl::InternalError("the workers' start ended without their hellos");
+    }
+    if (in->exited) {
+      return absl::UnavailableError(absl::StrCat(in->message, " before it started: does ", program,
+                                                 " call vdev::MaybeRunWorker(argc, argv) first in main?"));
+    }
+    if (!in->message.empty() && static_cast<ReplyKind>(in->message[0]) == ReplyKind::kHello && !ready[in->worker]) {
+      ready[in->worker] = true;
+      --waiting;
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::optional<Incoming> ProcessTransport::Receive(absl::Time deadline) {
+  while (true) {
+    for (int k = 0; k < n_; ++k) {
+      int i = static_cast<int>((next_poll_ + k) % n_);
+      std::string message;
+      if (children_[i].reader.Next(&message)) {
+        next_poll_ = i + 1;
+        return Incoming{i, false, std::move(message)};
+      }
+    }
+    std::vector<pollfd> fds;
+    std::vector<int> who;
+    for (int i = 0; i < n_; ++i) {
+      if (children_[i].gone) continue;
+      fds.push_back({children_[i].fd, POLLIN, 0});
+      who.push_back(i);
+    }
+    if (fds.empty()) return std::nullopt;
+    int ready = poll(fds.data(), fds.size(), RemainingMs(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return std::nullopt;
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents == 0) continue;
+      const int i = who[k];
+      ssize_t got = children_[i].reader.Fill(children_[i].fd, MSG_DONTWAIT);
+      if (got > 0 || (got < 0 && errno == EAGAIN)) continue;
+      // Replies it sent before it ended come first.
+      std::string message;
+      if (children_[i].reader.Next(&message)) return Incoming{i, false, std::move(message)};
+      return Incoming{i, true, Bury(i)};
+    }
+  }
+}
+
+std::string ProcessTransport::Bury(int worker) {
+  Child& c = children_[worker];
+  c.gone = true;
+  close(c.fd);
+  c.fd = -1;
+  // The socket closes when the process exits; give the exit a moment to be reapable, then insist.
+  const int status = Reap(c.pid, absl::Now() + absl::Seconds(2));
+  std::string text = absl::StrCat("worker ", worker, " (pid ", c.pid, ") ", DescribeEnd(status));
+  const uint64_t started = c.page->started.load(std::memory_order_acquire);
+  const uint64_t finished = c.page->finished.load(std::memory_order_acquire);
+  if (started != 0 && started != finished) {
+    absl::StrAppend(&text, " during command #", started);
+    const uint32_t length = c.page->length.load(std::memory_order_acquire);
+    if (length > 0) absl::StrAppend(&text, " (", absl::string_view(c.page->what, length), ")");
+  }
+  return text;
+}
+
+void ProcessTransport::Stop(absl::Time deadline) {
+  if (stopped_) return;
+  stopped_ = true;
+  // Live workers end on kShutdown (sent by the caller) or on end of file, which closing says.
+  for (Child& c : children_) {
+    if (c.fd >= 0) shutdown(c.fd, SHUT_WR);
+  }
+  for (Child& c : children_) {
+    if (c.pid <= 0) continue;
+    if (!c.gone) {
+      Reap(c.pid, deadline);
+      c.gone = true;
+    }
+    if (c.fd >= 0) close(c.fd);
+    c.fd = -1;
+  }
+  for (Child& c : children_) {
+    if (c.page != nullptr) munmap(c.page, kCommandPageBytes);
+    c.page = nullptr;
+  }
+}
+
+// The worker's side of the socket: runs commands until kShutdown or end of file.
+int ServeController(int fd, CommandPage* page, WorkerIdentity identity) {
+  Worker worker(identity, page);
+  Encoder hello;
+  hello.U8(static_cast<uint8_t>(ReplyKind::kHello));
+  hello.U64(0);
+  if (!SendFrame(fd, hello.Take(), absl::InfiniteFuture()).ok()) return 1;
+  FrameReader reader;
+  std::string message, reply;
+  while (true) {
+    while (reader.Next(&message)) {
+      if (!worker.Handle(message, &reply)) return 0;
+      if (!reply.empty() && !SendFrame(fd, reply, absl::InfiniteFuture()).ok()) return 1;
+    }
+    ssize_t got = reader.Fill(fd, 0);
+    if (got == 0) return 0;  // the controller is gone
+    if (got < 0 && errno != EAGAIN) return 1;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Transport>> StartProcesses(int num_workers, int num_groups,
+                                                          const std::string& program, absl::Time deadline) {
+  if (const char* nested = std::getenv(kWorkerEnv); nested != nullptr) {
+    return absl::FailedPreconditionError(
+        "this process is a session's worker whose main did not call vdev::MaybeRunWorker first; it may "
+        "not start workers of its own");
+  }
+  const std::string path = program.empty() ? "/proc/self/exe" : program;
+  auto transport = std::make_unique<ProcessTransport>(num_workers, num_groups);
+  absl::Status status = transport->Spawn(path);
+  if (status.ok()) status = transport->AwaitHellos(path, deadline);
+  if (!status.ok()) return status;  // the destructor kills and reaps whatever started
+  return std::unique_ptr<Transport>(std::move(transport));
+}
+
+}  // namespace vdev::internal
+
+namespace vdev {
+
+void MaybeRunWorker(int argc, char** argv) {
+  (void)argc;
+  (void)argv;
+  const char* spec = std::getenv(internal::kWorkerEnv);
+  if (spec == nullptr) return;
+  std::vector<std::string> parts = absl::StrSplit(spec, ',');
+  int values[6] = {};
+  bool ok = parts.size() == 6;
+  for (size_t i = 0; ok && i < 6; ++i) ok = absl::SimpleAtoi(parts[i], &values[i]);
+  unsetenv(internal::kWorkerEnv);  // nothing started from here is a worker by inheritance
+  if (!ok || getppid() != values[5]) {
+    std::fprintf(stderr, "vdev: %s=%s is not from a live controller\n", internal::kWorkerEnv, spec);
+    _exit(2);
+  }
+  const int fd = values[0];
+  void* page = mmap(nullptr, internal::kCommandPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, values[1], 0);
+  close(values[1]);
+  if (page == MAP_FAILED) _exit(2);
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  int code = internal::ServeController(fd, static_cast<internal::CommandPage*>(page),
+                                       internal::WorkerIdentity{values[2], values[3], values[4]});
+  std::fflush(nullptr);
+  // Not exit(): the program's static objects belong to its main, which never ran.
+  _exit(code);
+}
+
+}  // namespace vdev

@@ -1,0 +1,31 @@
+// Helpers shared by the controller-session tests: both back ends, the test's worker functions, and
+// checks that nothing outlives a session.
+#ifndef VDEV_TESTS_CONTROLLER_CONTROLLER_TEST_UTIL_H_
+#define VDEV_TESTS_CONTROLLER_CONTROLLER_TEST_UTIL_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/worker_harness.h"  // LeftoverSegments
+#include "vdev/controller.h"
+
+namespace vdev::testing {
+
+enum class Backend { kThreaded, kProcess };
+std::string BackendName(Backend backend);
+
+// A session with a timeout short enough for tests that expect failures.
+absl::StatusOr<std::unique_ptr<ControllerSession>> MakeSession(Backend backend, int n, int num_groups = 1);
+
+// True while `pid` exists and is not a zombie.
+bool ProcessAlive(pid_t pid);
+
+bool PathExists(const std::string& path);
+
+}  // namespace vdev::testing
+
+#endif  // VDEV_TESTS_CONTROLLER_CONTROLLER_TEST_UTIL_H_
