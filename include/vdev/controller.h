@@ -6,7 +6,8 @@
 // each worker runs its commands in order. SyncWorker(i) waits until worker i has run everything sent
 // before it. A DRef names one numbered register on every worker, holding that worker's own value; a
 // DRef passed as an argument arrives on each worker as that worker's value. The register is freed on
-// every worker when the last controller-side copy of the DRef goes, and its number is reused.
+// every worker when the last controller-side copy of the DRef goes (the free travels with the next
+// command to each worker), and its number is reused.
 //
 // Two back ends:
 //   Threaded(n): one thread per worker in this process. A worker cannot crash alone: a crash in a

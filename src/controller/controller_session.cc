@@ -20,7 +20,7 @@ namespace internal {
 class ControllerCore : public std::enable_shared_from_this<ControllerCore> {
  public:
   ControllerCore(int n, const ControllerOptions& options, bool threaded)
-      : n_(n), options_(options), threaded_(threaded) {}
+      : n_(n), options_(options), threaded_(threaded), pending_frees_(std::max(n, 0)) {}
   ~ControllerCore() { Shutdown().IgnoreError(); }
 
   absl::Status Start();
@@ -68,6 +68,7 @@ class ControllerCore : public std::enable_shared_from_this<ControllerCore> {
   uint64_t next_seq_ = 0;
   int64_t next_reg_ = 0;
   std::vector<int64_t> free_regs_;
+  std::vector<std::vector<int64_t>> pending_frees_;  // per worker: freed, not yet sent
   std::string ccl_session_id_;
   std::string ccl_dir_;
 };
@@ -211,7 +212,18 @@ std::pair<Encoder, uint64_t> ControllerCore::Begin(CommandKind kind) {
 }
 
 absl::Status ControllerCore::SendTo(int worker, std::string message) {
-  absl::Status status = transport_->Send(worker, std::move(message), absl::Now() + options_.timeout);
+  std::vector<std::string> messages;
+  if (!pending_frees_[worker].empty()) {
+    Encoder frees;
+    frees.U8(static_cast<uint8_t>(CommandKind::kFree));
+    frees.U64(0);
+    frees.U64(pending_frees_[worker].size());
+    for (int64_t reg : pending_frees_[worker]) frees.U64(static_cast<uint64_t>(reg));
+    pending_frees_[worker].clear();
+    messages.push_back(frees.Take());
+  }
+  messages.push_back(std::move(message));
+  absl::Status status = transport_->Send(worker, std::move(messages), absl::Now() + options_.timeout);
   if (status.ok()) return status;
   // A dead worker's own account (its exit, or the error it sent before) says more than a failed send.
   while (failure_.ok()) {
@@ -261,7 +273,7 @@ void ControllerCore::Reap() {
   const std::string message = out.Take();
   // Workers busy elsewhere get a short grace only: the session is over either way.
   const absl::Time deadline = absl::Now() + std::min(options_.timeout, absl::Seconds(5));
-  for (int i = 0; i < n_; ++i) transport_->Send(i, message, deadline).IgnoreError();
+  for (int i = 0; i < n_; ++i) transport_->Send(i, {message}, deadline).IgnoreError();
   transport_->Stop(deadline);
   RemoveDir(ccl_dir_);
   RemoveSessionSegments(ccl_session_id_);
@@ -315,10 +327,10 @@ DRef ControllerCore::NewRef() {
 
 void ControllerCore::FreeRegister(int64_t reg) {
   if (shut_down_ || !failure_.ok()) return;
-  auto [out, seq] = Begin(CommandKind::kFree);
-  out.U64(static_cast<uint64_t>(reg));
-  // Sent before the number is reused, so a worker never confuses the old value with the new one.
-  if (SendAll(out.Take()).ok()) free_regs_.push_back(reg);
+  // The free travels with the next message to each worker (one write instead of two), so it reaches
+  // every worker before any later use of the number: reusing it at once is safe.
+  for (std::vector<int64_t>& pending : pending_frees_) pending.push_back(reg);
+  free_regs_.push_back(reg);
 }
 
 absl::StatusOr<RemoteFunc> ControllerCore::GetGlobalFunc(absl::string_view name) {

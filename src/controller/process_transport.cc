@@ -17,12 +17,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/match.h"
+#include "absl/types/span.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -45,31 +47,28 @@ int RemainingMs(absl::Time deadline) {
   return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left), 1 << 30) + 1);
 }
 
-// Sends one frame; false when the peer is gone or (with a deadline) too slow to take it.
-absl::Status SendFrame(int fd, absl::string_view message, absl::Time deadline) {
-  uint64_t length = message.size();
-  iovec iov[2] = {{&length, sizeof length}, {const_cast<char*>(message.data()), message.size()}};
-  size_t skip = 0;
-  const size_t total = sizeof length + message.size();
-  while (skip < total) {
-    // Rebuild the iovec past what was sent.
-    iovec rest[2];
-    int count = 0;
-    size_t offset = skip;
-    for (const iovec& part : iov) {
-      if (offset >= part.iov_len) {
-        offset -= part.iov_len;
-        continue;
-      }
-      rest[count++] = {static_cast<char*>(part.iov_base) + offset, part.iov_len - offset};
-      offset = 0;
-    }
+// Sends `messages` as consecutive frames, in one system call when the socket takes them.
+absl::Status SendFrames(int fd, absl::Span<const std::string> messages, absl::Time deadline) {
+  std::vector<uint64_t> lengths(messages.size());
+  std::vector<iovec> parts;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    lengths[i] = messages[i].size();
+    parts.push_back({&lengths[i], sizeof(uint64_t)});
+    if (!messages[i].empty()) parts.push_back({const_cast<char*>(messages[i].data()), messages[i].size()});
+  }
+  size_t first = 0;  // parts[first..] are still to send (the first one perhaps partly)
+  while (first < parts.size()) {
     msghdr msg{};
-    msg.msg_iov = rest;
-    msg.msg_iovlen = count;
+    msg.msg_iov = &parts[first];
+    msg.msg_iovlen = std::min<size_t>(parts.size() - first, IOV_MAX);
     ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
-      skip += static_cast<size_t>(n);
+      size_t sent = static_cast<size_t>(n);
+      while (first < parts.size() && sent >= parts[first].iov_len) sent -= parts[first++].iov_len;
+      if (sent > 0) {
+        parts[first].iov_base = static_cast<char*>(parts[first].iov_base) + sent;
+        parts[first].iov_len -= sent;
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -83,6 +82,10 @@ absl::Status SendFrame(int fd, absl::string_view message, absl::Time deadline) {
     return absl::UnavailableError(absl::StrCat("the connection is lost: ", std::strerror(errno)));
   }
   return absl::OkStatus();
+}
+
+absl::Status SendFrame(int fd, std::string message, absl::Time deadline) {
+  return SendFrames(fd, absl::MakeConstSpan(&message, 1), deadline);
 }
 
 // Accumulates bytes from a socket and cuts them into frames.
@@ -170,10 +173,10 @@ class ProcessTransport final : public Transport {
   absl::Status Spawn(const std::string& program);
   absl::Status AwaitHellos(const std::string& program, absl::Time deadline);
 
-  absl::Status Send(int worker, std::string message, absl::Time deadline) override {
+  absl::Status Send(int worker, std::vector<std::string> messages, absl::Time deadline) override {
     Child& c = children_[worker];
     if (c.gone) return absl::UnavailableError("the worker process has ended");
-    return SendFrame(c.fd, message, deadline);
+    return SendFrames(c.fd, messages, deadline);
   }
 
   std::optional<Incoming> Receive(absl::Time deadline) override;

@@ -58,10 +58,10 @@ class ThreadedTransport final : public Transport {
   }
   ~ThreadedTransport() override { Stop(absl::Now()); }
 
-  absl::Status Send(int worker, std::string message, absl::Time) override {
+  absl::Status Send(int worker, std::vector<std::string> messages, absl::Time) override {
     absl::MutexLock lock(&boxes_->mu);
     if (boxes_->finished[worker]) return absl::UnavailableError("the worker thread has ended");
-    boxes_->inboxes[worker].push_back(std::move(message));
+    for (std::string& m : messages) boxes_->inboxes[worker].push_back(std::move(m));
     return absl::OkStatus();
   }
 

@@ -204,10 +204,15 @@ absl::Status Worker::Run(CommandKind kind, Decoder& in, std::string* reply, std:
       Register(reg) = std::make_shared<FunctionObject>(name, std::move(function));
       return absl::OkStatus();
     }
-    case CommandKind::kFree:
-      if (!in.U64(&reg)) return Malformed(kind);
-      Register(reg) = std::monostate();
+    case CommandKind::kFree: {
+      uint64_t count = 0;
+      if (!in.U64(&count)) return Malformed(kind);
+      for (uint64_t i = 0; i < count; ++i) {
+        if (!in.U64(&reg)) return Malformed(kind);
+        Register(reg) = std::monostate();
+      }
       return absl::OkStatus();
+    }
     case CommandKind::kSync:
       *reply = Reply(ReplyKind::kDone, 0);
       return absl::OkStatus();

@@ -20,7 +20,7 @@ namespace vdev::internal {
 enum class CommandKind : uint8_t {
   kGetFunc = 1,  // result_reg, name
   kCall,         // func_reg, result_reg, count, values
-  kFree,         // reg
+  kFree,         // count, regs
   kSync,         // (replied with kDone)
   kCopyTo,       // reg, tensor (worker 0)
   kCopyFrom,     // reg (worker 0; replied with kValue)

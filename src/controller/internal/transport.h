@@ -25,9 +25,9 @@ struct Incoming {
 class Transport {
  public:
   virtual ~Transport() = default;
-  // Queues `message` for `worker`. An error means the worker is gone, or did not take the message
-  // before `deadline` (its queue was full).
-  virtual absl::Status Send(int worker, std::string message, absl::Time deadline) = 0;
+  // Queues `messages` for `worker`, in order. An error means the worker is gone, or did not take
+  // them before `deadline` (its queue was full).
+  virtual absl::Status Send(int worker, std::vector<std::string> messages, absl::Time deadline) = 0;
   // The next reply or exit from any worker, or nullopt once `deadline` passed (a past deadline polls).
   virtual std::optional<Incoming> Receive(absl::Time deadline) = 0;
   // After kShutdown was sent to every worker: waits until they end or `deadline` passes; then kills
