@@ -1,5 +1,6 @@
 // One transformer layer (hidden 4096, bf16, 256 and 2048 tokens) on one GPU, as CSV:
 //   layer rows: the hand-written layer (CUDA kernels + cuBLASLt) eagerly and as one replayed graph;
+//   attention rows: the layer's causal attention on tensor cores and through the FMA kernel;
 //   matmul rows: each of the layer's matmul shapes through CudaKernelBackend::Matmul (cuBLASLt)
 //   and through plain cuBLAS (cublasGemmEx, default algorithm), with TFLOP/s.
 // Times are medians of cudaEvent intervals (bench/layer_bench.h). A further layer column (the
@@ -17,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "internal/cuda_ops.h"
 #include "layer_bench.h"
 #include "vdev/status_macros.h"
 
@@ -110,6 +112,32 @@ absl::Status MatmulRows(Csv& csv, CudaKernelBackend& backend, cublasHandle_t bla
   return absl::OkStatus();
 }
 
+// The layer's attention ([tokens, 3, 32, 128] bf16, causal) on tensor cores and, as its peer,
+// through the FMA kernel that f32 and other head sizes take.
+absl::Status AttentionRows(Csv& csv, cudaStream_t stream, const Options& o, int64_t tokens) {
+  const TransformerShape s = LayerShape(tokens);
+  const int64_t d = s.hidden / s.heads;
+  void *qkv = nullptr, *out = nullptr;
+  if (cudaMalloc(&qkv, tokens * 3 * s.hidden * 2) != cudaSuccess || cudaMalloc(&out, tokens * s.hidden * 2) != cudaSuccess)
+    return absl::ResourceExhaustedError("cudaMalloc");
+  cudaMemset(qkv, 0x3c, tokens * 3 * s.hidden * 2);
+  cudaDeviceSynchronize();
+  const double flops = 2.0 * 2.0 * tokens * tokens * d * s.heads / 2;  // QK^T and PV, causal half
+  for (bool tensor_cores : {true, false}) {
+    VDEV_ASSIGN_OR_RETURN(double us, MedianMicros(stream, o.samples, [&]() -> absl::Status {
+      if (cuda_ops::LaunchAttention(cuda_ops::Elem::kBF16, qkv, out, tokens, s.heads, d, /*causal=*/true, stream,
+                                    tensor_cores) != cudaSuccess)
+        return absl::InternalError("attention launch");
+      return absl::OkStatus();
+    }));
+    csv.Row(absl::StrCat("attention,", tokens, ",causal,", tokens, ",", s.heads, ",", d, ",",
+                         tensor_cores ? "tensor_cores" : "fma", ",", us, ",", flops / (us * 1e-6) / 1e12));
+  }
+  cudaFree(qkv);
+  cudaFree(out);
+  return absl::OkStatus();
+}
+
 absl::Status Main(const Options& o) {
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaKernelBackend> backend, CudaKernelBackend::Create(0));
   cudaStream_t stream = nullptr;
@@ -127,6 +155,7 @@ absl::Status Main(const Options& o) {
         csv.Row(absl::StrCat("layer,", tokens, ",layer,,,,", v.name, ",", us, ","));
       }
     }
+    VDEV_RETURN_IF_ERROR(AttentionRows(csv, stream, o, tokens));
     const TransformerShape s = LayerShape(tokens);
     const int64_t h = s.hidden, f = s.ffn;
     VDEV_RETURN_IF_ERROR(MatmulRows(csv, *backend, blas, stream, o, "qkv", tokens, 3 * h, h));

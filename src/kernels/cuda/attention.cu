@@ -1,11 +1,13 @@
-// attention(qkv[T,3,H,D], causal) -> [T,H,D] on the GPU: a tiled kernel with online softmax.
+// attention(qkv[T,3,H,D], causal) -> [T,H,D] on the GPU: tiled kernels with online softmax.
 //
-// A block takes kQueries queries of one head (kQueriesPerWarp per warp) and walks the keys they see
-// in tiles of 32: the K and V tile is staged in shared memory as f32, lane j scores key j against
-// each of its warp's queries, the running maximum and sum are rescaled (online softmax), and each
-// lane accumulates output dims lane, lane+32, ... in registers. Scores are in base 2 (q is
-// pre-scaled by log2(e)/sqrt(D)), which is the same softmax. Plain FMA, no tensor cores: correct
-// first; a causal block stops at its last query's key, and the heaviest blocks start first.
+// f16/bf16 with D of 64 or 128 (and 16-byte aligned tensors) take the tensor-core kernel below
+// (MmaAttentionKernel). Everything else takes the FMA kernel: a block takes kQueries queries of
+// one head (kQueriesPerWarp per warp) and walks the keys they see in tiles of 32: the K and V tile
+// is staged in shared memory as f32, lane j scores key j against each of its warp's queries, the
+// running maximum and sum are rescaled (online softmax), and each lane accumulates output dims
+// lane, lane+32, ... in registers. Both score in base 2 (q k scaled by log2(e)/sqrt(D)), which is
+// the same softmax; a causal block stops at its last query's key, and the heaviest blocks start
+// first.
 #include <cmath>
 
 #include "internal/device_math.cuh"
@@ -151,6 +153,197 @@ void WithChunks(int chunks, F&& f) {
   }
 }
 
+
+// --- The tensor-core path: f16/bf16 with D of 64 or 128 (the transformer's heads). ---
+//
+// FlashAttention-2's shape with mma.sync m16n8k16 (f32 accumulation): a block of 4 warps takes 64
+// queries of one head, 16 per warp, whose Q fragments stay in registers; per tile of 64 keys the
+// block stages K (row-major) and V (transposed, so a B fragment is two adjacent keys) in shared
+// memory; each warp computes its 16x64 scores S = Q K^T into registers, masks and rescales them
+// (online softmax over the quad of lanes that holds a row), rounds P to the input type and
+// accumulates O += P V in registers. Rows are padded by 8 elements so the fragment loads of a warp
+// hit 32 different banks.
+constexpr int kMmaQueries = 64;
+constexpr int kMmaKeys = 64;
+constexpr int kMmaThreads = 128;
+
+template <int kD>
+constexpr int MmaSharedBytes() {
+  return ((kMmaQueries + kMmaKeys) * (kD + 8) + kD * (kMmaKeys + 8)) * 2;
+}
+
+template <typename T>
+__device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+}
+
+// Two elements at p (p even-aligned) as one fragment register.
+template <typename T>
+__device__ __forceinline__ uint32_t Load2(const T* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+// (lo, hi) rounded to T, lo in the low half.
+template <typename T>
+__device__ __forceinline__ uint32_t Pack2(float lo, float hi) {
+  uint32_t bits;
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    bits = *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    bits = *reinterpret_cast<const uint32_t*>(&v);
+  }
+  return bits;
+}
+
+template <typename T, int kD>
+__global__ void __launch_bounds__(kMmaThreads) MmaAttentionKernel(const T* __restrict__ qkv, T* __restrict__ out,
+                                                                int tokens, int heads, bool causal, float scale) {
+  constexpr int kStride = kD + 8, kVStride = kMmaKeys + 8, kPacks = kD / 8;
+  extern __shared__ __align__(16) unsigned char raw[];
+  T* qs = reinterpret_cast<T*>(raw);        // [queries][kStride]
+  T* ks = qs + kMmaQueries * kStride;       // [keys][kStride]
+  T* vt = ks + kMmaKeys * kStride;          // [kD][kVStride]: V transposed
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+  const int h = blockIdx.y;
+  const int q0 = (gridDim.x - 1 - blockIdx.x) * kMmaQueries;  // the causal blocks with the most keys first
+  const int64_t token_stride = 3LL * heads * kD;
+  const T* q_base = qkv + static_cast<int64_t>(h) * kD;
+  const T* k_base = q_base + static_cast<int64_t>(heads) * kD;
+  const T* v_base = k_base + static_cast<int64_t>(heads) * kD;
+
+  for (int e = threadIdx.x; e < kMmaQueries * kPacks; e += kMmaThreads) {
+    const int r = e / kPacks, c = e % kPacks;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (q0 + r < tokens) v = *reinterpret_cast<const uint4*>(q_base + (q0 + r) * token_stride + c * 8);
+    *reinterpret_cast<uint4*>(qs + r * kStride + c * 8) = v;
+  }
+  __syncthreads();
+  const int row0 = warp * 16;
+  uint32_t qf[kD / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < kD / 16; ++kk) {
+    const T* p = qs + (row0 + g) * kStride + kk * 16 + 2 * t;
+    qf[kk][0] = Load2(p);
+    qf[kk][1] = Load2(p + 8 * kStride);
+    qf[kk][2] = Load2(p + 8);
+    qf[kk][3] = Load2(p + 8 * kStride + 8);
+  }
+  float o[kD / 8][4] = {};
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  const int query[2] = {q0 + row0 + g, q0 + row0 + g + 8};
+  const int key_end = causal ? min(tokens, q0 + kMmaQueries) : tokens;
+  for (int k0 = 0; k0 < key_end; k0 += kMmaKeys) {
+    __syncthreads();  // the previous tile is no longer read
+    for (int e = threadIdx.x; e < kMmaKeys * kPacks; e += kMmaThreads) {
+      const int r = e / kPacks, c = e % kPacks;
+      uint4 kv = make_uint4(0, 0, 0, 0), vv = kv;  // keys past the end: zeros, never NaN
+      if (k0 + r < tokens) {
+        kv = *reinterpret_cast<const uint4*>(k_base + (k0 + r) * token_stride + c * 8);
+        vv = *reinterpret_cast<const uint4*>(v_base + (k0 + r) * token_stride + c * 8);
+      }
+      *reinterpret_cast<uint4*>(ks + r * kStride + c * 8) = kv;
+      const T* v8 = reinterpret_cast<const T*>(&vv);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) vt[(c * 8 + j) * kVStride + r] = v8[j];
+    }
+    __syncthreads();
+    if (causal && q0 + row0 + 15 < k0) continue;  // every key of this tile is in this warp's future
+
+    float s[kMmaKeys / 8][4];
+#pragma unroll
+    for (int n = 0; n < kMmaKeys / 8; ++n) {
+      s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < kD / 16; ++kk) {
+        const T* p = ks + (n * 8 + g) * kStride + kk * 16 + 2 * t;
+        const uint32_t b[2] = {Load2(p), Load2(p + 8)};
+        Mma<T>(s[n], qf[kk], b);
+      }
+    }
+    float max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kMmaKeys / 8; ++n) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int key = k0 + n * 8 + 2 * t + (i & 1);
+        const bool seen = key < tokens && (!causal || key <= query[i / 2]);
+        s[n][i] = seen ? s[n][i] * scale : -INFINITY;
+        max[i / 2] = fmaxf(max[i / 2], s[n][i]);
+      }
+    }
+    float correction[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {  // the quad of lanes t = 0..3 holds the row
+      max[r] = fmaxf(max[r], __shfl_xor_sync(0xffffffffu, max[r], 1));
+      max[r] = fmaxf(max[r], __shfl_xor_sync(0xffffffffu, max[r], 2));
+      const float m_new = fmaxf(m[r], max[r]);
+      correction[r] = exp2f(m[r] - m_new);
+      m[r] = m_new;
+      l[r] *= correction[r];
+    }
+#pragma unroll
+    for (int n = 0; n < kMmaKeys / 8; ++n) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        s[n][i] = exp2f(s[n][i] - m[i / 2]);
+        l[i / 2] += s[n][i];
+      }
+    }
+#pragma unroll
+    for (int dn = 0; dn < kD / 8; ++dn) {
+      o[dn][0] *= correction[0];
+      o[dn][1] *= correction[0];
+      o[dn][2] *= correction[1];
+      o[dn][3] *= correction[1];
+    }
+#pragma unroll
+    for (int kk = 0; kk < kMmaKeys / 16; ++kk) {
+      // The C fragments of two adjacent 8-key score tiles are the A fragment of 16 keys of P.
+      const uint32_t a[4] = {Pack2<T>(s[2 * kk][0], s[2 * kk][1]), Pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                             Pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                             Pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int dn = 0; dn < kD / 8; ++dn) {
+        const T* p = vt + (dn * 8 + g) * kVStride + kk * 16 + 2 * t;
+        const uint32_t b[2] = {Load2(p), Load2(p + 8)};
+        Mma<T>(o[dn], a, b);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    if (query[r] >= tokens) continue;
+    const float inv = 1.0f / l[r];
+    T* row = out + (static_cast<int64_t>(query[r]) * heads + h) * kD + 2 * t;
+#pragma unroll
+    for (int dn = 0; dn < kD / 8; ++dn)
+      *reinterpret_cast<uint32_t*>(row + dn * 8) = Pack2<T>(o[dn][2 * r] * inv, o[dn][2 * r + 1] * inv);
+  }
+}
+
+template <typename T, int kD>
+void LaunchMma(const void* qkv, void* out, int64_t tokens, int64_t heads, bool causal, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((tokens + kMmaQueries - 1) / kMmaQueries), static_cast<unsigned>(heads));
+  const float scale = 1.4426950408889634f / sqrtf(static_cast<float>(kD));
+  MmaAttentionKernel<T, kD><<<grid, kMmaThreads, MmaSharedBytes<kD>(), stream>>>(
+      static_cast<const T*>(qkv), static_cast<T*>(out), static_cast<int>(tokens), static_cast<int>(heads), causal,
+      scale);
+}
+
 }  // namespace
 
 cudaError_t Prepare() {
@@ -166,12 +359,30 @@ cudaError_t Prepare() {
       }
     });
   }
+  auto raise = [&](auto kernel, int shared) {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+    if (result == cudaSuccess) result = e;
+  };
+  raise(MmaAttentionKernel<__half, 64>, MmaSharedBytes<64>());
+  raise(MmaAttentionKernel<__half, 128>, MmaSharedBytes<128>());
+  raise(MmaAttentionKernel<__nv_bfloat16, 64>, MmaSharedBytes<64>());
+  raise(MmaAttentionKernel<__nv_bfloat16, 128>, MmaSharedBytes<128>());
   return result;
 }
 
 cudaError_t LaunchAttention(Elem t, const void* qkv, void* out, int64_t tokens, int64_t heads, int64_t head_dim,
-                            bool causal, cudaStream_t stream) {
+                            bool causal, cudaStream_t stream, bool tensor_cores) {
   if (tokens == 0 || heads == 0 || head_dim == 0) return cudaSuccess;
+  if (tensor_cores && t != Elem::kF32 && (head_dim == 64 || head_dim == 128) && Aligned16(qkv) && Aligned16(out)) {
+    DispatchFloat(t, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!std::is_same_v<T, float>) {
+        if (head_dim == 64) LaunchMma<T, 64>(qkv, out, tokens, heads, causal, stream);
+        else LaunchMma<T, 128>(qkv, out, tokens, heads, causal, stream);
+      }
+    });
+    return cudaGetLastError();
+  }
   DispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
     const bool packed = head_dim % Pack<T>::kSize == 0 && Aligned16(qkv);

@@ -74,9 +74,11 @@ cudaError_t LaunchTake(const void* table, const void* indices, bool indices_i64,
                        int64_t size, int64_t count, int64_t row_bytes, DeviceError* error, cudaStream_t stream);
 
 // out[t, h, :] = softmax(q k^T / sqrt(d)) v per head from qkv[T, 3, H, D]; f32/f16/bf16, D <= 256.
+// f16/bf16 with D of 64 or 128 run on tensor cores unless `tensor_cores` is false (the benchmark's
+// peer: the FMA kernel every other case runs).
 constexpr int64_t kMaxHeadDim = 256;
 cudaError_t LaunchAttention(Elem t, const void* qkv, void* out, int64_t tokens, int64_t heads, int64_t head_dim,
-                            bool causal, cudaStream_t stream);
+                            bool causal, cudaStream_t stream, bool tensor_cores = true);
 
 }  // namespace vdev::cuda_ops
 
