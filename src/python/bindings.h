@@ -8,11 +8,13 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "pybind11/pybind11.h"
 #include "vdev/diagnostic.h"
 #include "vdev/ir.h"
+#include "vdev/lower_memory.h"
 #include "vdev/virtual_device.h"
 
 namespace vdev::python {
@@ -28,6 +30,17 @@ struct PyModule {
   std::string source;  // empty for a module built with the Builder
 };
 using ModuleHandle = std::shared_ptr<const PyModule>;
+
+// A lowered program (vdev.lower's result): the module after LowerMemory, the device of each binding
+// (PlanResult::binding_devices as LowerMemory extended it) and the memory plan. Immutable.
+struct PyLowered {
+  std::string file;
+  std::string source;                          // the planned input's text, for located messages
+  ir::Module module;
+  std::vector<ir::DeviceId> binding_devices;
+  MemoryPlan memory;
+  std::shared_ptr<PyModule> lowered;           // made on first use of Lowered.module
+};
 
 // Raises `vdev.<exception>(*args, **kwargs)` (a class of python/vdev/_errors.py).
 [[noreturn]] void Raise(const char* exception, const py::tuple& args, const py::dict& kwargs = py::dict());

@@ -143,36 +143,33 @@ std::shared_ptr<PyPlan> Plan(std::shared_ptr<PyModule> module, bool strict, cons
   return std::make_shared<PyPlan>(PyPlan{std::move(module), *std::move(result), nullptr});
 }
 
-struct PyLowered {
-  std::string file;
-  ir::Module module;
-  MemoryPlan memory;
-  std::shared_ptr<PyModule> lowered;  // made on first use of Lowered.module
-
-  py::list Pools() const {
-    py::object pool = Record("Pool");
-    py::list out;
-    for (const FunctionMemory& f : memory.functions) {
-      for (const PoolSize& p : f.plan.pools) {
-        out.append(pool(ir::FunctionPath(module, f.func), VirtualDevice::ForDevice(p.pool.device.type, p.pool.device.id),
-                        p.pool.scope, p.bytes, p.storages));
-      }
+py::list LoweredPools(const PyLowered& l) {
+  const ir::Module& module = l.module;
+  const MemoryPlan& memory = l.memory;
+  py::object pool = Record("Pool");
+  py::list out;
+  for (const FunctionMemory& f : memory.functions) {
+    for (const PoolSize& p : f.plan.pools) {
+      out.append(pool(ir::FunctionPath(module, f.func), VirtualDevice::ForDevice(p.pool.device.type, p.pool.device.id),
+                      p.pool.scope, p.bytes, p.storages));
     }
-    return out;
   }
+  return out;
+}
 
-  py::list AllReduces() const {
-    py::object allreduce = Record("AllReduce");
-    py::list out;
-    for (const FunctionMemory& f : memory.functions) {
-      for (const AllReduceInfo& a : f.allreduces) {
-        out.append(allreduce(ir::FunctionPath(module, f.func), std::string(module.Name(module.bindings[a.binding].name)),
-                             a.op, std::string(AllReduceStrategyName(a.strategy)), a.ipc, a.reason));
-      }
+py::list LoweredAllReduces(const PyLowered& l) {
+  const ir::Module& module = l.module;
+  const MemoryPlan& memory = l.memory;
+  py::object allreduce = Record("AllReduce");
+  py::list out;
+  for (const FunctionMemory& f : memory.functions) {
+    for (const AllReduceInfo& a : f.allreduces) {
+      out.append(allreduce(ir::FunctionPath(module, f.func), std::string(module.Name(module.bindings[a.binding].name)),
+                           a.op, std::string(AllReduceStrategyName(a.strategy)), a.ipc, a.reason));
     }
-    return out;
   }
-};
+  return out;
+}
 
 std::shared_ptr<PyLowered> Lower(const PyPlan& plan, const std::string& strategy, bool ipc_allreduce,
                                  int64_t alignment) {
@@ -190,13 +187,14 @@ std::shared_ptr<PyLowered> Lower(const PyPlan& plan, const std::string& strategy
   options.storage.alignment = alignment;
   auto lowered = std::make_shared<PyLowered>();
   lowered->file = plan.input->file;
+  lowered->source = plan.input->source;
   absl::StatusOr<MemoryPlan> memory;
   absl::Status verified;
   {
     py::gil_scoped_release release;
     lowered->module = plan.result.module.Clone();
-    std::vector<ir::DeviceId> devices = plan.result.binding_devices;
-    memory = LowerMemory(lowered->module, devices, options);
+    lowered->binding_devices = plan.result.binding_devices;
+    memory = LowerMemory(lowered->module, lowered->binding_devices, options);
     if (memory.ok()) verified = ir::VerifyModule(lowered->module);
   }
   if (!memory.ok()) Raise("LoweringError", py::make_tuple(std::string(memory.status().message())));
@@ -243,8 +241,8 @@ void BindPlan(py::module_& m) {
 
   py::class_<PyLowered, std::shared_ptr<PyLowered>>(m, "Lowered",
                                                      "The result of vdev.lower: explicit allocation and memory pools.")
-      .def_property_readonly("pools", &PyLowered::Pools, "Pool sizes per function, device and scope (vdev.Pool).")
-      .def_property_readonly("allreduces", &PyLowered::AllReduces, "Each all-reduce and how it runs (vdev.AllReduce).")
+      .def_property_readonly("pools", &LoweredPools, "Pool sizes per function, device and scope (vdev.Pool).")
+      .def_property_readonly("allreduces", &LoweredAllReduces, "Each all-reduce and how it runs (vdev.AllReduce).")
       .def_property_readonly("tensor_bytes", [](const PyLowered& l) { return l.memory.tensor_bytes; })
       .def_property_readonly("pool_bytes", [](const PyLowered& l) { return l.memory.pool_bytes; })
       .def_property_readonly("module", [](PyLowered& l) {
