@@ -8,7 +8,7 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
-#include "planner/ir_generators.h"
+#include "ir/ir_generators.h"
 #include "vdev/ir_text.h"
 
 namespace {

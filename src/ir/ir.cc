@@ -6,7 +6,7 @@
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
-#include "huge_pages.h"
+#include "internal/huge_pages.h"
 
 namespace vdev::ir {
 

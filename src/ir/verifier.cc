@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "lexer.h"
-#include "scope.h"
+#include "internal/lexer.h"
+#include "internal/scope.h"
 #include "vdev/ir.h"
 #include "vdev/ir_text.h"
 #include "vdev/op_registry.h"

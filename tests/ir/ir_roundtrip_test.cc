@@ -8,7 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/ir_test_util.h"
+#include "ir/ir_test_util.h"
 
 namespace vdev::ir {
 namespace {

@@ -2,7 +2,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "planner/ir_test_util.h"
+#include "ir/ir_test_util.h"
 #include "vdev/builtin_ops.h"
 
 namespace vdev::ir {

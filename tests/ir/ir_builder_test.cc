@@ -3,7 +3,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/ir_test_util.h"
+#include "ir/ir_test_util.h"
 #include "vdev/ir_builder.h"
 
 namespace vdev::ir {

@@ -9,7 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/ir_test_util.h"
+#include "ir/ir_test_util.h"
 #include "vdev/op_registry.h"
 
 namespace vdev::ir {

@@ -4,7 +4,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "planner/ir_test_util.h"
+#include "ir/ir_test_util.h"
 #include "vdev/builtin_ops.h"
 #include "vdev/ir.h"
 

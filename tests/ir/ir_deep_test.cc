@@ -4,8 +4,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/ir_generators.h"
-#include "planner/ir_test_util.h"
+#include "ir/ir_generators.h"
+#include "ir/ir_test_util.h"
 
 namespace vdev::ir {
 namespace {

@@ -1,5 +1,5 @@
 // Tokenizer of the IR text.
-#include "lexer.h"
+#include "internal/lexer.h"
 
 #include <array>
 #include <utility>
