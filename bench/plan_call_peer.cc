@@ -1,7 +1,7 @@
 // The C++ side of bench/python_plan_overhead.py: times PlanDevices(const Module&, {}) — the call
 // vdev.plan makes — on a program file, so the Python harness can compare the same call from Python.
 //
-//   plan_call_peer --emit N FILE     writes ChainModule(N) (tests/planner/ir_generators.h) to FILE
+//   plan_call_peer --emit N FILE     writes ChainModule(N) (tests/ir/ir_generators.h) to FILE
 //   plan_call_peer FILE REPEATS      parses and verifies FILE once, plans it REPEATS times and prints
 //                                    one line per call: the CPU time of this thread in seconds for
 //                                    the call and destroying its result (what `del plan` costs in
@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "planner/ir_generators.h"
+#include "ir/ir_generators.h"
 #include "vdev/ir_text.h"
 #include "vdev/plan_devices.h"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Overhead of planning from Python: vdev.plan(module) against the same C++ call
 (PlanDevices(const Module&, {}), bench/plan_call_peer.cc) on the 10^5-binding chain of
-tests/planner/ir_generators.h, measured in one run. Both sides count the CPU time of the calling
+tests/ir/ir_generators.h, measured in one run. Both sides count the CPU time of the calling
 thread (vdev.plan plans in the thread that calls it, with the GIL released), call and destruction
 of the result. Rounds alternate the two sides so that drift in the machine's load hits both; each
 side's figure is the median over all its calls.
