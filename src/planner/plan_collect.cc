@@ -44,7 +44,7 @@ DomainId Planner::DomainForType(ir::TypeId type) {
   }
 }
 
-void Planner::MakeSignatures() {
+absl::Status Planner::MakeSignatures() {
   size_t nf = m_.functions.size();
   param_domain_.assign(m_.params.size(), kNoDomain);
   result_domain_.assign(nf, kNoDomain);
@@ -54,6 +54,26 @@ void Planner::MakeSignatures() {
     const ir::Function& fn = m_.functions[f];
     bool inside_primitive = fn.kind == FuncKind::kLocal && fn.parent != ir::kNoFunc && !analysed_[fn.parent];
     analysed_[f] = fn.kind != FuncKind::kKernel && !fn.primitive && !inside_primitive;
+    if (fn.kind == FuncKind::kKernel) {
+      auto device_part = [&](ir::DeviceId d) {
+        if (d == ir::kNoDevice) return false;
+        const VirtualDevice& vd = m_.Device(d);
+        return vd.has_device_type() || vd.has_id() || vd.has_target();
+      };
+      for (const ir::Param& param : m_.Params(fn)) {
+        if (!device_part(param.device)) continue;
+        return ConflictError(UnifyConflict{0, 0, 0, 0, true}, param.device_loc,
+                             absl::StrCat("kernel @", m_.Name(fn.name), ": parameter %", m_.Name(param.name),
+                                          " is written on ", m_.Device(param.device).ToString(),
+                                          "; a kernel's signature carries scopes only"));
+      }
+      if (device_part(fn.result_device)) {
+        return ConflictError(UnifyConflict{0, 0, 0, 0, true}, fn.result_device_loc,
+                             absl::StrCat("kernel @", m_.Name(fn.name), ": the result is written on ",
+                                          m_.Device(fn.result_device).ToString(),
+                                          "; a kernel's signature carries scopes only"));
+      }
+    }
     std::vector<DomainId> params;
     PinKind param_pin = fn.kind == FuncKind::kKernel ? PinKind::kKernelParam : PinKind::kParam;
     for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
@@ -81,6 +101,7 @@ void Planner::MakeSignatures() {
     result_domain_[f] = result;
     func_domain_[f] = domains_.MakeHigherOrder(params, result);
   }
+  return absl::OkStatus();
 }
 
 // --- Collection -------------------------------------------------------------------------------
@@ -134,6 +155,30 @@ absl::Status Planner::CollectAll() {
     VDEV_RETURN_IF_ERROR(collector.status());
   }
   return absl::OkStatus();
+}
+
+void Planner::NoteAnnotatedComputations() {
+  for (BindingId b : order_) {
+    if (!IsMove(b) || !Has(b, kLive)) continue;
+    std::optional<ir::OnDeviceCall> on = ir::AsOnDevice(m_, B(b).expr);
+    if (!on || !on->constrain_body || !on->value.is_local() || !on->value.value.is_binding()) continue;
+    BindingId x = on->value.value.index;
+    const ir::Expr& e = B(x).expr;
+    bool computation = (e.kind == ExprKind::kOpCall && !IsMove(x) && m_.OpName(e) != "vm.shape_of" &&
+                        !ir::AsAllocStorage(m_, e)) ||
+                       (e.kind == ExprKind::kCallGlobal && m_.functions[e.func].kind == FuncKind::kKernel);
+    if (computation) annotated_by_.try_emplace(x, b);
+  }
+}
+
+DomainId Planner::AnnotatedSite(BindingId b, bool kernel_call) {
+  if (annotated_by_.empty()) return kNoDomain;
+  auto it = annotated_by_.find(b);
+  if (it == annotated_by_.end()) return kNoDomain;
+  const ir::Expr& annotation = B(it->second).expr;
+  DeviceIndex device = devices_.Intern(m_.Device(m_.Args(annotation)[1].index));
+  if (kernel_call) device = WithScope(device, DeviceTable::kUnconstrained);
+  return PinnedDomain(device, PinKind::kOnDevice, it->second);
 }
 
 DomainId Planner::OperandDomain(const Operand& o) {
@@ -203,10 +248,11 @@ void Planner::ReserveForAnnotations() {
       pins += 1 + e.args.count;
     }
   }
+  domains += annotated_by_.size();  // a pinned site per annotated computation
+  pins += annotated_by_.size();
   domains_.Reserve(domains_.size() + domains);
   pins_.reserve(pins_.size() + pins);
 }
-
 
 absl::Status Planner::CollectOpCall(BindingId b) {
   const ir::Expr& e = B(b).expr;
@@ -234,7 +280,7 @@ absl::Status Planner::CollectOpCall(BindingId b) {
       result = on->constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b);
     } else {
       result = domains_.MakeFirstOrder();
-      if (on->is_free()) free_pairs_.emplace_back(body, result);
+      if (on->is_free()) free_boundaries_.push_back({body, result, ir::kNoBinding});
     }
     binding_domain_[b] = result;
     SetCopyPoint(b, body);  // also when result == body: the on_device goes, as a copy from src to src
@@ -262,7 +308,8 @@ absl::Status Planner::CollectOpCall(BindingId b) {
   }
   if (op == "memory.alloc_tensor" || op == "vm.reshape_tensor") {
     // The first operand (storage, data) shares the result's device; the others are on the host.
-    DomainId result = domains_.MakeFirstOrder();
+    DomainId result = AnnotatedSite(b, /*kernel_call=*/false);
+    if (result == kNoDomain) result = domains_.MakeFirstOrder();
     for (uint32_t k = 0; k < args.size(); ++k) {
       absl::Status s = PrimitiveUse(b, k, k == 0 ? result : host_site());
       if (!s.ok()) return s;
@@ -272,9 +319,10 @@ absl::Status Planner::CollectOpCall(BindingId b) {
   }
   // Any other op: operands and result on one device, chosen for this call site. The first operand's
   // domain serves as the site (joining it with a fresh `?` would change nothing) and saves a domain.
-  DomainId site = kNoDomain;
+  // An annotated call's site is pinned first: its operands join the annotation or are copied.
+  DomainId site = AnnotatedSite(b, /*kernel_call=*/false);
   for (const Operand& o : args) {
-    if (o.is_device()) continue;
+    if (site != kNoDomain || o.is_device()) continue;
     DomainId first = OperandDomain(o);
     if (first != kNoDomain && !domains_.IsHigherOrder(first)) site = first;
     break;
@@ -304,22 +352,7 @@ absl::Status Planner::CollectBinding(BindingId b) {
                              absl::StrCat("@", m_.Name(callee.name), " takes ", params.size(), " arguments, not ",
                                           args.size()));
       }
-      if (callee.kind == FuncKind::kKernel) {
-        // The kernel boundary may copy: operands and result join the signature only where they can.
-        for (uint32_t k = 0; k < args.size(); ++k) {
-          DomainId value = OperandDomain(args[k]);
-          if (value == kNoDomain) continue;
-          DomainId param = param_domain_[callee.params.begin + k];
-          NoteUse(args[k], param, b);
-          free_pairs_.emplace_back(value, param);
-        }
-        DomainId result = domains_.MakeFirstOrder();
-        free_pairs_.emplace_back(result_domain_[e.func], result);
-        kernel_result_[b] = result_domain_[e.func];
-        Set(b, kKernelCall);
-        binding_domain_[b] = result;
-        return absl::OkStatus();
-      }
+      if (callee.kind == FuncKind::kKernel) return CollectKernelCall(b);
       for (uint32_t k = 0; k < args.size(); ++k) {
         DomainId value = OperandDomain(args[k]);
         if (value == kNoDomain) continue;
@@ -421,6 +454,19 @@ absl::Status Planner::CollectBinding(BindingId b) {
     }
   }
   return absl::InternalError("unknown expression kind");
+}
+
+// A kernel call runs on one device, like a primitive call, but its boundary may copy: operands and
+// result are joined with their targets (ResolveKernelCall) only where they can be.
+absl::Status Planner::CollectKernelCall(BindingId b) {
+  DomainId site = AnnotatedSite(b, /*kernel_call=*/true);
+  if (site == kNoDomain) site = domains_.MakeFirstOrder();
+  for (const Operand& o : m_.Args(B(b).expr)) NoteUse(o, site, b);
+  kernel_site_[b] = site;
+  free_boundaries_.push_back({kNoDomain, kNoDomain, b});
+  Set(b, kKernelCall);
+  binding_domain_[b] = domains_.MakeFirstOrder();
+  return absl::OkStatus();
 }
 
 absl::Status Planner::FinishFunction(FuncId f) {

@@ -1,12 +1,29 @@
 // PlanDevices, defaults: what no constraint decided takes its function's result device, its first
 // consumer's device, or the config's default (shared/spec/ir-text.md, "Defaults").
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
 #include "src/planner/internal/planner.h"
 
 namespace vdev::planner_internal {
 
 void Planner::ApplyDefaults() {
-  for (FuncId f : m_.items) {
-    if (m_.functions[f].kind == FuncKind::kKernel) domains_.SetDefault(func_domain_[f], default_device_);
+  // A kernel operand that is copied is copied once per (value, destination), before its first such
+  // call: only that call gives the value its default, as the copy binding does when the output is
+  // planned again.
+  absl::flat_hash_set<std::tuple<FuncId, ValueRef, DeviceIndex>> seen;
+  absl::flat_hash_set<std::pair<BindingId, uint32_t>> later_use;
+  for (const FreeBoundary& f : free_boundaries_) {
+    if (f.kernel_call == ir::kNoBinding) continue;
+    const ir::Expr& e = B(f.kernel_call).expr;
+    const ir::Function& kernel = m_.functions[e.func];
+    for (uint32_t k = 0; k < e.args.count; ++k) {
+      const Operand& o = m_.Args(e)[k];
+      if (!o.is_local()) continue;
+      DeviceIndex target = KernelTarget(f.kernel_call, param_domain_[kernel.params.begin + k], DeviceTable::kUnconstrained);
+      if (!seen.insert({FuncOf(f.kernel_call), o.value, target}).second) later_use.insert({f.kernel_call, k});
+    }
   }
   for (const auto& [f, range] : item_ranges_) {
     domains_.SetDefault(func_domain_[f], default_device_);
@@ -37,16 +54,21 @@ void Planner::ApplyDefaults() {
         const ir::Function& kernel = m_.functions[e.func];
         for (uint32_t k = 0; k < e.args.count; ++k) {
           DomainId value = OperandDomain(m_.Args(e)[k]);
-          if (value != kNoDomain) {
-            domains_.SetDefault(value, domains_.Device(param_domain_[kernel.params.begin + k]));
+          DomainId signature = param_domain_[kernel.params.begin + k];
+          // A scope the signature leaves open comes from the function's result, as for any consumer.
+          if (value != kNoDomain && !later_use.contains({b, k})) {
+            domains_.SetDefault(value, devices_.Default(KernelTarget(b, signature, DeviceTable::kUnconstrained),
+                                                        domains_.Device(result_domain_[FuncOf(b)])));
           }
         }
       }
     }
   }
-  // Primitive functions' signatures and anything no function reached.
-  for (FuncId f = 0; f < m_.functions.size(); ++f) domains_.SetDefault(func_domain_[f], default_device_);
+  // Primitive functions' signatures and anything no function reached; a kernel's signature keeps
+  // its scopes only.
+  for (FuncId f = 0; f < m_.functions.size(); ++f) {
+    if (m_.functions[f].kind != FuncKind::kKernel) domains_.SetDefault(func_domain_[f], default_device_);
+  }
 }
-
 
 }  // namespace vdev::planner_internal

@@ -18,11 +18,12 @@ absl::Status Planner::Run() {
   first_user_.assign(input_bindings_, ir::kNoBinding);
   flags_.assign(input_bindings_, 0);
   order_.reserve(input_bindings_);
-  MakeSignatures();
+  VDEV_RETURN_IF_ERROR(MakeSignatures());
   OrderBindings();
   // An on_device or device_copy whose value nothing uses is dropped and constrains nothing: planning
   // the output, where it is gone, must decide the same.
   MarkLive();
+  NoteAnnotatedComputations();
   ReserveForAnnotations();
   VDEV_RETURN_IF_ERROR(CollectAll());
   JoinFreeBoundaries();

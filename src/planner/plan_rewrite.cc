@@ -104,6 +104,17 @@ BindingId Planner::CopyFor(BlockId block, BindingId consumer, ValueRef value, De
   return c;
 }
 
+void Planner::AddResultCopy(BindingId b, DeviceIndex src, DeviceIndex dst, std::vector<BindingId>& out) {
+  ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(B(b).name), "_copy"));
+  BindingId c = AddPlannedBinding(B(b).block, name,
+                                  DeviceCopyExpr(m_.LocalOperand(ValueRef::Binding(b)), src, dst, B(b).expr.loc),
+                                  B(b).loc, dst);
+  out.push_back(c);
+  Replace(b, ValueRef::Binding(c));
+  result_.copies.push_back({FuncOf(b), ValueRef::Binding(b), ToModule(src), ToModule(dst), c, ir::kNoBinding, false});
+  AwaitConsumer(c, result_.copies.size() - 1);
+}
+
 BindingId Planner::AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc,
                                      DeviceIndex device) {
   BindingId c = m_.AddBinding(block, name, std::move(expr), loc);
@@ -114,6 +125,35 @@ BindingId Planner::AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr ex
   return c;
 }
 
+void Planner::NoteOpenScope(absl::flat_hash_map<uint32_t, DeviceIndex>& agreed, uint32_t key, DomainId signature,
+                            DeviceIndex value_device) {
+  if (devices_.Get(domains_.Device(signature)).has_memory_scope()) return;
+  DeviceIndex scope = WithScope(DeviceTable::kUnconstrained, value_device);
+  auto [it, added] = agreed.try_emplace(key, scope);
+  if (!added && it->second != scope) it->second = kMixedScopes;
+}
+
+void Planner::DropUnreadCopies(std::vector<std::vector<BindingId>>& lists) {
+  absl::flat_hash_set<BindingId> read;
+  auto note = [&](const Operand& o) {
+    if (o.is_local() && o.value.is_binding() && maybe_unread_.contains(o.value.index)) read.insert(o.value.index);
+  };
+  for (const std::vector<BindingId>& list : lists) {
+    for (BindingId b : list) {
+      for (const Operand& o : m_.Args(B(b).expr)) note(o);
+    }
+  }
+  for (const ir::Block& block : m_.blocks) {
+    if (analysed_[block.func]) note(block.result);
+  }
+  auto unread = [&](BindingId c) { return maybe_unread_.contains(c) && !read.contains(c) && IsMove(c); };
+  for (std::vector<BindingId>& list : lists) std::erase_if(list, unread);
+  std::erase_if(result_.copies, [&](const PlannedCopy& c) { return unread(c.binding); });
+  for (BindingId c : maybe_unread_) {
+    if (unread(c)) result_.binding_devices[c] = ir::kNoDevice;
+  }
+}
+
 void Planner::Capture() {
   std::vector<ir::DeviceId>& devices_out = result_.binding_devices;
   devices_out.assign(m_.bindings.size(), ir::kNoDevice);
@@ -121,6 +161,7 @@ void Planner::Capture() {
   auto same = [&](DeviceIndex a, DeviceIndex b) { return SameDevice(devices_.Get(a), devices_.Get(b)); };
   for (FuncId f = 0; f < m_.functions.size(); ++f) {
     ir::Function& fn = m_.functions[f];
+    if (fn.kind == FuncKind::kKernel) continue;  // scopes still flow into it below
     for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
       m_.params[p].device = ToModule(domains_.Device(param_domain_[p]));
     }
@@ -191,7 +232,9 @@ void Planner::Capture() {
       DeviceIndex dst = domains_.Device(binding_domain_[b]);
       devices_out[b] = ToModule(dst);
       if (e.kind == ExprKind::kProject) {
-        // Project the annotated value itself, then copy the field if it moves.
+        // Project the annotated value itself, then copy the field if it moves. The annotation may
+        // now be read by nothing.
+        maybe_unread_.insert(first_operand.index);
         const Operand& annotated = m_.Args(B(first_operand.index).expr)[0];
         ValueRef source = Resolve(annotated.value);
         set_operand(e, 0, source);
@@ -200,13 +243,11 @@ void Planner::Capture() {
           out.push_back(b);
           continue;
         }
-        ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(B(b).name), "_field"));
-        BindingId field = AddPlannedBinding(block, name, e, B(b).loc, src);
-        out.push_back(field);
-        m_.bindings[b].expr = DeviceCopyExpr(m_.LocalOperand(ValueRef::Binding(field)), src, dst, e.loc);
-        result_.copies.push_back({FuncOf(b), source, ToModule(src), ToModule(dst), b, ir::kNoBinding, false});
-        AwaitConsumer(b, result_.copies.size() - 1);
+        // The projection keeps its name on the tuple's device; its consumers read `%<name>_copy`.
+        devices_out[b] = ToModule(src);
         out.push_back(b);
+        AddResultCopy(b, src, dst, out);
+        maybe_unread_.insert(out.back());
         continue;
       }
       const Operand x = m_.Args(e)[0];
@@ -232,16 +273,19 @@ void Planner::Capture() {
       out.push_back(b);
       continue;
     }
-    // Kernel calls copy operands to the kernel's devices, and the result to where it is used.
-    auto kernel = Has(b, kKernelCall) ? kernel_result_.find(b) : kernel_result_.end();
-    if (kernel != kernel_result_.end()) {
+    // Kernel calls copy operands to the call's device (with the kernel's scopes), and the result to
+    // where it is used.
+    bool kernel = Has(b, kKernelCall);
+    if (kernel) {
       const ir::Function& callee = m_.functions[e.func];
       for (uint32_t k = 0; k < e.args.count; ++k) {
         const Operand& o = m_.Args(e)[k];
         DomainId value = OperandDomain(o);
         if (value == kNoDomain || !o.is_local()) continue;
         DeviceIndex src = domains_.Device(value);
-        DeviceIndex dst = domains_.Device(param_domain_[callee.params.begin + k]);
+        DomainId signature = param_domain_[callee.params.begin + k];
+        NoteOpenScope(open_param_scope_, callee.params.begin + k, signature, src);
+        DeviceIndex dst = KernelTarget(b, signature, src);
         if (same(src, dst)) continue;
         set_operand(e, k, ValueRef::Binding(CopyFor(block, b, o.value, src, dst, out)));
       }
@@ -252,20 +296,13 @@ void Planner::Capture() {
     }
     out.push_back(b);
     devices_out[b] = ToModule(domains_.Device(binding_domain_[b]));
-    if (kernel != kernel_result_.end()) {
-      DeviceIndex src = domains_.Device(kernel->second);
+    if (kernel) {
+      DeviceIndex used = domains_.Device(binding_domain_[b]);
+      NoteOpenScope(open_result_scope_, e.func, result_domain_[e.func], used);
+      DeviceIndex src = KernelTarget(b, result_domain_[e.func], used);
       DeviceIndex dst = domains_.Device(binding_domain_[b]);
       devices_out[b] = ToModule(src);
-      if (!same(src, dst)) {
-        ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(B(b).name), "_copy"));
-        BindingId c = AddPlannedBinding(
-            block, name, DeviceCopyExpr(m_.LocalOperand(ValueRef::Binding(b)), src, dst, e.loc), B(b).loc, dst);
-        out.push_back(c);
-        Replace(b, ValueRef::Binding(c));
-        result_.copies.push_back({FuncOf(b), ValueRef::Binding(b), ToModule(src), ToModule(dst), c,
-                                  ir::kNoBinding, false});
-        AwaitConsumer(c, result_.copies.size() - 1);
-      }
+      if (!same(src, dst)) AddResultCopy(b, src, dst, out);
     }
   }
   for (BlockId blk = 0; blk < m_.blocks.size(); ++blk) {
@@ -279,7 +316,25 @@ void Planner::Capture() {
         flags_[v.index] &= ~kAwaiting;
       }
     }
-    block.bindings = std::move(lists[blk]);
+  }
+  if (!maybe_unread_.empty()) DropUnreadCopies(lists);
+  for (BlockId blk = 0; blk < m_.blocks.size(); ++blk) {
+    if (analysed_[m_.blocks[blk].func]) m_.blocks[blk].bindings = std::move(lists[blk]);
+  }
+  // Kernels' signatures: scopes only. An open scope takes the one all calls agree on (planning the
+  // output then decides the same), else stays open (unwritten).
+  auto scope_only = [&](DomainId d, const absl::flat_hash_map<uint32_t, DeviceIndex>& agreed, uint32_t key) {
+    DeviceIndex device = domains_.Device(d);
+    if (auto it = agreed.find(key); it != agreed.end() && it->second != kMixedScopes) device = it->second;
+    return devices_.IsFullyUnconstrained(device) ? ir::kNoDevice : ToModule(device);
+  };
+  for (FuncId f : m_.items) {
+    ir::Function& fn = m_.functions[f];
+    if (fn.kind != FuncKind::kKernel) continue;
+    for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
+      m_.params[p].device = scope_only(param_domain_[p], open_param_scope_, p);
+    }
+    fn.result_device = scope_only(result_domain_[f], open_result_scope_, f);
   }
   result_.stats.copies = result_.copies.size();
 }

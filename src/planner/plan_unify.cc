@@ -148,8 +148,48 @@ absl::Status Planner::PrimitiveUse(BindingId b, uint32_t operand, DomainId site)
 // --- Free boundaries and defaults ---------------------------------------------------------------
 
 void Planner::JoinFreeBoundaries() {
-  for (const auto& [a, b] : free_pairs_) {
-    if (domains_.CanUnify(a, b)) (void)domains_.Unify(a, b);
+  for (const FreeBoundary& f : free_boundaries_) {
+    if (f.kernel_call != ir::kNoBinding) {
+      ResolveKernelCall(f.kernel_call);
+    } else if (domains_.CanUnify(f.a, f.b)) {
+      (void)domains_.Unify(f.a, f.b);
+    }
+  }
+}
+
+DeviceIndex Planner::WithScope(DeviceIndex device, DeviceIndex scope_of) {
+  const VirtualDevice& d = devices_.Get(device);
+  const std::string& scope = devices_.Get(scope_of).memory_scope();
+  if (d.memory_scope() == scope) return device;
+  // The parts of a valid device with another scope form a valid device.
+  return devices_.Intern(*VirtualDevice::Make(d.device_type(), d.virtual_device_id(), d.target(), scope));
+}
+
+void Planner::ResolveKernelCall(BindingId call) {
+  const ir::Expr& e = B(call).expr;
+  const ir::Function& kernel = m_.functions[e.func];
+  DomainId site = kernel_site_.at(call);
+  // Like a primitive call's site: the first operands decide, then the result's consumers; what none
+  // decides is the default device's.
+  DeviceIndex device = domains_.Device(site);
+  auto take = [&](DomainId value) {
+    if (value == kNoDomain || domains_.IsHigherOrder(value)) return;
+    DeviceIndex part = WithScope(domains_.Device(value), DeviceTable::kUnconstrained);
+    if (std::optional<DeviceIndex> joined = devices_.Join(device, part)) device = *joined;
+  };
+  for (const Operand& o : m_.Args(e)) take(OperandDomain(o));
+  take(binding_domain_[call]);
+  device = devices_.Default(device, WithScope(default_device_, DeviceTable::kUnconstrained));
+  domains_.Constrain(site, device);
+  // The result first: its consumers may give scopes to operands of the same class.
+  auto join = [&](DomainId value, DomainId signature) {
+    if (value == kNoDomain || domains_.IsHigherOrder(value)) return;
+    // A conflict is copied at capture.
+    domains_.Constrain(value, KernelTarget(call, signature, DeviceTable::kUnconstrained));
+  };
+  join(binding_domain_[call], result_domain_[e.func]);
+  for (uint32_t k = 0; k < e.args.count; ++k) {
+    join(OperandDomain(m_.Args(e)[k]), param_domain_[kernel.params.begin + k]);
   }
 }
 

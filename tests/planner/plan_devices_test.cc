@@ -401,7 +401,7 @@ def @main(%x: f32[4,4], %y: f32[4,4]) -> f32[4,4] {
              R"({"functions": {"main": {
                  "params": {"x": "cuda:0/shared", "y": "cuda:0/global"}, "result": "cuda:0/global",
                  "bindings": {"0": "cuda:0/global", "1": "cuda:0/global"}, "copies": []}},
-                 "kernels": {"mm": {"params": ["cuda:0/shared", "cuda:0/global"], "result": "cuda:0/global"}}})");
+                 "kernels": {"mm": {"params": ["/shared", "/global"], "result": "/global"}}})");
 }
 
 TEST(PlanDevicesTest, KernelBoundaryCopiesWhatCannotJoin) {
@@ -417,7 +417,7 @@ def @main(%x: f32[4,4] on cuda:0/global, %y: f32[4,4]) -> f32[4,4] {
                  "params": {"x": "cuda:0/global", "y": "cuda:0/global"}, "result": "cuda:0/global",
                  "bindings": {"0": "cuda:0/global"},
                  "copies": [{"of": "x", "src": "cuda:0/global", "dst": "cuda:0/shared", "into": "0"}]}},
-                 "kernels": {"mm": {"params": ["cuda:0/shared", "cuda:0/global"], "result": "cuda:0/global"}}})");
+                 "kernels": {"mm": {"params": ["/shared", "/global"], "result": "/global"}}})");
 }
 
 TEST(PlanDevicesTest, FreeAnnotationJoinsWhereItCan) {
@@ -489,15 +489,16 @@ TEST(PlanDevicesTest, ConflictingUsesCopyForTheLaterUseAndWarn) {
   ExpectPlan(kConflictingUses,
              R"({"functions": {"main": {
                  "params": {"a": "cpu:0", "b": "cpu:0"}, "result": "cuda:0",
-                 "bindings": {"0": "cpu:0", "1": "cpu:0", "3": "cpu:0", "5": "cuda:0"},
+                 "bindings": {"0": "cpu:0", "1": "cpu:0", "3": "cuda:0", "5": "cuda:0"},
                  "copies": [{"of": "1", "src": "cpu:0", "dst": "cuda:0", "into": "5"},
-                            {"of": "3", "src": "cpu:0", "dst": "cuda:0", "into": "5"}]}}})",
+                            {"of": "0", "src": "cpu:0", "dst": "cuda:0", "into": "3"}]}}})",
              /*warnings=*/1);
+  // The annotated exp runs on cuda:0; its shared input %0 is copied for it (the later use).
   PlanOutcome outcome = PlanText(kConflictingUses);
   ASSERT_EQ(outcome.warnings.size(), 1u);
-  EXPECT_EQ(outcome.warnings[0].loc.line, 7);
-  EXPECT_THAT(outcome.warnings[0].message, HasSubstr("%3 is needed on cpu:0"));
-  EXPECT_THAT(outcome.warnings[0].message, HasSubstr("on cuda:0 by the use at 7:"));
+  EXPECT_EQ(outcome.warnings[0].loc.line, 6);
+  EXPECT_THAT(outcome.warnings[0].message, HasSubstr("%0 is needed on cpu:0 by the use at 4:"));
+  EXPECT_THAT(outcome.warnings[0].message, HasSubstr("on cuda:0 by the use at 6:12"));
   EXPECT_THAT(outcome.warnings[0].message, HasSubstr("at 5:"));  // the annotation that put it on the CPU
 }
 
@@ -506,7 +507,7 @@ TEST(PlanDevicesTest, StrictConflictListsTheTwoAnnotations) {
   options.strict = true;
   PlanOutcome outcome = PlanText(kConflictingUses, options);
   ASSERT_FALSE(outcome.status.ok());
-  EXPECT_EQ(outcome.error.loc.line, 7);
+  EXPECT_EQ(outcome.error.loc.line, 6);  // %0 read by the exp that on_device pins to cuda:0
   ASSERT_EQ(outcome.error.conflicts.size(), 2u);
   EXPECT_EQ(outcome.error.conflicts[0].loc, (SourceLoc{5, 22}));
   EXPECT_EQ(outcome.error.conflicts[0].device.ToString(), "cpu:0");
@@ -538,7 +539,8 @@ TEST(PlanDevicesTest, StrictConflictLeavesOutAgreeingAnnotations) {
   ASSERT_EQ(outcome.error.conflicts.size(), 2u);
   EXPECT_EQ(outcome.error.conflicts[0].loc.line, 5);  // cpu
   EXPECT_EQ(outcome.error.conflicts[1].loc.line, 8);  // cuda:0
-  EXPECT_THAT(outcome.error.message, HasSubstr("%5 is needed on cpu:0/global and on cuda:0"));
+  // The exp is pinned to cuda:0 before it reads %2: %2 is what would have to move.
+  EXPECT_THAT(outcome.error.message, HasSubstr("%2 is needed on cpu:0/global and on cuda:0"));
 }
 
 TEST(PlanDevicesTest, AnnotationAgainstWrittenParameterIsAnErrorInBothModes) {
@@ -634,8 +636,8 @@ def @main(%a: f32[5,7], %b: f32[5,7]) -> f32[5,7] {
 )",
              R"({"functions": {"main": {
                  "params": {"a": "cpu:0", "b": "cpu:0"}, "result": "cuda:0",
-                 "bindings": {"t": "cpu:0", "p": "cuda:0", "q": "cuda:0"},
-                 "copies": [{"of": "t", "src": "cpu:0", "dst": "cuda:0", "into": "q"}]}}})");
+                 "bindings": {"t": "cpu:0", "p": "cpu:0", "q": "cuda:0"},
+                 "copies": [{"of": "p", "src": "cpu:0", "dst": "cuda:0", "into": "q"}]}}})");
 }
 
 // The argument takes the written cpu:0 and, like every parameter, the rest (the scope) from its
@@ -744,8 +746,8 @@ TEST(PlanDevicesTest, CopiesBetweenTheSameDevicesShareOneAttributePair) {
   EXPECT_LE(plan->module.attrs.size(), attrs_before + 4);
   // Each copy still prints its own devices, and the output plans to itself.
   const std::string text = ir::PrintModule(plan->module);
-  EXPECT_THAT(text, HasSubstr("device_copy(%s1, src=cpu:0, dst=cuda:0)"));
-  EXPECT_THAT(text, HasSubstr("device_copy(%s1_copy, src=cuda:0, dst=cpu:0)"));
+  EXPECT_THAT(text, HasSubstr("%n0 = device_copy(%s0, src=cpu:0, dst=cuda:0)"));
+  EXPECT_THAT(text, HasSubstr("%n1 = device_copy(%s1, src=cuda:0, dst=cpu:0)"));
   EXPECT_EQ(CheckIdempotent(text), "");
 }
 

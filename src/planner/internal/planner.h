@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "src/planner/device_domains.h"
 #include "vdev/plan_devices.h"
@@ -70,7 +71,8 @@ class Planner {
   class Collector;
 
   // --- Signatures ---------------------------------------------------------------------------
-  void MakeSignatures();
+  // A kernel's signature carries scopes only: a written device type, id or target is an error.
+  absl::Status MakeSignatures();
   DomainId DomainForType(ir::TypeId type);
 
   // --- Collection -----------------------------------------------------------------------------
@@ -84,6 +86,14 @@ class Planner {
   DomainId OperandDomain(const Operand& o);
   void NoteUse(const Operand& o, DomainId site, BindingId user);
   DomainId PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref);
+  // Computations that a live normal on_device annotates, each with the first such annotation: their
+  // site is pinned before their operands are used, so the annotation is never overridden (a shared
+  // operand is copied instead).
+  void NoteAnnotatedComputations();
+  // The pinned site of an annotated computation (without the scope for a kernel call, whose scopes
+  // come from its signature), or kNoDomain.
+  DomainId AnnotatedSite(BindingId b, bool kernel_call);
+  absl::Status CollectKernelCall(BindingId b);
   SourceLoc PinLoc(const Pin& pin) const;
   // Where attribute `key` of an op call is written (its value), else the call.
   SourceLoc AttrLoc(const ir::Expr& e, absl::string_view key) const;
@@ -101,6 +111,19 @@ class Planner {
 
   // --- Later phases ----------------------------------------------------------------------------
   void JoinFreeBoundaries();
+  // `device` with the memory scope of `scope_of` (its type, id and target kept).
+  DeviceIndex WithScope(DeviceIndex device, DeviceIndex scope_of);
+  // Where a kernel call's operand or result lives: the call site's device with the scope of the
+  // kernel's parameter or result (`signature`), or, where the signature leaves it open, the scope of
+  // `value_device` (the value's own).
+  DeviceIndex KernelTarget(BindingId call, DomainId signature, DeviceIndex value_device) {
+    DeviceIndex scope = domains_.Device(signature);
+    if (!devices_.Get(scope).has_memory_scope()) scope = value_device;
+    return WithScope(domains_.Device(kernel_site_.at(call)), scope);
+  }
+  // Decides the call site's device (from operands and result where they join, else the default)
+  // and joins operands and result with their targets where they can; the rest is copied.
+  void ResolveKernelCall(BindingId call);
   void ApplyDefaults();
   void Capture();
   ValueRef Resolve(ValueRef v) const;
@@ -121,6 +144,13 @@ class Planner {
     if (module_device_[d] == ir::kNoDevice) module_device_[d] = m_.devices.Intern(devices_.Get(d));
     return module_device_[d];
   }
+  // `%<b>_copy = device_copy(%b, src, dst)` after b, read by b's consumers instead of b.
+  void AddResultCopy(BindingId b, DeviceIndex src, DeviceIndex dst, std::vector<BindingId>& out);
+  // Copies that may be read by nothing once projections read the annotated tuple itself (the
+  // annotation; the copy of a projection nothing reads) go, as unused annotations do, so that
+  // planning the output decides the same.
+  absl::flat_hash_set<BindingId> maybe_unread_;
+  void DropUnreadCopies(std::vector<std::vector<BindingId>>& lists);
   // A binding the plan adds, with the device of its value.
   BindingId AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc, DeviceIndex device);
   void NoteConsumer(const Operand& o, BindingId consumer);
@@ -181,9 +211,23 @@ class Planner {
     return other_copy_body_.at(b);
   }
   absl::flat_hash_map<BindingId, std::vector<CopiedUse>> copied_uses_;
-  // Kernel calls: the kernel's parameter domains are the use sites; the result's own domain.
-  absl::flat_hash_map<BindingId, DomainId> kernel_result_;
-  std::vector<std::pair<DomainId, DomainId>> free_pairs_;  // free on_device, kernel boundaries
+  // Kernel calls → their site (a device type, id and target; scopes come from the signature).
+  absl::flat_hash_map<BindingId, DomainId> kernel_site_;
+  // Free on_device pairs (a, b) and kernel calls (kernel_call), in collection order.
+  struct FreeBoundary {
+    DomainId a;
+    DomainId b;
+    BindingId kernel_call;
+  };
+  std::vector<FreeBoundary> free_boundaries_;
+  absl::flat_hash_map<BindingId, BindingId> annotated_by_;  // NoteAnnotatedComputations
+  // Capture: per kernel parameter (by param index) or result (by function) whose scope the signature
+  // leaves open, the scope its calls agree on (kMixedScopes: they differ).
+  static constexpr DeviceIndex kMixedScopes = UINT32_MAX;
+  absl::flat_hash_map<uint32_t, DeviceIndex> open_param_scope_;
+  absl::flat_hash_map<uint32_t, DeviceIndex> open_result_scope_;
+  void NoteOpenScope(absl::flat_hash_map<uint32_t, DeviceIndex>& agreed, uint32_t key, DomainId signature,
+                     DeviceIndex value_device);
   std::vector<Pin> pins_;  // a domain's origin is an index into pins_
   // Post-order of analysed bindings (a binding after its nested blocks), and each item's range.
   std::vector<BindingId> order_;
