@@ -36,8 +36,10 @@ void RegisterCudaKernels(KernelRegistry& registry);
 
 // The state of the CUDA kernels on one GPU: the cuBLASLt handle and workspace, the matmul plans
 // (one per shape and dtype, built on first use) and the device error word of take(). Made once
-// per GPU and worker; KernelContext::backend points at it. Not copyable. Its methods may be
-// called from one thread at a time per stream; the plan cache itself is thread-safe.
+// per GPU and worker; KernelContext::backend points at it. Not copyable. The kernels launch on
+// the calling thread's current device (the executor makes KernelContext::device_index current).
+// The plan cache is thread-safe, but all matmuls share one cuBLASLt workspace: matmuls of one
+// backend must not run concurrently on different streams.
 class CudaKernelBackend {
  public:
   // Sets `device` current, creates the cuBLASLt handle, allocates the workspace and error word,
