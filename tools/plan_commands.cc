@@ -1,4 +1,6 @@
-// `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]` (shared/spec/cli.md).
+// `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]
+//            [--optimize [--machine FILE | --gpus N] [--time-limit S]]` (shared/spec/cli.md).
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -7,7 +9,10 @@
 
 #include "commands.h"
 #include "vdev/diagnostic.h"
+#include "nlohmann/json.hpp"
 #include "vdev/ir_text.h"
+#include "vdev/machine.h"
+#include "vdev/optimize_placement.h"
 #include "vdev/plan_devices.h"
 #include "vdev/virtual_device.h"
 
@@ -54,7 +59,60 @@ struct PlanArgs {
   std::string file;
   bool json = false;
   PlanningFlags planning;
+  bool optimize = false;
+  std::string machine;
+  int gpus = 2;
+  double time_limit = 60;
 };
+
+nlohmann::ordered_json CostJson(const PlanCost& cost) {
+  return {{"total", cost.total}, {"compute", cost.compute}, {"copy", cost.copy}};
+}
+
+int RunOptimize(const PlanArgs& args, ir::Module module, const std::string& name, const std::string& text,
+                const PlanOptions& plan_options) {
+  Machine machine = DefaultMachine(args.gpus);
+  if (!args.machine.empty()) {
+    std::ifstream in(args.machine);
+    if (!in) {
+      std::cerr << args.machine << ": error: cannot read the machine description\n";
+      return kExitUsage;
+    }
+    std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    absl::StatusOr<Machine> parsed = ParseMachineJson(json);
+    if (!parsed.ok()) {
+      std::cerr << args.machine << ": error: " << parsed.status().message() << "\n";
+      return kExitUsage;
+    }
+    machine = *std::move(parsed);
+  }
+  OptimizeOptions options;
+  options.plan = plan_options;
+  options.time_limit_seconds = args.time_limit;
+  options.progress = [](const std::string& line) { std::cerr << "vdev plan: " << line << "\n"; };
+  PlanError error;
+  absl::StatusOr<OptimizedPlan> plan = OptimizePlacement(module, machine, options, &error);
+  if (!plan.ok()) {
+    if (error.message.empty()) error.message = std::string(plan.status().message());
+    std::cerr << FormatDiagnostic(name, text, {Severity::kError, error.loc, error.message});
+    for (const ConflictAnnotation& c : error.conflicts) {
+      std::cerr << FormatDiagnostic(name, text, {Severity::kNote, c.loc, c.what});
+    }
+    if (args.json) std::cout << PlanErrorJson(error);
+    return kExitNegative;
+  }
+  for (const Diagnostic& w : plan->plan.warnings) std::cerr << FormatDiagnostic(name, text, w);
+  if (!args.json) {
+    std::cout << ir::PrintModule(plan->plan.module);
+    return kExitOk;
+  }
+  nlohmann::ordered_json report = nlohmann::ordered_json::parse(PlanReportJson(plan->plan));
+  report["cost"] = CostJson(plan->cost);
+  report["optimal"] = plan->optimal;
+  report["default_cost"] = CostJson(plan->default_cost);
+  std::cout << report.dump(2) << "\n";
+  return kExitOk;
+}
 
 int RunPlan(const PlanArgs& args) {
   std::optional<PlanOptions> options = ToPlanOptions(args.planning);
@@ -63,6 +121,7 @@ int RunPlan(const PlanArgs& args) {
   std::optional<ir::Module> module = LoadModule(args.file, &text);
   if (!module) return kExitUsage;
   const std::string name = args.file == "-" ? "<stdin>" : args.file;
+  if (args.optimize) return RunOptimize(args, *std::move(module), name, text, *options);
   std::optional<PlanResult> plan = PlanForCommand(*std::move(module), name, text, *options, args.json);
   if (!plan) return kExitNegative;
   std::cout << (args.json ? PlanReportJson(*plan) : ir::PrintModule(plan->module));
@@ -77,6 +136,16 @@ void AddPlanCommands(CLI::App& app, int* exit_code) {
   plan->add_option("FILE", args->file, "program in the vdev IR text format (`-` reads standard input)")->required();
   plan->add_flag("--json", args->json, "print the placement report (plan-json.md) instead of the program");
   AddPlanningFlags(plan, &args->planning);
+  CLI::Option* optimize = plan->add_flag(
+      "--optimize", args->optimize, "place what no annotation fixes where it is cheapest on a machine (proven optimal)");
+  plan->add_option("--machine", args->machine, "machine description (docs/machine.md); default: 1 CPU + --gpus H100s")
+      ->needs(optimize);
+  plan->add_option("--gpus", args->gpus, "GPUs of the default machine (default 2)")->needs(optimize)->check(
+      CLI::Range(0, 64));
+  plan->add_option("--time-limit", args->time_limit, "seconds for the solver; past it the best plan so far is "
+                                                     "printed, marked not optimal (default 60)")
+      ->needs(optimize)
+      ->check(CLI::PositiveNumber);
   plan->callback([args, exit_code] { *exit_code = RunPlan(*args); });
 }
 

@@ -26,6 +26,7 @@ absl::Status Planner::Run() {
   NoteAnnotatedComputations();
   ReserveForAnnotations();
   VDEV_RETURN_IF_ERROR(CollectAll());
+  if (placement_ != nullptr) VDEV_RETURN_IF_ERROR(PlaceClasses());
   JoinFreeBoundaries();
   ApplyDefaults();
   result_.stats.bindings = order_.size();
@@ -43,6 +44,14 @@ absl::Status Planner::Run() {
 PlanResult Planner::TakeResult() {
   result_.module = std::move(m_);
   return std::move(result_);
+}
+
+absl::StatusOr<PlanResult> PlanWithPlacement(ir::Module&& module, const PlanOptions& options,
+                                             const PlacementCallback& placement, PlanError* error) {
+  ir::Module owned = std::move(module);
+  Planner planner(owned, options, error, &placement);
+  VDEV_RETURN_IF_ERROR(planner.Run());
+  return planner.TakeResult();
 }
 
 }  // namespace planner_internal

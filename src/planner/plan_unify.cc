@@ -194,4 +194,65 @@ void Planner::ResolveKernelCall(BindingId call) {
 }
 
 
+absl::Status Planner::PlaceClasses() {
+  PlacementClasses classes;
+  absl::flat_hash_map<DomainId, uint32_t> index;
+  std::vector<DomainId> roots;
+  auto class_of = [&](DomainId d) -> uint32_t {
+    if (d == kNoDomain || domains_.IsHigherOrder(d)) return UINT32_MAX;
+    DomainId root = domains_.Find(d);
+    auto [it, added] = index.try_emplace(root, roots.size());
+    if (added) {
+      roots.push_back(root);
+      classes.device.push_back(devices_.Get(domains_.Device(root)));
+      uint32_t origin = domains_.Origin(root);
+      classes.origin.push_back(origin < pins_.size()
+                                   ? absl::StrCat(DescribePin(pins_[origin]), " at ", LocText(PinLoc(pins_[origin])))
+                                   : "");
+    }
+    return it->second;
+  };
+  auto edge = [&](DomainId a, DomainId b, ir::TypeId type) {
+    uint32_t ca = class_of(a);
+    uint32_t cb = class_of(b);
+    if (ca != UINT32_MAX && cb != UINT32_MAX && ca != cb) classes.edges.push_back({ca, cb, type});
+  };
+  auto type_of = [&](const Operand& o) {
+    if (!o.is_local()) return ir::kNoType;
+    return o.value.is_param() ? m_.params[o.value.index].type : B(o.value.index).type;
+  };
+  for (BindingId b : order_) {
+    const ir::Expr& e = B(b).expr;
+    if (IsMove(b) && !Has(b, kLive)) continue;
+    if (Has(b, kKernelCall)) {
+      DomainId site = kernel_site_.at(b);
+      classes.ops.push_back({b, class_of(site)});
+      for (const Operand& o : m_.Args(e)) edge(OperandDomain(o), site, type_of(o));
+      edge(binding_domain_[b], site, B(b).type);
+      continue;
+    }
+    if (Has(b, kCopyPoint)) edge(CopyBody(b), binding_domain_[b], B(b).type);
+    if (Has(b, kCopiedUses)) {
+      for (const CopiedUse& use : copied_uses_.at(b)) {
+        const Operand& o = m_.Args(e)[use.operand];
+        edge(OperandDomain(o), use.site, type_of(o));
+      }
+    }
+    if (e.kind == ExprKind::kOpCall && !IsMove(b)) classes.ops.push_back({b, class_of(binding_domain_[b])});
+  }
+  absl::StatusOr<std::vector<std::optional<VirtualDevice>>> chosen = (*placement_)(m_, classes);
+  if (!chosen.ok()) {
+    if (error_ != nullptr) error_->message = std::string(chosen.status().message());
+    return chosen.status();
+  }
+  for (size_t c = 0; c < roots.size() && c < chosen->size(); ++c) {
+    if (!(*chosen)[c]) continue;
+    if (!domains_.Constrain(roots[c], devices_.Intern(*(*chosen)[c]))) {
+      return absl::InternalError(absl::StrCat("placement chose ", (*chosen)[c]->ToString(), " for a class on ",
+                                              classes.device[c].ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace vdev::planner_internal

@@ -10,6 +10,8 @@
 #ifndef VDEV_SRC_PLANNER_INTERNAL_PLANNER_H_
 #define VDEV_SRC_PLANNER_INTERNAL_PLANNER_H_
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -59,10 +61,32 @@ inline bool SameDevice(const VirtualDevice& a, const VirtualDevice& b) {
 
 inline std::string LocText(SourceLoc loc) { return absl::StrCat(loc.line, ":", loc.col); }
 
+// What the cost-optimal placement decides: the classes (union-find roots) left after collection,
+// the op and kernel calls in each, and where a copy may separate two classes.
+struct PlacementClasses {
+  std::vector<VirtualDevice> device;  // by class: its device after collection (possibly partial)
+  std::vector<std::string> origin;    // by class: the annotation that fixed it ("" when none)
+  struct Op {
+    ir::BindingId binding;
+    uint32_t cls;
+  };
+  std::vector<Op> ops;
+  struct Edge {
+    uint32_t a;
+    uint32_t b;
+    ir::TypeId type;  // of the value copied when the two differ
+  };
+  std::vector<Edge> edges;
+};
+// Chooses a device per class (nullopt: leave it to the defaults).
+using PlacementCallback = std::function<absl::StatusOr<std::vector<std::optional<VirtualDevice>>>(
+    const ir::Module&, const PlacementClasses&)>;
+
 class Planner {
  public:
-  Planner(ir::Module& module, const PlanOptions& options, PlanError* error)
-      : m_(module), options_(options), error_(error), domains_(&devices_) {}
+  Planner(ir::Module& module, const PlanOptions& options, PlanError* error,
+          const PlacementCallback* placement = nullptr)
+      : m_(module), options_(options), error_(error), domains_(&devices_), placement_(placement) {}
 
   absl::Status Run();
   PlanResult TakeResult();
@@ -108,6 +132,9 @@ class Planner {
   std::string DescribePin(const Pin& pin) const;
   std::string DescribeValue(const Operand& o) const;
   std::string DeviceText(DeviceIndex d) const { return devices_.Get(d).ToString(); }
+
+  // The classes, their choice by placement_, each class constrained to its choice.
+  absl::Status PlaceClasses();
 
   // --- Later phases ----------------------------------------------------------------------------
   void JoinFreeBoundaries();
@@ -179,6 +206,7 @@ class Planner {
   PlanError* error_;
   DeviceTable devices_;
   DeviceDomains domains_;
+  const PlacementCallback* placement_;
   DeviceIndex default_device_ = 0;
   DeviceIndex host_device_ = 0;
   size_t input_bindings_ = 0;
@@ -262,6 +290,10 @@ class Planner {
   ir::Symbol dst_symbol_ = ir::kNoSymbol;
   PlanResult result_;
 };
+
+// PlanDevices with the classes' devices chosen by `placement` after collection.
+absl::StatusOr<PlanResult> PlanWithPlacement(ir::Module&& module, const PlanOptions& options,
+                                             const PlacementCallback& placement, PlanError* error);
 
 }  // namespace vdev::planner_internal
 

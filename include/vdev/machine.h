@@ -1,0 +1,93 @@
+// Machine descriptions for cost-optimal placement (`vdev plan --optimize --machine FILE`): devices
+// with memory capacity, compute rate per dtype and memory bandwidth; a link (bandwidth, latency) per
+// device pair; per op, the device types that implement it. The file format is docs/machine.md's.
+//
+// Example:
+//   absl::StatusOr<Machine> m = MachineBuilder()
+//       .AddDevice(*ParseVirtualDevice("cpu:0"), {.memory_bytes = 512e9, .bandwidth = 300e9,
+//                                                .flops = {{ir::DType::kF32, 2e12}}, .default_flops = 1e12})
+//       .AddDevice(*ParseVirtualDevice("cuda:0"), {.memory_bytes = 80e9, .bandwidth = 3.35e12,
+//                                                 .flops = {{ir::DType::kF16, 989e12}}, .default_flops = 67e12})
+//       .AddLink(0, 1, {.bandwidth = 64e9, .latency = 10e-6})
+//       .SupportOnly("nn.topk", {DeviceType::kCPU})
+//       .Build();
+//   double s = OpSeconds(*m, 1, /*flops=*/2e9, /*bytes=*/4e6, ir::DType::kF16);  // the roofline
+#ifndef VDEV_MACHINE_H_
+#define VDEV_MACHINE_H_
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "vdev/ir.h"
+#include "vdev/virtual_device.h"
+
+namespace vdev {
+
+struct DeviceSpec {
+  double memory_bytes = 0;                // capacity
+  double bandwidth = 0;                   // memory bandwidth, bytes/s
+  std::map<ir::DType, double> flops;      // compute rate per dtype, flop/s
+  double default_flops = 0;               // for dtypes not listed
+  friend bool operator==(const DeviceSpec&, const DeviceSpec&) = default;
+};
+
+struct LinkSpec {
+  double bandwidth = 0;  // bytes/s
+  double latency = 0;    // seconds per copy
+  friend bool operator==(const LinkSpec&, const LinkSpec&) = default;
+};
+
+struct Machine {
+  std::vector<VirtualDevice> devices;  // each with a type and an id
+  std::vector<DeviceSpec> specs;       // by device
+  std::vector<LinkSpec> links;         // by a * devices.size() + b (a != b)
+  // Ops implemented only on some device types; an op not listed runs everywhere.
+  std::map<std::string, std::set<DeviceType>> support;
+
+  // The device matching `device`'s type and id, or nullopt.
+  std::optional<int> Find(const VirtualDevice& device) const;
+  bool Supports(absl::string_view op, int device) const;
+  const LinkSpec& Link(int a, int b) const { return links[a * devices.size() + b]; }
+  friend bool operator==(const Machine&, const Machine&) = default;
+};
+
+class MachineBuilder {
+ public:
+  MachineBuilder& AddDevice(const VirtualDevice& device, const DeviceSpec& spec);
+  // Both directions.
+  MachineBuilder& AddLink(int a, int b, const LinkSpec& link);
+  MachineBuilder& SupportOnly(const std::string& op, std::set<DeviceType> types);
+  // InvalidArgument: a device without a type or id, a duplicate, a rate or bandwidth <= 0, a device
+  // pair without a link.
+  absl::StatusOr<Machine> Build() const;
+
+ private:
+  Machine machine_;
+  std::vector<std::pair<int, int>> pending_;
+  std::vector<LinkSpec> pending_links_;
+};
+
+enum class GpuKind { kH100, kH200 };
+
+// "1 CPU + N H100/H200 GPUs": cpu:0 and cuda:0..N-1 (datasheet rates: dense f16/bf16 tensor-core
+// and f32 flops, HBM bandwidth and capacity), PCIe Gen5 between the CPU and each GPU, NVLink 4
+// between GPUs. Ops are supported everywhere.
+Machine DefaultMachine(int gpus, GpuKind kind = GpuKind::kH100);
+
+// Parses docs/machine.md's JSON; errors carry the offending key.
+absl::StatusOr<Machine> ParseMachineJson(absl::string_view text);
+
+// The roofline: max(flops / rate(dtype), bytes / bandwidth), in seconds.
+double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype);
+// A copy between two devices: latency + bytes / link bandwidth; 0 on the same device.
+double CopySeconds(const Machine& machine, int from, int to, double bytes);
+
+}  // namespace vdev
+
+#endif  // VDEV_MACHINE_H_

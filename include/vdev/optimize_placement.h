@@ -1,0 +1,66 @@
+// Cost-optimal placement (`vdev plan --optimize`): PlanDevices' union-find first (everything the
+// annotations and the placement semantics force), then one variable per remaining class, chosen
+// among a machine's devices to minimise the roofline compute cost of every op call plus, for every
+// place where a copy may separate two classes (free and result-side on_device, kernel boundaries),
+// latency + bytes / link bandwidth when it does. Annotations always hold; an op runs only on device
+// types that implement it. The choice is proven optimal by Z3 (placement_solver.h) unless the time
+// limit cut it short, and re-checked in plain C++.
+//
+// Example:
+//   Machine machine = DefaultMachine(2);
+//   absl::StatusOr<OptimizedPlan> plan = OptimizePlacement(module, machine, {});
+//   // plan->plan: as PlanDevices; plan->cost.total <= plan->default_cost.total when both are
+//   // feasible; plan->optimal.
+//
+// Not modelled yet: memory capacity (DeviceSpec::memory_bytes is read but no liveness constraint
+// is enforced); a value copied to the same device for several classes is costed once per place.
+#ifndef VDEV_OPTIMIZE_PLACEMENT_H_
+#define VDEV_OPTIMIZE_PLACEMENT_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "vdev/ir.h"
+#include "vdev/machine.h"
+#include "vdev/plan_devices.h"
+
+namespace vdev {
+
+struct OptimizeOptions {
+  PlanOptions plan;
+  double time_limit_seconds = 60;
+  // A progress line for solves that take over a second (the CLI prints it on stderr).
+  std::function<void(const std::string&)> progress;
+};
+
+// Seconds, by the machine's roofline and links.
+struct PlanCost {
+  double compute = 0;
+  double copy = 0;
+  double total = 0;
+};
+
+struct OptimizedPlan {
+  PlanResult plan;
+  PlanCost cost;          // of `plan`, evaluated by EvaluatePlanCost
+  PlanCost default_cost;  // of PlanDevices' plan of the same module
+  bool optimal = true;    // false: the time limit returned the best plan found so far
+  size_t classes = 0;     // variables before shrinking
+  size_t z3_variables = 0;
+  double solve_seconds = 0;
+};
+
+// The cost of a plan on a machine: every op call (not on_device/device_copy) by the roofline of its
+// inferred type on its planned device, every copy by its link. InvalidArgument when a planned
+// device is not one of the machine's.
+absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine& machine);
+
+// InvalidArgument (and `error` filled, as PlanDevices does) when no placement satisfies the
+// annotations and op support together: the message names the op and the annotation.
+absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const Machine& machine,
+                                                const OptimizeOptions& options, PlanError* error = nullptr);
+
+}  // namespace vdev
+
+#endif  // VDEV_OPTIMIZE_PLACEMENT_H_

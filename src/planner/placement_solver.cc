@@ -1,0 +1,327 @@
+// SolvePlacement: shrink (fixed variables, leaves), then one Z3 MaxSAT problem per component.
+#include "src/planner/placement_solver.h"
+
+#include <z3++.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace vdev::planner_internal {
+namespace {
+
+Cost Add(Cost a, Cost b) { return a == kForbidden || b == kForbidden ? kForbidden : a + b; }
+
+// The reduced problem: pairs oriented a < b, parallel pairs merged, edges removable.
+struct Reduced {
+  int d = 0;
+  std::vector<std::vector<Cost>> unary;
+  std::vector<PlacementModel::Pair> pairs;
+  std::vector<bool> pair_live;
+  std::vector<std::vector<uint32_t>> incident;  // pair ids by variable (some dead)
+  std::vector<int> fixed;                       // device, or -1
+  std::vector<bool> done;                       // fixed, eliminated or solved
+
+  Cost PairCost(const PlacementModel::Pair& p, uint32_t v, int dv, int du) const {
+    return p.a == v ? p.cost[dv * d + du] : p.cost[du * d + dv];
+  }
+  uint32_t Other(const PlacementModel::Pair& p, uint32_t v) const { return p.a == v ? p.b : p.a; }
+  size_t Degree(uint32_t v) const {
+    size_t n = 0;
+    for (uint32_t e : incident[v]) n += pair_live[e] ? 1 : 0;
+    return n;
+  }
+};
+
+// A leaf v eliminated into its neighbour u: v's best device for each device of u.
+struct Elimination {
+  uint32_t v;
+  uint32_t u;
+  std::vector<int> best;
+};
+
+// Prints a progress line through `on_slow` if the solve it guards takes over a second.
+class SlowSolveWatch {
+ public:
+  SlowSolveWatch(const std::function<void(size_t)>& on_slow, size_t variables) {
+    if (!on_slow) return;
+    thread_ = std::thread([this, on_slow, variables] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) on_slow(variables);
+    });
+  }
+  ~SlowSolveWatch() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// One component in Z3: devices as an enumeration sort, unary and pair costs as soft constraints
+// inside push()/pop() (check with assumptions returned non-optimal models), MaxRes.
+absl::Status SolveComponent(const Reduced& r, const std::vector<uint32_t>& vars, double seconds_left,
+                            std::vector<int>& device, bool& optimal) {
+  try {
+    z3::context ctx;
+    std::vector<std::string> names;
+    for (int i = 0; i < r.d; ++i) names.push_back(absl::StrCat("d", i));
+    std::vector<const char*> name_ptrs;
+    for (const std::string& n : names) name_ptrs.push_back(n.c_str());
+    z3::func_decl_vector consts(ctx);
+    z3::func_decl_vector testers(ctx);
+    z3::sort dev = ctx.enumeration_sort("Device", r.d, name_ptrs.data(), consts, testers);
+    absl::flat_hash_map<uint32_t, size_t> index;
+    std::vector<z3::expr> x;
+    for (uint32_t v : vars) {
+      index[v] = x.size();
+      x.push_back(ctx.constant(absl::StrCat("x", v).c_str(), dev));
+    }
+    z3::optimize opt(ctx);
+    z3::params params(ctx);
+    params.set("maxsat_engine", ctx.str_symbol("maxres"));
+    params.set("timeout", static_cast<unsigned>(std::max(1.0, seconds_left * 1000)));
+    opt.set(params);
+    opt.push();
+    for (uint32_t v : vars) {
+      const z3::expr& xv = x[index[v]];
+      Cost low = kForbidden;
+      for (int i = 0; i < r.d; ++i) low = std::min(low, r.unary[v][i]);
+      for (int i = 0; i < r.d; ++i) {
+        z3::expr is_i = xv == consts[i]();
+        if (r.unary[v][i] == kForbidden) {
+          opt.add(!is_i);
+        } else if (r.unary[v][i] > low) {
+          opt.add_soft(!is_i, std::to_string(r.unary[v][i] - low).c_str());
+        }
+      }
+    }
+    for (size_t e = 0; e < r.pairs.size(); ++e) {
+      if (!r.pair_live[e] || !index.contains(r.pairs[e].a)) continue;
+      const PlacementModel::Pair& p = r.pairs[e];
+      const z3::expr& xa = x[index[p.a]];
+      const z3::expr& xb = x[index[p.b]];
+      for (int i = 0; i < r.d; ++i) {
+        for (int j = 0; j < r.d; ++j) {
+          Cost c = p.cost[i * r.d + j];
+          if (c > 0) opt.add_soft(!(xa == consts[i]() && xb == consts[j]()), std::to_string(c).c_str());
+        }
+      }
+    }
+    z3::check_result result = opt.check();
+    if (result == z3::unsat) {
+      opt.pop();
+      return absl::InternalError("placement: a component without forbidden-only variables is unsatisfiable");
+    }
+    z3::model model = opt.get_model();
+    optimal = result == z3::sat;
+    for (uint32_t v : vars) {
+      z3::expr value = model.eval(x[index[v]], /*model_completion=*/true);
+      int chosen = -1;
+      for (int i = 0; i < r.d && chosen < 0; ++i) {
+        if (z3::eq(value, consts[i]())) chosen = i;
+      }
+      if (chosen < 0) {
+        opt.pop();
+        return absl::DeadlineExceededError("placement: no model within the time limit");
+      }
+      device[v] = chosen;
+    }
+    opt.pop();
+    return absl::OkStatus();
+  } catch (const z3::exception& e) {
+    return absl::InternalError(absl::StrCat("placement: Z3: ", e.msg()));
+  }
+}
+
+}  // namespace
+
+Cost PlacementCost(const PlacementModel& model, const std::vector<int>& device) {
+  Cost total = 0;
+  for (size_t v = 0; v < model.unary.size(); ++v) total = Add(total, model.unary[v][device[v]]);
+  for (const PlacementModel::Pair& p : model.pairs) {
+    total = Add(total, p.cost[device[p.a] * model.num_devices + device[p.b]]);
+  }
+  return total;
+}
+
+absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, const PlacementSolveOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  const size_t n = model.unary.size();
+  const int d = model.num_devices;
+  Reduced r;
+  r.d = d;
+  r.unary = model.unary;
+  r.fixed.assign(n, -1);
+  r.done.assign(n, false);
+  r.incident.resize(n);
+  for (size_t v = 0; v < n; ++v) {
+    if (std::all_of(r.unary[v].begin(), r.unary[v].end(), [](Cost c) { return c == kForbidden; })) {
+      return absl::InvalidArgumentError(absl::StrCat("placement: variable ", v, " has no allowed device"));
+    }
+  }
+  // Parallel pairs merged, oriented a < b; a pair of a variable with itself is a unary cost.
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, size_t> pair_index;
+  for (const PlacementModel::Pair& p : model.pairs) {
+    if (p.a == p.b) {
+      for (int i = 0; i < d; ++i) r.unary[p.a][i] = Add(r.unary[p.a][i], p.cost[i * d + i]);
+      continue;
+    }
+    uint32_t a = std::min(p.a, p.b);
+    uint32_t b = std::max(p.a, p.b);
+    auto [it, added] = pair_index.try_emplace({a, b}, r.pairs.size());
+    if (added) {
+      r.pairs.push_back({a, b, std::vector<Cost>(d * d, 0)});
+      r.pair_live.push_back(true);
+      r.incident[a].push_back(it->second);
+      r.incident[b].push_back(it->second);
+    }
+    std::vector<Cost>& cost = r.pairs[it->second].cost;
+    for (int i = 0; i < d; ++i) {
+      for (int j = 0; j < d; ++j) cost[i * d + j] += p.a == a ? p.cost[i * d + j] : p.cost[j * d + i];
+    }
+  }
+  // Variables with one allowed device are fixed; their pairs become their neighbours' costs.
+  for (uint32_t v = 0; v < n; ++v) {
+    int allowed = -1;
+    int count = 0;
+    for (int i = 0; i < d; ++i) {
+      if (r.unary[v][i] != kForbidden) allowed = i, ++count;
+    }
+    if (count != 1) continue;
+    r.fixed[v] = allowed;
+    r.done[v] = true;
+  }
+  for (size_t e = 0; e < r.pairs.size(); ++e) {
+    const PlacementModel::Pair& p = r.pairs[e];
+    for (auto [v, u] : {std::pair{p.a, p.b}, std::pair{p.b, p.a}}) {
+      if (!r.pair_live[e] || r.fixed[v] < 0) continue;
+      if (r.fixed[u] >= 0) {
+        r.unary[v][r.fixed[v]] = Add(r.unary[v][r.fixed[v]], r.PairCost(p, v, r.fixed[v], r.fixed[u]));
+      } else {
+        for (int j = 0; j < d; ++j) r.unary[u][j] = Add(r.unary[u][j], r.PairCost(p, v, r.fixed[v], j));
+      }
+      r.pair_live[e] = false;
+    }
+  }
+  // Leaves are eliminated exactly: their best device for each device of their neighbour.
+  std::vector<Elimination> eliminated;
+  std::vector<uint32_t> work;
+  for (uint32_t v = 0; v < n; ++v) {
+    if (!r.done[v] && r.Degree(v) <= 1) work.push_back(v);
+  }
+  std::vector<int> device(n, -1);
+  while (!work.empty()) {
+    uint32_t v = work.back();
+    work.pop_back();
+    if (r.done[v] || r.Degree(v) > 1) continue;
+    r.done[v] = true;
+    uint32_t live = UINT32_MAX;
+    for (uint32_t e : r.incident[v]) {
+      if (r.pair_live[e]) live = e;
+    }
+    if (live == UINT32_MAX) {  // isolated: its cheapest device
+      device[v] = static_cast<int>(std::min_element(r.unary[v].begin(), r.unary[v].end()) - r.unary[v].begin());
+      continue;
+    }
+    const PlacementModel::Pair& p = r.pairs[live];
+    uint32_t u = r.Other(p, v);
+    Elimination elim{v, u, std::vector<int>(d, 0)};
+    for (int j = 0; j < d; ++j) {
+      Cost best = kForbidden;
+      for (int i = 0; i < d; ++i) {
+        Cost c = Add(r.unary[v][i], r.PairCost(p, v, i, j));
+        if (c < best) best = c, elim.best[j] = i;
+      }
+      r.unary[u][j] = Add(r.unary[u][j], best);
+    }
+    r.pair_live[live] = false;
+    eliminated.push_back(std::move(elim));
+    if (!r.done[u] && r.Degree(u) <= 1) work.push_back(u);
+  }
+  // What is left: components of variables of degree >= 2, each a Z3 problem.
+  PlacementSolution solution;
+  std::vector<bool> seen(n, false);
+  for (uint32_t s = 0; s < n; ++s) {
+    if (r.done[s] || seen[s]) continue;
+    std::vector<uint32_t> component{s};
+    seen[s] = true;
+    for (size_t k = 0; k < component.size(); ++k) {
+      for (uint32_t e : r.incident[component[k]]) {
+        uint32_t u = r.Other(r.pairs[e], component[k]);
+        if (r.pair_live[e] && !r.done[u] && !seen[u]) seen[u] = true, component.push_back(u);
+      }
+    }
+    solution.z3_variables += component.size();
+    ++solution.components;
+  }
+  {
+    SlowSolveWatch watch(options.on_slow_solve, solution.z3_variables);
+    std::fill(seen.begin(), seen.end(), false);
+    for (uint32_t s = 0; s < n; ++s) {
+      if (r.done[s] || seen[s]) continue;
+      std::vector<uint32_t> component{s};
+      seen[s] = true;
+      for (size_t k = 0; k < component.size(); ++k) {
+        for (uint32_t e : r.incident[component[k]]) {
+          uint32_t u = r.Other(r.pairs[e], component[k]);
+          if (r.pair_live[e] && !r.done[u] && !seen[u]) seen[u] = true, component.push_back(u);
+        }
+      }
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      bool optimal = true;
+      absl::Status status = SolveComponent(r, component, options.time_limit_seconds - elapsed, device, optimal);
+      if (!status.ok()) return status;
+      solution.optimal = solution.optimal && optimal;
+    }
+  }
+  for (uint32_t v = 0; v < n; ++v) {
+    if (r.fixed[v] >= 0) device[v] = r.fixed[v];
+  }
+  for (size_t k = eliminated.size(); k-- > 0;) {
+    device[eliminated[k].v] = eliminated[k].best[device[eliminated[k].u]];
+  }
+  // The re-check: every device allowed, and the reduced problem's cost (what was optimised: fixed
+  // and remaining variables' costs, eliminated ones folded into their neighbours) equals the model's
+  // cost of the assignment.
+  std::vector<bool> folded(n, false);
+  for (const Elimination& e : eliminated) folded[e.v] = true;
+  Cost reduced = 0;
+  for (uint32_t v = 0; v < n; ++v) {
+    if (device[v] < 0 || model.unary[v][device[v]] == kForbidden) {
+      return absl::InternalError(absl::StrCat("placement: variable ", v, " got a forbidden device"));
+    }
+    if (!folded[v]) reduced = Add(reduced, r.unary[v][device[v]]);
+  }
+  for (size_t e = 0; e < r.pairs.size(); ++e) {
+    const PlacementModel::Pair& p = r.pairs[e];
+    if (r.pair_live[e]) reduced = Add(reduced, r.PairCost(p, p.a, device[p.a], device[p.b]));
+  }
+  solution.device = std::move(device);
+  solution.cost = PlacementCost(model, solution.device);
+  if (solution.cost != reduced) {
+    return absl::InternalError(absl::StrCat("placement: re-check: the assignment costs ", solution.cost,
+                                            ", the solved problem said ", reduced));
+  }
+  solution.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return solution;
+}
+
+}  // namespace vdev::planner_internal

@@ -1,0 +1,70 @@
+// The cost-optimal placement of the classes the planner leaves free: a weighted constraint problem
+// over small finite domains (one variable per class, one value per machine device), solved exactly.
+//
+// Costs are integers (picoseconds), so that the solver's optimum and the plain C++ re-check compare
+// exactly. Before Z3 the problem shrinks: variables with one allowed device are fixed and folded
+// into their neighbours, leaves (one neighbour) are eliminated exactly into that neighbour's costs,
+// and what is left splits into independent components, each its own Z3 problem (device variables of
+// an enumeration sort; soft constraints asserted inside push()/pop(), MaxRes). Z3 stays inside
+// placement_solver.cc; no z3::exception leaves it.
+//
+// Example:
+//   PlacementModel m;
+//   m.num_devices = 2;
+//   m.unary = {{5, 1}, {1, 5}};                       // variable 0 prefers device 1, 1 prefers 0
+//   m.pairs.push_back({0, 1, {0, 3, 3, 0}});          // a copy between them costs 3
+//   absl::StatusOr<PlacementSolution> s = SolvePlacement(m, {});
+//   // s->device == {1, 0}, s->cost == 2 + 3, s->optimal
+#ifndef VDEV_SRC_PLANNER_PLACEMENT_SOLVER_H_
+#define VDEV_SRC_PLANNER_PLACEMENT_SOLVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace vdev::planner_internal {
+
+using Cost = int64_t;
+inline constexpr Cost kForbidden = std::numeric_limits<Cost>::max();
+
+struct PlacementModel {
+  int num_devices = 0;
+  // unary[v][d]: the cost of variable v on device d (kForbidden: not allowed).
+  std::vector<std::vector<Cost>> unary;
+  // A cost between two variables, by (device of a) * num_devices + (device of b); never kForbidden.
+  struct Pair {
+    uint32_t a = 0;
+    uint32_t b = 0;
+    std::vector<Cost> cost;
+  };
+  std::vector<Pair> pairs;
+};
+
+struct PlacementSolveOptions {
+  double time_limit_seconds = 60;
+  // Called once when a solve has run for a second, with the number of Z3 variables (a progress line).
+  std::function<void(size_t z3_variables)> on_slow_solve;
+};
+
+struct PlacementSolution {
+  std::vector<int> device;  // by variable
+  Cost cost = 0;            // recomputed in plain C++ from `device`
+  bool optimal = true;      // false when a component hit the time limit (its best model so far)
+  size_t z3_variables = 0;  // variables left for Z3 after shrinking
+  size_t components = 0;    // Z3 problems solved
+  double seconds = 0;
+};
+
+// The cost of an assignment; kForbidden when it uses a forbidden device.
+Cost PlacementCost(const PlacementModel& model, const std::vector<int>& device);
+
+// InvalidArgument when a variable has no allowed device; DeadlineExceeded when a component found no
+// model at all in the time limit; Internal when a model fails the re-check.
+absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, const PlacementSolveOptions& options);
+
+}  // namespace vdev::planner_internal
+
+#endif  // VDEV_SRC_PLANNER_PLACEMENT_SOLVER_H_
