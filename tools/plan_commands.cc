@@ -66,7 +66,7 @@ struct PlanArgs {
 };
 
 nlohmann::ordered_json CostJson(const PlanCost& cost) {
-  return {{"total", cost.total}, {"compute", cost.compute}, {"copy", cost.copy}};
+  return {{"total", cost.total}, {"compute", cost.compute}, {"copy", cost.copy}, {"unsupported_ops", cost.unsupported}};
 }
 
 int RunOptimize(const PlanArgs& args, ir::Module module, const std::string& name, const std::string& text,

@@ -39,6 +39,7 @@ struct PlanCost {
   double compute = 0;
   double copy = 0;
   double total = 0;
+  int unsupported = 0;  // op calls on a device that does not implement them (costed all the same)
 };
 
 struct OptimizedPlan {

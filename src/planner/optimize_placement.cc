@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/planner/internal/planner.h"
+#include "src/planner/internal/placement_model.h"
 #include "src/planner/placement_solver.h"
 #include "vdev/status_macros.h"
 
@@ -109,11 +110,67 @@ Work WorkOf(const ir::Module& m, ir::BindingId b) {
 
 Cost Picoseconds(double seconds) { return static_cast<Cost>(std::llround(seconds * 1e12)); }
 
-std::string LocText(const ir::Module& m, ir::BindingId b) {
+std::string BindingLoc(const ir::Module& m, ir::BindingId b) {
   return absl::StrCat(m.bindings[b].expr.loc.line, ":", m.bindings[b].expr.loc.col);
 }
 
 }  // namespace
+
+namespace planner_internal {
+
+absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const PlacementClasses& classes,
+                                                   const Machine& machine) {
+  const int nd = static_cast<int>(machine.devices.size());
+  PlacementModel model;
+  model.num_devices = nd;
+  model.unary.assign(classes.device.size(), std::vector<Cost>(nd, 0));
+  // A class may take a machine device its own (partial) device joins with.
+  for (size_t c = 0; c < classes.device.size(); ++c) {
+    for (int d = 0; d < nd; ++d) {
+      if (!Join(classes.device[c], machine.devices[d])) model.unary[c][d] = kForbidden;
+    }
+    if (std::all_of(model.unary[c].begin(), model.unary[c].end(), [](Cost x) { return x == kForbidden; })) {
+      return absl::InvalidArgumentError(absl::StrCat("values on ", classes.device[c].ToString(),
+                                                     " (", classes.origin[c], ") are on no device of the machine"));
+    }
+  }
+  for (const PlacementClasses::Op& op : classes.ops) {
+    if (op.cls == UINT32_MAX) continue;
+    absl::string_view name = m.bindings[op.binding].expr.kind == ir::ExprKind::kOpCall
+                                 ? m.OpName(m.bindings[op.binding].expr)
+                                 : absl::string_view();
+    Work w = WorkOf(m, op.binding);
+    std::vector<Cost>& row = model.unary[op.cls];
+    bool any = false;
+    for (int d = 0; d < nd; ++d) {
+      if (row[d] == kForbidden) continue;
+      if (!name.empty() && !machine.Supports(name, d)) {
+        row[d] = kForbidden;
+        continue;
+      }
+      row[d] += Picoseconds(OpSeconds(machine, d, w.flops, w.bytes, w.dtype));
+      any = true;
+    }
+    if (!any) {
+      // The smallest conflicting set: this op and what fixed its class's device.
+      std::string message = absl::StrCat(name, " at ", BindingLoc(m, op.binding),
+                                         " is implemented on no device that its placement allows");
+      if (!classes.origin[op.cls].empty()) absl::StrAppend(&message, " (", classes.origin[op.cls], ")");
+      return absl::InvalidArgumentError(message);
+    }
+  }
+  for (const PlacementClasses::Edge& e : classes.edges) {
+    double bytes = SizeOf(m, e.type).bytes;
+    PlacementModel::Pair pair{e.a, e.b, std::vector<Cost>(nd * nd, 0)};
+    for (int i = 0; i < nd; ++i) {
+      for (int j = 0; j < nd; ++j) pair.cost[i * nd + j] = Picoseconds(CopySeconds(machine, i, j, bytes));
+    }
+    model.pairs.push_back(std::move(pair));
+  }
+  return model;
+}
+
+}  // namespace planner_internal
 
 absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine& machine) {
   const ir::Module& m = plan.module;
@@ -133,6 +190,7 @@ absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine&
     bool kernel = e.kind == ir::ExprKind::kCallGlobal && m.functions[e.func].kind == ir::FuncKind::kKernel;
     if (!op && !kernel) continue;
     VDEV_ASSIGN_OR_RETURN(int device, device_of(plan.binding_devices[b]));
+    if (op && !machine.Supports(m.OpName(e), device)) ++cost.unsupported;
     Work w = WorkOf(m, b);
     cost.compute += OpSeconds(machine, device, w.flops, w.bytes, w.dtype);
   }
@@ -149,55 +207,9 @@ absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine&
 absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const Machine& machine,
                                                 const OptimizeOptions& options, PlanError* error) {
   OptimizedPlan result;
-  const int nd = static_cast<int>(machine.devices.size());
   auto choose = [&](const ir::Module& m,
                     const PlacementClasses& classes) -> absl::StatusOr<std::vector<std::optional<VirtualDevice>>> {
-    PlacementModel model;
-    model.num_devices = nd;
-    model.unary.assign(classes.device.size(), std::vector<Cost>(nd, 0));
-    // A class may take a machine device its own (partial) device joins with.
-    for (size_t c = 0; c < classes.device.size(); ++c) {
-      for (int d = 0; d < nd; ++d) {
-        if (!Join(classes.device[c], machine.devices[d])) model.unary[c][d] = kForbidden;
-      }
-      if (std::all_of(model.unary[c].begin(), model.unary[c].end(), [](Cost x) { return x == kForbidden; })) {
-        return absl::InvalidArgumentError(absl::StrCat("values on ", classes.device[c].ToString(),
-                                                       " (", classes.origin[c], ") are on no device of the machine"));
-      }
-    }
-    for (const PlacementClasses::Op& op : classes.ops) {
-      if (op.cls == UINT32_MAX) continue;
-      absl::string_view name = m.bindings[op.binding].expr.kind == ir::ExprKind::kOpCall
-                                   ? m.OpName(m.bindings[op.binding].expr)
-                                   : absl::string_view();
-      Work w = WorkOf(m, op.binding);
-      std::vector<Cost>& row = model.unary[op.cls];
-      bool any = false;
-      for (int d = 0; d < nd; ++d) {
-        if (row[d] == kForbidden) continue;
-        if (!name.empty() && !machine.Supports(name, d)) {
-          row[d] = kForbidden;
-          continue;
-        }
-        row[d] += Picoseconds(OpSeconds(machine, d, w.flops, w.bytes, w.dtype));
-        any = true;
-      }
-      if (!any) {
-        // The smallest conflicting set: this op and what fixed its class's device.
-        std::string message = absl::StrCat(name, " at ", LocText(m, op.binding),
-                                           " is implemented on no device that its placement allows");
-        if (!classes.origin[op.cls].empty()) absl::StrAppend(&message, " (", classes.origin[op.cls], ")");
-        return absl::InvalidArgumentError(message);
-      }
-    }
-    for (const PlacementClasses::Edge& e : classes.edges) {
-      double bytes = SizeOf(m, e.type).bytes;
-      PlacementModel::Pair pair{e.a, e.b, std::vector<Cost>(nd * nd, 0)};
-      for (int i = 0; i < nd; ++i) {
-        for (int j = 0; j < nd; ++j) pair.cost[i * nd + j] = Picoseconds(CopySeconds(machine, i, j, bytes));
-      }
-      model.pairs.push_back(std::move(pair));
-    }
+    VDEV_ASSIGN_OR_RETURN(PlacementModel model, planner_internal::BuildPlacementModel(m, classes, machine));
     planner_internal::PlacementSolveOptions solve;
     solve.time_limit_seconds = options.time_limit_seconds;
     if (options.progress) {
@@ -228,7 +240,7 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
     std::optional<int> d = machine.Find(plan->module.Device(plan->binding_devices[b]));
     if (d && !machine.Supports(plan->module.OpName(e), *d)) {
       return absl::InternalError(absl::StrCat("optimised plan: ", plan->module.OpName(e), " at ",
-                                              LocText(plan->module, b), " on an unsupporting device"));
+                                              BindingLoc(plan->module, b), " on an unsupporting device"));
     }
   }
   VDEV_ASSIGN_OR_RETURN(result.cost, EvaluatePlanCost(*plan, machine));

@@ -95,5 +95,39 @@ TEST(PlanCliTest, ParseErrorsAndBadOptionsExitTwo) {
   EXPECT_EQ(Plan("--no-such-flag", kProgram).status, 2);
 }
 
+TEST(PlanCliTest, OptimizeReportsCostsAndRejectsAnUnsupportedAnnotation) {
+  const std::string machine =
+      (std::filesystem::temp_directory_path() / ("vdev_machine_" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(machine) << R"({"devices": [
+      {"device": "cpu:0", "memory_gb": 64, "bandwidth_gbs": 100, "default_tflops": 1},
+      {"device": "cuda:0", "memory_gb": 80, "bandwidth_gbs": 3000, "default_tflops": 60}],
+    "links": [{"between": ["cpu:0", "cuda:0"], "bandwidth_gbs": 50, "latency_us": 10}],
+    "ops": {"topk": ["cpu"]}})";
+  CliRun ok = Plan("--optimize --json --machine " + machine, R"(def @main(%x: f32[256,256]) -> f32[256,256] {
+  %0 = matmul(%x, %x)
+  %1 = on_device(%0, ?, constrain_body=false, constrain_result=false)
+  %2 = topk(%1)
+  return %2
+}
+)");
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  nlohmann::json report = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(ValidateReport(report), "");
+  EXPECT_EQ(report["optimal"], true);
+  EXPECT_GT(report["cost"]["total"].get<double>(), 0);
+  EXPECT_EQ(report["default_cost"]["unsupported_ops"], 1);  // topk on cuda:0
+  EXPECT_EQ(report["functions"]["main"]["bindings"]["2"], "cpu:0");
+  CliRun bad = Plan("--optimize --machine " + machine, R"(def @main(%x: f32[4]) -> f32[4] {
+  %0 = topk(%x)
+  %1 = on_device(%0, cuda:0)
+  return %1
+}
+)");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_THAT(bad.err, HasSubstr("topk at 2:8"));
+  EXPECT_EQ(Plan("--machine " + machine, "def @main() {\n  return 1\n}\n").status, 2);  // needs --optimize
+  std::filesystem::remove(machine);
+}
+
 }  // namespace
 }  // namespace vdev::testing

@@ -91,7 +91,17 @@ std::string ValidateReport(const json& report) {
     if (!report.contains(key)) fail(absl::StrCat("no \"", key, "\""));
   }
   for (auto& [key, value] : report.items()) {
-    if (key != "functions" && key != "kernels" && key != "warnings") fail("unknown key " + key);
+    if (key == "cost" || key == "default_cost") {  // `--optimize`
+      for (const char* part : {"total", "compute", "copy", "unsupported_ops"}) {
+        if (!value.is_object() || !value.contains(part) || !value[part].is_number()) {
+          fail(absl::StrCat(key, ".", part, " is not a number"));
+        }
+      }
+    } else if (key == "optimal") {
+      if (!value.is_boolean()) fail("optimal is not a boolean");
+    } else if (key != "functions" && key != "kernels" && key != "warnings") {
+      fail("unknown key " + key);
+    }
   }
   if (!out.empty()) return out;
   if (!report["functions"].is_object()) return "functions is not an object";

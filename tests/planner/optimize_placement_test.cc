@@ -1,0 +1,236 @@
+// OptimizePlacement: on random small programs (at most 12 classes, 2-4 devices, a CPU-only op),
+// the optimiser's cost equals an exhaustive search's over the same classes, every annotation
+// holds, and the optimised program replans to itself; plus the CLI and the machine format.
+#include "vdev/optimize_placement.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/plan_test_util.h"
+#include "rapidcheck.h"
+#include "rapidcheck/gtest.h"
+#include "src/planner/internal/placement_model.h"
+#include "vdev/builtin_ops.h"
+#include "vdev/ir_text.h"
+
+namespace vdev::testing {
+namespace {
+
+using planner_internal::Cost;
+using planner_internal::PlacementClasses;
+using planner_internal::PlacementCost;
+using planner_internal::PlacementModel;
+
+Cost Exhaustive(const PlacementModel& model) {
+  std::vector<int> device(model.unary.size(), 0);
+  Cost best = planner_internal::kForbidden;
+  while (true) {
+    best = std::min(best, PlacementCost(model, device));
+    size_t k = 0;
+    while (k < device.size() && ++device[k] == model.num_devices) device[k++] = 0;
+    if (k == device.size()) return best;
+  }
+}
+
+// Ops between free boundaries (each boundary may start a class), some annotated, `topk` CPU-only.
+std::string GenerateProgram() {
+  const std::vector<std::string> devices = {"cpu:0", "cuda:0", "cuda:1", "cuda"};
+  int n = *rc::gen::inRange(1, 16);
+  std::string text = "def @main(%p: f32[64,64], %q: f32[64,64]) -> f32[64,64] {\n";
+  std::vector<std::string> values = {"%p", "%q"};
+  int boundaries = 0;
+  for (int i = 0; i < n; ++i) {
+    auto pick = [&] { return values[*rc::gen::inRange<size_t>(0, values.size())]; };
+    std::string name = absl::StrCat("%v", i);
+    switch (*rc::gen::inRange(0, 7)) {
+      case 0:
+        absl::StrAppend(&text, "  ", name, " = matmul(", pick(), ", ", pick(), ")\n");
+        break;
+      case 1:
+        absl::StrAppend(&text, "  ", name, " = add(", pick(), ", ", pick(), ")\n");
+        break;
+      case 2:
+        absl::StrAppend(&text, "  ", name, ": f32[64,64] = topk(", pick(), ")\n");
+        break;
+      case 3:
+        absl::StrAppend(&text, "  ", name, " = on_device(", pick(), ", ", *rc::gen::elementOf(devices), ")\n");
+        break;
+      default:
+        if (boundaries++ >= 10) continue;  // at most 12 classes: the parameters' and these
+        absl::StrAppend(&text, "  ", name, " = on_device(", pick(), ", ?, constrain_body=false, constrain_result=false)\n");
+        break;
+    }
+    values.push_back(name);
+  }
+  absl::StrAppend(&text, "  return ", values.back(), "\n}\n");
+  return text;
+}
+
+Machine TestMachine(int gpus) {
+  MachineBuilder b;
+  b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCPU, 0),
+              {.memory_bytes = 1e12, .bandwidth = 100e9, .flops = {}, .default_flops = 1e12});
+  for (int g = 0; g < gpus; ++g) {
+    // Unequal GPUs, so that the choice between them matters.
+    b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCUDA, g),
+                {.memory_bytes = 80e9, .bandwidth = 1e12 * (g + 1), .flops = {}, .default_flops = 20e12 * (g + 1)});
+  }
+  for (int a = 0; a <= gpus; ++a) {
+    for (int c = a + 1; c <= gpus; ++c) b.AddLink(a, c, {.bandwidth = a == 0 ? 20e9 : 200e9, .latency = 5e-6});
+  }
+  b.SupportOnly("topk", {DeviceType::kCPU});
+  return *b.Build();
+}
+
+RC_GTEST_PROP(OptimizePlacementTest, CostEqualsAnExhaustiveSearchAndAnnotationsHold, ()) {
+  const std::string program = GenerateProgram();
+  RC_LOG() << program;
+  const Machine machine = TestMachine(*rc::gen::inRange(1, 4));
+  absl::StatusOr<ir::Module> module = ir::ParseModule(program);
+  RC_ASSERT(module.ok());
+  RC_ASSERT(ir::VerifyModule(*module).ok());
+  // The optimiser's own classes, solved here both ways.
+  bool infeasible = false;
+  planner_internal::PlacementCallback check = [&](const ir::Module& m, const PlacementClasses& classes)
+      -> absl::StatusOr<std::vector<std::optional<VirtualDevice>>> {
+    absl::StatusOr<PlacementModel> model = planner_internal::BuildPlacementModel(m, classes, machine);
+    if (!model.ok()) {
+      infeasible = true;
+      return model.status();
+    }
+    RC_ASSERT(model->unary.size() <= 12u);
+    absl::StatusOr<planner_internal::PlacementSolution> solved = planner_internal::SolvePlacement(*model, {});
+    RC_ASSERT(solved.ok());
+    RC_ASSERT(solved->optimal);
+    RC_ASSERT(solved->cost == Exhaustive(*model));
+    RC_CLASSIFY(solved->z3_variables > 0, "Z3 used");
+    return std::vector<std::optional<VirtualDevice>>(classes.device.size());
+  };
+  (void)planner_internal::PlanWithPlacement(module->Clone(), PlanOptions{}, check, nullptr);
+  absl::StatusOr<OptimizedPlan> plan = OptimizePlacement(*module, machine, {});
+  RC_CLASSIFY(infeasible, "infeasible");
+  if (infeasible) {
+    RC_ASSERT(!plan.ok());
+    RC_ASSERT(absl::IsInvalidArgument(plan.status()));
+    return;
+  }
+  RC_ASSERT(plan.ok());
+  RC_ASSERT(plan->optimal);
+  const ir::Module& out = plan->plan.module;
+  // Every annotation holds (an unused one constrains nothing): an annotated op runs on a device its
+  // annotation joins with.
+  // (The programs are straight-line: a move read only by unused moves is unused too.)
+  std::vector<bool> used(module->bindings.size(), false);
+  for (const ir::Block& block : module->blocks) {
+    if (block.result.is_local() && block.result.value.is_binding()) used[block.result.value.index] = true;
+  }
+  for (ir::BindingId b = module->bindings.size(); b-- > 0;) {
+    const ir::Expr& e = module->bindings[b].expr;
+    bool move = e.kind == ir::ExprKind::kOpCall && module->OpName(e) == "on_device";
+    if (move && !used[b]) continue;
+    for (const ir::Operand& o : module->Args(e)) {
+      if (o.is_local() && o.value.is_binding()) used[o.value.index] = true;
+    }
+  }
+  for (ir::BindingId b = 0; b < module->bindings.size(); ++b) {
+    if (!used[b]) continue;
+    std::optional<ir::OnDeviceCall> on = ir::AsOnDevice(*module, module->bindings[b].expr);
+    if (!on || !on->constrain_body || !on->value.is_local() || !on->value.value.is_binding()) continue;
+    ir::BindingId x = on->value.value.index;
+    const ir::Expr& annotated = module->bindings[x].expr;
+    if (annotated.kind != ir::ExprKind::kOpCall || module->OpName(annotated) == "on_device") continue;
+    RC_ASSERT(Join(out.Device(plan->plan.binding_devices[x]), module->Device(on->device)).has_value());
+  }
+  // CPU-only ops on the CPU, and the output is an ordinary plan.
+  for (ir::BindingId b = 0; b < plan->plan.input_bindings; ++b) {
+    const ir::Expr& e = out.bindings[b].expr;
+    if (plan->plan.binding_replaced[b] || e.kind != ir::ExprKind::kOpCall || out.OpName(e) != "topk") continue;
+    RC_ASSERT(out.Device(plan->plan.binding_devices[b]).device_type() == DeviceType::kCPU);
+  }
+  RC_ASSERT(CheckIdempotent(ir::PrintModule(out)).empty());
+}
+
+TEST(OptimizePlacementTest, CpuOnlyOpPullsItsNeighboursWhenCopiesCostMore) {
+  // A small elementwise op next to a CPU-only one: copying to the GPU and back costs more than
+  // running it on the CPU; the big matmul still goes to the GPU.
+  absl::StatusOr<ir::Module> module = ir::ParseModule(R"(def @main(%x: f32[1024,1024], %w: f32[1024,1024]) -> f32[1024,1024] {
+  %0 = matmul(%x, %w)
+  %1 = on_device(%0, ?, constrain_body=false, constrain_result=false)
+  %2 = topk(%1)
+  %3 = on_device(%2, ?, constrain_body=false, constrain_result=false)
+  %4 = negative(%3)
+  return %4
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  ASSERT_TRUE(ir::VerifyModule(*module).ok());
+  Machine machine = DefaultMachine(1);
+  machine.support["topk"] = {DeviceType::kCPU};
+  absl::StatusOr<OptimizedPlan> plan = OptimizePlacement(*module, machine, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->optimal);
+  std::string text = ir::PrintModule(plan->plan.module);
+  EXPECT_THAT(text, ::testing::HasSubstr("%x: f32[1024,1024] on cuda:0"));
+  EXPECT_THAT(text, ::testing::HasSubstr("-> f32[1024,1024] on cpu:0"));  // negative stays on the CPU
+  EXPECT_EQ(plan->plan.copies.size(), 1u);
+  EXPECT_EQ(plan->cost.unsupported, 0);
+  EXPECT_EQ(plan->default_cost.unsupported, 1);  // the default plan puts topk on cuda:0
+}
+
+TEST(OptimizePlacementTest, CpuOnlyOpAgainstAGpuAnnotationIsAnErrorNamingBoth) {
+  absl::StatusOr<ir::Module> module = ir::ParseModule(R"(def @main(%x: f32[4]) -> f32[4] {
+  %0 = topk(%x)
+  %1 = on_device(%0, cuda:0)
+  return %1
+}
+)");
+  ASSERT_TRUE(module.ok() && ir::VerifyModule(*module).ok());
+  Machine machine = DefaultMachine(1);
+  machine.support["topk"] = {DeviceType::kCPU};
+  absl::StatusOr<OptimizedPlan> plan = OptimizePlacement(*module, machine, {});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(plan.status()));
+  EXPECT_THAT(plan.status().message(), ::testing::HasSubstr("topk at 2:8"));
+  EXPECT_THAT(plan.status().message(), ::testing::HasSubstr("on_device(%0, cuda:0) at 3:"));
+}
+
+TEST(OptimizePlacementTest, MachineJsonMatchesTheBuilder) {
+  absl::StatusOr<Machine> parsed = ParseMachineJson(R"({
+    "devices": [
+      {"device": "cpu:0", "memory_gb": 1, "bandwidth_gbs": 100, "default_tflops": 1, "tflops": {"f32": 2}},
+      {"device": "cuda:0", "memory_gb": 80, "bandwidth_gbs": 1000, "default_tflops": 20}],
+    "links": [{"between": ["cpu:0", "cuda:0"], "bandwidth_gbs": 20, "latency_us": 5}],
+    "ops": {"topk": ["cpu"]}})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<Machine> built =
+      MachineBuilder()
+          .AddDevice(VirtualDevice::ForDevice(DeviceType::kCPU, 0),
+                     {.memory_bytes = 1e9, .bandwidth = 100e9, .flops = {{ir::DType::kF32, 2e12}}, .default_flops = 1e12})
+          .AddDevice(VirtualDevice::ForDevice(DeviceType::kCUDA, 0),
+                     {.memory_bytes = 80e9, .bandwidth = 1000e9, .flops = {}, .default_flops = 20e12})
+          .AddLink(0, 1, {.bandwidth = 20 * 1e9, .latency = 5 * 1e-6})  // the file's units
+          .SupportOnly("topk", {DeviceType::kCPU})
+          .Build();
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ(*parsed, *built);
+}
+
+TEST(OptimizePlacementTest, BadMachineDescriptionsAreErrors) {
+  EXPECT_FALSE(ParseMachineJson("[]").ok());
+  EXPECT_FALSE(ParseMachineJson(R"({"devices": [{"device": "cuda", "memory_gb": 1, "bandwidth_gbs": 1,
+                                   "default_tflops": 1}]})")
+                   .ok());  // no id
+  EXPECT_FALSE(ParseMachineJson(R"({"devices": [
+      {"device": "cpu:0", "memory_gb": 1, "bandwidth_gbs": 1, "default_tflops": 1},
+      {"device": "cuda:0", "memory_gb": 1, "bandwidth_gbs": 1, "default_tflops": 1}]})")
+                   .ok());  // no link
+  EXPECT_FALSE(ParseMachineJson(R"({"devices": [{"device": "cpu:0", "memory_gb": 1, "bandwidth_gbs": 0,
+                                   "default_tflops": 1}]})")
+                   .ok());
+}
+
+}  // namespace
+}  // namespace vdev::testing
