@@ -19,11 +19,15 @@ IGNORED = {"__init__", "__repr__", "__str__", "__eq__", "__hash__", "__getstate_
 
 
 def stub_params(fn: ast.FunctionDef) -> List[str]:
-    """Parameter names, with '*' where keyword-only ones start; self dropped."""
+    """Parameter names, with '*' for *args (pybind11 always calls it `args`, stubs may name it) or
+    where keyword-only ones start, '**' for **kwargs; self dropped."""
     args = fn.args
     names = [a.arg for a in args.posonlyargs + args.args]
-    if args.kwonlyargs:
-        names += ["*"] + [a.arg for a in args.kwonlyargs]
+    if args.vararg or args.kwonlyargs:
+        names.append("*")
+    names += [a.arg for a in args.kwonlyargs]
+    if args.kwarg:
+        names.append("**")
     return [n for n in names if n != "self"]
 
 
@@ -46,7 +50,8 @@ def runtime_params(obj: object, name: str) -> Optional[List[str]]:
             current = ""
         else:
             current += ch
-    return [n for n in names if n != "self"]
+    normalized = {"*args": "*", "**kwargs": "**"}
+    return [normalized.get(n, n) for n in names if n != "self"]
 
 
 def check(stub_path: str, module_name: str) -> List[str]:

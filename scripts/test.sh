@@ -28,5 +28,8 @@ if ls build/python/vdev/_vdev*.so >/dev/null 2>&1; then
   python=$(sed -n 's/^Python3_EXECUTABLE:FILEPATH=//p' build/CMakeCache.txt)
   site="$prefix/$(sed -n 's/^VDEV_PYTHON_INSTALL_DIR:STRING=//p' build/CMakeCache.txt)"
   (cd "$prefix" && PYTHONPATH="$site" "$python" -c \
-    "import vdev; assert vdev.__file__.startswith('$site'), vdev.__file__; print(vdev.join('cuda:3', 'cuda[cuda]/global'))")
+    "import vdev; assert vdev.__file__.startswith('$site'), vdev.__file__; print(vdev.join('cuda:3', 'cuda[cuda]/global'))
+with vdev.Session.process(2) as s:
+    ids = s.call_packed(s.get_global_func('vdev.worker.id'))
+    print('installed vdev_worker:', [ids.debug_get_from_remote(w) for w in range(2)])")
 fi

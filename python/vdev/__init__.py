@@ -8,19 +8,21 @@
 
 The lattice: ``VirtualDevice(device_type="cuda", device_id=0)``, ``a.join(b)``, ``a.default(b)``.
 Programs are also built in Python with ``vdev.Builder``; ``vdev.testing`` has Hypothesis strategies.
+``vdev.Session.threaded(n)`` / ``.process(n)`` drive workers (include/vdev/controller.h).
 Errors are vdev.Error subclasses whose text is ``FILE:LINE:COL: error: …``.
 """
 
-from vdev._vdev import (Global, Lowered, Module, Plan, Target, Type, Value, VirtualDevice, default, join, lower,
-                        parse, plan)
-from vdev._errors import BuildError, Error, LoweringError, ParseError, PlanningError
+from vdev._vdev import (DRef, Global, Lowered, Module, Plan, RemoteFunc, Session, Target, Type, Value, VirtualDevice,
+                        default, join, lower, parse, plan)
+from vdev._errors import BuildError, Error, LoweringError, ParseError, PlanningError, SessionError
 from vdev._records import AllReduce, Conflict, Copy, PlanWarning, Pool
 from vdev.builder import Builder
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AllReduce", "BuildError", "Builder", "Conflict", "Copy", "Error", "Global", "Lowered", "LoweringError",
-    "Module", "ParseError", "Plan", "PlanWarning", "PlanningError", "Pool", "Target", "Type", "Value",
-    "VirtualDevice", "default", "join", "lower", "parse", "plan",
+    "AllReduce", "BuildError", "Builder", "Conflict", "Copy", "DRef", "Error", "Global", "Lowered",
+    "LoweringError", "Module", "ParseError", "Plan", "PlanWarning", "PlanningError", "Pool", "RemoteFunc",
+    "Session", "SessionError", "Target", "Type", "Value", "VirtualDevice", "default", "join", "lower", "parse",
+    "plan",
 ]

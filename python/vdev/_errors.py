@@ -49,3 +49,8 @@ class BuildError(Error):
 
 class LoweringError(Error):
     """Memory lowering failed (e.g. a planned tensor's device is not concrete)."""
+
+
+class SessionError(Error):
+    """A controller session failed: the message names the worker, the function and the command.
+    The session refuses every later call."""

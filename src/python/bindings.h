@@ -60,6 +60,7 @@ void BindLattice(py::module_& m);
 void BindIr(py::module_& m);
 void BindBuilder(py::module_& m);
 void BindPlan(py::module_& m);
+void BindSession(py::module_& m);
 
 }  // namespace vdev::python
 

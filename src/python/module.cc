@@ -49,4 +49,5 @@ PYBIND11_MODULE(_vdev, m) {
   vdev::python::BindIr(m);
   vdev::python::BindBuilder(m);
   vdev::python::BindPlan(m);
+  vdev::python::BindSession(m);
 }
