@@ -12,17 +12,17 @@ Programs are also built in Python with ``vdev.Builder``; ``vdev.testing`` has Hy
 Errors are vdev.Error subclasses whose text is ``FILE:LINE:COL: error: …``.
 """
 
-from vdev._vdev import (DRef, Global, Lowered, Module, Plan, RemoteFunc, Session, Target, Type, Value, VirtualDevice,
-                        default, join, lower, parse, plan)
+from vdev._vdev import (DRef, Global, Lowered, Machine, Module, Plan, RemoteFunc, Session, Target, Type, Value,
+                        VirtualDevice, default, join, lower, parse, plan)
 from vdev._errors import BuildError, Error, LoweringError, ParseError, PlanningError, SessionError
-from vdev._records import AllReduce, Conflict, Copy, PlanWarning, Pool
+from vdev._records import AllReduce, Conflict, Copy, PlanCost, PlanWarning, Pool
 from vdev.builder import Builder
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AllReduce", "BuildError", "Builder", "Conflict", "Copy", "DRef", "Error", "Global", "Lowered",
-    "LoweringError", "Module", "ParseError", "Plan", "PlanWarning", "PlanningError", "Pool", "RemoteFunc",
-    "Session", "SessionError", "Target", "Type", "Value", "VirtualDevice", "default", "join", "lower", "parse",
-    "plan",
+    "LoweringError", "Machine", "Module", "ParseError", "Plan", "PlanCost", "PlanWarning", "PlanningError",
+    "Pool", "RemoteFunc", "Session", "SessionError", "Target", "Type", "Value", "VirtualDevice", "default",
+    "join", "lower", "parse", "plan",
 ]

@@ -54,3 +54,11 @@ class AllReduce(NamedTuple):
     strategy: str
     ipc: bool
     reason: str
+
+
+class PlanCost(NamedTuple):
+    """A plan's cost on a machine, in seconds (optimize=True; the roofline of docs/machine.md)."""
+    total: float
+    compute: float
+    copy: float
+    unsupported_ops: int

@@ -59,6 +59,7 @@ VirtualDevice DeviceArg(py::handle value);
 void BindLattice(py::module_& m);
 void BindIr(py::module_& m);
 void BindBuilder(py::module_& m);
+void BindMachine(py::module_& m);
 void BindPlan(py::module_& m);
 void BindSession(py::module_& m);
 

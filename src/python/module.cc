@@ -48,6 +48,7 @@ PYBIND11_MODULE(_vdev, m) {
   vdev::python::BindLattice(m);
   vdev::python::BindIr(m);
   vdev::python::BindBuilder(m);
+  vdev::python::BindMachine(m);
   vdev::python::BindPlan(m);
   vdev::python::BindSession(m);
 }

@@ -14,7 +14,10 @@
 #include "python/bindings.h"
 #include "vdev/dot.h"
 #include "vdev/ir_text.h"
+#include "nlohmann/json.hpp"
 #include "vdev/lower_memory.h"
+#include "vdev/machine.h"
+#include "vdev/optimize_placement.h"
 #include "vdev/plan_devices.h"
 
 namespace vdev::python {
@@ -31,10 +34,19 @@ std::optional<VirtualDevice> DeviceOrNone(const ir::Module& m, ir::DeviceId d) {
   return m.Device(d);
 }
 
+// What `optimize=True` adds to a plan (OptimizedPlan less its PlanResult).
+struct Optimization {
+  PlanCost cost;
+  PlanCost default_cost;
+  bool optimal = true;
+  double solve_seconds = 0;
+};
+
 struct PyPlan {
   std::shared_ptr<const PyModule> input;
   PlanResult result;
   std::shared_ptr<PyModule> planned;  // made on first use of Plan.module
+  std::optional<Optimization> optimization;
 
   ir::FuncId Function(const std::string& path) const {
     const ir::Module& m = result.module;
@@ -128,19 +140,63 @@ struct PyPlan {
 }
 
 std::shared_ptr<PyPlan> Plan(std::shared_ptr<PyModule> module, bool strict, const py::object& default_device,
-                             const py::object& host_device) {
+                             const py::object& host_device, bool optimize, const py::object& machine,
+                             double time_limit) {
   PlanOptions options;
   options.strict = strict;
   if (!default_device.is_none()) options.default_device = DeviceArg(default_device);
   if (!host_device.is_none()) options.host_device = DeviceArg(host_device);
+  if (!optimize && !machine.is_none()) throw py::value_error("machine= is what optimize=True plans for; pass both");
+  if (time_limit <= 0) throw py::value_error("time_limit must be positive (seconds)");
   PlanError error;
-  absl::StatusOr<PlanResult> result;
-  {
-    py::gil_scoped_release release;
-    result = PlanDevices(module->module, options, &error);
+  absl::Status status;
+  auto plan = std::make_shared<PyPlan>(PyPlan{module, PlanResult(), nullptr, std::nullopt});
+  if (optimize) {
+    // The CLI's default machine (`vdev plan --optimize` without --machine: 1 CPU + 2 H100s).
+    const Machine target = machine.is_none() ? DefaultMachine(2) : machine.cast<Machine>();
+    OptimizeOptions optimize_options;
+    optimize_options.plan = options;
+    optimize_options.time_limit_seconds = time_limit;
+    absl::StatusOr<OptimizedPlan> optimized;
+    {
+      py::gil_scoped_release release;
+      optimized = OptimizePlacement(module->module, target, optimize_options, &error);
+    }
+    status = optimized.status();
+    if (optimized.ok()) {
+      plan->result = std::move(optimized->plan);
+      plan->optimization = Optimization{optimized->cost, optimized->default_cost, optimized->optimal,
+                                        optimized->solve_seconds};
+    }
+  } else {
+    absl::StatusOr<PlanResult> result;
+    {
+      py::gil_scoped_release release;
+      result = PlanDevices(module->module, options, &error);
+    }
+    status = result.status();
+    if (result.ok()) plan->result = *std::move(result);
   }
-  if (!result.ok()) RaisePlanningError(*module, error, result.status());
-  return std::make_shared<PyPlan>(PyPlan{std::move(module), *std::move(result), nullptr});
+  if (!status.ok()) RaisePlanningError(*module, error, status);
+  return plan;
+}
+
+py::object CostRecord(const PlanCost& cost) {
+  return Record("PlanCost")(cost.total, cost.compute, cost.copy, cost.unsupported);
+}
+
+// The report of `vdev plan --json`, with `--optimize`'s cost fields when the plan was optimised.
+std::string PlanJson(const PyPlan& p) {
+  if (!p.optimization) return PlanReportJson(p.result);
+  auto cost = [](const PlanCost& c) {
+    return nlohmann::ordered_json{{"total", c.total}, {"compute", c.compute}, {"copy", c.copy},
+                                  {"unsupported_ops", c.unsupported}};
+  };
+  nlohmann::ordered_json report = nlohmann::ordered_json::parse(PlanReportJson(p.result));
+  report["cost"] = cost(p.optimization->cost);
+  report["optimal"] = p.optimization->optimal;
+  report["default_cost"] = cost(p.optimization->default_cost);
+  return report.dump(2) + "\n";
 }
 
 py::list LoweredPools(const PyLowered& l) {
@@ -223,8 +279,18 @@ void BindPlan(py::module_& m) {
         return p.planned;
       }, "The planned program as a Module.")
       .def("text", [](const PyPlan& p) { return ir::PrintModule(p.result.module); }, "The planned program's text.")
-      .def("to_json", [](const PyPlan& p) { return PlanReportJson(p.result); },
-           "The report of `vdev plan --json` (shared/spec/plan-json.md).")
+      .def("to_json", &PlanJson,
+           "The report of `vdev plan --json` (shared/spec/plan-json.md), with `--optimize`'s cost fields\n"
+           "when optimize=True made the plan.")
+      .def_property_readonly("optimal", [](const PyPlan& p) {
+        return p.optimization ? py::object(py::bool_(p.optimization->optimal)) : py::object(py::none());
+      }, "optimize=True: whether the solver proved the plan optimal (False: the time limit cut it short).")
+      .def_property_readonly("cost", [](const PyPlan& p) {
+        return p.optimization ? CostRecord(p.optimization->cost) : py::object(py::none());
+      }, "optimize=True: the plan's cost on the machine (vdev.PlanCost, seconds); None otherwise.")
+      .def_property_readonly("default_cost", [](const PyPlan& p) {
+        return p.optimization ? CostRecord(p.optimization->default_cost) : py::object(py::none());
+      }, "optimize=True: the cost of the plan without optimize, on the same machine.")
       .def("to_dot", [](const PyPlan& p) {
         return WriteDot(PlannedProgramGraph(p.result.module, p.result.binding_devices));
       }, "Graphviz text of `vdev lower --dot`: devices as colours, copies as red edges.")
@@ -234,9 +300,12 @@ void BindPlan(py::module_& m) {
       });
 
   m.def("plan", &Plan, py::arg("module"), py::kw_only(), py::arg("strict") = false, py::arg("default") = py::none(),
-        py::arg("host") = py::none(),
+        py::arg("host") = py::none(), py::arg("optimize") = false, py::arg("machine") = py::none(),
+        py::arg("time_limit") = 60.0,
         "Plans the device of every value (PlanDevices; the GIL is released meanwhile). strict=True makes a\n"
         "conflict between primitive uses an error; default/host override the module's config.\n"
+        "optimize=True places what no annotation fixes where it is cheapest on `machine` (a vdev.Machine;\n"
+        "default Machine.default(2): 1 CPU + 2 H100s), proven optimal by Z3 within time_limit seconds.\n"
         "PlanningError (FILE:LINE:COL, with the conflicting annotations) when no plan exists.");
 
   py::class_<PyLowered, std::shared_ptr<PyLowered>>(m, "Lowered",
