@@ -57,6 +57,8 @@ std::optional<PlanResult> PlanForCommand(ir::Module module, const std::string& n
 void AddMemoryCommands(CLI::App& app, int* exit_code);
 // `vdev launch -n N -- PROGRAM ARGS`.
 void AddRuntimeCommands(CLI::App& app, int* exit_code);
+// `vdev run FILE [--workers N] [--backend cuda|host] …`.
+void AddRunCommand(CLI::App& app, int* exit_code);
 
 }  // namespace vdev::cli
 

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   vdev::cli::AddPlanCommands(app, &exit_code);
   vdev::cli::AddMemoryCommands(app, &exit_code);
   vdev::cli::AddRuntimeCommands(app, &exit_code);
+  vdev::cli::AddRunCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,45 @@
+// CompileForExecution (vdev/executor.h): parse, verify, plan and lower, as `vdev lower` does.
+#include "absl/strings/str_cat.h"
+#include "vdev/diagnostic.h"
+#include "vdev/executor.h"
+#include "vdev/ir_text.h"
+#include "vdev/plan_devices.h"
+#include "vdev/status_macros.h"
+
+namespace vdev {
+namespace {
+
+std::string Trimmed(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<LoweredProgram> CompileForExecution(absl::string_view text, absl::string_view file) {
+  LoweredProgram program;
+  program.file = std::string(file);
+  program.source = std::string(text);
+  Diagnostic diag;
+  absl::StatusOr<ir::Module> module = ir::ParseModule(text, &diag);
+  if (!module.ok()) return absl::InvalidArgumentError(Trimmed(FormatDiagnostic(file, text, diag)));
+  if (absl::Status s = ir::VerifyModule(*module, &diag); !s.ok())
+    return absl::InvalidArgumentError(Trimmed(FormatDiagnostic(file, text, diag)));
+  PlanError error;
+  absl::StatusOr<PlanResult> planned = PlanDevices(*std::move(module), PlanOptions{}, &error);
+  if (!planned.ok()) {
+    if (error.message.empty()) error.message = std::string(planned.status().message());
+    std::string message = FormatDiagnostic(file, text, {Severity::kError, error.loc, error.message});
+    for (const ConflictAnnotation& c : error.conflicts)
+      message += FormatDiagnostic(file, text, {Severity::kNote, c.loc, c.what});
+    return absl::InvalidArgumentError(Trimmed(message));
+  }
+  program.module = std::move(planned->module);
+  program.binding_devices = std::move(planned->binding_devices);
+  VDEV_ASSIGN_OR_RETURN(program.memory, LowerMemory(program.module, program.binding_devices));
+  if (absl::Status s = ir::VerifyModule(program.module, &diag); !s.ok())
+    return absl::InternalError(absl::StrCat(file, ": error: the lowered program does not verify (a vdev bug): ", diag.message));
+  return program;
+}
+
+}  // namespace vdev
