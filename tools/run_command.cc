@@ -105,7 +105,9 @@ int RunAsController(const RunArgs& args) {
     std::cerr << s.message() << "\n";
     return kExitUsage;
   }
-  for (int k = 0; k < o.workers; ++k) {
+  // Random inputs are drawn by each worker; files are read here first, so a bad one stops the run
+  // before any worker starts.
+  for (int k = 0; k < o.workers && o.inputs.rfind("random:", 0) != 0; ++k) {
     if (absl::Status s = ProgramInputs(*program, o.inputs, k).status(); !s.ok()) {
       std::cerr << "vdev run: " << s.message() << "\n";
       return kExitUsage;

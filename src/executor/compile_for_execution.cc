@@ -14,6 +14,27 @@ std::string Trimmed(std::string text) {
   return text;
 }
 
+absl::StatusOr<LoweredProgram> PlanAndLower(ir::Module module, LoweredProgram program) {
+  const std::string& file = program.file;
+  const std::string& text = program.source;
+  PlanError error;
+  absl::StatusOr<PlanResult> planned = PlanDevices(std::move(module), PlanOptions{}, &error);
+  if (!planned.ok()) {
+    if (error.message.empty()) error.message = std::string(planned.status().message());
+    std::string message = FormatDiagnostic(file, text, {Severity::kError, error.loc, error.message});
+    for (const ConflictAnnotation& c : error.conflicts)
+      message += FormatDiagnostic(file, text, {Severity::kNote, c.loc, c.what});
+    return absl::InvalidArgumentError(Trimmed(message));
+  }
+  program.module = std::move(planned->module);
+  program.binding_devices = std::move(planned->binding_devices);
+  VDEV_ASSIGN_OR_RETURN(program.memory, LowerMemory(program.module, program.binding_devices));
+  Diagnostic diag;
+  if (absl::Status s = ir::VerifyModule(program.module, &diag); !s.ok())
+    return absl::InternalError(absl::StrCat(file, ": error: the lowered program does not verify (a vdev bug): ", diag.message));
+  return program;
+}
+
 }  // namespace
 
 absl::StatusOr<LoweredProgram> CompileForExecution(absl::string_view text, absl::string_view file) {
@@ -25,21 +46,13 @@ absl::StatusOr<LoweredProgram> CompileForExecution(absl::string_view text, absl:
   if (!module.ok()) return absl::InvalidArgumentError(Trimmed(FormatDiagnostic(file, text, diag)));
   if (absl::Status s = ir::VerifyModule(*module, &diag); !s.ok())
     return absl::InvalidArgumentError(Trimmed(FormatDiagnostic(file, text, diag)));
-  PlanError error;
-  absl::StatusOr<PlanResult> planned = PlanDevices(*std::move(module), PlanOptions{}, &error);
-  if (!planned.ok()) {
-    if (error.message.empty()) error.message = std::string(planned.status().message());
-    std::string message = FormatDiagnostic(file, text, {Severity::kError, error.loc, error.message});
-    for (const ConflictAnnotation& c : error.conflicts)
-      message += FormatDiagnostic(file, text, {Severity::kNote, c.loc, c.what});
-    return absl::InvalidArgumentError(Trimmed(message));
-  }
-  program.module = std::move(planned->module);
-  program.binding_devices = std::move(planned->binding_devices);
-  VDEV_ASSIGN_OR_RETURN(program.memory, LowerMemory(program.module, program.binding_devices));
-  if (absl::Status s = ir::VerifyModule(program.module, &diag); !s.ok())
-    return absl::InternalError(absl::StrCat(file, ": error: the lowered program does not verify (a vdev bug): ", diag.message));
-  return program;
+  return PlanAndLower(*std::move(module), std::move(program));
+}
+
+absl::StatusOr<LoweredProgram> CompileForExecution(ir::Module module, absl::string_view name) {
+  LoweredProgram program;
+  program.file = std::string(name);
+  return PlanAndLower(std::move(module), std::move(program));
 }
 
 }  // namespace vdev

@@ -40,6 +40,12 @@ int VirtualCudaDevices(const ir::Module& m) {
   return std::max(n, 1);
 }
 
+// Worker processes (or reference threads) share this host's cores: BLAS gets an equal share each.
+int CpuThreadsPerWorker(int workers) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, cores / std::max(1, workers));
+}
+
 void PrintProfile(const std::vector<OpProfile>& profile) {
   double total = 0, copies = 0, allreduces = 0;
   for (const OpProfile& p : profile) {
@@ -89,6 +95,7 @@ absl::Status RunWorker(const RunOptions& options, Session* session, const std::s
     VDEV_ASSIGN_OR_RETURN(backend, CreateHostBackend(session));
   }
   const int rank = backend->rank();
+  SetCpuKernelThreads(CpuThreadsPerWorker(backend->world_size()));
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Load(program, backend.get()));
   VDEV_ASSIGN_OR_RETURN(std::vector<HostTensor> inputs, ProgramInputs(program, options.inputs, rank));
   std::vector<HostTensor> outputs;
@@ -126,6 +133,7 @@ absl::Status RunWorker(const RunOptions& options, Session* session, const std::s
 
 absl::StatusOr<std::vector<std::vector<HostTensor>>> RunReference(const LoweredProgram& program, int workers,
                                                                   absl::string_view inputs) {
+  SetCpuKernelThreads(CpuThreadsPerWorker(workers));
   ThreadGroup group(workers);
   std::vector<std::vector<HostTensor>> results(workers);
   std::vector<absl::Status> statuses(workers);
