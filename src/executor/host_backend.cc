@@ -21,7 +21,7 @@ std::optional<DataType> HostAllReduceType(ir::DType dtype) {
 }
 
 AllReduceAlgorithm HostAlgorithm(AllReduceStrategy strategy) {
-  switch (strategy) {
+  switch (strategy.kind) {
     case AllReduceStrategy::kOneShot: return AllReduceAlgorithm::kOneShot;
     case AllReduceStrategy::kTwoShot: return AllReduceAlgorithm::kTwoShot;
     default: return AllReduceAlgorithm::kAuto;  // auto, and NCCL, which the host backend lacks
