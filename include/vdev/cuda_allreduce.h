@@ -52,6 +52,9 @@ struct CudaCommunicatorOptions {
   bool programmatic_launch = true;
   absl::Duration kernel_timeout = kDefaultPeerTimeout;  // bounded spins inside the kernels
   bool force_nccl = false;               // behave as if P2P were unavailable (tests)
+  // False: no NCCL communicator (NCCL refuses two ranks on one GPU, as when workers share one).
+  // kNccl then runs one-shot or two-shot, and what only NCCL could do is FailedPrecondition.
+  bool use_nccl = true;
 };
 
 // One row of kAuto's table: sizes up to max_bytes (after the previous row's) use `algorithm`.
@@ -102,6 +105,7 @@ class CudaCommunicator {
   absl::Status Launch(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
                       cudaStream_t stream);
   absl::Status CheckStream(cudaStream_t stream);
+  absl::Status NcclAvailable() const;
 
   Session* session_ = nullptr;
   CudaCommunicatorOptions options_;

@@ -93,6 +93,8 @@ class ExecutionBackend {
   // `in` lies in an ipc_memory pool of this backend (zero-copy kernels read it in place).
   virtual absl::Status AllReduce(const TensorRef& in, const IPCBuffer* in_ipc, const TensorRef& out, ReduceOp op,
                                  AllReduceStrategy strategy, const VirtualDevice& device) = 0;
+  // Whether AllReduce of `op` on `dtype` only enqueues GPU work (so a graph may capture it).
+  virtual bool CanCaptureAllReduce(ReduceOp, ir::DType) const { return false; }
   virtual absl::Status Synchronize() = 0;
   // CUDA graphs: BeginCapture/EndCapture around one execution of a program, then Replay.
   virtual bool SupportsCapture() const { return false; }

@@ -246,6 +246,10 @@ absl::Status Executor::Impl::CheckCapturable() {
     if (e.kind != ir::ExprKind::kOpCall) continue;
     const PreparedOp& op = ops[op_index[b]];
     if (op.kind == OpKind::kShapeOf) return absl::OkStatus();
+    if ((op.kind == OpKind::kAllReduce || op.kind == OpKind::kIpcAllReduce) &&
+        (op.type == ir::kNoType || m.types.kind(op.type) != ir::TypeKind::kTensor ||
+         !backend->CanCaptureAllReduce(op.reduce, m.types.node(op.type).dtype)))
+      return absl::OkStatus();
     if (op.kind == OpKind::kKernel && backend->KernelDevice(op.device) != DeviceType::kCUDA) return absl::OkStatus();
     if (op.kind == OpKind::kCopy) {
       for (const ir::Attr& a : m.Attrs(e)) {

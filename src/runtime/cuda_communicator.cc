@@ -167,14 +167,16 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
   const bool ipc = std::all_of(verdicts.begin(), verdicts.end(), [](const std::string& v) { return v.size() == 1; });
   const bool all_nvlink = std::all_of(verdicts.begin(), verdicts.end(), [](const std::string& v) { return v[0] == '1'; });
 
-  ncclUniqueId id;
-  if (session->rank() == 0) VDEV_RETURN_IF_ERROR(NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId"));
-  std::vector<std::string> ids;
-  VDEV_RETURN_IF_ERROR(session->AllGather(
-      "nccl-id", session->rank() == 0 ? std::string(reinterpret_cast<const char*>(&id), sizeof(id)) : "", &ids));
-  std::memcpy(&id, ids[0].data(), sizeof(id));
-  VDEV_RETURN_IF_ERROR(
-      NcclStatus(ncclCommInitRank(&c->nccl_, session->world_size(), id, session->rank()), "ncclCommInitRank"));
+  if (options.use_nccl) {
+    ncclUniqueId id;
+    if (session->rank() == 0) VDEV_RETURN_IF_ERROR(NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId"));
+    std::vector<std::string> ids;
+    VDEV_RETURN_IF_ERROR(session->AllGather(
+        "nccl-id", session->rank() == 0 ? std::string(reinterpret_cast<const char*>(&id), sizeof(id)) : "", &ids));
+    std::memcpy(&id, ids[0].data(), sizeof(id));
+    VDEV_RETURN_IF_ERROR(
+        NcclStatus(ncclCommInitRank(&c->nccl_, session->world_size(), id, session->rank()), "ncclCommInitRank"));
+  }
 
   void* error_host = nullptr;
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostAlloc(&error_host, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc"));
@@ -291,7 +293,10 @@ absl::Status CudaCommunicator::AllReduce(const void* in, void* out, size_t count
   }
   const bool kernel_type = type == DataType::kF32 || type == DataType::kF16 || type == DataType::kBF16;
   const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
+  if (nccl_ == nullptr && algorithm == AllReduceAlgorithm::kNccl)
+    algorithm = bytes <= options_.max_one_shot_bytes ? AllReduceAlgorithm::kOneShot : AllReduceAlgorithm::kTwoShot;
   if (algorithm == AllReduceAlgorithm::kNccl || workspace_ == nullptr || !kernel_type || !aligned) {
+    VDEV_RETURN_IF_ERROR(NcclAvailable());
     return NcclStatus(ncclAllReduce(in, out, count, NcclType(type), ncclSum, nccl_, stream), "ncclAllReduce");
   }
   const size_t need = AllReduceWorkspaceBytes(algorithm, session_->world_size(), count, type);
@@ -323,11 +328,19 @@ absl::Status CudaCommunicator::AllReduceZeroCopy(const IPCBuffer& in, void* out,
   const bool kernel_type = type == DataType::kF32 || type == DataType::kF16 || type == DataType::kBF16;
   const bool aligned = reinterpret_cast<uintptr_t>(local) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
   if (workspace_ == nullptr || !kernel_type || !aligned) {
+    VDEV_RETURN_IF_ERROR(NcclAvailable());
     return NcclStatus(ncclAllReduce(local, out, count, NcclType(type), ncclSum, nccl_, stream), "ncclAllReduce");
   }
   const internal::KernelArgs a = ArgsFor(*mem, in.offset, local, out, count, options_.kernel_timeout, error_device_);
   return CudaStatus(internal::LaunchZeroCopyOneShot(type, a, stream, options_.programmatic_launch),
                     "zero-copy all-reduce launch");
+}
+
+absl::Status CudaCommunicator::NcclAvailable() const {
+  if (nccl_ != nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "this all-reduce needs NCCL (no IPC, an unaligned buffer, or a dtype the kernels lack), which is off "
+      "(CudaCommunicatorOptions::use_nccl: workers share a GPU)");
 }
 
 const IPCMemory* CudaCommunicator::workspace(AllReduceAlgorithm algorithm) const {

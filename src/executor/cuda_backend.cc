@@ -1,0 +1,270 @@
+// The CUDA backend of vdev/executor.h: GPU memory and kernels, CUDA IPC pools, vdev's all-reduce.
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "vdev/cuda_allreduce.h"
+#include "vdev/cuda_kernels.h"
+#include "vdev/executor.h"
+#include "vdev/status_macros.h"
+
+namespace vdev {
+namespace {
+
+absl::Status Cuda(cudaError_t e, absl::string_view what) {
+  if (e == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
+}
+
+std::optional<DataType> KernelType(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kF32: return DataType::kF32;
+    case ir::DType::kF16: return DataType::kF16;
+    case ir::DType::kBF16: return DataType::kBF16;
+    default: return std::nullopt;
+  }
+}
+
+// One GPU a worker uses: its stream (all of the worker's work on it, in program order), the
+// kernels' state, and — created on first need, collectively — IPC memory and the communicator.
+struct Gpu {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<CudaKernelBackend> kernels;
+  KernelContext context;
+  std::unique_ptr<IPCAllocator> ipc;
+  std::unique_ptr<CudaCommunicator> comm;
+};
+
+class CudaBackend final : public ExecutionBackend {
+ public:
+  CudaBackend(Session* session, int virtual_devices, int gpus, bool shared)
+      : session_(session), virtual_devices_(virtual_devices), gpus_(gpus), shared_gpu_(shared) {
+    if (session != nullptr) {
+      rank_ = session->rank();
+      world_size_ = session->world_size();
+    }
+  }
+  ~CudaBackend() override {
+    for (auto& [device, gpu] : by_device_) {
+      cudaSetDevice(device);
+      cudaStreamSynchronize(gpu->stream);
+    }
+    if (graph_exec_ != nullptr) cudaGraphExecDestroy(graph_exec_);
+    if (graph_ != nullptr) cudaGraphDestroy(graph_);
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+
+  std::string name() const override { return "cuda"; }
+  DeviceType KernelDevice(const VirtualDevice& d) const override {
+    return d.device_type() == DeviceType::kCUDA ? DeviceType::kCUDA : DeviceType::kCPU;
+  }
+
+  absl::StatusOr<KernelContext*> Context(const VirtualDevice& d) override {
+    if (KernelDevice(d) == DeviceType::kCPU) return &cpu_;
+    VDEV_ASSIGN_OR_RETURN(Gpu * gpu, GpuOf(d));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(gpu->device), "cudaSetDevice"));
+    return &gpu->context;
+  }
+
+  absl::StatusOr<std::shared_ptr<DeviceBuffer>> Allocate(const VirtualDevice& d, size_t bytes) override {
+    auto buffer = std::make_shared<DeviceBuffer>();
+    buffer->bytes = bytes;
+    if (KernelDevice(d) == DeviceType::kCPU) {
+      constexpr size_t kAlign = 64;
+      const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+      void* data = std::aligned_alloc(kAlign, rounded);
+      if (data == nullptr) return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes of host memory"));
+      std::memset(data, 0, rounded);
+      buffer->data = data;
+      buffer->release = [data] { std::free(data); };
+      return buffer;
+    }
+    VDEV_ASSIGN_OR_RETURN(Gpu * gpu, GpuOf(d));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(gpu->device), "cudaSetDevice"));
+    if (d.memory_scope() == "ipc_memory" && world_size_ > 1) {
+      if (gpu->ipc == nullptr) {
+        VDEV_ASSIGN_OR_RETURN(gpu->ipc, CreateCudaIPCAllocator(session_, gpu->device));
+      }
+      VDEV_ASSIGN_OR_RETURN(IPCMemory * memory, gpu->ipc->Allocate(bytes));
+      buffer->data = memory->remote_data[rank_];
+      buffer->ipc = memory;
+      buffer->release = [allocator = gpu->ipc.get(), memory] { allocator->Free(memory); };
+      return buffer;
+    }
+    void* data = nullptr;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&data, bytes), absl::StrCat("cudaMalloc of ", bytes, " bytes on GPU ", gpu->device)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(data, 0, bytes), "cudaMemset"));
+    buffer->data = data;
+    buffer->release = [data] { cudaFree(data); };
+    return buffer;
+  }
+
+  // Copies run on the stream of the first GPU (the only one in the common case); a copy that
+  // touches host memory is waited for, since the CPU kernels read host memory directly.
+  absl::Status Copy(void* dst, const void* src, size_t bytes) override {
+    if (dst == src || bytes == 0) return absl::OkStatus();
+    cudaStream_t stream = MainStream();
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync"));
+    if (IsHost(dst) || IsHost(src)) return Cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    return absl::OkStatus();
+  }
+  absl::Status CopyToHost(void* host, const void* src, size_t bytes) override { return Copy(host, src, bytes); }
+  absl::Status CopyFromHost(void* dst, const void* host, size_t bytes) override {
+    if (IsHost(dst)) {
+      std::memcpy(dst, host, bytes);
+      return absl::OkStatus();
+    }
+    return Copy(dst, host, bytes);
+  }
+
+  absl::Status AllReduce(const TensorRef& in, const IPCBuffer* in_ipc, const TensorRef& out, ReduceOp op,
+                         AllReduceStrategy strategy, const VirtualDevice& d) override {
+    const size_t bytes = static_cast<size_t>(in.NumBytes());
+    if (world_size_ == 1) return Copy(out.data, in.data, bytes);
+    std::optional<DataType> type = KernelType(in.dtype);
+    if (KernelDevice(d) != DeviceType::kCUDA || op != ReduceOp::kSum || !type || strategy.kind == AllReduceStrategy::kPlan)
+      return StagedAllReduce(in, out, op);
+    VDEV_ASSIGN_OR_RETURN(Gpu * gpu, GpuOf(d));
+    if (gpu->comm == nullptr) {
+      CudaCommunicatorOptions options;
+      options.device = gpu->device;
+      options.use_nccl = !shared_gpu_;  // NCCL refuses two ranks on one GPU
+      VDEV_ASSIGN_OR_RETURN(gpu->comm, CudaCommunicator::Create(session_, options));
+    }
+    const size_t count = static_cast<size_t>(in.NumElements());
+    if (in_ipc != nullptr && (strategy.kind == AllReduceStrategy::kAuto || strategy.kind == AllReduceStrategy::kOneShot))
+      return gpu->comm->AllReduceZeroCopy(*in_ipc, out.data, count, *type, gpu->stream);
+    AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto;
+    if (strategy.kind == AllReduceStrategy::kOneShot) algorithm = AllReduceAlgorithm::kOneShot;
+    if (strategy.kind == AllReduceStrategy::kTwoShot) algorithm = AllReduceAlgorithm::kTwoShot;
+    if (strategy.kind == AllReduceStrategy::kNccl && !shared_gpu_) algorithm = AllReduceAlgorithm::kNccl;
+    return gpu->comm->AllReduce(in.data, out.data, count, *type, algorithm, gpu->stream);
+  }
+
+  bool CanCaptureAllReduce(ReduceOp op, ir::DType dtype) const override {
+    return op == ReduceOp::kSum && KernelType(dtype).has_value();
+  }
+
+  absl::Status Synchronize() override {
+    for (auto& [device, gpu] : by_device_) {
+      VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(device), "cudaSetDevice"));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(gpu->stream), "running the program"));
+      VDEV_RETURN_IF_ERROR(gpu->kernels->CheckErrors());
+      if (gpu->comm != nullptr) VDEV_RETURN_IF_ERROR(gpu->comm->CheckErrors());
+    }
+    return absl::OkStatus();
+  }
+
+  // One GPU only: a graph is one stream's work.
+  bool SupportsCapture() const override { return by_device_.size() == 1; }
+  absl::Status BeginCapture() override {
+    return Cuda(cudaStreamBeginCapture(MainStream(), cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+  }
+  absl::Status EndCapture() override {
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamEndCapture(MainStream(), &graph_), "cudaStreamEndCapture"));
+    return Cuda(cudaGraphInstantiate(&graph_exec_, graph_, 0), "cudaGraphInstantiate");
+  }
+  absl::Status Replay() override { return Cuda(cudaGraphLaunch(graph_exec_, MainStream()), "cudaGraphLaunch"); }
+
+  int Mark() override {
+    cudaEvent_t e;
+    if (cudaEventCreate(&e) != cudaSuccess) return -1;
+    cudaEventRecord(e, MainStream());
+    events_.push_back(e);
+    return static_cast<int>(events_.size()) - 1;
+  }
+  double Seconds(int from, int to) override {
+    float ms = 0;
+    if (from < 0 || to < 0 || cudaEventElapsedTime(&ms, events_[from], events_[to]) != cudaSuccess) return 0;
+    return ms / 1e3;
+  }
+  void ResetMarks() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    events_.clear();
+  }
+
+ private:
+  absl::StatusOr<Gpu*> GpuOf(const VirtualDevice& d) {
+    const int virtual_id = d.has_id() ? d.virtual_device_id() : 0;
+    const int device = (rank_ * virtual_devices_ + virtual_id) % gpus_;
+    auto it = by_device_.find(device);
+    if (it != by_device_.end()) return it->second.get();
+    auto gpu = std::make_unique<Gpu>();
+    gpu->device = device;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(device), "cudaSetDevice"));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+    VDEV_ASSIGN_OR_RETURN(gpu->kernels, CudaKernelBackend::Create(device));
+    gpu->context = KernelContext{DeviceType::kCUDA, device, gpu->stream, gpu->kernels.get()};
+    if (first_device_ < 0) first_device_ = device;
+    Gpu* raw = gpu.get();
+    by_device_[device] = std::move(gpu);
+    return raw;
+  }
+
+  cudaStream_t MainStream() {
+    if (first_device_ < 0) {
+      absl::StatusOr<Gpu*> gpu = GpuOf(VirtualDevice::ForDevice(DeviceType::kCUDA, 0));
+      if (!gpu.ok()) return nullptr;
+    }
+    return by_device_[first_device_]->stream;
+  }
+
+  static bool IsHost(const void* p) {
+    cudaPointerAttributes attributes;
+    if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+      cudaGetLastError();
+      return true;
+    }
+    return attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged;
+  }
+
+  // Reductions the kernels lack (other ops, dtypes, CPU tensors): through the host and the
+  // session's channel, summed in rank order like every host all-reduce.
+  absl::Status StagedAllReduce(const TensorRef& in, const TensorRef& out, ReduceOp op) {
+    const size_t bytes = static_cast<size_t>(in.NumBytes());
+    std::string mine(bytes, '\0');
+    VDEV_RETURN_IF_ERROR(CopyToHost(mine.data(), in.data, bytes));
+    std::vector<std::string> all;
+    VDEV_RETURN_IF_ERROR(session_->AllGather("executor-allreduce", mine, &all));
+    std::vector<const void*> inputs;
+    for (const std::string& s : all) {
+      if (s.size() != bytes) return absl::InvalidArgumentError("workers all-reduce tensors of different sizes");
+      inputs.push_back(s.data());
+    }
+    std::string sum(bytes, '\0');
+    VDEV_RETURN_IF_ERROR(ReduceInRankOrder(inputs, sum.data(), in.NumElements(), in.dtype, op));
+    return CopyFromHost(out.data, sum.data(), bytes);
+  }
+
+  Session* session_;
+  const int virtual_devices_;
+  const int gpus_;
+  const bool shared_gpu_;
+  KernelContext cpu_;
+  absl::flat_hash_map<int, std::unique_ptr<Gpu>> by_device_;
+  int first_device_ = -1;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t graph_exec_ = nullptr;
+  std::vector<cudaEvent_t> events_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session* session, int virtual_cuda_devices) {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+    cudaGetLastError();
+    return absl::FailedPreconditionError("--backend cuda: no CUDA device is visible");
+  }
+  const int workers = session == nullptr ? 1 : session->world_size();
+  const int v = std::max(1, virtual_cuda_devices);
+  // Workers share a GPU when the program's devices of all workers outnumber the GPUs.
+  const bool shared = workers * v > gpus;
+  return std::unique_ptr<ExecutionBackend>(new CudaBackend(session, v, gpus, shared));
+}
+
+}  // namespace vdev
