@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "prepared_op.h"
 #include "vdev/cuda_allreduce.h"
 #include "vdev/cuda_kernels.h"
 #include "vdev/executor.h"
@@ -254,12 +255,20 @@ class CudaBackend final : public ExecutionBackend {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session* session, int virtual_cuda_devices) {
+absl::Status internal::PrepareCudaBackend() {
   int gpus = 0;
   if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
     cudaGetLastError();
-    return absl::FailedPreconditionError("--backend cuda: no CUDA device is visible");
+    return absl::FailedPreconditionError("--backend cuda: no CUDA device is visible (use --backend host)");
   }
+  RegisterCudaKernels(KernelRegistry::Global());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session* session, int virtual_cuda_devices) {
+  VDEV_RETURN_IF_ERROR(internal::PrepareCudaBackend());
+  int gpus = 0;
+  VDEV_RETURN_IF_ERROR(Cuda(cudaGetDeviceCount(&gpus), "cudaGetDeviceCount"));
   const int workers = session == nullptr ? 1 : session->world_size();
   const int v = std::max(1, virtual_cuda_devices);
   // Workers share a GPU when the program's devices of all workers outnumber the GPUs.

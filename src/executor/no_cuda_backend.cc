@@ -1,10 +1,19 @@
 // CreateCudaBackend when vdev is built without the CUDA runtime.
+#include "prepared_op.h"
 #include "vdev/executor.h"
 
 namespace vdev {
 
-absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session*, int) {
+namespace {
+
+absl::Status NotBuilt() {
   return absl::UnimplementedError("this vdev was built without the CUDA runtime (see BUILD_NOTES.md); use --backend host");
 }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session*, int) { return NotBuilt(); }
+
+absl::Status internal::PrepareCudaBackend() { return NotBuilt(); }
 
 }  // namespace vdev

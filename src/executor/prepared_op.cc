@@ -223,6 +223,7 @@ absl::StatusOr<PreparedOp> PrepareOp(const LoweredProgram& program, ir::BindingI
 namespace vdev {
 
 absl::Status CheckKernels(const LoweredProgram& program, absl::string_view backend_name) {
+  if (backend_name == "cuda") VDEV_RETURN_IF_ERROR(internal::PrepareCudaBackend());
   const ir::Module& m = program.module;
   struct Collect : ir::Visitor {
     const ir::Module* m;

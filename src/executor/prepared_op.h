@@ -52,6 +52,10 @@ OpKind KindOf(absl::string_view op_name);
 absl::StatusOr<KernelFn> FindKernel(const LoweredProgram& program, ir::BindingId b, DeviceType type,
                                    absl::string_view backend);
 
+// For `vdev run --backend cuda` before any worker starts: OK when the CUDA backend can run here
+// (built, and a GPU visible), and the CUDA kernels are then in KernelRegistry::Global().
+absl::Status PrepareCudaBackend();
+
 // A located message: `file:line:col: error: message` with the source line and a caret.
 std::string Located(const LoweredProgram& program, SourceLoc loc, absl::string_view message);
 
