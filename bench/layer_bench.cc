@@ -20,6 +20,8 @@
 #include "absl/strings/str_split.h"
 #include "internal/cuda_ops.h"
 #include "layer_bench.h"
+#include "vdev/executor.h"
+#include "vdev/run.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::bench {
@@ -67,6 +69,37 @@ std::vector<LayerVariant> LayerVariants() {
          return MedianMicros(stream, samples, [&] { return layer.Replay(stream); });
        }},
   };
+}
+
+// The layer's program without its last binding's copy to the host (the hand-written layer leaves
+// its result on the GPU too): `%out: T = device_copy(%x, src=…, dst=cpu:0)` becomes `%out: T = %x`.
+std::string LayerOnGpu(int64_t tokens) {
+  std::string text = LayerProgramText(tokens);
+  const size_t copy = text.rfind("device_copy(");
+  if (copy == std::string::npos) return text;
+  const size_t value = copy + std::string("device_copy(").size();
+  const size_t comma = text.find(',', value);
+  const size_t end = text.find(')', comma);
+  return text.substr(0, copy) + text.substr(value, comma - value) + text.substr(end + 1);
+}
+
+// The executor's column: the same layer loaded by the executor (CUDA backend, one worker), its
+// inputs set once, then @main replayed as the CUDA graph the executor captured.
+absl::StatusOr<double> ExecutorLayerMicros(int64_t tokens, int samples) {
+  VDEV_ASSIGN_OR_RETURN(LoweredProgram program, CompileForExecution(LayerOnGpu(tokens), "layer"));
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionBackend> backend, CreateCudaBackend(nullptr, 1));
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Load(program, backend.get()));
+  VDEV_ASSIGN_OR_RETURN(std::vector<HostTensor> inputs, ProgramInputs(program, "random:1", 0));
+  VDEV_RETURN_IF_ERROR(executor->SetInputs(inputs));
+  VDEV_RETURN_IF_ERROR(executor->Enqueue());  // eager: plans are built
+  VDEV_RETURN_IF_ERROR(executor->Enqueue());  // captured, then replayed
+  VDEV_RETURN_IF_ERROR(backend->Synchronize());
+  if (!executor->replaying()) return absl::InternalError("the executor did not capture the layer as a graph");
+  VDEV_ASSIGN_OR_RETURN(KernelContext * context, backend->Context(VirtualDevice::ForDevice(DeviceType::kCUDA, 0)));
+  cudaStream_t stream = static_cast<cudaStream_t>(context->stream);
+  VDEV_ASSIGN_OR_RETURN(double us, MedianMicros(stream, samples, [&] { return executor->Enqueue(); }));
+  VDEV_RETURN_IF_ERROR(backend->Synchronize());
+  return us;
 }
 
 absl::Status Blas(cublasStatus_t s) {
@@ -155,6 +188,8 @@ absl::Status Main(const Options& o) {
         csv.Row(absl::StrCat("layer,", tokens, ",layer,,,,", v.name, ",", us, ","));
       }
     }
+    VDEV_ASSIGN_OR_RETURN(double executor_us, ExecutorLayerMicros(tokens, o.samples));
+    csv.Row(absl::StrCat("layer,", tokens, ",layer,,,,executor_graph,", executor_us, ","));
     VDEV_RETURN_IF_ERROR(AttentionRows(csv, stream, o, tokens));
     const TransformerShape s = LayerShape(tokens);
     const int64_t h = s.hidden, f = s.ffn;

@@ -14,9 +14,10 @@
 //                           as a value points into them; `if` reads its scalar condition on the host.
 // Nothing recurses with the program's size or call depth (an explicit stack of activations).
 //
-// On the CUDA backend all GPU work is enqueued on one stream per GPU. When @main is straight-line
-// and all its work is on GPUs, the second Run captures it as a CUDA graph and every later Run replays
-// the graph (launch overhead dominates small layers).
+// On the CUDA backend all GPU work is enqueued on one stream per GPU, and `cpu` values live in
+// pinned host memory. When @main is straight-line, uses one GPU and runs no op on the CPU (copies
+// to and from host memory are fine), the second Run captures it as a CUDA graph and every later
+// Run replays the graph (launch overhead dominates small layers).
 //
 // Example (one worker; `vdev run` does this on every worker of a session):
 //   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionBackend> host, CreateHostBackend(nullptr));
@@ -173,6 +174,12 @@ class Executor {
                                                       std::vector<OpProfile>* profile);
   // True once Run replays a captured CUDA graph.
   bool replaying() const;
+
+  // For benchmarks, Run in two halves: SetInputs copies the inputs into @main's parameters once;
+  // each Enqueue then runs @main on them (the second captures, later ones replay the graph) without
+  // waiting for the work or copying results back.
+  absl::Status SetInputs(absl::Span<const HostTensor> inputs);
+  absl::Status Enqueue();
 
  private:
   struct Impl;

@@ -75,13 +75,13 @@ class CudaBackend final : public ExecutionBackend {
     auto buffer = std::make_shared<DeviceBuffer>();
     buffer->bytes = bytes;
     if (KernelDevice(d) == DeviceType::kCPU) {
-      constexpr size_t kAlign = 64;
-      const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
-      void* data = std::aligned_alloc(kAlign, rounded);
-      if (data == nullptr) return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes of host memory"));
-      std::memset(data, 0, rounded);
+      // Pinned, so copies to and from it are asynchronous and a graph can hold them.
+      void* data = nullptr;
+      VDEV_RETURN_IF_ERROR(Cuda(cudaHostAlloc(&data, std::max<size_t>(bytes, 1), cudaHostAllocPortable),
+                                absl::StrCat("cudaHostAlloc of ", bytes, " bytes")));
+      std::memset(data, 0, bytes);
       buffer->data = data;
-      buffer->release = [data] { std::free(data); };
+      buffer->release = [data] { cudaFreeHost(data); };
       return buffer;
     }
     VDEV_ASSIGN_OR_RETURN(Gpu * gpu, GpuOf(d));
@@ -110,12 +110,15 @@ class CudaBackend final : public ExecutionBackend {
     if (dst == src || bytes == 0) return absl::OkStatus();
     cudaStream_t stream = MainStream();
     VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync"));
-    if (IsHost(dst) || IsHost(src)) return Cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    // Inside a capture no CPU kernel runs (Executor's rule), so nothing on the host waits for it.
+    if (!capturing_ && (IsHost(dst) || IsHost(src))) return Cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     return absl::OkStatus();
   }
   absl::Status CopyToHost(void* host, const void* src, size_t bytes) override { return Copy(host, src, bytes); }
   absl::Status CopyFromHost(void* dst, const void* host, size_t bytes) override {
     if (IsHost(dst)) {
+      // A replayed graph may still read this pinned buffer (a parameter): wait for it first.
+      VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(MainStream()), "cudaStreamSynchronize"));
       std::memcpy(dst, host, bytes);
       return absl::OkStatus();
     }
@@ -163,9 +166,11 @@ class CudaBackend final : public ExecutionBackend {
   // One GPU only: a graph is one stream's work.
   bool SupportsCapture() const override { return by_device_.size() == 1; }
   absl::Status BeginCapture() override {
+    capturing_ = true;
     return Cuda(cudaStreamBeginCapture(MainStream(), cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
   }
   absl::Status EndCapture() override {
+    capturing_ = false;
     VDEV_RETURN_IF_ERROR(Cuda(cudaStreamEndCapture(MainStream(), &graph_), "cudaStreamEndCapture"));
     return Cuda(cudaGraphInstantiate(&graph_exec_, graph_, 0), "cudaGraphInstantiate");
   }
@@ -251,6 +256,7 @@ class CudaBackend final : public ExecutionBackend {
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t graph_exec_ = nullptr;
   std::vector<cudaEvent_t> events_;
+  bool capturing_ = false;
 };
 
 }  // namespace

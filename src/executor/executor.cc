@@ -105,6 +105,7 @@ struct Executor::Impl {
   absl::StatusOr<std::vector<HostTensor>> CopyOut(const Value& result);
   absl::Status CopyIn(absl::Span<const HostTensor> inputs);
   absl::StatusOr<std::vector<HostTensor>> RunOnce(absl::Span<const HostTensor> inputs);
+  absl::Status Enqueue();
   std::string Where(ir::BindingId b) const {
     return internal::Located(*program, program->module.bindings[b].expr.loc, "");
   }
@@ -234,33 +235,26 @@ absl::Status Executor::Impl::Load() {
   return CheckCapturable();
 }
 
-// @main can be captured as one CUDA graph when it is straight-line and all its work is on GPUs.
+// @main can be captured as one CUDA graph when it is straight-line and every op runs on the GPU
+// (copies to and from host memory included; no CPU kernel would see their bytes in time).
 absl::Status Executor::Impl::CheckCapturable() {
   capturable = false;
   if (!backend->SupportsCapture()) return absl::OkStatus();
   const ir::Module& m = program->module;
   for (ir::BindingId b : m.blocks[m.functions[main].body].bindings) {
     const ir::Expr& e = m.bindings[b].expr;
-    if (e.kind == ir::ExprKind::kIf || e.kind == ir::ExprKind::kCallGlobal || e.kind == ir::ExprKind::kCallValue)
+    if (e.kind == ir::ExprKind::kIf || e.kind == ir::ExprKind::kCallGlobal || e.kind == ir::ExprKind::kCallValue ||
+        e.kind == ir::ExprKind::kConst)
       return absl::OkStatus();
     if (e.kind != ir::ExprKind::kOpCall) continue;
     const PreparedOp& op = ops[op_index[b]];
     if (op.kind == OpKind::kShapeOf) return absl::OkStatus();
+    if (op.kind == OpKind::kKernel && backend->KernelDevice(op.device) != DeviceType::kCUDA) return absl::OkStatus();
     if ((op.kind == OpKind::kAllReduce || op.kind == OpKind::kIpcAllReduce) &&
         (op.type == ir::kNoType || m.types.kind(op.type) != ir::TypeKind::kTensor ||
          !backend->CanCaptureAllReduce(op.reduce, m.types.node(op.type).dtype)))
       return absl::OkStatus();
-    if (op.kind == OpKind::kKernel && backend->KernelDevice(op.device) != DeviceType::kCUDA) return absl::OkStatus();
-    if (op.kind == OpKind::kCopy) {
-      for (const ir::Attr& a : m.Attrs(e)) {
-        if (a.value.kind == ir::OperandKind::kDevice &&
-            backend->KernelDevice(m.Device(a.value.index)) != DeviceType::kCUDA)
-          return absl::OkStatus();
-      }
-    }
   }
-  for (const ir::Param& p : m.Params(m.functions[main]))
-    if (backend->KernelDevice(m.Device(p.device)) != DeviceType::kCUDA) return absl::OkStatus();
   capturable = true;
   return absl::OkStatus();
 }
@@ -577,8 +571,7 @@ absl::StatusOr<std::vector<HostTensor>> Executor::Impl::CopyOut(const Value& res
   return out;
 }
 
-absl::StatusOr<std::vector<HostTensor>> Executor::Impl::RunOnce(absl::Span<const HostTensor> inputs) {
-  VDEV_RETURN_IF_ERROR(CopyIn(inputs));
+absl::Status Executor::Impl::Enqueue() {
   const ir::Module& m = program->module;
   std::vector<Value> args;
   absl::Span<const ir::Param> ps = m.Params(m.functions[main]);
@@ -601,6 +594,12 @@ absl::StatusOr<std::vector<HostTensor>> Executor::Impl::RunOnce(absl::Span<const
     VDEV_RETURN_IF_ERROR(Execute(args).status());
   }
   ++runs;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<HostTensor>> Executor::Impl::RunOnce(absl::Span<const HostTensor> inputs) {
+  VDEV_RETURN_IF_ERROR(CopyIn(inputs));
+  VDEV_RETURN_IF_ERROR(Enqueue());
   return CopyOut(main_result);
 }
 
@@ -622,6 +621,9 @@ bool Executor::replaying() const { return impl_->captured; }
 absl::StatusOr<std::vector<HostTensor>> Executor::Run(absl::Span<const HostTensor> inputs) {
   return impl_->RunOnce(inputs);
 }
+
+absl::Status Executor::SetInputs(absl::Span<const HostTensor> inputs) { return impl_->CopyIn(inputs); }
+absl::Status Executor::Enqueue() { return impl_->Enqueue(); }
 
 absl::StatusOr<std::vector<HostTensor>> Executor::RunProfiled(absl::Span<const HostTensor> inputs,
                                                               std::vector<OpProfile>* profile) {
