@@ -56,6 +56,11 @@ void BM_BarePipe(benchmark::State& state) {
     if (pipe(down) != 0 || pipe(up) != 0) return state.SkipWithError("pipe");
     pid_t pid = fork();
     if (pid == 0) {
+      // The earlier children's pipe ends too: a copy here would keep them from seeing end of file.
+      for (int j = 0; j < i; ++j) {
+        close(to[j]);
+        close(from[j]);
+      }
       close(down[1]);
       close(up[0]);
       char byte;

@@ -20,7 +20,7 @@ namespace internal {
 class ControllerCore : public std::enable_shared_from_this<ControllerCore> {
  public:
   ControllerCore(int n, const ControllerOptions& options, bool threaded)
-      : n_(n), options_(options), threaded_(threaded), pending_frees_(std::max(n, 0)) {}
+      : n_(n), options_(options), threaded_(threaded), pending_frees_(std::max(n, 0)), sent_(std::max(n, 0)), acked_(std::max(n, 0)) {}
   ~ControllerCore() { Shutdown().IgnoreError(); }
 
   absl::Status Start();
@@ -48,13 +48,15 @@ class ControllerCore : public std::enable_shared_from_this<ControllerCore> {
   absl::Status CheckWorker(int worker) const;
   absl::Status CheckRef(const DRef& ref, absl::string_view what) const;
   std::pair<Encoder, uint64_t> Begin(CommandKind kind);
-  absl::Status SendTo(int worker, std::string message);
+  // `tail` is appended to `message` on its way (CopyToWorker0's bytes, sent from the caller's tensor).
+  absl::Status SendTo(int worker, std::string message, absl::string_view tail = {});
   absl::Status SendAll(const std::string& message);
-  // Waits for the replies of `seqs[i]` from worker i (0: none wanted), handing each to `take`.
-  absl::Status Await(const std::vector<uint64_t>& seqs, absl::string_view what,
+  // Waits for each worker i with targets[i] != 0: for the kValue reply to command targets[i], handed
+  // to `take`; or, without `take`, until it has run command targets[i] (its acks say so).
+  absl::Status Await(const std::vector<uint64_t>& targets, absl::string_view what,
                      const std::function<absl::Status(int, Decoder&)>& take);
-  // Handles one message that no wait asked for (an error or an exit), failing the session.
-  void Unexpected(const Incoming& in);
+  // Takes in a message no wait matched: an ack is noted, an error or an exit fails the session.
+  void Note(const Incoming& in);
   absl::Status Fail(absl::Status status);
   void Reap();
   DRef NewRef();
@@ -69,6 +71,8 @@ class ControllerCore : public std::enable_shared_from_this<ControllerCore> {
   int64_t next_reg_ = 0;
   std::vector<int64_t> free_regs_;
   std::vector<std::vector<int64_t>> pending_frees_;  // per worker: freed, not yet sent
+  std::vector<uint64_t> sent_;   // per worker: the seq of the last command sent
+  std::vector<uint64_t> acked_;  // per worker: the seq up to which it has run everything
   std::string ccl_session_id_;
   std::string ccl_dir_;
 };
@@ -185,7 +189,7 @@ absl::Status ControllerCore::Usable() {
   if (shut_down_) return absl::FailedPreconditionError("the session was shut down");
   if (!failure_.ok()) return failure_;
   while (std::optional<Incoming> in = transport_->Receive(absl::InfinitePast())) {
-    Unexpected(*in);
+    Note(*in);
   }
   return failure_;
 }
@@ -211,7 +215,7 @@ std::pair<Encoder, uint64_t> ControllerCore::Begin(CommandKind kind) {
   return {std::move(out), seq};
 }
 
-absl::Status ControllerCore::SendTo(int worker, std::string message) {
+absl::Status ControllerCore::SendTo(int worker, std::string message, absl::string_view tail) {
   std::vector<std::string> messages;
   if (!pending_frees_[worker].empty()) {
     Encoder frees;
@@ -223,13 +227,16 @@ absl::Status ControllerCore::SendTo(int worker, std::string message) {
     messages.push_back(frees.Take());
   }
   messages.push_back(std::move(message));
-  absl::Status status = transport_->Send(worker, std::move(messages), absl::Now() + options_.timeout);
-  if (status.ok()) return status;
+  absl::Status status = transport_->Send(worker, std::move(messages), absl::Now() + options_.timeout, tail);
+  if (status.ok()) {
+    sent_[worker] = next_seq_;  // every command is sent right after Begin numbered it
+    return status;
+  }
   // A dead worker's own account (its exit, or the error it sent before) says more than a failed send.
   while (failure_.ok()) {
     std::optional<Incoming> in = transport_->Receive(absl::Now() + absl::Milliseconds(500));
     if (!in) break;
-    Unexpected(*in);
+    Note(*in);
   }
   if (!failure_.ok()) return failure_;
   return Fail(absl::UnavailableError(absl::StrCat("worker ", worker, ": ", status.message())));
@@ -240,7 +247,7 @@ absl::Status ControllerCore::SendAll(const std::string& message) {
   return absl::OkStatus();
 }
 
-void ControllerCore::Unexpected(const Incoming& in) {
+void ControllerCore::Note(const Incoming& in) {
   if (in.exited) {
     Fail(absl::UnavailableError(in.message)).IgnoreError();
     return;
@@ -250,7 +257,11 @@ void ControllerCore::Unexpected(const Incoming& in) {
   uint64_t seq = 0;
   int64_t code = 0;
   std::string text;
-  if (d.U8(&kind) && static_cast<ReplyKind>(kind) == ReplyKind::kError && d.U64(&seq) && d.I64(&code) && d.Str(&text)) {
+  if (d.U8(&kind) && d.U64(&seq) && static_cast<ReplyKind>(kind) == ReplyKind::kDone) {
+    acked_[in.worker] = std::max(acked_[in.worker], seq);
+    return;
+  }
+  if (static_cast<ReplyKind>(kind) == ReplyKind::kError && d.I64(&code) && d.Str(&text)) {
     Fail(absl::Status(static_cast<absl::StatusCode>(code), text)).IgnoreError();
     return;
   }
@@ -279,39 +290,35 @@ void ControllerCore::Reap() {
   RemoveSessionSegments(ccl_session_id_);
 }
 
-absl::Status ControllerCore::Await(const std::vector<uint64_t>& seqs, absl::string_view what,
+absl::Status ControllerCore::Await(const std::vector<uint64_t>& targets, absl::string_view what,
                                    const std::function<absl::Status(int, Decoder&)>& take) {
-  int waiting = 0;
-  for (uint64_t s : seqs) waiting += s != 0 ? 1 : 0;
-  std::vector<bool> done(n_, false);
+  std::vector<bool> taken(n_, false);
+  auto pending = [&](int i) { return targets[i] != 0 && (take ? !taken[i] : acked_[i] < targets[i]); };
   const absl::Time deadline = absl::Now() + options_.timeout;
-  while (waiting > 0) {
+  while (true) {
+    int late = -1;
+    for (int i = 0; i < n_ && late < 0; ++i) late = pending(i) ? i : -1;
+    if (late < 0) return absl::OkStatus();
     std::optional<Incoming> in = transport_->Receive(deadline);
     if (!in) {
-      for (int i = 0; i < n_; ++i) {
-        if (seqs[i] != 0 && !done[i]) {
-          return Fail(absl::DeadlineExceededError(absl::StrCat("worker ", i, " did not finish ", what, " (command #",
-                                                               seqs[i], ") within ",
-                                                               absl::FormatDuration(options_.timeout))));
-        }
-      }
-      return Fail(absl::InternalError(absl::StrCat(what, ": the wait ended without its replies")));
+      return Fail(absl::DeadlineExceededError(absl::StrCat("worker ", late, " did not finish ", what, " (command #",
+                                                           targets[late], ") within ",
+                                                           absl::FormatDuration(options_.timeout))));
     }
     Decoder d(in->message);
     uint8_t kind = 0;
     uint64_t seq = 0;
-    if (in->exited || !d.U8(&kind) || !d.U64(&seq) || static_cast<ReplyKind>(kind) == ReplyKind::kError ||
-        seqs[in->worker] != seq || done[in->worker]) {
-      Unexpected(*in);
-      return failure_;
+    if (take && !in->exited && d.U8(&kind) && d.U64(&seq) && static_cast<ReplyKind>(kind) == ReplyKind::kValue &&
+        seq == targets[in->worker] && !taken[in->worker]) {
+      taken[in->worker] = true;
+      absl::Status status = take(in->worker, d);
+      if (absl::IsDataLoss(status)) return Fail(status);
+      if (!status.ok()) return status;
+      continue;
     }
-    done[in->worker] = true;
-    --waiting;
-    absl::Status taken = take(in->worker, d);
-    if (!taken.ok() && absl::IsDataLoss(taken)) return Fail(taken);
-    if (!taken.ok()) return taken;
+    Note(*in);
+    if (!failure_.ok()) return failure_;
   }
-  return absl::OkStatus();
 }
 
 DRef ControllerCore::NewRef() {
@@ -364,18 +371,14 @@ absl::StatusOr<DRef> ControllerCore::Call(const RemoteFunc& func, const std::vec
 absl::Status ControllerCore::Sync(int worker) {
   VDEV_RETURN_IF_ERROR(CheckWorker(worker));
   VDEV_RETURN_IF_ERROR(Usable());
-  auto [out, seq] = Begin(CommandKind::kSync);
-  VDEV_RETURN_IF_ERROR(SendTo(worker, out.Take()));
-  std::vector<uint64_t> seqs(n_, 0);
-  seqs[worker] = seq;
-  return Await(seqs, "SyncWorker", [](int, Decoder&) { return absl::OkStatus(); });
+  std::vector<uint64_t> targets(n_, 0);
+  targets[worker] = sent_[worker];
+  return Await(targets, "SyncWorker", nullptr);
 }
 
 absl::Status ControllerCore::SyncAll() {
   VDEV_RETURN_IF_ERROR(Usable());
-  auto [out, seq] = Begin(CommandKind::kSync);
-  VDEV_RETURN_IF_ERROR(SendAll(out.Take()));
-  return Await(std::vector<uint64_t>(n_, seq), "SyncWorker", [](int, Decoder&) { return absl::OkStatus(); });
+  return Await(sent_, "SyncWorker", nullptr);
 }
 
 absl::Status ControllerCore::CopyTo(const HostTensor& host, const DRef& dref) {
@@ -386,8 +389,9 @@ absl::Status ControllerCore::CopyTo(const HostTensor& host, const DRef& dref) {
   }
   auto [out, seq] = Begin(CommandKind::kCopyTo);
   out.U64(static_cast<uint64_t>(dref.reg_id()));
-  out.Tensor(host);
-  return SendTo(0, out.Take());
+  out.TensorHeader(host);
+  return SendTo(0, out.Take(),
+                absl::string_view(reinterpret_cast<const char*>(host.bytes.data()), host.bytes.size()));
 }
 
 absl::Status ControllerCore::CopyFrom(HostTensor* host, const DRef& dref) {
@@ -474,11 +478,9 @@ absl::Status ControllerCore::InitCcl(absl::string_view ccl, const std::vector<in
     out.Str(ccl_session_id_);
     out.I64(absl::ToInt64Milliseconds(options_.timeout));
     VDEV_RETURN_IF_ERROR(SendTo(i, out.Take()));
-    auto [sync, sync_seq] = Begin(CommandKind::kSync);
-    VDEV_RETURN_IF_ERROR(SendTo(i, sync.Take()));
-    seqs[i] = sync_seq;
+    seqs[i] = seq;
   }
-  absl::Status status = Await(seqs, "InitCCL", [](int, Decoder&) { return absl::OkStatus(); });
+  absl::Status status = Await(seqs, "InitCCL", nullptr);
   RemoveDir(ccl_dir_);
   return status;
 }

@@ -48,14 +48,17 @@ int RemainingMs(absl::Time deadline) {
 }
 
 // Sends `messages` as consecutive frames, in one system call when the socket takes them.
-absl::Status SendFrames(int fd, absl::Span<const std::string> messages, absl::Time deadline) {
+// `tail` is appended to the last frame.
+absl::Status SendFrames(int fd, absl::Span<const std::string> messages, absl::Time deadline,
+                        absl::string_view tail = {}) {
   std::vector<uint64_t> lengths(messages.size());
   std::vector<iovec> parts;
   for (size_t i = 0; i < messages.size(); ++i) {
-    lengths[i] = messages[i].size();
+    lengths[i] = messages[i].size() + (i + 1 == messages.size() ? tail.size() : 0);
     parts.push_back({&lengths[i], sizeof(uint64_t)});
     if (!messages[i].empty()) parts.push_back({const_cast<char*>(messages[i].data()), messages[i].size()});
   }
+  if (!tail.empty()) parts.push_back({const_cast<char*>(tail.data()), tail.size()});
   size_t first = 0;  // parts[first..] are still to send (the first one perhaps partly)
   while (first < parts.size()) {
     msghdr msg{};
@@ -88,51 +91,49 @@ absl::Status SendFrame(int fd, std::string message, absl::Time deadline) {
   return SendFrames(fd, absl::MakeConstSpan(&message, 1), deadline);
 }
 
-// Accumulates bytes from a socket and cuts them into frames.
+// Accumulates bytes from a socket and cuts them into frames. The buffer only grows (doubling), so
+// a large frame arriving in many reads costs one allocation, not one per read.
 class FrameReader {
  public:
-  // True when a whole frame is buffered; moves it into `*message`.
-  bool Next(std::string* message) {
-    if (buffer_.size() - start_ < sizeof(uint64_t)) return false;
+  // True when a whole frame is buffered; `*message` then points into the buffer and stays valid
+  // until the next Fill.
+  bool Next(absl::string_view* message) {
+    if (end_ - start_ < sizeof(uint64_t)) return false;
     uint64_t length = 0;
     std::memcpy(&length, buffer_.data() + start_, sizeof length);
-    if (buffer_.size() - start_ - sizeof length < length) return false;
-    message->assign(buffer_.data() + start_ + sizeof length, length);
+    if (end_ - start_ - sizeof length < length) return false;
+    *message = absl::string_view(buffer_.data() + start_ + sizeof length, length);
     start_ += sizeof length + length;
-    if (start_ == buffer_.size()) {
-      buffer_.clear();
-      start_ = 0;
-    }
     return true;
   }
   // Reads what the socket has (at least one byte unless it would block): >0 bytes, 0 at end of
   // file, <0 on error (errno set; EAGAIN when nothing was there).
   ssize_t Fill(int fd, int flags) {
-    if (start_ > 0 && start_ * 2 >= buffer_.size()) {
-      buffer_.erase(0, start_);
+    // Frames already handed out are dropped; a partial one moves to the front.
+    if (start_ > 0) {
+      std::memmove(buffer_.data(), buffer_.data() + start_, end_ - start_);
+      end_ -= start_;
       start_ = 0;
     }
-    // Read a large frame's remainder in one go, small ones in 64 KB chunks.
     size_t want = size_t{1} << 16;
-    if (buffer_.size() - start_ >= sizeof(uint64_t)) {
+    if (end_ >= sizeof(uint64_t)) {  // room for the whole of a large frame
       uint64_t length = 0;
-      std::memcpy(&length, buffer_.data() + start_, sizeof length);
-      size_t have = buffer_.size() - start_ - sizeof length;
-      if (length > have) want = std::max(want, static_cast<size_t>(length - have));
+      std::memcpy(&length, buffer_.data(), sizeof length);
+      want = std::max<size_t>(want, sizeof length + length - end_);
     }
-    const size_t old = buffer_.size();
-    buffer_.resize(old + want);
+    if (buffer_.size() - end_ < want) buffer_.resize(std::max(end_ + want, 2 * buffer_.size()));
     ssize_t n;
     do {
-      n = recv(fd, buffer_.data() + old, want, flags);
+      n = recv(fd, buffer_.data() + end_, buffer_.size() - end_, flags);
     } while (n < 0 && errno == EINTR);
-    buffer_.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
+    if (n > 0) end_ += static_cast<size_t>(n);
     return n;
   }
 
  private:
-  std::string buffer_;
-  size_t start_ = 0;
+  std::vector<char> buffer_;
+  size_t start_ = 0;  // first byte not yet handed out
+  size_t end_ = 0;    // bytes received
 };
 
 std::string DescribeEnd(int status) {
@@ -173,10 +174,11 @@ class ProcessTransport final : public Transport {
   absl::Status Spawn(const std::string& program);
   absl::Status AwaitHellos(const std::string& program, absl::Time deadline);
 
-  absl::Status Send(int worker, std::vector<std::string> messages, absl::Time deadline) override {
+  absl::Status Send(int worker, std::vector<std::string> messages, absl::Time deadline,
+                    absl::string_view tail) override {
     Child& c = children_[worker];
     if (c.gone) return absl::UnavailableError("the worker process has ended");
-    return SendFrames(c.fd, messages, deadline);
+    return SendFrames(c.fd, messages, deadline, tail);
   }
 
   std::optional<Incoming> Receive(absl::Time deadline) override;
@@ -284,10 +286,10 @@ std::optional<Incoming> ProcessTransport::Receive(absl::Time deadline) {
   while (true) {
     for (int k = 0; k < n_; ++k) {
       int i = static_cast<int>((next_poll_ + k) % n_);
-      std::string message;
+      absl::string_view message;
       if (children_[i].reader.Next(&message)) {
         next_poll_ = i + 1;
-        return Incoming{i, false, std::move(message)};
+        return Incoming{i, false, std::string(message)};
       }
     }
     std::vector<pollfd> fds;
@@ -307,8 +309,8 @@ std::optional<Incoming> ProcessTransport::Receive(absl::Time deadline) {
       ssize_t got = children_[i].reader.Fill(children_[i].fd, MSG_DONTWAIT);
       if (got > 0 || (got < 0 && errno == EAGAIN)) continue;
       // Replies it sent before it ended come first.
-      std::string message;
-      if (children_[i].reader.Next(&message)) return Incoming{i, false, std::move(message)};
+      absl::string_view message;
+      if (children_[i].reader.Next(&message)) return Incoming{i, false, std::string(message)};
       return Incoming{i, true, Bury(i)};
     }
   }
@@ -362,11 +364,16 @@ int ServeController(int fd, CommandPage* page, WorkerIdentity identity) {
   hello.U64(0);
   if (!SendFrame(fd, hello.Take(), absl::InfiniteFuture()).ok()) return 1;
   FrameReader reader;
-  std::string message, reply;
+  absl::string_view message;
+  std::string reply;
   while (true) {
     while (reader.Next(&message)) {
       if (!worker.Handle(message, &reply)) return 0;
       if (!reply.empty() && !SendFrame(fd, reply, absl::InfiniteFuture()).ok()) return 1;
+    }
+    // Everything received has run: say so before waiting for more (what SyncWorker waits for).
+    if (std::string ack = worker.TakeAck(); !ack.empty() && !SendFrame(fd, ack, absl::InfiniteFuture()).ok()) {
+      return 1;
     }
     ssize_t got = reader.Fill(fd, 0);
     if (got == 0) return 0;  // the controller is gone

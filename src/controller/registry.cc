@@ -146,7 +146,6 @@ absl::string_view CommandName(CommandKind kind) {
     case CommandKind::kGetFunc: return "GetGlobalFunc";
     case CommandKind::kCall: return "CallPacked";
     case CommandKind::kFree: return "free register";
-    case CommandKind::kSync: return "SyncWorker";
     case CommandKind::kCopyTo: return "CopyToWorker0";
     case CommandKind::kCopyFrom: return "CopyFromWorker0";
     case CommandKind::kDebugGet: return "DebugGetFromRemote";

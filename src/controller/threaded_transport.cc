@@ -39,6 +39,11 @@ void RunCommands(Mailboxes* boxes, WorkerIdentity identity) {
       }
       if (!running) break;
     }
+    // Everything received has run: say so before waiting for more (what SyncWorker waits for).
+    if (std::string ack = worker.TakeAck(); running && !ack.empty()) {
+      absl::MutexLock lock(&boxes->mu);
+      boxes->outbox.push_back(Incoming{identity.worker_id, false, std::move(ack)});
+    }
   }
 }
 
@@ -58,7 +63,9 @@ class ThreadedTransport final : public Transport {
   }
   ~ThreadedTransport() override { Stop(absl::Now()); }
 
-  absl::Status Send(int worker, std::vector<std::string> messages, absl::Time) override {
+  absl::Status Send(int worker, std::vector<std::string> messages, absl::Time,
+                    absl::string_view tail) override {
+    messages.back().append(tail.data(), tail.size());
     absl::MutexLock lock(&boxes_->mu);
     if (boxes_->finished[worker]) return absl::UnavailableError("the worker thread has ended");
     for (std::string& m : messages) boxes_->inboxes[worker].push_back(std::move(m));

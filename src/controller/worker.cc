@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
@@ -102,6 +103,7 @@ bool Worker::Handle(absl::string_view message, std::string* reply) {
   }
   if (page_ != nullptr) page_->finished.store(seq, std::memory_order_release);
   if (status.ok()) {
+    done_ = std::max(done_, seq);
     // Replies carry the seq of the command they answer.
     if (!reply->empty()) std::memcpy(reply->data() + 1, &seq, sizeof seq);
     return true;
@@ -114,6 +116,12 @@ bool Worker::Handle(absl::string_view message, std::string* reply) {
   out.Str(absl::StrCat("worker ", identity_.worker_id, ": command #", seq, " (", what, "): ", status.message()));
   *reply = out.Take();
   return true;
+}
+
+std::string Worker::TakeAck() {
+  if (failed_ || done_ <= acked_) return std::string();
+  acked_ = done_;
+  return Reply(ReplyKind::kDone, done_);
 }
 
 absl::Status Worker::DecodeArgument(Decoder& in, WorkerValue* value) {
@@ -213,9 +221,6 @@ absl::Status Worker::Run(CommandKind kind, Decoder& in, std::string* reply, std:
       }
       return absl::OkStatus();
     }
-    case CommandKind::kSync:
-      *reply = Reply(ReplyKind::kDone, 0);
-      return absl::OkStatus();
     case CommandKind::kCopyTo: {
       if (!in.U64(&reg)) return Malformed(kind);
       WorkerValue& slot = Register(reg);

@@ -21,7 +21,6 @@ enum class CommandKind : uint8_t {
   kGetFunc = 1,  // result_reg, name
   kCall,         // func_reg, result_reg, count, values
   kFree,         // count, regs
-  kSync,         // (replied with kDone)
   kCopyTo,       // reg, tensor (worker 0)
   kCopyFrom,     // reg (worker 0; replied with kValue)
   kDebugGet,     // reg (replied with kValue)
@@ -32,7 +31,7 @@ enum class CommandKind : uint8_t {
 
 enum class ReplyKind : uint8_t {
   kHello = 1,  // a worker process is running
-  kDone,       // a kSync
+  kDone,       // the worker has run every command up to seq (sent whenever it runs out of work)
   kValue,      // value
   kError,      // status code i32, message (names the worker and the command)
 };
@@ -55,10 +54,14 @@ class Encoder {
     for (int64_t d : shape) I64(d);
   }
   void Tensor(const HostTensor& t) {
+    TensorHeader(t);
+    Raw(t.bytes.data(), t.bytes.size());
+  }
+  // A tensor without its bytes, which the sender then appends to the message (a transport's tail).
+  void TensorHeader(const HostTensor& t) {
     U8(static_cast<uint8_t>(t.dtype));
     ShapeOf(t.shape);
     U64(t.bytes.size());
-    Raw(t.bytes.data(), t.bytes.size());
   }
   // A value as ValueTag then its fields, for the kinds both sides send alike.
   void Tagged(std::monostate) { U8(static_cast<uint8_t>(ValueTag::kNone)); }

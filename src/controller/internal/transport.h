@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "internal/worker.h"
 
@@ -25,9 +26,11 @@ struct Incoming {
 class Transport {
  public:
   virtual ~Transport() = default;
-  // Queues `messages` for `worker`, in order. An error means the worker is gone, or did not take
-  // them before `deadline` (its queue was full).
-  virtual absl::Status Send(int worker, std::vector<std::string> messages, absl::Time deadline) = 0;
+  // Queues `messages` for `worker`, in order, with `tail` appended to the last one (large payloads
+  // go out from the caller's memory without a copy into the message). An error means the worker is
+  // gone, or did not take them before `deadline` (its queue was full).
+  virtual absl::Status Send(int worker, std::vector<std::string> messages, absl::Time deadline,
+                            absl::string_view tail = {}) = 0;
   // The next reply or exit from any worker, or nullopt once `deadline` passed (a past deadline polls).
   virtual std::optional<Incoming> Receive(absl::Time deadline) = 0;
   // After kShutdown was sent to every worker: waits until they end or `deadline` passes; then kills

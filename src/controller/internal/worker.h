@@ -44,6 +44,9 @@ class Worker final : public WorkerContext {
   // Runs one command. Sets `*reply` (else leaves it empty) when the controller expects an answer
   // or the command failed; returns false after kShutdown.
   bool Handle(absl::string_view message, std::string* reply);
+  // A kDone reply for the commands run since the last one (empty when there are none, or after a
+  // failure). The back ends send it whenever the worker has run everything it received.
+  std::string TakeAck();
 
   int worker_id() const override { return identity_.worker_id; }
   int num_workers() const override { return identity_.num_workers; }
@@ -67,6 +70,8 @@ class Worker final : public WorkerContext {
   WorkerIdentity identity_;
   CommandPage* page_;
   bool failed_ = false;  // after a failure only kShutdown is obeyed
+  uint64_t done_ = 0;     // the highest seq of a command run
+  uint64_t acked_ = 0;    // the highest seq reported by TakeAck
   std::vector<WorkerValue> registers_;
   std::unique_ptr<CclState> ccl_;
 };
