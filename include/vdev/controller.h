@@ -158,8 +158,9 @@ class ControllerSession {
   // Waits for worker 0's register `dref` (a tensor) and copies it, bit for bit, into `*host`.
   absl::Status CopyFromWorker0(HostTensor* host, const DRef& dref);
 
-  // Reads / writes register `reg_id` of one worker (waits for it). An empty register reads as none;
-  // a worker object cannot leave its worker (Unimplemented). A DRef cannot be written (InvalidArgument).
+  // Reads / writes register `reg_id` of one worker (a read waits for it). An empty register (or one
+  // never allocated) reads as none; a worker object cannot leave its worker (Unimplemented, the
+  // session goes on). Writing a DRef, or a register no DRef ever had, is InvalidArgument.
   absl::StatusOr<Value> DebugGetFromRemote(int64_t reg_id, int worker);
   absl::Status DebugSetRegister(int64_t reg_id, const Value& value, int worker);
 

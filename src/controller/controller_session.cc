@@ -100,6 +100,17 @@ void RemoveDir(const std::string& dir) {
   rmdir(dir.c_str());
 }
 
+// Dims non-negative and a product that fits (what a worker accepts).
+absl::Status CheckShape(const Shape& shape) {
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 56)) {
+      return absl::InvalidArgumentError(absl::StrCat("a shape needs dims >= 0 and fewer than 2^56 elements"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status EncodeValue(const Value& value, Encoder* out) {
   return std::visit(
       [&](const auto& v) -> absl::Status {
@@ -109,7 +120,9 @@ absl::Status EncodeValue(const Value& value, Encoder* out) {
           out->U8(static_cast<uint8_t>(ValueTag::kRegister));
           out->U64(static_cast<uint64_t>(v.reg_id()));
         } else {
+          if constexpr (std::is_same_v<T, Shape>) VDEV_RETURN_IF_ERROR(CheckShape(v));
           if constexpr (std::is_same_v<T, HostTensor>) {
+            VDEV_RETURN_IF_ERROR(CheckShape(v.shape));
             if (v.bytes.size() != static_cast<size_t>(v.NumElements()) * DTypeBytes(v.dtype)) {
               return absl::InvalidArgumentError("a host tensor's bytes do not match its shape and dtype");
             }
@@ -239,7 +252,7 @@ absl::Status ControllerCore::SendTo(int worker, std::string message, absl::strin
     Note(*in);
   }
   if (!failure_.ok()) return failure_;
-  return Fail(absl::UnavailableError(absl::StrCat("worker ", worker, ": ", status.message())));
+  return Fail(absl::Status(status.code(), absl::StrCat("worker ", worker, ": ", status.message())));
 }
 
 absl::Status ControllerCore::SendAll(const std::string& message) {
@@ -384,6 +397,7 @@ absl::Status ControllerCore::SyncAll() {
 absl::Status ControllerCore::CopyTo(const HostTensor& host, const DRef& dref) {
   VDEV_RETURN_IF_ERROR(Usable());
   VDEV_RETURN_IF_ERROR(CheckRef(dref, "CopyToWorker0"));
+  VDEV_RETURN_IF_ERROR(CheckShape(host.shape));
   if (host.bytes.size() != static_cast<size_t>(host.NumElements()) * DTypeBytes(host.dtype)) {
     return absl::InvalidArgumentError("CopyToWorker0: the host tensor's bytes do not match its shape and dtype");
   }
@@ -415,6 +429,7 @@ absl::StatusOr<Value> ControllerCore::DebugGet(int64_t reg, int worker) {
   VDEV_RETURN_IF_ERROR(CheckWorker(worker));
   if (reg < 0) return absl::InvalidArgumentError(absl::StrCat("no register ", reg));
   VDEV_RETURN_IF_ERROR(Usable());
+  if (reg >= next_reg_) return Value();  // never allocated: empty on every worker
   auto [out, seq] = Begin(CommandKind::kDebugGet);
   out.U64(static_cast<uint64_t>(reg));
   VDEV_RETURN_IF_ERROR(SendTo(worker, out.Take()));
@@ -433,6 +448,9 @@ absl::Status ControllerCore::DebugSet(int64_t reg, const Value& value, int worke
   if (reg < 0) return absl::InvalidArgumentError(absl::StrCat("no register ", reg));
   if (std::holds_alternative<DRef>(value.v)) {
     return absl::InvalidArgumentError("DebugSetRegister takes a value, not a DRef");
+  }
+  if (reg >= next_reg_) {
+    return absl::InvalidArgumentError(absl::StrCat("register ", reg, " was never allocated (", next_reg_, " so far)"));
   }
   VDEV_RETURN_IF_ERROR(Usable());
   auto [out, seq] = Begin(CommandKind::kDebugSet);

@@ -235,7 +235,8 @@ absl::Status Worker::Run(CommandKind kind, Decoder& in, std::string* reply, std:
     case CommandKind::kCopyFrom:
     case CommandKind::kDebugGet: {
       if (!in.U64(&reg)) return Malformed(kind);
-      const WorkerValue& value = Register(reg);
+      static const WorkerValue kEmpty;
+      const WorkerValue& value = reg < registers_.size() ? registers_[reg] : kEmpty;
       if (kind == CommandKind::kCopyFrom && !std::holds_alternative<std::shared_ptr<HostTensor>>(value)) {
         return absl::InvalidArgumentError(
             absl::StrCat("register ", reg, " holds ", WorkerValueKind(value), ", not a tensor"));

@@ -65,9 +65,10 @@ TEST_P(FaultTest, ExceptionBecomesAnInternalError) {
 TEST_P(FaultTest, DebugRegistersRoundTripEveryKind) {
   const std::vector<Value> values = {Value(int64_t{-5}), Value(2.5), Value("text"), Value(Shape{2, 0, 3}),
                                      Value(HostTensor::Zeros(ir::DType::kI32, {2})), Value()};
+  DRef slot = *session_->CallPacked(*session_->GetGlobalFunc("vdev.worker.id"));
   for (const Value& value : values) {
-    ASSERT_TRUE(session_->DebugSetRegister(40, value, 1).ok());
-    absl::StatusOr<Value> back = session_->DebugGetFromRemote(40, 1);
+    ASSERT_TRUE(session_->DebugSetRegister(slot.reg_id(), value, 1).ok());
+    absl::StatusOr<Value> back = session_->DebugGetFromRemote(slot.reg_id(), 1);
     ASSERT_TRUE(back.ok()) << back.status();
     ASSERT_EQ(back->v.index(), value.v.index());
     if (const auto* t = std::get_if<HostTensor>(&value.v)) {
@@ -78,9 +79,9 @@ TEST_P(FaultTest, DebugRegistersRoundTripEveryKind) {
       EXPECT_EQ(std::get<std::string>(back->v), *str);
     }
   }
-  absl::StatusOr<Value> untouched = session_->DebugGetFromRemote(40, 0);
+  absl::StatusOr<Value> untouched = session_->DebugGetFromRemote(slot.reg_id(), 0);
   ASSERT_TRUE(untouched.ok());
-  EXPECT_TRUE(std::holds_alternative<std::monostate>(untouched->v));
+  EXPECT_EQ(std::get<int64_t>(untouched->v), 0) << "worker 0 keeps its own value";
   // A worker object stays where it is.
   DRef counter = *session_->CallPacked(*session_->GetGlobalFunc("test.counter.new"));
   EXPECT_TRUE(absl::IsUnimplemented(counter.DebugGetFromRemote(0).status()));
@@ -97,6 +98,14 @@ TEST_P(FaultTest, MisuseIsRefusedWithoutEndingTheSession) {
   EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
   EXPECT_TRUE(absl::IsInvalidArgument(session_->CallPacked(RemoteFunc()).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(session_->DebugSetRegister(0, foreign, 0)));
+  EXPECT_TRUE(absl::IsInvalidArgument(session_->DebugSetRegister(int64_t{1} << 40, 1, 0)));
+  absl::StatusOr<Value> never = session_->DebugGetFromRemote(int64_t{1} << 40, 1);
+  ASSERT_TRUE(never.ok()) << never.status();
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(never->v));
+  EXPECT_TRUE(absl::IsInvalidArgument(session_->CallPacked(*session_->GetGlobalFunc("test.echo"), Shape{2, -1}).status()));
+  HostTensor huge;
+  huge.shape = {int64_t{1} << 40, int64_t{1} << 40};
+  EXPECT_TRUE(absl::IsInvalidArgument(session_->CallPacked(*session_->GetGlobalFunc("test.echo"), huge).status()));
   EXPECT_TRUE(session_->SyncAllWorkers().ok());
 }
 
