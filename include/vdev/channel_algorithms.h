@@ -3,6 +3,8 @@
 //
 //   one_shot        all-reduce: entry barrier, every rank sums all inputs read from the peers in
 //                   rank order (get + reduce), exit barrier (the peers may rewrite their inputs).
+//   one_shot_push   all-reduce: the input into every peer's scratch + signal, wait, sum in rank order
+//                   (the hand-written one-shot's data path; double-buffered scratch, no exit barrier).
 //   two_shot        all-reduce: reduce-scatter (put chunk q to rank q's scratch + signal, sum in rank
 //                   order), then all-gather of the sums (put into every output + signal).
 //   one_shot_ll     all-reduce: LL packets of the input to every peer's scratch, sum on arrival; no

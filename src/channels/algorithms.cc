@@ -30,10 +30,23 @@ Pairs<MemoryChannel> MemoryPairs(Program& p) {
   return AllPairs<MemoryChannel>(p, [&p](int dst, int src) { return p.AddMemoryChannel(dst, src); });
 }
 
-// Rank r signals every peer, then waits for every peer (a barrier of tb 0).
+// Rank r signals every peer with one data sync before the first signal (the thread block's earlier
+// ops are then done), and waits for every peer with one after the last wait; the CUDA executor runs
+// such a run of signals or waits in parallel, one thread each.
+void SignalAll(Pairs<MemoryChannel>& ch, int r) {
+  bool first = true;
+  for (auto& [q, c] : ch[r]) {
+    c.Signal(0, first ? Sync::kBefore : Sync::kNone);
+    first = false;
+  }
+}
+void WaitAll(Pairs<MemoryChannel>& ch, int r) {
+  size_t i = 0;
+  for (auto& [q, c] : ch[r]) c.Wait(0, ++i == ch[r].size() ? Sync::kAfter : Sync::kNone);
+}
 void Barrier(Pairs<MemoryChannel>& ch, int r) {
-  for (auto& [q, c] : ch[r]) c.Signal(0);
-  for (auto& [q, c] : ch[r]) c.Wait(0);
+  SignalAll(ch, r);
+  WaitAll(ch, r);
 }
 
 absl::StatusOr<ProgramSpec> OneShot(int n) {
@@ -49,30 +62,37 @@ absl::StatusOr<ProgramSpec> OneShot(int n) {
   return std::move(p).Build();
 }
 
+absl::StatusOr<ProgramSpec> OneShotPush(int n) {
+  // Rank r's scratch chunk q receives rank q's input; the scratch halves alternate, so no exit
+  // barrier is needed (a rank reaches execution e + 2 only after every peer finished e).
+  Program p("one_shot_push", Collective::kAllReduce, n, 1, /*scratch_chunks=*/n);
+  auto ch = MemoryPairs(p);
+  for (int r = 0; r < n; ++r) {
+    for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r), p.Input(r, 0));
+    Barrier(ch, r);
+    std::vector<ChunkRef> all;
+    for (int q = 0; q < n; ++q) all.push_back(q == r ? p.Input(r, 0) : p.Scratch(r, q));
+    p.Reduce(0, p.Output(r, 0), all);
+  }
+  return std::move(p).Build();
+}
+
 absl::StatusOr<ProgramSpec> TwoShot(int n) {
   // Chunk q of every input is summed by rank q; rank q's scratch segment s holds rank s's chunk q.
   Program p("two_shot", Collective::kAllReduce, n, /*chunks_per_segment=*/n, /*scratch_chunks=*/n * n);
   auto ch = MemoryPairs(p);
   for (int r = 0; r < n; ++r) {
-    for (int q = 0; q < n; ++q) {
-      if (q == r) continue;
-      ch[r].at(q).Put(0, p.Scratch(q, r * n + q), p.Input(r, q));
-      ch[r].at(q).Signal(0);
-    }
-    for (int q = 0; q < n; ++q) {
-      if (q != r) ch[r].at(q).Wait(0);
-    }
+    for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r * n + q), p.Input(r, q));
+    Barrier(ch, r);
     std::vector<ChunkRef> parts;
     for (int q = 0; q < n; ++q) parts.push_back(q == r ? p.Input(r, r) : p.Scratch(r, q * n + r));
     p.Reduce(0, p.Output(r, r), parts);
-    for (int q = 0; q < n; ++q) {
-      if (q == r) continue;
-      ch[r].at(q).Put(0, p.Output(q, r), p.Output(r, r), Sync::kBefore);
-      ch[r].at(q).Signal(0);
+    bool first = true;  // one sync after the sum, before the first put reads it
+    for (auto& [q, c] : ch[r]) {
+      c.Put(0, p.Output(q, r), p.Output(r, r), first ? Sync::kBefore : Sync::kNone);
+      first = false;
     }
-    for (int q = 0; q < n; ++q) {
-      if (q != r) ch[r].at(q).Wait(0);
-    }
+    Barrier(ch, r);
   }
   return std::move(p).Build();
 }
@@ -95,14 +115,8 @@ absl::StatusOr<ProgramSpec> ReduceScatter(int n) {
   Program p("reduce_scatter", Collective::kReduceScatter, n, 1, /*scratch_chunks=*/n);
   auto ch = MemoryPairs(p);
   for (int r = 0; r < n; ++r) {
-    for (int q = 0; q < n; ++q) {
-      if (q == r) continue;
-      ch[r].at(q).Put(0, p.Scratch(q, r), p.Input(r, q));
-      ch[r].at(q).Signal(0);
-    }
-    for (int q = 0; q < n; ++q) {
-      if (q != r) ch[r].at(q).Wait(0);
-    }
+    for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r), p.Input(r, q));
+    Barrier(ch, r);
     std::vector<ChunkRef> all;
     for (int q = 0; q < n; ++q) all.push_back(q == r ? p.Input(r, r) : p.Scratch(r, q));
     p.Reduce(0, p.Output(r, 0), all);
@@ -121,23 +135,15 @@ absl::StatusOr<ProgramSpec> AllGather(int n, bool port) {
   }
   for (int r = 0; r < n; ++r) {
     p.Copy(0, p.Output(r, r), p.Input(r, 0));
-    for (int q = 0; q < n; ++q) {
-      if (q == r) continue;
-      if (port) {
-        ports[r].at(q).PutWithSignal(0, p.Scratch(q, r), p.Input(r, 0));
-      } else {
-        mem[r].at(q).Put(0, p.Scratch(q, r), p.Input(r, 0));
-        mem[r].at(q).Signal(0);
-      }
+    if (port) {
+      for (auto& [q, c] : ports[r]) c.PutWithSignal(0, p.Scratch(q, r), p.Input(r, 0));
+      for (auto& [q, c] : ports[r]) c.Wait(0);
+    } else {
+      for (auto& [q, c] : mem[r]) c.Put(0, p.Scratch(q, r), p.Input(r, 0));
+      Barrier(mem, r);
     }
     for (int q = 0; q < n; ++q) {
-      if (q == r) continue;
-      if (port) {
-        ports[r].at(q).Wait(0);
-      } else {
-        mem[r].at(q).Wait(0);
-      }
-      p.Copy(0, p.Output(r, q), p.Scratch(r, q));
+      if (q != r) p.Copy(0, p.Output(r, q), p.Scratch(r, q));
     }
   }
   return std::move(p).Build();
@@ -148,24 +154,22 @@ absl::StatusOr<ProgramSpec> Broadcast(int n) {
   Program p("broadcast", Collective::kBroadcast, n, 1, /*scratch_chunks=*/1, root);
   auto ch = MemoryPairs(p);
   p.Copy(0, p.Output(root, 0), p.Input(root, 0));
+  for (auto& [q, c] : ch[root]) c.Put(0, p.Scratch(q, 0), p.Input(root, 0));
+  SignalAll(ch, root);
   for (int q = 0; q < n; ++q) {
     if (q == root) continue;
-    ch[root].at(q).Put(0, p.Scratch(q, 0), p.Input(root, 0));
-    ch[root].at(q).Signal(0);
     ch[q].at(root).Wait(0);
     p.Copy(0, p.Output(q, 0), p.Scratch(q, 0));
     ch[q].at(root).Signal(0, Sync::kBefore);  // the acknowledgement: the scratch may be rewritten
   }
-  for (int q = 0; q < n; ++q) {
-    if (q != root) ch[root].at(q).Wait(0);
-  }
+  WaitAll(ch, root);
   return std::move(p).Build();
 }
 
 }  // namespace
 
 std::vector<std::string> ShippedPlanNames() {
-  return {"one_shot", "two_shot", "one_shot_ll", "reduce_scatter", "all_gather", "all_gather_port", "broadcast"};
+  return {"one_shot", "one_shot_push", "two_shot", "one_shot_ll", "reduce_scatter", "all_gather", "all_gather_port", "broadcast"};
 }
 
 absl::StatusOr<ProgramSpec> ShippedPlan(absl::string_view name, int world_size) {
@@ -174,6 +178,7 @@ absl::StatusOr<ProgramSpec> ShippedPlan(absl::string_view name, int world_size) 
   }
   const int n = world_size;
   if (name == "one_shot") return OneShot(n);
+  if (name == "one_shot_push") return OneShotPush(n);
   if (name == "two_shot") return TwoShot(n);
   if (name == "one_shot_ll") return OneShotLL(n);
   if (name == "reduce_scatter") return ReduceScatter(n);

@@ -8,7 +8,9 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -29,7 +31,8 @@ struct Request {
   char* dst = nullptr;
   const char* src = nullptr;
   size_t bytes = 0;
-  uint64_t* semaphore = nullptr;  // raised after the copy when set
+  uint64_t* semaphore = nullptr;  // set to `count` after the copy when given
+  uint64_t count = 0;
 };
 
 }  // namespace
@@ -40,7 +43,8 @@ struct HostPlanExecutor::State {
   size_t max_count = 0;
   int instances = 1;
   internal::RegionLayout layout;
-  std::vector<std::vector<std::pair<int, int>>> waits;  // [tb][op] -> (k-th wait of its semaphore, waits per call)
+  // [tb][op] -> for signals and waits: (k-th of its semaphore in an execution, per execution)
+  std::vector<std::vector<std::pair<int, int>>> counts;
   uint64_t call = 0;
 };
 
@@ -137,9 +141,14 @@ class Run {
     return Base(c.rank, c) + internal::ChunkBegin(count_, plan_.chunks_per_segment, c.index) * s_.elem;
   }
 
+  // Whole lines (a last half-used one padded with zeros), as the CUDA executor writes them.
   void WritePackets(char* lines, uint64_t b, const char* data, size_t bytes) const {
     uint64_t* words = reinterpret_cast<uint64_t*>(lines + 2 * b);
-    for (size_t w = 0; w * 4 < bytes; ++w) {
+    for (size_t w = 0; w * 4 < bytes || (w & 1) != 0; ++w) {
+      if (w * 4 >= bytes) {
+        Word(&words[w]).store(uint64_t{flag_} << 32, std::memory_order_relaxed);
+        continue;
+      }
       uint32_t d = 0;
       std::memcpy(&d, data + 4 * w, std::min<size_t>(4, bytes - 4 * w));
       Word(&words[w]).store(d | (uint64_t{flag_} << 32), std::memory_order_relaxed);
@@ -214,13 +223,17 @@ class Run {
         }
         if (r.size() > 0) std::memmove(At(op.dst) + r.begin, At(op.srcs[0]) + r.begin, r.size());
         return absl::OkStatus();
-      case OpKind::kSignal:
+      case OpKind::kSignal: {
+        // The k-th signal of execution e sets the count to (e - 1) * per_call + k (one thread block
+        // signals each semaphore, in order).
+        const auto [k, per_call] = s_.counts[t][i];
         Word(&region_.barrier_in[ch->dst][tag * kMaxWorkers + me])
-            .fetch_add(1, op.relaxed ? std::memory_order_relaxed : std::memory_order_release);
+            .store((call_ - 1) * per_call + k, op.relaxed ? std::memory_order_relaxed : std::memory_order_release);
         return absl::OkStatus();
+      }
       case OpKind::kWait:
       case OpKind::kPortWait: {
-        const auto [k, per_call] = s_.waits[t][i];
+        const auto [k, per_call] = s_.counts[t][i];
         const uint64_t target = (call_ - 1) * per_call + k;
         uint64_t* word = &region_.barrier_in[me][tag * kMaxWorkers + ch->dst];
         const auto order = op.relaxed ? std::memory_order_relaxed : std::memory_order_acquire;
@@ -269,6 +282,7 @@ class Run {
         }
         if (op.kind == OpKind::kPortSignal || op.with_signal) {
           q.semaphore = &region_.barrier_in[ch->dst][tag * kMaxWorkers + me];
+          q.count = (call_ - 1) * s_.counts[t][i].second + s_.counts[t][i].first;
         }
         issued_[op.channel].fetch_add(1);
         {
@@ -308,7 +322,7 @@ class Run {
         queue_.pop_front();
       }
       if (q.bytes > 0) std::memcpy(q.dst, q.src, q.bytes);
-      if (q.semaphore != nullptr) Word(q.semaphore).fetch_add(1, std::memory_order_release);
+      if (q.semaphore != nullptr) Word(q.semaphore).store(q.count, std::memory_order_release);
       completed_[q.channel].fetch_add(1, std::memory_order_release);
     }
   }
@@ -365,26 +379,28 @@ absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(Sessi
   state->layout = internal::MakeRegionLayout(max_count, state->elem, InputSegments(plan.collective, plan.world_size),
                                              OutputSegments(plan.collective, plan.world_size),
                                              plan.chunks_per_segment, plan.scratch_chunks);
-  // The k-th wait of each semaphore in one execution (one thread block waits on it: validated).
+  // The k-th signal and wait of each semaphore in one execution (one thread block signals it and
+  // one waits on it: validated).
   const int me = session.rank();
-  std::map<std::pair<int, int>, int> per_call;  // (peer, tag) -> waits
-  state->waits.resize(plan.ranks[me].size());
+  std::map<std::tuple<int, int, bool>, int> per_call;  // (peer, tag, signal?) -> count
+  auto key = [&](const Op& op) -> std::optional<std::tuple<int, int, bool>> {
+    const bool port = op.kind == OpKind::kPortSignal || op.kind == OpKind::kPortWait || op.kind == OpKind::kPortPut;
+    const bool signal = op.kind == OpKind::kSignal || op.kind == OpKind::kPortSignal ||
+                        (op.kind == OpKind::kPortPut && op.with_signal);
+    if (!signal && op.kind != OpKind::kWait && op.kind != OpKind::kPortWait) return std::nullopt;
+    const ChannelSpec& ch = port ? plan.port_channels[op.channel] : plan.memory_channels[op.channel];
+    return std::make_tuple(ch.dst, ch.tag, signal);
+  };
+  state->counts.resize(plan.ranks[me].size());
   for (size_t t = 0; t < plan.ranks[me].size(); ++t) {
     for (const Op& op : plan.ranks[me][t].ops) {
-      int k = 0;
-      if (op.kind == OpKind::kWait || op.kind == OpKind::kPortWait) {
-        const ChannelSpec& ch = op.kind == OpKind::kWait ? plan.memory_channels[op.channel] : plan.port_channels[op.channel];
-        k = ++per_call[{ch.dst, ch.tag}];
-      }
-      state->waits[t].push_back({k, 0});
+      const auto k = key(op);
+      state->counts[t].push_back({k ? ++per_call[*k] : 0, 0});
     }
   }
   for (size_t t = 0; t < plan.ranks[me].size(); ++t) {
     for (size_t i = 0; i < plan.ranks[me][t].ops.size(); ++i) {
-      const Op& op = plan.ranks[me][t].ops[i];
-      if (op.kind != OpKind::kWait && op.kind != OpKind::kPortWait) continue;
-      const ChannelSpec& ch = op.kind == OpKind::kWait ? plan.memory_channels[op.channel] : plan.port_channels[op.channel];
-      state->waits[t][i].second = per_call[{ch.dst, ch.tag}];
+      if (const auto k = key(plan.ranks[me][t].ops[i])) state->counts[t][i].second = per_call[*k];
     }
   }
   VDEV_ASSIGN_OR_RETURN(exec->region_, allocator.Allocate(state->layout.total));

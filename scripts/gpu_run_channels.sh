@@ -1,0 +1,33 @@
+#!/bin/bash
+# One device call for the channel plan executor on ONE GPU (kind nvidia-h100-x1 or nvidia-h200):
+# the one-GPU plan test (2..8 ranks sharing GPU 0), the benchmark against the hand-written kernels,
+# and compute-sanitizer memcheck + racecheck of the test at small sizes. Runs from a folder packed by
+# scripts/gpu_pack_channels.sh (bin/, lib/); logs go to $OUT. NVLink multicast stays off.
+export NCCL_NVLS_ENABLE=0 CUDA_VISIBLE_DEVICES=0
+cd "$(dirname "$0")/.."
+export LD_LIBRARY_PATH=$PWD/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH}
+STAGES=${STAGES:-"test bench sanitize bench_again"}
+{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv; } \
+  > "$OUT/channels_env.log" 2>&1
+cat "$OUT/channels_env.log"
+for stage in $STAGES; do
+  echo "=== $stage $(date -u +%T)"
+  case $stage in
+    test)
+      timeout 150 bin/channels_cuda_one_gpu_test 2>&1 | tee "$OUT/channels_test.log" | grep -E "OK \]|FAILED|Failure|rror" ;;
+    bench|bench_again)
+      # bench_again: the same run a second time, for the spread between two runs of one version.
+      timeout 200 bin/channels_one_gpu_bench --csv "$OUT/channels_$stage.csv" 2>&1 | tee "$OUT/channels_$stage.log" \
+        | grep -E "^ratio|rror" ;;
+    sanitize)
+      # memcheck: worlds 2, 3, 5, 8 (back-to-back runs too); racecheck (slower): the exactness test
+      # of worlds 2, 3 and 8 and the timeout path.
+      for tool in memcheck racecheck; do
+        filter=$([ $tool = memcheck ] && echo "*world2:*world3:*world5:*world8:*NeverLaunches*" \
+          || echo "*IsExact/world2:*IsExact/world3:*IsExact/world8:*NeverLaunches*")
+        VDEV_ONE_GPU_MAX_COUNT=4099 timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 \
+          bin/channels_cuda_one_gpu_test --gtest_filter="$filter" 2>&1 | grep -vE "^\[ RUN" | tail -25
+        echo "$tool exit ${PIPESTATUS[0]}"
+      done 2>&1 | tee "$OUT/channels_sanitize.log" ;;
+  esac
+done

@@ -1,0 +1,133 @@
+// DevicePlan: one rank's ops flattened for the CUDA kernel (cuda_executor.cu).
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "internal/cuda_plan.h"
+#include "vdev/channel_program.h"
+
+namespace vdev::channels::internal {
+namespace {
+
+DeviceRef ToDevice(const ChunkRef& c) {
+  DeviceRef d;
+  d.index = c.index;
+  d.count = c.count;
+  d.rank = static_cast<int8_t>(c.rank);
+  d.buffer = c.buffer == BufferKind::kInput ? kDevInput : c.buffer == BufferKind::kOutput ? kDevOutput : kDevScratch;
+  d.packets = c.packets ? 1 : 0;
+  return d;
+}
+
+absl::Status Cuda(cudaError_t e, absl::string_view what) {
+  if (e == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
+}
+
+int8_t ToDevice(OpKind k) {
+  switch (k) {
+    case OpKind::kPut: return kDevPut;
+    case OpKind::kGet: return kDevGet;
+    case OpKind::kCopy: return kDevCopy;
+    case OpKind::kSignal: return kDevSignal;
+    case OpKind::kWait: return kDevWait;
+    case OpKind::kReduce: return kDevReduce;
+    case OpKind::kPutPackets: return kDevPutPackets;
+    case OpKind::kReadPutPackets: return kDevReadPutPackets;
+    default: return -1;  // port channels (refused before)
+  }
+}
+
+}  // namespace
+
+absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
+  std::vector<DeviceOp> ops;
+  std::vector<int> begin = {0};
+  // (peer, tag, signal?) -> signals to / waits for that peer in one execution
+  std::map<std::tuple<int, int, bool>, int> per_call;
+  std::vector<int> counted;  // indices of the signal and wait ops
+  for (size_t t = 0; t < plan.ranks[rank].size(); ++t) {
+    for (size_t i = 0; i < plan.ranks[rank][t].ops.size(); ++i) {
+      const Op& op = plan.ranks[rank][t].ops[i];
+      const std::string where = absl::StrCat("plan ", plan.name, " rank ", rank, " tb ", t, " op ", i, " (",
+                                             OpName(op.kind), ")");
+      if (op.kind == OpKind::kPortPut || op.kind == OpKind::kPortSignal || op.kind == OpKind::kPortWait ||
+          op.kind == OpKind::kPortFlush) {
+        return absl::UnimplementedError(
+            absl::StrCat(where, ": the CUDA executor has no port-channel proxy yet; the host executor runs it"));
+      }
+      if (op.srcs.size() > static_cast<size_t>(kMaxReduceSources)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": ", op.srcs.size(), " sources; the CUDA executor takes ", kMaxReduceSources));
+      }
+      DeviceOp d;
+      d.dst = ToDevice(op.dst);
+      d.nsrcs = static_cast<int8_t>(op.srcs.size());
+      for (size_t j = 0; j < op.srcs.size(); ++j) d.srcs[j] = ToDevice(op.srcs[j]);
+      d.part = static_cast<int16_t>(op.part);
+      d.parts = static_cast<int16_t>(op.parts);
+      d.kind = ToDevice(op.kind);
+      d.sync = static_cast<int8_t>((op.sync == Sync::kBefore || op.sync == Sync::kBoth ? kDevSyncBefore : 0) |
+                                   (op.sync == Sync::kAfter || op.sync == Sync::kBoth ? kDevSyncAfter : 0));
+      d.relaxed = op.relaxed ? 1 : 0;
+      if (op.channel >= 0) {
+        const ChannelSpec& ch = plan.memory_channels[op.channel];
+        d.peer = static_cast<int16_t>(ch.dst);
+        d.tag = static_cast<int16_t>(ch.tag);
+      } else {
+        // A local reduce may still poll packets; name the next rank if it times out.
+        d.peer = static_cast<int16_t>((rank + 1) % plan.world_size);
+      }
+      if (op.kind == OpKind::kWait || op.kind == OpKind::kSignal) {
+        d.k = ++per_call[{d.peer, d.tag, op.kind == OpKind::kSignal}];
+        counted.push_back(static_cast<int>(ops.size()));
+      }
+      ops.push_back(d);
+    }
+    // A run of signals (or of waits) with no data sync inside it runs in parallel, one thread each:
+    // they touch distinct semaphores or raise one with a maximum, so their order does not matter.
+    for (size_t i = begin.back(); i < ops.size();) {
+      size_t j = i + 1;
+      const bool batchable = ops[i].kind == kDevSignal || ops[i].kind == kDevWait;
+      while (batchable && j < ops.size() && ops[j].kind == ops[i].kind && !(ops[j - 1].sync & kDevSyncAfter) &&
+             !(ops[j].sync & kDevSyncBefore) && j - i < 32) {
+        ops[j].batch = 0;
+        ++j;
+      }
+      ops[i].batch = static_cast<int8_t>(j - i);
+      i = j;
+    }
+    begin.push_back(static_cast<int>(ops.size()));
+    if (begin.back() - begin[begin.size() - 2] > kMaxThreadBlockOps) {
+      return absl::InvalidArgumentError(absl::StrCat("plan ", plan.name, " rank ", rank, " tb ", t, " has ",
+                                                     begin.back() - begin[begin.size() - 2],
+                                                     " ops; the CUDA executor takes ", kMaxThreadBlockOps,
+                                                     " per thread block (split it across thread blocks)"));
+    }
+  }
+  for (int index : counted) {
+    DeviceOp& d = ops[index];
+    d.per_call = per_call[{d.peer, d.tag, d.kind == kDevSignal}];
+  }
+  tbs = static_cast<int>(plan.ranks[rank].size());
+  if (!ops.empty()) {
+    if (absl::Status s = Cuda(cudaMalloc(reinterpret_cast<void**>(&this->ops), ops.size() * sizeof(DeviceOp)), "cudaMalloc"); !s.ok()) return s;
+    if (absl::Status s = Cuda(cudaMemcpy(this->ops, ops.data(), ops.size() * sizeof(DeviceOp), cudaMemcpyHostToDevice),
+                              "cudaMemcpy");
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s = Cuda(cudaMalloc(reinterpret_cast<void**>(&tb_begin), begin.size() * sizeof(int)), "cudaMalloc"); !s.ok()) return s;
+  return Cuda(cudaMemcpy(tb_begin, begin.data(), begin.size() * sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy");
+}
+
+void DevicePlan::Free() {
+  if (ops != nullptr) cudaFree(ops);
+  if (tb_begin != nullptr) cudaFree(tb_begin);
+  ops = nullptr;
+  tb_begin = nullptr;
+}
+
+}  // namespace vdev::channels::internal

@@ -1,0 +1,114 @@
+// The CUDA executor of channel plans: a plan flattened for one rank into device memory, the
+// arguments of the generic kernel (cuda_executor.cu) and its launcher. One block per thread block
+// and instance walks its op list; see docs/channels.md.
+#ifndef VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_H_
+#define VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "internal/layout.h"
+#include "vdev/session.h"
+
+namespace vdev::channels {
+struct ProgramSpec;  // vdev/channel_program.h (C++20, which this header's CUDA users are not)
+}  // namespace vdev::channels
+
+namespace vdev::channels::internal {
+
+// The device's own op kinds, buffers and syncs (DevicePlan::Upload maps the language's onto them).
+enum DeviceOpKind : int8_t { kDevPut, kDevGet, kDevCopy, kDevSignal, kDevWait, kDevReduce, kDevPutPackets,
+                             kDevReadPutPackets };
+enum DeviceBuffer : int8_t { kDevInput, kDevOutput, kDevScratch };
+enum DeviceSync : int8_t { kDevSyncBefore = 1, kDevSyncAfter = 2 };
+// Semaphore words per rank: kMaxChannelTags x kMaxWorkers.
+inline constexpr int kDeviceTags = 256;
+
+// Sources of one reduce on the GPU (the shipped plans need at most the world size, 8).
+inline constexpr int kMaxReduceSources = 8;
+// Ops of one thread block: their addresses are located once per execution into shared memory.
+inline constexpr int kMaxThreadBlockOps = 64;
+// Blocks of one launch: one epoch counter each.
+inline constexpr int kMaxPlanBlocks = 256;
+
+struct DeviceRef {
+  int32_t index = 0;
+  int32_t count = 0;
+  int8_t rank = 0;
+  int8_t buffer = 0;   // DeviceBuffer
+  int8_t packets = 0;
+  int8_t pad = 0;
+};
+
+struct DeviceOp {
+  DeviceRef dst;
+  DeviceRef srcs[kMaxReduceSources];
+  int16_t part = 0;
+  int16_t parts = 1;
+  int8_t kind = 0;     // DeviceOpKind
+  int8_t sync = 0;     // DeviceSync bits
+  int8_t relaxed = 0;
+  int8_t nsrcs = 0;
+  int8_t batch = 1;    // signals/waits: this and the next batch-1 run in parallel; 0: run by an earlier op
+  int16_t peer = -1;   // the channel's other rank
+  int16_t tag = 0;
+  uint32_t k = 0;         // signals and waits: the k-th of its semaphore in an execution
+  uint32_t per_call = 0;  // and the semaphore's signals (= waits) per execution
+};
+
+// Written (first failure only) into host-mapped memory when a wait times out.
+struct ChannelError {
+  int code = 0;  // 0: none; 1: a wait or packet poll timed out
+  int rank = 0;
+  int tb = 0;
+  int op = 0;
+  int peer = 0;
+};
+
+// One rank's plan in device memory (DevicePlan::Upload; Free releases it).
+struct DevicePlan {
+  DeviceOp* ops = nullptr;
+  int* tb_begin = nullptr;  // ops of thread block t: [tb_begin[t], tb_begin[t + 1])
+  int tbs = 0;
+  absl::Status Upload(const ProgramSpec& plan, int rank);
+  void Free();
+};
+
+struct PlanLaunchArgs {
+  const DeviceOp* ops = nullptr;
+  const int* tb_begin = nullptr;
+  int tbs = 0;
+  int instances = 1;
+  char* regions[kMaxWorkers] = {};       // each rank's region (input, output, scratch halves), mapped here
+  uint64_t* semaphores[kMaxWorkers] = {};  // each rank's kMaxChannelTags x kMaxWorkers semaphore words
+  uint64_t* counters = nullptr;          // this rank's epoch counter per block (kMaxPlanBlocks)
+  RegionLayout layout;
+  uint64_t count = 0;
+  int chunks_per_segment = 1;
+  int elem = 4;
+  int rank = 0;
+  unsigned long long timeout_ns = 8'000'000'000ull;
+  ChannelError* error = nullptr;         // host-mapped
+};
+
+// Blocks and threads of one launch: 128 to 512 threads, enough for one 16-byte unit of a segment's
+// share per thread (smaller blocks finish sooner and more of them fit beside the peers').
+inline int PlanBlocks(const PlanLaunchArgs& a) { return a.tbs * a.instances; }
+inline constexpr int kPlanThreads = 512;
+inline int PlanThreads(const PlanLaunchArgs& a) {
+  const uint64_t units = (a.count * static_cast<uint64_t>(a.elem) / static_cast<uint64_t>(a.instances) + 15) / 16;
+  const uint64_t t = (units + 31) / 32 * 32;
+  return t < 128 ? 128 : t > kPlanThreads ? kPlanThreads : static_cast<int>(t);
+}
+
+// Enqueues one execution (f32 reductions). `programmatic`: programmatic dependent launch, as the
+// hand-written kernels use it.
+cudaError_t LaunchPlan(const PlanLaunchArgs& args, cudaStream_t stream, bool programmatic);
+// The kernel, for occupancy queries.
+const void* PlanKernel();
+
+}  // namespace vdev::channels::internal
+
+#endif  // VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_H_

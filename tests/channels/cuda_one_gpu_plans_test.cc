@@ -1,0 +1,156 @@
+// The CUDA plan executor with 2..8 ranks sharing one GPU (PlanWorld): every shipped plan exact at
+// odd and large sizes, with 1 and several instances, under programmatic launch; many executions
+// enqueued back to back; a rank that never launches reported by rank, thread block and op. What
+// it cannot check: NVLink's ordering (same-GPU traffic goes through one L2) and speed (the
+// benchmark bench/channels_one_gpu_bench compares with the hand-written kernels).
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "channels/plan_world.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/allreduce_test_util.h"
+#include "vdev/channel_algorithms.h"
+#include "vdev/status_macros.h"
+
+namespace vdev::channels {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Cuda;
+using testing::PlanWorld;
+using vdev::testing::Input;
+
+int DeviceCount() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+#define REQUIRE_A_GPU() \
+  if (DeviceCount() == 0) GTEST_SKIP() << "needs a GPU"
+
+float Expected(const ProgramSpec& plan, int rank, size_t i, size_t count, uint64_t salt) {
+  const int n = plan.world_size;
+  float sum = 0;
+  switch (plan.collective) {
+    case Collective::kAllReduce:
+      for (int r = 0; r < n; ++r) sum += Input<float>(r, i, salt);
+      return sum;
+    case Collective::kReduceScatter:
+      for (int r = 0; r < n; ++r) sum += Input<float>(r, rank * count + i, salt);
+      return sum;
+    case Collective::kAllGather: return Input<float>(static_cast<int>(i / count), i % count, salt);
+    case Collective::kBroadcast: return Input<float>(plan.root, i, salt);
+  }
+  return sum;
+}
+
+absl::Status FillInputs(PlanWorld& w, size_t count, uint64_t salt) {
+  const ProgramSpec& plan = w.plan();
+  const size_t in_n = count * InputSegments(plan.collective, plan.world_size);
+  for (int r = 0; r < w.world(); ++r) {
+    std::vector<float> in(in_n);
+    for (size_t i = 0; i < in_n; ++i) in[i] = Input<float>(r, i, salt);
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(w.Input(r), in.data(), in_n * sizeof(float), cudaMemcpyHostToDevice)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOutputs(PlanWorld& w, size_t count, uint64_t salt, absl::string_view what) {
+  const ProgramSpec& plan = w.plan();
+  const size_t out_n = count * OutputSegments(plan.collective, plan.world_size);
+  for (int r = 0; r < w.world(); ++r) {
+    std::vector<float> out(out_n);
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(out.data(), w.Output(r), out_n * sizeof(float), cudaMemcpyDeviceToHost)));
+    for (size_t i = 0; i < out_n; ++i) {
+      const float want = Expected(plan, r, i, count, salt);
+      if (out[i] != want) {
+        return absl::InternalError(absl::StrCat(what, " rank ", r, " element ", i, ": got ", out[i], " want ", want));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One execution on every rank, checked.
+absl::Status RunOnce(PlanWorld& w, size_t count, int instances, uint64_t salt) {
+  const std::string what =
+      absl::StrCat(w.plan().name, " world ", w.world(), " count ", count, " instances ", instances);
+  VDEV_RETURN_IF_ERROR(FillInputs(w, count, salt));
+  for (int r = 0; r < w.world(); ++r) VDEV_RETURN_IF_ERROR(w.Enqueue(r, count, instances, true));
+  absl::Status s = w.Synchronize();
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+  return CheckOutputs(w, count, salt, what);
+}
+
+class CudaPlansOneGpuTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(CudaPlansOneGpuTest, EveryShippedPlanIsExact) {
+  REQUIRE_A_GPU();
+  const int world = GetParam();
+  // 1 MB and a ragged tail; VDEV_ONE_GPU_MAX_COUNT lowers it (the sanitizer runs).
+  const char* cap = std::getenv("VDEV_ONE_GPU_MAX_COUNT");
+  const size_t max_count = cap != nullptr ? std::strtoull(cap, nullptr, 10) : 262147;
+  uint64_t salt = 0;
+  for (const std::string& name : ShippedPlanNames()) {
+    absl::StatusOr<ProgramSpec> plan = ShippedPlan(name, world);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    absl::StatusOr<std::unique_ptr<PlanWorld>> w = PlanWorld::Create(*plan, max_count);
+    if (name == "all_gather_port") {  // port channels run on the host executor only
+      ASSERT_FALSE(w.ok());
+      EXPECT_THAT(std::string(w.status().message()), HasSubstr("no port-channel proxy"));
+      continue;
+    }
+    ASSERT_TRUE(w.ok()) << w.status();
+    for (int instances : {1, 4}) {
+      absl::StatusOr<bool> fits = (*w)->Fits(instances, true, max_count);
+      ASSERT_TRUE(fits.ok()) << fits.status();
+      ASSERT_TRUE(*fits) << name << " world " << world << " instances " << instances;
+      for (size_t count : {size_t{1}, size_t{3}, static_cast<size_t>(world + 1), size_t{1001}, size_t{4096},
+                           max_count}) {
+        absl::Status s = RunOnce(**w, count, instances, ++salt);
+        ASSERT_TRUE(s.ok()) << s;
+      }
+    }
+  }
+}
+
+TEST_P(CudaPlansOneGpuTest, BackToBackExecutionsOfMixedSizes) {
+  REQUIRE_A_GPU();
+  const int world = GetParam();
+  for (const char* name : {"two_shot", "one_shot_ll", "one_shot"}) {
+    absl::StatusOr<std::unique_ptr<PlanWorld>> w = PlanWorld::Create(*ShippedPlan(name, world), 70000);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE(FillInputs(**w, 70000, 7).ok());
+    // 300 executions of varying sizes enqueued on every rank before anything is checked; each
+    // rank's last one is the full size, whose sums are then checked.
+    for (int call = 0; call < 300; ++call) {
+      const size_t count = call == 299 ? 70000 : 1 + (call * 7919) % 70000;
+      for (int r = 0; r < world; ++r) ASSERT_TRUE((*w)->Enqueue(r, count, 1 + call % 3, true).ok());
+    }
+    absl::Status s = (*w)->Synchronize();
+    ASSERT_TRUE(s.ok()) << s;
+    s = CheckOutputs(**w, 70000, 7, name);
+    EXPECT_TRUE(s.ok()) << s;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, CudaPlansOneGpuTest, ::testing::Range(2, 9),
+                         [](const ::testing::TestParamInfo<int>& info) { return absl::StrCat("world", info.param); });
+
+TEST(CudaPlansOneGpuTest, RankThatNeverLaunchesIsReportedByRankThreadBlockAndOp) {
+  REQUIRE_A_GPU();
+  absl::StatusOr<std::unique_ptr<PlanWorld>> w =
+      PlanWorld::Create(*ShippedPlan("one_shot", 2), 16, absl::Milliseconds(200));
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_TRUE((*w)->Enqueue(0, 16, 1, false).ok());
+  absl::Status s = (*w)->Synchronize();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("rank 0 tb 0 op 1 waiting for rank 1"));
+}
+
+}  // namespace
+}  // namespace vdev::channels

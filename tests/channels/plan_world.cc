@@ -1,0 +1,110 @@
+// PlanWorld: N ranks of a channel plan on one GPU (see plan_world.h).
+#include "channels/plan_world.h"
+
+#include "absl/strings/str_cat.h"
+#include "vdev/status_macros.h"
+
+namespace vdev::channels::testing {
+
+absl::Status Cuda(cudaError_t e) {
+  if (e == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("CUDA: ", cudaGetErrorString(e)));
+}
+
+absl::StatusOr<std::unique_ptr<PlanWorld>> PlanWorld::Create(const ProgramSpec& plan, size_t max_count,
+                                                             absl::Duration timeout) {
+  std::unique_ptr<PlanWorld> w(new PlanWorld());
+  w->plan_ = plan;
+  w->timeout_ = timeout;
+  w->layout_ = internal::MakeRegionLayout(max_count, 4, InputSegments(plan.collective, plan.world_size),
+                                          OutputSegments(plan.collective, plan.world_size), plan.chunks_per_segment,
+                                          plan.scratch_chunks);
+  int device = 0;
+  VDEV_RETURN_IF_ERROR(Cuda(cudaGetDevice(&device)));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceGetAttribute(&w->sms_, cudaDevAttrMultiProcessorCount, device)));
+  w->ranks_.resize(plan.world_size);
+  for (int r = 0; r < plan.world_size; ++r) {
+    Rank& k = w->ranks_[r];
+    const size_t semaphore_bytes = sizeof(uint64_t) * internal::kDeviceTags * kMaxWorkers;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&k.region), w->layout_.total)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&k.semaphores), semaphore_bytes)));
+    VDEV_RETURN_IF_ERROR(
+        Cuda(cudaMalloc(reinterpret_cast<void**>(&k.counters), sizeof(uint64_t) * internal::kMaxPlanBlocks)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(k.region, 0, w->layout_.total)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(k.semaphores, 0, semaphore_bytes)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(k.counters, 0, sizeof(uint64_t) * internal::kMaxPlanBlocks)));
+    VDEV_RETURN_IF_ERROR(k.device.Upload(plan, r));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking)));
+  }
+  VDEV_RETURN_IF_ERROR(Cuda(cudaHostAlloc(reinterpret_cast<void**>(&w->error_), sizeof(internal::ChannelError),
+                                          cudaHostAllocMapped)));
+  *w->error_ = internal::ChannelError();
+  void* error_device = nullptr;
+  VDEV_RETURN_IF_ERROR(Cuda(cudaHostGetDevicePointer(&error_device, w->error_, 0)));
+  w->error_device_ = static_cast<internal::ChannelError*>(error_device);
+  VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
+  return w;
+}
+
+PlanWorld::~PlanWorld() {
+  cudaDeviceSynchronize();
+  for (Rank& k : ranks_) {
+    if (k.stream != nullptr) cudaStreamDestroy(k.stream);
+    cudaFree(k.region);
+    cudaFree(k.semaphores);
+    cudaFree(k.counters);
+    k.device.Free();
+  }
+  if (error_ != nullptr) cudaFreeHost(error_);
+}
+
+absl::StatusOr<bool> PlanWorld::Fits(int instances, bool programmatic, size_t count) const {
+  int per_sm = 0;
+  const int threads = internal::PlanThreads(Args(0, count, instances));
+  VDEV_RETURN_IF_ERROR(
+      Cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, internal::PlanKernel(), threads, 0)));
+  int64_t blocks = 0;
+  for (const auto& tbs : plan_.ranks) {
+    if (static_cast<int64_t>(tbs.size()) * instances > internal::kMaxPlanBlocks) return false;
+    blocks += static_cast<int64_t>(tbs.size()) * instances;
+  }
+  return blocks * (programmatic ? 2 : 1) <= int64_t{per_sm} * sms_;
+}
+
+internal::PlanLaunchArgs PlanWorld::Args(int rank, size_t count, int instances) const {
+  internal::PlanLaunchArgs a;
+  const Rank& k = ranks_[rank];
+  a.ops = k.device.ops;
+  a.tb_begin = k.device.tb_begin;
+  a.tbs = k.device.tbs;
+  a.instances = instances;
+  for (int j = 0; j < world(); ++j) {
+    a.regions[j] = ranks_[j].region;
+    a.semaphores[j] = ranks_[j].semaphores;
+  }
+  a.counters = k.counters;
+  a.layout = layout_;
+  a.count = count;
+  a.chunks_per_segment = plan_.chunks_per_segment;
+  a.elem = 4;
+  a.rank = rank;
+  a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(timeout_));
+  a.error = error_device_;
+  return a;
+}
+
+absl::Status PlanWorld::Enqueue(int rank, size_t count, int instances, bool programmatic) {
+  if (ranks_[rank].device.tbs * instances > internal::kMaxPlanBlocks) return absl::InvalidArgumentError("too many blocks");
+  return Cuda(internal::LaunchPlan(Args(rank, count, instances), ranks_[rank].stream, programmatic));
+}
+
+absl::Status PlanWorld::Synchronize() {
+  for (const Rank& k : ranks_) VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(k.stream)));
+  volatile internal::ChannelError* e = error_;
+  if (e->code == 0) return absl::OkStatus();
+  const std::string what = absl::StrCat("a wait timed out: rank ", e->rank, " tb ", e->tb, " op ", e->op, " waiting for rank ", e->peer);
+  e->code = 0;
+  return absl::DeadlineExceededError(what);
+}
+
+}  // namespace vdev::channels::testing

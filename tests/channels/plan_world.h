@@ -1,0 +1,63 @@
+// N ranks of a channel plan on one GPU, in one process (as tests/runtime/cuda_one_gpu_world_test.cc
+// does for the hand-written kernels): each rank's region, semaphores and epoch counters are separate
+// allocations, each rank launches the plan kernel on its own stream, and the kernels meet through
+// the same semaphores and packet lines as across GPUs. Shared by the one-GPU test and benchmark.
+#ifndef VDEV_TESTS_CHANNELS_PLAN_WORLD_H_
+#define VDEV_TESTS_CHANNELS_PLAN_WORLD_H_
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "internal/cuda_plan.h"
+#include "vdev/channel_program.h"
+
+namespace vdev::channels::testing {
+
+absl::Status Cuda(cudaError_t e);
+
+class PlanWorld {
+ public:
+  static absl::StatusOr<std::unique_ptr<PlanWorld>> Create(const ProgramSpec& plan, size_t max_count,
+                                                           absl::Duration timeout = absl::Seconds(10));
+  ~PlanWorld();
+
+  int world() const { return static_cast<int>(ranks_.size()); }
+  // Whether every rank's grid (twice, under programmatic launch) can be resident at once, as the
+  // plan's waits need.
+  absl::StatusOr<bool> Fits(int instances, bool programmatic, size_t count) const;
+  // Enqueues rank `rank`'s execution for `count` elements per segment (f32).
+  internal::PlanLaunchArgs Args(int rank, size_t count, int instances) const;
+  absl::Status Enqueue(int rank, size_t count, int instances, bool programmatic);
+  float* Input(int rank) const { return reinterpret_cast<float*>(ranks_[rank].region + layout_.input); }
+  float* Output(int rank) const { return reinterpret_cast<float*>(ranks_[rank].region + layout_.output); }
+  cudaStream_t stream(int rank) const { return ranks_[rank].stream; }
+  // Waits for every stream; a timed-out wait becomes DeadlineExceeded naming rank tb and op.
+  absl::Status Synchronize();
+  const ProgramSpec& plan() const { return plan_; }
+
+ private:
+  struct Rank {
+    char* region = nullptr;
+    uint64_t* semaphores = nullptr;
+    uint64_t* counters = nullptr;
+    internal::DevicePlan device;
+    cudaStream_t stream = nullptr;
+  };
+  PlanWorld() = default;
+
+  ProgramSpec plan_;
+  internal::RegionLayout layout_;
+  std::vector<Rank> ranks_;
+  absl::Duration timeout_;
+  int sms_ = 0;
+  internal::ChannelError* error_ = nullptr;  // host-mapped
+  internal::ChannelError* error_device_ = nullptr;
+};
+
+}  // namespace vdev::channels::testing
+
+#endif  // VDEV_TESTS_CHANNELS_PLAN_WORLD_H_
