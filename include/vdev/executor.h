@@ -180,6 +180,8 @@ class Executor {
   // waiting for the work or copying results back.
   absl::Status SetInputs(absl::Span<const HostTensor> inputs);
   absl::Status Enqueue();
+  // Waits for the work enqueued and copies the last run's outputs to the host.
+  absl::StatusOr<std::vector<HostTensor>> Outputs();
 
  private:
   struct Impl;

@@ -430,7 +430,10 @@ absl::Status Executor::Impl::Step(std::vector<Activation>& stack) {
   switch (e.kind) {
     case ir::ExprKind::kOpCall: {
       const int index = op_index[b];
-      const bool timed = profile != nullptr;
+      // Allocation and views enqueue no work: only ops that do are timed.
+      const OpKind kind = ops[index].kind;
+      const bool timed = profile != nullptr && kind != OpKind::kAllocStorage && kind != OpKind::kAllocTensor &&
+                         kind != OpKind::kView && kind != OpKind::kAlias;
       const int from = timed ? backend->Mark() : 0;
       VDEV_RETURN_IF_ERROR(RunOp(act, b, &result));
       if (timed) {
@@ -624,6 +627,7 @@ absl::StatusOr<std::vector<HostTensor>> Executor::Run(absl::Span<const HostTenso
 
 absl::Status Executor::SetInputs(absl::Span<const HostTensor> inputs) { return impl_->CopyIn(inputs); }
 absl::Status Executor::Enqueue() { return impl_->Enqueue(); }
+absl::StatusOr<std::vector<HostTensor>> Executor::Outputs() { return impl_->CopyOut(impl_->main_result); }
 
 absl::StatusOr<std::vector<HostTensor>> Executor::RunProfiled(absl::Span<const HostTensor> inputs,
                                                               std::vector<OpProfile>* profile) {
