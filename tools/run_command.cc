@@ -2,15 +2,16 @@
 //  [--check] [--repeat K] [--profile]`: plans, lowers and runs @main on N workers (vdev/run.h).
 //
 // The command is its own controller: it compiles FILE (located errors, exit 2), checks the inputs
-// and that every op has a kernel where it was planned, then starts N copies of itself as the
-// workers of one session (the hidden --worker-dir tells them apart). Each worker writes its outputs
-// as .npy files; the controller prints their summaries and, with --check, compares them with the
-// CPU reference. A failing or killed worker fails the run (exit 1) within a few seconds.
+// and that every op has a kernel where it was planned, then starts N workers in a process
+// ControllerSession (vdev/controller.h: copies of this program, which main() turns into workers
+// with MaybeRunWorker), sets up their collectives (InitCCL("host"): the rendezvous and shared
+// memory) and calls the worker function "vdev.run.worker" on all of them. Each worker writes its
+// outputs as .npy files; the controller prints their summaries and, with --check, compares them
+// with the CPU reference. A failing or killed worker fails the run (exit 1), named by the session.
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <climits>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -22,9 +23,11 @@
 #include "absl/strings/str_cat.h"
 #include "commands.h"
 #include "vdev/executor.h"
-#include "vdev/launch.h"
+#include "vdev/controller.h"
 #include "vdev/npy.h"
 #include "vdev/run.h"
+#include "vdev/status_macros.h"
+#include "vdev/worker_function.h"
 
 namespace vdev::cli {
 namespace {
@@ -33,27 +36,39 @@ struct RunArgs {
   RunOptions options;
   std::string outputs;
   bool check = false;
-  std::string worker_dir;  // hidden: set on the workers the controller starts
 };
 
-int RunAsWorker(const RunArgs& args) {
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::FromEnvironment();
-  if (!session.ok()) {
-    std::cerr << "vdev run: worker: " << session.status().message() << "\n";
-    return kExitNegative;
-  }
-  absl::Status s = RunWorker(args.options, session->get(), args.worker_dir);
-  if (!s.ok()) {
-    std::cerr << "vdev run: worker " << (*session)->rank() << ": " << s.message() << "\n";
-    return kExitNegative;
-  }
-  return kExitOk;
-}
+// On each worker: RunWorker with the options the controller sends, over the session InitCCL made.
+VDEV_REGISTER_WORKER_FUNCTION(
+    "vdev.run.worker", [](WorkerContext& context, const WorkerArgs& args) -> absl::StatusOr<WorkerValue> {
+      VDEV_RETURN_IF_ERROR(args.ExpectCount(6));
+      RunOptions options;
+      VDEV_ASSIGN_OR_RETURN(options.file, args.String(0));
+      VDEV_ASSIGN_OR_RETURN(options.backend, args.String(1));
+      VDEV_ASSIGN_OR_RETURN(options.inputs, args.String(2));
+      VDEV_ASSIGN_OR_RETURN(int64_t repeat, args.Int(3));
+      VDEV_ASSIGN_OR_RETURN(int64_t profile, args.Int(4));
+      VDEV_ASSIGN_OR_RETURN(std::string output_dir, args.String(5));
+      options.repeat = static_cast<int>(repeat);
+      options.profile = profile != 0;
+      options.workers = context.num_workers();
+      if (context.session() == nullptr) return absl::FailedPreconditionError("the workers' collectives are not set up");
+      VDEV_RETURN_IF_ERROR(RunWorker(options, context.session(), output_dir));
+      return WorkerValue();
+    });
 
-std::string SelfPath() {
-  char path[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  return n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string("/proc/self/exe");
+// Starts the workers and runs the program on them; the session names a worker that fails or dies.
+absl::Status RunOnWorkers(const RunOptions& o, const std::string& output_dir) {
+  ControllerOptions options;
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<ControllerSession> session, ControllerSession::Process(o.workers, options));
+  VDEV_RETURN_IF_ERROR(session->InitCCL("host", {}));
+  VDEV_ASSIGN_OR_RETURN(RemoteFunc run, session->GetGlobalFunc("vdev.run.worker"));
+  VDEV_RETURN_IF_ERROR(session
+                           ->CallPacked(run, o.file, o.backend, o.inputs, int64_t{o.repeat}, int64_t{o.profile ? 1 : 0},
+                                        output_dir)
+                           .status());
+  VDEV_RETURN_IF_ERROR(session->SyncAllWorkers());
+  return session->Shutdown();
 }
 
 // A temporary directory for the workers' outputs, removed when the run ends.
@@ -118,20 +133,9 @@ int RunAsController(const RunArgs& args) {
     std::cerr << "vdev run: " << dir.status().message() << "\n";
     return kExitUsage;
   }
-  LaunchOptions launch;
-  launch.num_workers = o.workers;
-  launch.grace = absl::Seconds(2);
-  launch.argv = {SelfPath(), "run", o.file, "--backend", o.backend, "--inputs", o.inputs,
-                 "--repeat", std::to_string(o.repeat), "--worker-dir", dir->path()};
-  if (o.profile) launch.argv.push_back("--profile");
   std::cout.flush();
-  absl::StatusOr<int> status = Launch(launch);
-  if (!status.ok()) {
-    std::cerr << "vdev run: " << status.status().message() << "\n";
-    return kExitUsage;
-  }
-  if (*status != 0) {
-    std::cerr << "vdev run: failed: a worker exited with status " << *status << " (its message is above)\n";
+  if (absl::Status s = RunOnWorkers(o, dir->path()); !s.ok()) {
+    std::cerr << "vdev run: failed: " << s.message() << "\n";
     return kExitNegative;
   }
   std::vector<std::vector<HostTensor>> outputs(o.workers);
@@ -178,10 +182,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_flag("--check", args->check, "recompute on the CPU (all workers as threads) and compare");
   run->add_option("--repeat", args->options.repeat, "run K times (CUDA: graph replay from the 3rd)")->check(CLI::PositiveNumber);
   run->add_flag("--profile", args->options.profile, "print per-op time and the share of copies and all-reduces");
-  run->add_option("--worker-dir", args->worker_dir)->group("");  // hidden: the controller's workers
-  run->callback([args, exit_code] {
-    *exit_code = args->worker_dir.empty() ? RunAsController(*args) : RunAsWorker(*args);
-  });
+  run->callback([args, exit_code] { *exit_code = RunAsController(*args); });
 }
 
 }  // namespace vdev::cli

@@ -3,8 +3,11 @@
 
 #include "CLI/CLI.hpp"
 #include "commands.h"
+#include "vdev/controller.h"
 
 int main(int argc, char** argv) {
+  // In a worker process of a controller session (vdev run's workers): serves it, never returns.
+  vdev::MaybeRunWorker(argc, argv);
   CLI::App app{"vdev: plans where every value of an ML program lives, and runs it there"};
   app.require_subcommand(1);
   int exit_code = vdev::cli::kExitOk;

@@ -106,8 +106,11 @@ struct Executor::Impl {
   absl::Status CopyIn(absl::Span<const HostTensor> inputs);
   absl::StatusOr<std::vector<HostTensor>> RunOnce(absl::Span<const HostTensor> inputs);
   absl::Status Enqueue();
+  // `FILE:LINE:COL: ` of binding b's expression, to prefix what went wrong running it.
   std::string Where(ir::BindingId b) const {
-    return internal::Located(*program, program->module.bindings[b].expr.loc, "");
+    const SourceLoc loc = program->module.bindings[b].expr.loc;
+    if (!loc.valid()) return absl::StrCat(program->file, ": ");
+    return absl::StrCat(program->file, ":", loc.line, ":", loc.col, ": ");
   }
 };
 
