@@ -41,7 +41,7 @@ struct RunArgs {
 // On each worker: RunWorker with the options the controller sends, over the session InitCCL made.
 VDEV_REGISTER_WORKER_FUNCTION(
     "vdev.run.worker", [](WorkerContext& context, const WorkerArgs& args) -> absl::StatusOr<WorkerValue> {
-      VDEV_RETURN_IF_ERROR(args.ExpectCount(6));
+      VDEV_RETURN_IF_ERROR(args.ExpectCount(7));
       RunOptions options;
       VDEV_ASSIGN_OR_RETURN(options.file, args.String(0));
       VDEV_ASSIGN_OR_RETURN(options.backend, args.String(1));
@@ -49,6 +49,7 @@ VDEV_REGISTER_WORKER_FUNCTION(
       VDEV_ASSIGN_OR_RETURN(int64_t repeat, args.Int(3));
       VDEV_ASSIGN_OR_RETURN(int64_t profile, args.Int(4));
       VDEV_ASSIGN_OR_RETURN(std::string output_dir, args.String(5));
+      VDEV_ASSIGN_OR_RETURN(options.allreduce_strategy, args.String(6));
       options.repeat = static_cast<int>(repeat);
       options.profile = profile != 0;
       options.workers = context.num_workers();
@@ -65,7 +66,7 @@ absl::Status RunOnWorkers(const RunOptions& o, const std::string& output_dir) {
   VDEV_ASSIGN_OR_RETURN(RemoteFunc run, session->GetGlobalFunc("vdev.run.worker"));
   VDEV_RETURN_IF_ERROR(session
                            ->CallPacked(run, o.file, o.backend, o.inputs, int64_t{o.repeat}, int64_t{o.profile ? 1 : 0},
-                                        output_dir)
+                                        output_dir, o.allreduce_strategy)
                            .status());
   VDEV_RETURN_IF_ERROR(session->SyncAllWorkers());
   return session->Shutdown();
@@ -104,14 +105,7 @@ class OutputDir {
 
 int RunAsController(const RunArgs& args) {
   const RunOptions& o = args.options;
-  std::ifstream in(o.file, std::ios::binary);
-  if (!in) {
-    std::cerr << o.file << ": error: cannot read the program\n";
-    return kExitUsage;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<LoweredProgram> program = CompileForExecution(text.str(), o.file);
+  absl::StatusOr<LoweredProgram> program = CompileRunProgram(o);
   if (!program.ok()) {
     std::cerr << program.status().message() << "\n";
     return kExitUsage;
@@ -181,6 +175,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--outputs", args->outputs, "write each worker's outputs as DIR/rank<k>/output<i>.npy");
   run->add_flag("--check", args->check, "recompute on the CPU (all workers as threads) and compare");
   run->add_option("--repeat", args->options.repeat, "run K times (CUDA: graph replay from the 3rd)")->check(CLI::PositiveNumber);
+  run->add_option("--allreduce-strategy", args->options.allreduce_strategy,
+                  "strategy of the IPC all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
   run->add_flag("--profile", args->options.profile, "print per-op time and the share of copies and all-reduces");
   run->callback([args, exit_code] { *exit_code = RunAsController(*args); });
 }

@@ -55,9 +55,11 @@ struct LoweredProgram {
 };
 
 // Parses, verifies, plans and lowers `text` (what `vdev lower` does). Errors carry FILE:LINE:COL.
-absl::StatusOr<LoweredProgram> CompileForExecution(absl::string_view text, absl::string_view file);
+absl::StatusOr<LoweredProgram> CompileForExecution(absl::string_view text, absl::string_view file,
+                                                   const LowerOptions& lower = {});
 // The same for a module a frontend built (ModuleBuilder::Finish verified it); `name` names it in messages.
-absl::StatusOr<LoweredProgram> CompileForExecution(ir::Module module, absl::string_view name);
+absl::StatusOr<LoweredProgram> CompileForExecution(ir::Module module, absl::string_view name,
+                                                   const LowerOptions& lower = {});
 
 // Memory the executor allocated: released when the last value pointing into it goes.
 struct DeviceBuffer {

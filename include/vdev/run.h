@@ -26,7 +26,11 @@ struct RunOptions {
   std::string inputs = "random:0";    // random:SEED or a directory of .npy files
   int repeat = 1;
   bool profile = false;
+  std::string allreduce_strategy = "auto";  // written on every IPC all-reduce: auto, one-shot, two-shot, nccl, plan:NAME
 };
+
+// CompileForExecution of options.file with options.allreduce_strategy.
+absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options);
 
 // The inputs of worker `rank` for @main's parameters. `random:SEED`: each element drawn from a
 // generator seeded by (SEED, rank, parameter index): floats uniform in [-1, 1) divided by

@@ -14,7 +14,7 @@ std::string Trimmed(std::string text) {
   return text;
 }
 
-absl::StatusOr<LoweredProgram> PlanAndLower(ir::Module module, LoweredProgram program) {
+absl::StatusOr<LoweredProgram> PlanAndLower(ir::Module module, LoweredProgram program, const LowerOptions& lower) {
   const std::string& file = program.file;
   const std::string& text = program.source;
   PlanError error;
@@ -28,7 +28,7 @@ absl::StatusOr<LoweredProgram> PlanAndLower(ir::Module module, LoweredProgram pr
   }
   program.module = std::move(planned->module);
   program.binding_devices = std::move(planned->binding_devices);
-  VDEV_ASSIGN_OR_RETURN(program.memory, LowerMemory(program.module, program.binding_devices));
+  VDEV_ASSIGN_OR_RETURN(program.memory, LowerMemory(program.module, program.binding_devices, lower));
   Diagnostic diag;
   if (absl::Status s = ir::VerifyModule(program.module, &diag); !s.ok())
     return absl::InternalError(absl::StrCat(file, ": error: the lowered program does not verify (a vdev bug): ", diag.message));
@@ -37,7 +37,8 @@ absl::StatusOr<LoweredProgram> PlanAndLower(ir::Module module, LoweredProgram pr
 
 }  // namespace
 
-absl::StatusOr<LoweredProgram> CompileForExecution(absl::string_view text, absl::string_view file) {
+absl::StatusOr<LoweredProgram> CompileForExecution(absl::string_view text, absl::string_view file,
+                                                   const LowerOptions& lower) {
   LoweredProgram program;
   program.file = std::string(file);
   program.source = std::string(text);
@@ -46,13 +47,14 @@ absl::StatusOr<LoweredProgram> CompileForExecution(absl::string_view text, absl:
   if (!module.ok()) return absl::InvalidArgumentError(Trimmed(FormatDiagnostic(file, text, diag)));
   if (absl::Status s = ir::VerifyModule(*module, &diag); !s.ok())
     return absl::InvalidArgumentError(Trimmed(FormatDiagnostic(file, text, diag)));
-  return PlanAndLower(*std::move(module), std::move(program));
+  return PlanAndLower(*std::move(module), std::move(program), lower);
 }
 
-absl::StatusOr<LoweredProgram> CompileForExecution(ir::Module module, absl::string_view name) {
+absl::StatusOr<LoweredProgram> CompileForExecution(ir::Module module, absl::string_view name,
+                                                   const LowerOptions& lower) {
   LoweredProgram program;
   program.file = std::string(name);
-  return PlanAndLower(std::move(module), std::move(program));
+  return PlanAndLower(std::move(module), std::move(program), lower);
 }
 
 }  // namespace vdev

@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/container/flat_hash_map.h"
 #include "vdev/allreduce.h"
+#include "vdev/channel_executor.h"
 #include "vdev/executor.h"
 #include "vdev/status_macros.h"
 
@@ -36,6 +38,7 @@ class HostBackend final : public ExecutionBackend {
     world_size_ = world_size;
   }
   ~HostBackend() override {
+    plans_.clear();
     if (workspace_ != nullptr) ipc_->Free(workspace_);
   }
 
@@ -76,6 +79,7 @@ class HostBackend final : public ExecutionBackend {
     if (world_size_ == 1) return Copy(out.data, in.data, static_cast<size_t>(in.NumBytes()));
     const size_t count = static_cast<size_t>(in.NumElements());
     std::optional<DataType> type = HostAllReduceType(in.dtype);
+    if (op == ReduceOp::kSum && type && strategy.kind == AllReduceStrategy::kPlan) return PlanAllReduce(in, out, strategy, *type);
     if (op == ReduceOp::kSum && type) {
       const AllReduceAlgorithm algorithm = HostAlgorithm(strategy);
       const size_t need = AllReduceWorkspaceBytes(AllReduceAlgorithm::kAuto, world_size_, count, *type);
@@ -103,6 +107,21 @@ class HostBackend final : public ExecutionBackend {
 
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
+  // strategy="plan:NAME": the shipped channel plan NAME, run by the channels' host executor (one
+  // per plan and dtype, made again — collectively, like every worker — when a larger count comes).
+  absl::Status PlanAllReduce(const TensorRef& in, const TensorRef& out, const AllReduceStrategy& strategy, DataType type) {
+    const size_t count = static_cast<size_t>(in.NumElements());
+    const std::string key = absl::StrCat(strategy.plan, "/", DataTypeName(type));
+    PlanSlot& slot = plans_[key];
+    if (slot.executor == nullptr || slot.max_count < count) {
+      slot.executor.reset();
+      VDEV_ASSIGN_OR_RETURN(slot.executor, channels::HostPlanExecutor::ForStrategy(
+                                               *session_, *ipc_, AllReduceStrategyName(strategy), count, type));
+      slot.max_count = count;
+    }
+    return slot.executor->Execute(in.data, out.data, count);
+  }
+
   int Mark() override {
     marks_.push_back(std::chrono::steady_clock::now());
     return static_cast<int>(marks_.size()) - 1;
@@ -116,6 +135,11 @@ class HostBackend final : public ExecutionBackend {
   ThreadGroup* group_;
   KernelContext cpu_;
   IPCMemory* workspace_ = nullptr;
+  struct PlanSlot {
+    std::unique_ptr<channels::HostPlanExecutor> executor;
+    size_t max_count = 0;
+  };
+  absl::flat_hash_map<std::string, PlanSlot> plans_;
   std::vector<std::chrono::steady_clock::time_point> marks_;
 };
 

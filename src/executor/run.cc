@@ -85,9 +85,19 @@ double Tolerance(ir::DType dtype, bool relative) {
 
 }  // namespace
 
-absl::Status RunWorker(const RunOptions& options, Session* session, const std::string& output_dir) {
+absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options) {
+  LowerOptions lower;
+  std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(options.allreduce_strategy);
+  if (!strategy)
+    return absl::InvalidArgumentError(absl::StrCat("--allreduce-strategy: expected auto, one-shot, two-shot, nccl or plan:NAME, found '",
+                                                   options.allreduce_strategy, "'"));
+  lower.strategy = *strategy;
   VDEV_ASSIGN_OR_RETURN(std::string text, ReadText(options.file));
-  VDEV_ASSIGN_OR_RETURN(LoweredProgram program, CompileForExecution(text, options.file));
+  return CompileForExecution(text, options.file, lower);
+}
+
+absl::Status RunWorker(const RunOptions& options, Session* session, const std::string& output_dir) {
+  VDEV_ASSIGN_OR_RETURN(LoweredProgram program, CompileRunProgram(options));
   std::unique_ptr<ExecutionBackend> backend;
   if (options.backend == "cuda") {
     VDEV_ASSIGN_OR_RETURN(backend, CreateCudaBackend(session, VirtualCudaDevices(program.module)));
