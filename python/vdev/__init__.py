@@ -5,6 +5,7 @@
     plan = vdev.plan(module)                  # PlanDevices; vdev.PlanningError if none exists
     plan.device_of("x")                       # VirtualDevice.parse('cuda:0')
     lowered = vdev.lower(plan)                # explicit allocation, memory pools per (device, scope)
+    outputs = vdev.run(lowered, *arrays)      # NumPy arrays in and out (CPU kernels)
 
 The lattice: ``VirtualDevice(device_type="cuda", device_id=0)``, ``a.join(b)``, ``a.default(b)``.
 Programs are also built in Python with ``vdev.Builder``; ``vdev.testing`` has Hypothesis strategies.
@@ -12,17 +13,17 @@ Programs are also built in Python with ``vdev.Builder``; ``vdev.testing`` has Hy
 Errors are vdev.Error subclasses whose text is ``FILE:LINE:COL: error: …``.
 """
 
-from vdev._vdev import (DRef, Global, Lowered, Machine, Module, Plan, RemoteFunc, Session, Target, Type, Value,
-                        VirtualDevice, default, join, lower, parse, plan)
-from vdev._errors import BuildError, Error, LoweringError, ParseError, PlanningError, SessionError
+from vdev._vdev import (DRef, Executor, Global, Lowered, Machine, Module, Plan, RemoteFunc, Session, Target, Type,
+                        Value, VirtualDevice, default, join, lower, parse, plan, run, run_workers)
+from vdev._errors import BuildError, Error, LoweringError, ParseError, PlanningError, RunError, SessionError
 from vdev._records import AllReduce, Conflict, Copy, PlanCost, PlanWarning, Pool
 from vdev.builder import Builder
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AllReduce", "BuildError", "Builder", "Conflict", "Copy", "DRef", "Error", "Global", "Lowered",
+    "AllReduce", "BuildError", "Builder", "Conflict", "Copy", "DRef", "Error", "Executor", "Global", "Lowered",
     "LoweringError", "Machine", "Module", "ParseError", "Plan", "PlanCost", "PlanWarning", "PlanningError",
-    "Pool", "RemoteFunc", "Session", "SessionError", "Target", "Type", "Value", "VirtualDevice", "default",
-    "join", "lower", "parse", "plan",
+    "Pool", "RemoteFunc", "RunError", "Session", "SessionError", "Target", "Type", "Value", "VirtualDevice",
+    "default", "join", "lower", "parse", "plan", "run", "run_workers",
 ]

@@ -54,3 +54,7 @@ class LoweringError(Error):
 class SessionError(Error):
     """A controller session failed: the message names the worker, the function and the command.
     The session refuses every later call."""
+
+
+class RunError(Error):
+    """Running a program failed: an op without a kernel (located), a worker's error."""

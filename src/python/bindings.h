@@ -62,6 +62,7 @@ void BindBuilder(py::module_& m);
 void BindMachine(py::module_& m);
 void BindPlan(py::module_& m);
 void BindSession(py::module_& m);
+void BindRun(py::module_& m);
 
 }  // namespace vdev::python
 

@@ -51,4 +51,5 @@ PYBIND11_MODULE(_vdev, m) {
   vdev::python::BindMachine(m);
   vdev::python::BindPlan(m);
   vdev::python::BindSession(m);
+  vdev::python::BindRun(m);
 }
