@@ -98,7 +98,9 @@ class CudaBackend final : public ExecutionBackend {
     }
     void* data = nullptr;
     VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&data, bytes), absl::StrCat("cudaMalloc of ", bytes, " bytes on GPU ", gpu->device)));
-    VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(data, 0, bytes), "cudaMemset"));
+    // On the worker's stream: the legacy stream's cudaMemset would not be ordered before the
+    // kernels that write this buffer next (the stream is non-blocking), and could land after them.
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemsetAsync(data, 0, bytes, gpu->stream), "cudaMemsetAsync"));
     buffer->data = data;
     buffer->release = [data] { cudaFree(data); };
     return buffer;
