@@ -132,6 +132,9 @@ void BindSession(py::module_& m) {
       .def_property_readonly("num_workers", &ControllerSession::num_workers)
       .def_property_readonly("num_groups", &ControllerSession::num_groups)
       .def_property_readonly("worker_pids", &ControllerSession::worker_pids)
+      .def_property_readonly("ccl_session_id", &ControllerSession::ccl_session_id,
+                             "The id of the workers' collectives after init_ccl (names their shared memory); '' before.")
+      .def_property_readonly("ccl_rendezvous_dir", &ControllerSession::ccl_rendezvous_dir)
       .def("get_global_func", [](ControllerSession& s, const std::string& name) { return Check(s.GetGlobalFunc(name)); },
            py::arg("name"))
       .def("call_packed", [](ControllerSession& s, const RemoteFunc& f, const py::args& args) {

@@ -69,14 +69,18 @@ def test_arguments_of_unknown_kinds_are_type_errors():
 
 
 def test_process_workers_and_shared_memory_are_gone_after_the_session():
-    before = shm_entries()
     with vdev.Session.process(2) as session:
         session.init_ccl("host")
         pids = session.worker_pids
         assert len(pids) == 2
-        session.call_packed(session.get_global_func("vdev.ccl.barrier"))
+        memory = session.call_packed(session.get_global_func("vdev.ipc.alloc"), 4096)
         session.sync_all_workers()
+        session_id, rendezvous = session.ccl_session_id, session.ccl_rendezvous_dir
+        assert session_id and rendezvous
+        del memory
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
-    assert shm_entries() - before == set()
+    # Only this session's segments (named after its id): other tests may run beside this one.
+    assert not [e for e in shm_entries() if e.startswith(f"vdev-{session_id}-")]
+    assert not os.path.exists(rendezvous)
