@@ -15,7 +15,8 @@
 //   Process(n): n worker processes, started by re-running this program (fork + exec of
 //     /proc/self/exe) with an environment variable that vdev::MaybeRunWorker recognises: a program
 //     that creates process sessions must call MaybeRunWorker(argc, argv) first in main, after
-//     registering its worker functions. Commands go over one Unix socket per worker.
+//     registering its worker functions. Commands go over one Unix socket per worker; large copies
+//     through a shared-memory area that the controller and worker 0 both map.
 // Both reach collectives through InitCCL: "host" (POSIX shared memory and the host all-reduce),
 // "vdev" / "nccl" (the CUDA runtime: process sessions in CUDA builds only).
 //

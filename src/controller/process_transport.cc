@@ -36,7 +36,7 @@ extern char** environ;
 namespace vdev::internal {
 namespace {
 
-// FD,PAGE_FD,WORKER,NUM_WORKERS,NUM_GROUPS,PARENT_PID
+// FD,PAGE_FD,WORKER,NUM_WORKERS,NUM_GROUPS,PARENT_PID,STAGING_FD (-1 but for worker 0)
 constexpr char kWorkerEnv[] = "VDEV_CONTROLLER_WORKER";
 
 // For poll(): -1 (no limit) for an infinite deadline.
@@ -183,6 +183,7 @@ class ProcessTransport final : public Transport {
 
   std::optional<Incoming> Receive(absl::Time deadline) override;
   void Stop(absl::Time deadline) override;
+  Staging* staging() override { return staging_.get(); }
   std::vector<pid_t> pids() const override {
     std::vector<pid_t> out;
     for (const Child& c : children_) out.push_back(c.pid);
@@ -196,12 +197,16 @@ class ProcessTransport final : public Transport {
   int n_;
   int groups_;
   std::vector<Child> children_;
+  std::unique_ptr<Staging> staging_;  // shared with worker 0
   size_t next_poll_ = 0;  // round-robin start, so one chatty worker cannot hide another
   bool stopped_ = false;
 };
 
 absl::Status ProcessTransport::Spawn(const std::string& program) {
   const pid_t parent = getpid();
+  const int staging_fd = memfd_create("vdev-staging", MFD_CLOEXEC);
+  if (staging_fd < 0) return absl::InternalError(absl::StrCat("the staging area: ", std::strerror(errno)));
+  staging_ = std::make_unique<Staging>(staging_fd);
   for (int i = 0; i < n_; ++i) {
     Child& c = children_[i];
     int sv[2];
@@ -223,7 +228,9 @@ absl::Status ProcessTransport::Spawn(const std::string& program) {
     c.fd = sv[0];
     c.page = new (page) CommandPage();
     // Everything the child needs is built before fork: after it, only async-signal-safe calls.
-    std::string var = absl::StrCat(kWorkerEnv, "=", sv[1], ",", page_fd, ",", i, ",", n_, ",", groups_, ",", parent);
+    const int staging = i == 0 ? staging_fd : -1;
+    std::string var = absl::StrCat(kWorkerEnv, "=", sv[1], ",", page_fd, ",", i, ",", n_, ",", groups_, ",", parent,
+                                   ",", staging);
     std::vector<char*> envp;
     for (char** e = environ; *e != nullptr; ++e) {
       if (!absl::StartsWith(*e, absl::StrCat(kWorkerEnv, "="))) envp.push_back(*e);
@@ -240,6 +247,7 @@ absl::Status ProcessTransport::Spawn(const std::string& program) {
       if (getppid() != parent) _exit(1);  // the controller died before the line above
       fcntl(sv[1], F_SETFD, 0);
       fcntl(page_fd, F_SETFD, 0);
+      if (staging >= 0) fcntl(staging, F_SETFD, 0);
       execve(path, argv, envp.data());
       const char msg[] = "vdev: cannot start a worker process (execve failed)\n";
       ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
@@ -357,8 +365,8 @@ void ProcessTransport::Stop(absl::Time deadline) {
 }
 
 // The worker's side of the socket: runs commands until kShutdown or end of file.
-int ServeController(int fd, CommandPage* page, WorkerIdentity identity) {
-  Worker worker(identity, page);
+int ServeController(int fd, CommandPage* page, Staging* staging, WorkerIdentity identity) {
+  Worker worker(identity, page, staging);
   Encoder hello;
   hello.U8(static_cast<uint8_t>(ReplyKind::kHello));
   hello.U64(0);
@@ -408,9 +416,9 @@ void MaybeRunWorker(int argc, char** argv) {
   const char* spec = std::getenv(internal::kWorkerEnv);
   if (spec == nullptr) return;
   std::vector<std::string> parts = absl::StrSplit(spec, ',');
-  int values[6] = {};
-  bool ok = parts.size() == 6;
-  for (size_t i = 0; ok && i < 6; ++i) ok = absl::SimpleAtoi(parts[i], &values[i]);
+  int values[7] = {};
+  bool ok = parts.size() == 7;
+  for (size_t i = 0; ok && i < 7; ++i) ok = absl::SimpleAtoi(parts[i], &values[i]);
   unsetenv(internal::kWorkerEnv);  // nothing started from here is a worker by inheritance
   if (!ok || getppid() != values[5]) {
     std::fprintf(stderr, "vdev: %s=%s is not from a live controller\n", internal::kWorkerEnv, spec);
@@ -421,7 +429,12 @@ void MaybeRunWorker(int argc, char** argv) {
   close(values[1]);
   if (page == MAP_FAILED) _exit(2);
   fcntl(fd, F_SETFD, FD_CLOEXEC);
-  int code = internal::ServeController(fd, static_cast<internal::CommandPage*>(page),
+  std::unique_ptr<internal::Staging> staging;
+  if (values[6] >= 0) {
+    fcntl(values[6], F_SETFD, FD_CLOEXEC);
+    staging = std::make_unique<internal::Staging>(values[6]);
+  }
+  int code = internal::ServeController(fd, static_cast<internal::CommandPage*>(page), staging.get(),
                                        internal::WorkerIdentity{values[2], values[3], values[4]});
   std::fflush(nullptr);
   // Not exit(): the program's static objects belong to its main, which never ran.

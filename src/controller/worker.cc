@@ -168,6 +168,7 @@ absl::Status Worker::DecodeArgument(Decoder& in, WorkerValue* value) {
       return absl::OkStatus();
     }
     case ValueTag::kObject:
+    case ValueTag::kStagedTensor:
       break;
   }
   return absl::InternalError("malformed argument");
@@ -222,28 +223,49 @@ absl::Status Worker::Run(CommandKind kind, Decoder& in, std::string* reply, std:
       return absl::OkStatus();
     }
     case CommandKind::kCopyTo: {
-      if (!in.U64(&reg)) return Malformed(kind);
+      uint8_t staged = 0;
+      if (!in.U64(&reg) || !in.U8(&staged)) return Malformed(kind);
       WorkerValue& slot = Register(reg);
       auto* existing = std::get_if<std::shared_ptr<HostTensor>>(&slot);
       // A tensor shared with another register is replaced, not overwritten, so only this one changes.
       std::shared_ptr<HostTensor> target =
           existing != nullptr && existing->use_count() == 1 ? *existing : std::make_shared<HostTensor>();
-      if (!in.Tensor(target.get())) return Malformed(kind);
+      if (staged == 0) {
+        if (!in.Tensor(target.get())) return Malformed(kind);
+      } else {
+        const char* bytes = nullptr;
+        if (!in.TensorHeader(target.get()) || staging_ == nullptr ||
+            (bytes = staging_->Map(target->bytes.size())) == nullptr) {
+          return absl::InternalError("the staged tensor cannot be read");
+        }
+        std::memcpy(target->bytes.data(), bytes, target->bytes.size());
+      }
       slot = std::move(target);
       return absl::OkStatus();
     }
     case CommandKind::kCopyFrom:
     case CommandKind::kDebugGet: {
-      if (!in.U64(&reg)) return Malformed(kind);
+      uint8_t may_stage = 0;
+      if (!in.U64(&reg) || (kind == CommandKind::kCopyFrom && !in.U8(&may_stage))) return Malformed(kind);
       static const WorkerValue kEmpty;
       const WorkerValue& value = reg < registers_.size() ? registers_[reg] : kEmpty;
-      if (kind == CommandKind::kCopyFrom && !std::holds_alternative<std::shared_ptr<HostTensor>>(value)) {
+      const auto* tensor = std::get_if<std::shared_ptr<HostTensor>>(&value);
+      if (kind == CommandKind::kCopyFrom && tensor == nullptr) {
         return absl::InvalidArgumentError(
             absl::StrCat("register ", reg, " holds ", WorkerValueKind(value), ", not a tensor"));
       }
       Encoder out;
       out.U8(static_cast<uint8_t>(ReplyKind::kValue));
       out.U64(0);
+      char* staged = nullptr;
+      if (may_stage != 0 && staging_ != nullptr && (*tensor)->bytes.size() >= kStagedCopyBytes &&
+          (staged = staging_->Map((*tensor)->bytes.size())) != nullptr) {
+        std::memcpy(staged, (*tensor)->bytes.data(), (*tensor)->bytes.size());
+        out.U8(static_cast<uint8_t>(ValueTag::kStagedTensor));
+        out.TensorHeader(**tensor);
+        *reply = out.Take();
+        return absl::OkStatus();
+      }
       EncodeWorkerValue(value, &out);
       *reply = out.Take();
       return absl::OkStatus();

@@ -85,7 +85,8 @@ TEST_P(SessionTest, CopiesRoundTripBitExact) {
   const std::vector<std::pair<ir::DType, Shape>> cases = {
       {ir::DType::kF32, {3, 5}}, {ir::DType::kBF16, {7}},       {ir::DType::kF16, {2, 2, 2}},
       {ir::DType::kI64, {4}},    {ir::DType::kU8, {0}},         {ir::DType::kF64, {}},
-      {ir::DType::kBool, {9}},   {ir::DType::kF32, {512, 640}}};  // the last one 1.25 MiB
+      {ir::DType::kBool, {9}},   {ir::DType::kF32, {512, 640}}, {ir::DType::kF64, {300, 300}}};
+  // The last two (1.25 MiB, 703 KiB) go through a process session's staging area, one after the other.
   for (const auto& [dtype, shape] : cases) {
     HostTensor host = HostTensor::Zeros(dtype, shape);
     for (std::byte& b : host.bytes) b = static_cast<std::byte>(rng());
@@ -102,6 +103,28 @@ TEST_P(SessionTest, CopiesRoundTripBitExact) {
     EXPECT_EQ(back.dtype, dtype);
     EXPECT_EQ(back.shape, shape);
     EXPECT_TRUE(back.bytes == host.bytes) << ir::DTypeName(dtype) << " differs";
+  }
+}
+
+// Queued large copies must not overwrite each other's bytes on the way (a process session stages
+// them in one shared area).
+TEST_P(SessionTest, BackToBackLargeCopiesKeepTheirOwnBytes) {
+  std::mt19937_64 rng(7);
+  std::vector<HostTensor> hosts;
+  std::vector<DRef> remotes;
+  for (int i = 0; i < 3; ++i) remotes.push_back(Call("vdev.tensor.empty", Shape{1}, "u8"));
+  Call("test.sleep_ms", 100);  // worker 0 is busy while the copies are queued
+  for (int i = 0; i < 3; ++i) {
+    hosts.push_back(HostTensor::Zeros(ir::DType::kU8, {(1 << 20) + i}));
+    for (std::byte& b : hosts.back().bytes) b = static_cast<std::byte>(rng());
+    absl::Status s = session_->CopyToWorker0(hosts.back(), remotes[i]);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  for (int i = 0; i < 3; ++i) {
+    HostTensor back;
+    absl::Status s = session_->CopyFromWorker0(&back, remotes[i]);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_TRUE(back.bytes == hosts[i].bytes) << "copy " << i;
   }
 }
 

@@ -21,8 +21,8 @@ enum class CommandKind : uint8_t {
   kGetFunc = 1,  // result_reg, name
   kCall,         // func_reg, result_reg, count, values
   kFree,         // count, regs
-  kCopyTo,       // reg, tensor (worker 0)
-  kCopyFrom,     // reg (worker 0; replied with kValue)
+  kCopyTo,       // reg, staged u8, tensor (staged: its header; the bytes are in the staging area)
+  kCopyFrom,     // reg, may stage u8 (worker 0; replied with kValue: a tensor or a staged tensor)
   kDebugGet,     // reg (replied with kValue)
   kDebugSet,     // reg, value
   kInitCcl,      // ccl, device id, rendezvous dir, session id, timeout ms
@@ -37,7 +37,8 @@ enum class ReplyKind : uint8_t {
 };
 
 // Values on the wire: a DRef travels as its register number, a worker object as its type name.
-enum class ValueTag : uint8_t { kNone, kInt, kFloat, kString, kShape, kTensor, kRegister, kObject };
+// kStagedTensor: a tensor's header, its bytes in the staging area (internal/staging.h).
+enum class ValueTag : uint8_t { kNone, kInt, kFloat, kString, kShape, kTensor, kRegister, kObject, kStagedTensor };
 
 class Encoder {
  public:
@@ -117,17 +118,18 @@ class Decoder {
     return true;
   }
   // Reads a tensor, reusing `t`'s buffer when it has the right size.
-  bool Tensor(HostTensor* t) {
+  bool Tensor(HostTensor* t) { return TensorHeader(t) && Raw(t->bytes.data(), t->bytes.size()); }
+  // Reads dtype and shape and sizes t->bytes (reusing its buffer), leaving the bytes to the caller.
+  bool TensorHeader(HostTensor* t) {
     uint8_t dtype = 0;
     uint64_t n = 0;
-    if (!U8(&dtype) || dtype > static_cast<uint8_t>(ir::DType::kBool) || !ShapeOf(&t->shape) ||
-        !U64(&n) || n > in_.size()) {
+    if (!U8(&dtype) || dtype > static_cast<uint8_t>(ir::DType::kBool) || !ShapeOf(&t->shape) || !U64(&n)) {
       return false;
     }
     t->dtype = static_cast<ir::DType>(dtype);
     if (static_cast<uint64_t>(t->NumElements()) * DTypeBytes(t->dtype) != n) return false;
     t->bytes.resize(n);
-    return Raw(t->bytes.data(), n);
+    return true;
   }
   bool Raw(void* p, size_t n) {
     if (in_.size() < n) return false;

@@ -37,6 +37,8 @@ class Transport {
   // (processes) or abandons (threads) the rest. Idempotent.
   virtual void Stop(absl::Time deadline) = 0;
   virtual std::vector<pid_t> pids() const = 0;
+  // The area shared with worker 0 for large copies; null where copies travel in the messages.
+  virtual Staging* staging() { return nullptr; }
 };
 
 absl::StatusOr<std::unique_ptr<Transport>> StartThreads(int num_workers, int num_groups);

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "internal/ccl.h"
 #include "internal/protocol.h"
+#include "internal/staging.h"
 #include "vdev/worker_function.h"
 
 namespace vdev::internal {
@@ -37,8 +38,10 @@ struct WorkerIdentity {
 
 class Worker final : public WorkerContext {
  public:
-  // `page` may be null (threaded sessions: a worker cannot die alone there).
-  Worker(WorkerIdentity identity, CommandPage* page) : identity_(identity), page_(page) {}
+  // `page` may be null (threaded sessions: a worker cannot die alone there); so may `staging`
+  // (large copies then travel in the messages).
+  Worker(WorkerIdentity identity, CommandPage* page, Staging* staging = nullptr)
+      : identity_(identity), page_(page), staging_(staging) {}
   ~Worker() override;
 
   // Runs one command. Sets `*reply` (else leaves it empty) when the controller expects an answer
@@ -69,6 +72,7 @@ class Worker final : public WorkerContext {
 
   WorkerIdentity identity_;
   CommandPage* page_;
+  Staging* staging_;
   bool failed_ = false;  // after a failure only kShutdown is obeyed
   uint64_t done_ = 0;     // the highest seq of a command run
   uint64_t acked_ = 0;    // the highest seq reported by TakeAck
