@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "CLI/CLI.hpp"
+#include "vdev/compile.h"
 #include "vdev/ir.h"
 #include "vdev/plan_devices.h"
 #include "vdev/virtual_device.h"
@@ -26,8 +27,20 @@ void AddLatticeCommands(CLI::App& app, int* exit_code);
 // `vdev fmt FILE`, `vdev parse FILE`.
 void AddIrCommands(CLI::App& app, int* exit_code);
 
-// Reads FILE (`-`: standard input) into *source, parses and verifies it. On failure prints the
-// located diagnostic to standard error and returns nullopt (the caller exits with kExitUsage).
+// The largest program text read: the parser takes less than 4 GiB.
+inline constexpr size_t kMaxSourceBytes = size_t{UINT32_MAX} - 1;
+
+// How FILE is named in messages: `<stdin>` for `-`.
+std::string DisplayName(const std::string& path);
+
+// Reads FILE (`-`: standard input) into *source: a regular file (or, on standard input, anything)
+// of at most kMaxSourceBytes, read in chunks to its end. A directory, FIFO or device, a file that
+// cannot be opened or read, or one too large is refused with a one-line error on standard error
+// before its contents are read; returns false then (the caller exits with kExitUsage).
+bool ReadSource(const std::string& path, std::string* source);
+
+// Reads FILE into *source, parses and verifies it. On failure prints the located diagnostic to
+// standard error and returns nullopt (the caller exits with kExitUsage).
 std::optional<ir::Module> LoadModule(const std::string& path, std::string* source);
 
 // `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]`.
@@ -47,11 +60,12 @@ void AddPlanningFlags(CLI::App* command, PlanningFlags* flags);
 // The PlanOptions the flags ask for; nullopt (after a located message) on a bad device literal.
 std::optional<PlanOptions> ToPlanOptions(const PlanningFlags& flags);
 
-// Plans `module` (read from `text`, called `name` in messages); prints warnings, and on failure the
-// located error with its conflicting annotations as notes (and the JSON error when `json`), then
-// returns nullopt (the caller exits with kExitNegative).
-std::optional<PlanResult> PlanForCommand(ir::Module module, const std::string& name, const std::string& text,
-                                         const PlanOptions& options, bool json);
+// Reads FILE and runs the pipeline of compile.h on it; prints every warning, and a note when the
+// program has no functions. On failure prints the located error (a planning error with its
+// conflicting annotations as notes, and the JSON error when `json`), sets *exit_code (kExitUsage
+// for an unreadable, unparsable or invalid program, kExitNegative after) and returns nullopt.
+std::optional<CompileResult> CompileForCommand(const std::string& path, const CompileOptions& options, bool json,
+                                               int* exit_code);
 
 // `vdev lower FILE [--json] [--dot]`.
 void AddMemoryCommands(CLI::App& app, int* exit_code);

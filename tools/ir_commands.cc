@@ -1,8 +1,5 @@
 // `vdev fmt FILE` and `vdev parse FILE`: read, verify and print the IR text.
-#include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <string>
 
@@ -13,34 +10,11 @@
 namespace vdev::cli {
 
 std::optional<ir::Module> LoadModule(const std::string& path, std::string* source) {
-  std::string name = path == "-" ? "<stdin>" : path;
-  if (path == "-") {
-    source->assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      std::cerr << name << ": error: cannot open file\n";
-      return std::nullopt;
-    }
-    in.seekg(0, std::ios::end);
-    std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : -1;
-    if (size >= 0) {
-      // One read into a string of the file's size (a stringstream would hold the text twice).
-      source->resize(static_cast<size_t>(size));
-      in.seekg(0);
-      in.read(source->data(), static_cast<std::streamsize>(source->size()));
-      source->resize(static_cast<size_t>(in.gcount()));
-    } else {  // a pipe or another file without a size
-      in.clear();
-      in.seekg(0);
-      in.clear();
-      source->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
-  }
+  if (!ReadSource(path, source)) return std::nullopt;
   Diagnostic diag;
   absl::StatusOr<ir::Module> module = ir::ParseModule(*source, &diag);
   if (module.ok() && ir::VerifyModule(*module, &diag).ok()) return std::move(*module);
-  std::cerr << FormatDiagnostic(name, *source, diag);
+  std::cerr << FormatDiagnostic(DisplayName(path), *source, diag);
   return std::nullopt;
 }
 

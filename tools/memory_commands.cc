@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.h"
+#include "vdev/compile.h"
 #include "vdev/diagnostic.h"
 #include "vdev/dot.h"
 #include "vdev/ir_text.h"
@@ -26,7 +27,6 @@ struct LowerArgs {
 };
 
 int RunLower(const LowerArgs& args) {
-  const std::string name = args.file == "-" ? "<stdin>" : args.file;
   std::optional<PlanOptions> plan_options = ToPlanOptions(args.planning);
   if (!plan_options) return kExitUsage;
   LowerOptions lower_options;
@@ -43,26 +43,19 @@ int RunLower(const LowerArgs& args) {
   }
   lower_options.storage.alignment = args.alignment;
 
-  std::string text;
-  std::optional<ir::Module> module = LoadModule(args.file, &text);
-  if (!module) return kExitUsage;
-  std::optional<PlanResult> planned = PlanForCommand(*std::move(module), name, text, *plan_options, args.json);
-  if (!planned) return kExitNegative;
+  CompileOptions compile_options;
+  compile_options.plan = *std::move(plan_options);
+  compile_options.lower = lower_options;
+  if (args.dot) compile_options.stop_after = CompileStage::kTypes;
+  int exit_code = kExitOk;
+  std::optional<CompileResult> compiled = CompileForCommand(args.file, compile_options, args.json, &exit_code);
+  if (!compiled) return exit_code;
   if (args.dot) {
-    std::cout << WriteDot(PlannedProgramGraph(planned->module, planned->binding_devices));
-    return kExitOk;
+    std::cout << WriteDot(PlannedProgramGraph(compiled->module(), compiled->plan.binding_devices));
+  } else {
+    std::cout << (args.json ? MemoryReportJson(compiled->module(), *compiled->memory)
+                            : ir::PrintModule(compiled->module()));
   }
-  absl::StatusOr<MemoryPlan> memory = LowerMemory(planned->module, planned->binding_devices, lower_options);
-  if (!memory.ok()) {
-    std::cerr << name << ": error: " << memory.status().message() << "\n";
-    return kExitNegative;
-  }
-  Diagnostic diag;
-  if (absl::Status s = ir::VerifyModule(planned->module, &diag); !s.ok()) {
-    std::cerr << name << ": error: the lowered program does not verify (a vdev bug): " << diag.message << "\n";
-    return kExitNegative;
-  }
-  std::cout << (args.json ? MemoryReportJson(planned->module, *memory) : ir::PrintModule(planned->module));
   return kExitOk;
 }
 

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "commands.h"
+#include "vdev/compile.h"
 #include "vdev/diagnostic.h"
 #include "nlohmann/json.hpp"
 #include "vdev/ir_text.h"
@@ -36,21 +37,33 @@ std::optional<PlanOptions> ToPlanOptions(const PlanningFlags& flags) {
   return options;
 }
 
-std::optional<PlanResult> PlanForCommand(ir::Module module, const std::string& name, const std::string& text,
-                                         const PlanOptions& options, bool json) {
-  PlanError error;
-  absl::StatusOr<PlanResult> plan = PlanDevices(std::move(module), options, &error);
-  if (!plan.ok()) {
-    if (error.message.empty()) error.message = std::string(plan.status().message());
-    std::cerr << FormatDiagnostic(name, text, {Severity::kError, error.loc, error.message});
-    for (const ConflictAnnotation& c : error.conflicts) {
-      std::cerr << FormatDiagnostic(name, text, {Severity::kNote, c.loc, c.what});
+std::optional<CompileResult> CompileForCommand(const std::string& path, const CompileOptions& options, bool json,
+                                               int* exit_code) {
+  *exit_code = kExitUsage;
+  std::string text;
+  if (!ReadSource(path, &text)) return std::nullopt;
+  const std::string name = DisplayName(path);
+  CompileError error;
+  absl::StatusOr<CompileResult> compiled = Compile(text, options, &error);
+  if (!compiled.ok()) {
+    std::cerr << FormatDiagnostic(name, text, error.diagnostic);
+    if (error.stage >= CompileStage::kPlan) *exit_code = kExitNegative;
+    if (error.stage == CompileStage::kPlan) {
+      for (const ConflictAnnotation& c : error.plan.conflicts) {
+        std::cerr << FormatDiagnostic(name, text, {Severity::kNote, c.loc, c.what});
+      }
+      if (json) std::cout << PlanErrorJson(error.plan);
     }
-    if (json) std::cout << PlanErrorJson(error);
     return std::nullopt;
   }
-  for (const Diagnostic& w : plan->warnings) std::cerr << FormatDiagnostic(name, text, w);
-  return *std::move(plan);
+  if (compiled->module().functions.empty()) {
+    std::cerr << FormatDiagnostic(name, text,
+                                  {Severity::kWarning, {}, text.empty() ? "the file is empty: no functions, no @main"
+                                                                        : "the program has no functions, no @main"});
+  }
+  for (const Diagnostic& w : compiled->diagnostics) std::cerr << FormatDiagnostic(name, text, w);
+  *exit_code = kExitOk;
+  return *std::move(compiled);
 }
 
 namespace {
@@ -117,14 +130,19 @@ int RunOptimize(const PlanArgs& args, ir::Module module, const std::string& name
 int RunPlan(const PlanArgs& args) {
   std::optional<PlanOptions> options = ToPlanOptions(args.planning);
   if (!options) return kExitUsage;
-  std::string text;
-  std::optional<ir::Module> module = LoadModule(args.file, &text);
-  if (!module) return kExitUsage;
-  const std::string name = args.file == "-" ? "<stdin>" : args.file;
-  if (args.optimize) return RunOptimize(args, *std::move(module), name, text, *options);
-  std::optional<PlanResult> plan = PlanForCommand(*std::move(module), name, text, *options, args.json);
-  if (!plan) return kExitNegative;
-  std::cout << (args.json ? PlanReportJson(*plan) : ir::PrintModule(plan->module));
+  if (args.optimize) {
+    std::string text;
+    std::optional<ir::Module> module = LoadModule(args.file, &text);
+    if (!module) return kExitUsage;
+    return RunOptimize(args, *std::move(module), DisplayName(args.file), text, *options);
+  }
+  CompileOptions compile_options;
+  compile_options.plan = *std::move(options);
+  compile_options.stop_after = CompileStage::kTypes;
+  int exit_code = kExitOk;
+  std::optional<CompileResult> compiled = CompileForCommand(args.file, compile_options, args.json, &exit_code);
+  if (!compiled) return exit_code;
+  std::cout << (args.json ? PlanReportJson(compiled->plan) : ir::PrintModule(compiled->module()));
   return kExitOk;
 }
 

@@ -57,7 +57,7 @@ TEST(IrCli, BadInputExitsTwoWithLocatedMessage) {
 TEST(IrCli, MissingFileExitsTwo) {
   CliResult r = Vdev("fmt /nonexistent/file.vdev");
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.output, HasSubstr("/nonexistent/file.vdev: error: cannot open file"));
+  EXPECT_THAT(r.output, HasSubstr("/nonexistent/file.vdev: error: cannot open: No such file or directory"));
 }
 
 TEST(IrCli, VerifierErrorsExitTwo) {

@@ -1,6 +1,8 @@
 // Located diagnostics: the FILE:LINE:COL form with the source line and a caret.
 #include "vdev/diagnostic.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace vdev {
@@ -24,6 +26,31 @@ TEST(DiagnosticTest, WithoutLocationOnlyTheMessage) {
 TEST(DiagnosticTest, CaretPastTheEndStaysAtTheEnd) {
   Diagnostic diag{Severity::kError, SourceLoc{1, 50}, "eof"};
   EXPECT_EQ(FormatDiagnostic("f", "ab", diag), "f:1:50: error: eof\n  ab\n    ^\n");
+}
+
+TEST(DiagnosticTest, ControlBytesAreEscapedAndTheCaretFollows) {
+  Diagnostic diag{Severity::kError, SourceLoc{1, 3}, "bad \x1b[2J"};
+  EXPECT_EQ(FormatDiagnostic("f", "\x1b\x07x", diag), "f:1:3: error: bad \\x1b[2J\n  \\x1b\\x07x\n          ^\n");
+}
+
+TEST(DiagnosticTest, LongLineIsShownAsAWindowAroundTheColumn) {
+  std::string line(1000000, 'a');
+  line[500000] = 'B';
+  std::string out = FormatDiagnostic("f", line, Diagnostic{Severity::kError, SourceLoc{1, 500001}, "here"});
+  EXPECT_LT(out.size(), 500u);
+  size_t shown = out.find("\n  ") + 3;
+  size_t caret_line = out.find('\n', shown) + 1;
+  size_t caret = out.find('^', caret_line) - caret_line;
+  EXPECT_EQ(out[shown + caret - 2], 'B');  // both lines start with two spaces
+  EXPECT_EQ(out.substr(shown, 3), "...");
+}
+
+TEST(DiagnosticTest, HugeMessageKeepsItsHeadAndTail) {
+  std::string message = "unknown '" + std::string(1000000, 'x') + "' (expected cpu)";
+  std::string out = FormatDiagnostic("f", "", Diagnostic{Severity::kError, SourceLoc{}, message});
+  EXPECT_LT(out.size(), 500u);
+  EXPECT_EQ(out.substr(0, 21), "f: error: unknown 'xx");
+  EXPECT_EQ(out.substr(out.size() - 17), "' (expected cpu)\n");
 }
 
 }  // namespace

@@ -34,5 +34,49 @@ expect join_help 0 'join' '' -- "$vdev" join --help
 expect missing_arg 2 '' '' -- "$vdev" join cpu
 expect unknown_command 2 '' '' -- "$vdev" frobnicate
 
+# Bad inputs: each subcommand answers with a one-line error and exit 2, before reading anything.
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+mkfifo "$tmp/fifo"
+truncate -s 5G "$tmp/huge.vdev"   # sparse: takes no disk
+: >"$tmp/empty.vdev"
+for cmd in fmt parse plan lower; do
+  expect ${cmd}_directory 2 '^$' "^$tmp: error: is a directory[^"$'\n'"]*$" -- "$vdev" $cmd "$tmp"
+  expect ${cmd}_fifo 2 '^$' "^$tmp/fifo: error: not a regular file[^"$'\n'"]*$" -- "$vdev" $cmd "$tmp/fifo"
+  expect ${cmd}_missing 2 '^$' "^$tmp/gone.vdev: error: cannot open: No such file or directory$" -- "$vdev" $cmd "$tmp/gone.vdev"
+  expect ${cmd}_too_large 2 '^$' "^$tmp/huge.vdev: error: is 5368709120 bytes, larger than 4294967294" -- "$vdev" $cmd "$tmp/huge.vdev"
+  expect ${cmd}_dev_zero 2 '^$' '^/dev/zero: error: not a regular file' -- "$vdev" $cmd /dev/zero
+  # A file that opens but cannot be read (as root too): /proc/self/mem at offset 0.
+  expect ${cmd}_unreadable 2 '^$' '^/proc/self/mem: error: cannot read: ' -- "$vdev" $cmd /proc/self/mem
+  # /proc files report size 0 but have text: it is read (and is not a program).
+  expect ${cmd}_proc_file 2 '^$' "^/proc/self/status:1:1: error: expected 'def'" -- "$vdev" $cmd /proc/self/status
+done
+expect plan_empty 0 '^$' "^$tmp/empty.vdev: warning: the file is empty: no functions, no @main$" -- "$vdev" plan "$tmp/empty.vdev"
+expect lower_empty 0 '^$' 'the file is empty' -- "$vdev" lower "$tmp/empty.vdev"
+expect plan_comment_only 0 '^$' 'warning: the program has no functions, no @main$' -- "$vdev" plan - <<<'# nothing'
+# A file that vanishes between listing and reading is a missing file; one that cannot be opened says so.
+expect plan_no_permission_dir 2 '^$' "^$tmp/fifo/x: error: cannot open: Not a directory$" -- "$vdev" plan "$tmp/fifo/x"
+
+# Echoed input: control bytes escaped, a long line shown as a window around the column.
+printf 'def @main() {
+  %%0 = [31mred
+}
+' >"$tmp/escape.vdev"
+expect escaped_control 2 '^$' '\x1b\[31mred' -- "$vdev" plan "$tmp/escape.vdev"
+if "$vdev" plan "$tmp/escape.vdev" 2>&1 | grep -q $'\033'; then
+  echo "FAIL raw_escape_echoed"; failures=$((failures + 1))
+else
+  passes=$((passes + 1))
+fi
+{ printf 'def @main() {
+  %%0 = add('; head -c 3000000 /dev/zero | tr '\0' 'x'; printf ' $
+}
+'; } >"$tmp/long.vdev"
+err_bytes=$("$vdev" plan "$tmp/long.vdev" 2>&1 >/dev/null | wc -c)
+if [ "$err_bytes" -gt 2000 ]; then
+  echo "FAIL long_line_echoed: $err_bytes bytes of stderr"; failures=$((failures + 1))
+else
+  passes=$((passes + 1))
+fi
+
 echo "cli: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]

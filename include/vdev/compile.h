@@ -1,0 +1,81 @@
+// Compile: the whole pipeline from IR text (or a built module) to a planned, lowered, checked module.
+//
+// Stages, in order; each runs only when the one before succeeded:
+//   parse    ir::ParseModule (only for the text overload)
+//   verify   ir::VerifyModule: structure, arities, written types; infers every binding's type
+//   plan     PlanDevices: the device of every value, device changes as `device_copy` bindings
+//   types    ir::VerifyModule again on the planned module, so the bindings the planner added (the
+//            copies it makes for a conflict) have types like every other binding
+//   lower    LowerMemory: explicit allocation, the IPC all-reduce rewrite, static memory plans
+//   check    CheckLoweredMemory runs inside LowerMemory; then ir::VerifyModule of the lowered text
+// `CompileOptions::stop_after` ends the pipeline early (`vdev plan` stops after `types`).
+//
+// Example:
+//   CompileError error;
+//   absl::StatusOr<CompileResult> compiled = Compile(text, CompileOptions{}, &error);
+//   if (!compiled.ok()) {
+//     std::cerr << FormatDiagnostic("prog.vdev", text, error.diagnostic);
+//     return;
+//   }
+//   for (const Diagnostic& w : compiled->diagnostics) std::cerr << FormatDiagnostic("prog.vdev", text, w);
+//   std::cout << ir::PrintModule(compiled->module());          // the lowered program
+//   std::cout << MemoryReportJson(compiled->module(), *compiled->memory);
+#ifndef VDEV_COMPILE_H_
+#define VDEV_COMPILE_H_
+
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "vdev/diagnostic.h"
+#include "vdev/ir.h"
+#include "vdev/lower_memory.h"
+#include "vdev/plan_devices.h"
+
+namespace vdev {
+
+enum class CompileStage { kParse, kVerify, kPlan, kTypes, kLower, kCheck };
+absl::string_view CompileStageName(CompileStage stage);  // "parse", "verify", …
+
+struct CompileOptions {
+  PlanOptions plan;
+  LowerOptions lower;
+  // The last stage to run: kTypes gives a planned, typed module without memory lowering.
+  CompileStage stop_after = CompileStage::kCheck;
+};
+
+struct CompileResult {
+  // The planned module (lowered in place when the pipeline ran to kLower or kCheck), with the device
+  // of every binding, the copies made, the planner's warnings and statistics.
+  PlanResult plan;
+  // The memory plan; empty when the pipeline stopped before kLower.
+  std::optional<MemoryPlan> memory;
+  // Every warning of every stage, in order (today the planner's conflict copies).
+  std::vector<Diagnostic> diagnostics;
+
+  const ir::Module& module() const { return plan.module; }
+};
+
+// Why compiling failed: the stage, a diagnostic (located in the input text when the stage reads
+// it: parse, verify, plan), and for a planning error the full PlanError (its conflicting
+// annotations, for notes and PlanErrorJson).
+struct CompileError {
+  CompileStage stage = CompileStage::kParse;
+  Diagnostic diagnostic;
+  PlanError plan;
+};
+
+// Compiles IR text. On failure returns the stage's status (InvalidArgument for the user's input,
+// Internal when a later stage rejects what an earlier one produced) and fills *error when given.
+absl::StatusOr<CompileResult> Compile(absl::string_view text, const CompileOptions& options,
+                                      CompileError* error = nullptr);
+
+// Compiles a built module (ir::ModuleBuilder::Finish, or a parsed one); it is verified first, so it
+// need not have been.
+absl::StatusOr<CompileResult> Compile(ir::Module module, const CompileOptions& options,
+                                      CompileError* error = nullptr);
+
+}  // namespace vdev
+
+#endif  // VDEV_COMPILE_H_

@@ -1,0 +1,101 @@
+// The pipeline of compile.h: parse, verify, plan, re-type, lower, check.
+#include "vdev/compile.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "vdev/ir_text.h"
+
+namespace vdev {
+namespace {
+
+// Records a failure of `stage` in *error (when given) and returns its status.
+absl::Status Fail(CompileStage stage, absl::Status status, const Diagnostic& diagnostic, CompileError* error) {
+  if (error != nullptr) {
+    error->stage = stage;
+    error->diagnostic = diagnostic;
+  }
+  return status;
+}
+
+Diagnostic At(SourceLoc loc, const absl::Status& status) {
+  return {Severity::kError, loc, std::string(status.message())};
+}
+
+// A pass's output that does not verify is our bug, not the user's.
+absl::Status Bug(absl::string_view what, const Diagnostic& diag) {
+  return absl::InternalError(absl::StrCat("the ", what, " program does not verify (a vdev bug): ", diag.message));
+}
+
+}  // namespace
+
+absl::string_view CompileStageName(CompileStage stage) {
+  switch (stage) {
+    case CompileStage::kParse: return "parse";
+    case CompileStage::kVerify: return "verify";
+    case CompileStage::kPlan: return "plan";
+    case CompileStage::kTypes: return "types";
+    case CompileStage::kLower: return "lower";
+    case CompileStage::kCheck: return "check";
+  }
+  return "?";
+}
+
+absl::StatusOr<CompileResult> Compile(absl::string_view text, const CompileOptions& options,
+                                      CompileError* error) {
+  Diagnostic diag;
+  absl::StatusOr<ir::Module> module = ir::ParseModule(text, &diag);
+  if (!module.ok()) return Fail(CompileStage::kParse, module.status(), diag, error);
+  if (options.stop_after == CompileStage::kParse) {
+    CompileResult result;
+    result.plan.module = *std::move(module);
+    return result;
+  }
+  return Compile(*std::move(module), options, error);
+}
+
+absl::StatusOr<CompileResult> Compile(ir::Module module, const CompileOptions& options, CompileError* error) {
+  CompileResult result;
+  Diagnostic diag;
+  if (absl::Status s = ir::VerifyModule(module, &diag); !s.ok()) {
+    return Fail(CompileStage::kVerify, s, diag, error);
+  }
+  if (options.stop_after <= CompileStage::kVerify) {
+    result.plan.module = std::move(module);
+    return result;
+  }
+
+  PlanError plan_error;
+  absl::StatusOr<PlanResult> plan = PlanDevices(std::move(module), options.plan, &plan_error);
+  if (!plan.ok()) {
+    if (error != nullptr) error->plan = plan_error;
+    Diagnostic located{Severity::kError, plan_error.loc, plan_error.message};
+    if (located.message.empty()) located.message = std::string(plan.status().message());
+    return Fail(CompileStage::kPlan, plan.status(), located, error);
+  }
+  result.plan = *std::move(plan);
+  result.diagnostics = result.plan.warnings;
+  if (options.stop_after == CompileStage::kPlan) return result;
+
+  // The planner writes the copies it adds without types; inference gives them their operand's.
+  if (absl::Status s = ir::VerifyModule(result.plan.module, &diag); !s.ok()) {
+    absl::Status bug = Bug("planned", diag);
+    return Fail(CompileStage::kTypes, bug, At(diag.loc, bug), error);
+  }
+  if (options.stop_after == CompileStage::kTypes) return result;
+
+  absl::StatusOr<MemoryPlan> memory = LowerMemory(result.plan.module, result.plan.binding_devices, options.lower);
+  if (!memory.ok()) return Fail(CompileStage::kLower, memory.status(), At({}, memory.status()), error);
+  result.memory = *std::move(memory);
+  if (options.stop_after == CompileStage::kLower) return result;
+
+  if (absl::Status s = ir::VerifyModule(result.plan.module, &diag); !s.ok()) {
+    absl::Status bug = Bug("lowered", diag);
+    return Fail(CompileStage::kCheck, bug, At(diag.loc, bug), error);
+  }
+  return result;
+}
+
+}  // namespace vdev

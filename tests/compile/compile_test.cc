@@ -1,0 +1,101 @@
+// The pipeline of compile.h: stages, errors by stage, and the copies the planner adds for a
+// conflict running through lowering like every other binding.
+#include "vdev/compile.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "vdev/ir_text.h"
+
+namespace vdev {
+namespace {
+
+using ::testing::HasSubstr;
+
+// %0 is needed on cpu:0 (through %1) and on cuda:0 (%3): the planner copies it for the later use
+// and warns.
+constexpr char kConflict[] = R"(def @main(%a: f32[2,3]) {
+  %0 = exp(%a)
+  %1 = on_device(%0, cpu:0)
+  %2 = negative(%1)
+  %3 = on_device(%0, cuda:0)
+  %4 = multiply(%2, %3)
+  return %4
+}
+)";
+TEST(CompileTest, PlannerAddedCopiesAreTypedAndGetStorage) {
+  CompileError error;
+  absl::StatusOr<CompileResult> compiled = Compile(kConflict, CompileOptions{}, &error);
+  ASSERT_TRUE(compiled.ok()) << compiled.status() << " at stage " << CompileStageName(error.stage);
+  ASSERT_TRUE(compiled->memory.has_value());
+  EXPECT_EQ(compiled->plan.stats.conflict_copies, 1u);
+  EXPECT_EQ(compiled->diagnostics.size(), 1u);
+  // Two copies: %1 (the on_device, now a copy to negative's device) and %0_copy, added.
+  ASSERT_EQ(compiled->plan.copies.size(), 2u);
+  for (const PlannedCopy& copy : compiled->plan.copies) {
+    const ir::Module& m = compiled->module();
+    EXPECT_NE(m.bindings[copy.binding].type, ir::kNoType) << m.Name(m.bindings[copy.binding].name);
+    int tensors = 0;
+    for (const FunctionMemory& f : compiled->memory->functions) {
+      for (const PlannedTensor& t : f.tensors) tensors += t.binding == copy.binding && t.bytes == 24;
+    }
+    EXPECT_EQ(tensors, 1) << "the added copy has no planned 24-byte tensor";
+  }
+  std::string text = ir::PrintModule(compiled->module());
+  EXPECT_THAT(text, HasSubstr("%0_copy: f32[2,3] = device_copy(%0, src=cpu:0, dst=cuda:0, out=%t"));
+  EXPECT_TRUE(CheckLoweredMemory(compiled->module()).ok());
+}
+
+TEST(CompileTest, StopAfterTypesPlansWithoutLowering) {
+  CompileOptions options;
+  options.stop_after = CompileStage::kTypes;
+  absl::StatusOr<CompileResult> compiled = Compile(kConflict, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_FALSE(compiled->memory.has_value());
+  EXPECT_THAT(ir::PrintModule(compiled->module()), HasSubstr("%0_copy = device_copy(%0, src=cpu:0, dst=cuda:0)"));
+  for (const PlannedCopy& copy : compiled->plan.copies) {
+    EXPECT_NE(compiled->module().bindings[copy.binding].type, ir::kNoType);
+  }
+}
+
+TEST(CompileTest, ParseErrorIsLocatedAtTheParseStage) {
+  CompileError error;
+  absl::StatusOr<CompileResult> compiled = Compile("def @main() {\n  %0 = (\n}\n", CompileOptions{}, &error);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(error.stage, CompileStage::kParse);
+  EXPECT_EQ(error.diagnostic.loc, (SourceLoc{3, 1}));  // the `}` where an operand belongs
+}
+
+TEST(CompileTest, VerifyErrorStopsBeforePlanning) {
+  CompileError error;
+  absl::StatusOr<CompileResult> compiled =
+      Compile("def @main(%a: f32[2]) {\n  %0 = add(%a)\n  return %0\n}\n", CompileOptions{}, &error);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(error.stage, CompileStage::kVerify);
+  EXPECT_EQ(error.diagnostic.loc.line, 2);
+}
+
+TEST(CompileTest, StrictConflictFailsAtThePlanStageWithItsAnnotations) {
+  CompileOptions options;
+  options.plan.strict = true;
+  CompileError error;
+  absl::StatusOr<CompileResult> compiled = Compile(kConflict, options, &error);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(error.stage, CompileStage::kPlan);
+  EXPECT_EQ(error.diagnostic.loc.line, 5);
+  EXPECT_EQ(error.plan.conflicts.size(), 2u);
+}
+
+TEST(CompileTest, UnverifiedModuleIsVerifiedThenCompiled) {
+  absl::StatusOr<ir::Module> parsed = ir::ParseModule(kConflict);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->bindings[0].type, ir::kNoType);  // parsing alone infers nothing
+  absl::StatusOr<CompileResult> compiled = Compile(*std::move(parsed), CompileOptions{});
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_GT(compiled->memory->pool_bytes, 0);
+}
+
+}  // namespace
+}  // namespace vdev
