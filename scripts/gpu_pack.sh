@@ -1,10 +1,10 @@
 #!/bin/bash
-# Packs what scripts/gpu_run.sh needs into DEST (default /work/main/.gpu): the prebuilt binaries,
+# Packs what scripts/gpu_run.sh needs into DEST (default .gpu/ under this checkout's root): the prebuilt binaries,
 # the Abseil, Z3 and OpenBLAS (+ libgfortran) libraries they link (the GPU machine has none of them;
 # OpenBLAS, 36 MB, travels xz-compressed and gpu_run.sh unpacks it), the scripts and the PyTorch peer.
 set -e
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-DEST=${1:-/work/main/.gpu}
+DEST=${1:-$SRC/.gpu}
 rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib" "$DEST/scripts" "$DEST/bench"
 cp "$SRC/build/tools/vdev" "$SRC/build/tests/runtime/runtime_cuda_test" \
   "$SRC/build/tests/runtime/runtime_cuda_one_gpu_test" "$SRC/build/bench/allreduce_bench" "$DEST/bin/"
