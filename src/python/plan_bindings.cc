@@ -245,14 +245,20 @@ std::shared_ptr<PyLowered> Lower(const PyPlan& plan, const std::string& strategy
   lowered->file = plan.input->file;
   lowered->source = plan.input->source;
   absl::StatusOr<MemoryPlan> memory;
-  absl::Status verified;
+  absl::Status typed, verified;
   {
     py::gil_scoped_release release;
     lowered->module = plan.result.module.Clone();
     lowered->binding_devices = plan.result.binding_devices;
-    memory = LowerMemory(lowered->module, lowered->binding_devices, options);
-    if (memory.ok()) verified = ir::VerifyModule(lowered->module);
+    // Types first (the compile pipeline's `types` stage): the copies the planner added for a
+    // conflict get their types, so that lowering gives them storage like every other binding.
+    typed = ir::VerifyModule(lowered->module);
+    if (typed.ok()) {
+      memory = LowerMemory(lowered->module, lowered->binding_devices, options);
+      if (memory.ok()) verified = ir::VerifyModule(lowered->module);
+    }
   }
+  if (!typed.ok()) RaiseStatus(typed);
   if (!memory.ok()) Raise("LoweringError", py::make_tuple(std::string(memory.status().message())));
   if (!verified.ok()) RaiseStatus(verified);
   lowered->memory = *std::move(memory);

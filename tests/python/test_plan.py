@@ -175,3 +175,10 @@ def test_planning_releases_the_gil():
     assert any(window["start"] < t < window["end"] for t in ticks[1:])
     inside = sum(window["start"] < t < window["end"] for t in ticks)
     assert inside > 100, inside
+
+
+def test_lowering_gives_the_planners_conflict_copies_storage():
+    plan = vdev.plan(vdev.parse(CONFLICT))
+    copies = [line for line in vdev.lower(plan).text().splitlines() if "= device_copy(" in line]
+    assert len(copies) == 2 and any("_copy" in line for line in copies)
+    assert all(", out=%t" in line for line in copies)
