@@ -177,8 +177,13 @@ def test_planning_releases_the_gil():
     assert inside > 100, inside
 
 
-def test_lowering_gives_the_planners_conflict_copies_storage():
-    plan = vdev.plan(vdev.parse(CONFLICT))
-    copies = [line for line in vdev.lower(plan).text().splitlines() if "= device_copy(" in line]
+def test_lowering_gives_the_planners_conflict_copies_storage_as_vdev_lower_does(cli, tmp_path):
+    path = tmp_path / "conflict.vdev"
+    path.write_text(CONFLICT)
+    lowered = vdev.lower(vdev.plan(vdev.parse(CONFLICT, file=str(path))))
+    copies = [line for line in lowered.text().splitlines() if "= device_copy(" in line]
     assert len(copies) == 2 and any("_copy" in line for line in copies)
     assert all(", out=%t" in line for line in copies)
+    run = cli("lower", str(path), "--json")
+    assert run.returncode == 0, run.stderr
+    assert lowered.to_json() == run.stdout
