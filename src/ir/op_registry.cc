@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -223,7 +224,7 @@ absl::StatusOr<TypeId> Reshape(const OpCall& c) {
   int64_t known = 1;
   for (int64_t d : in) {
     if (d == kDynamicDim) dynamic = true;
-    else known *= d;
+    else if (__builtin_mul_overflow(known, d, &known)) return c.Error("the input has more than 2^63-1 elements");
   }
   int infer_at = -1;
   int64_t product = 1;
@@ -237,8 +238,8 @@ absl::StatusOr<TypeId> Reshape(const OpCall& c) {
       infer_at = static_cast<int>(i);
     } else if (shape[i] == kDynamicDim || shape[i] < -1) {
       return c.Error("newshape entries must be positive, 0 or -1");
-    } else {
-      product *= shape[i];
+    } else if (__builtin_mul_overflow(product, shape[i], &product)) {
+      return c.Error("newshape has more than 2^63-1 elements");
     }
   }
   if (infer_at >= 0) {
@@ -314,7 +315,11 @@ absl::StatusOr<TypeId> Concat(const OpCall& c) {
       return c.Error(absl::StrCat("cannot concatenate ", types.ToString(parts[0]), " and ", types.ToString(parts[i])));
     for (size_t k = 0; k < d.size(); ++k) {
       if (static_cast<int64_t>(k) == axis) {
-        dims[k] = dims[k] == kDynamicDim || d[k] == kDynamicDim ? kDynamicDim : dims[k] + d[k];
+        if (dims[k] == kDynamicDim || d[k] == kDynamicDim) {
+          dims[k] = kDynamicDim;
+        } else if (__builtin_add_overflow(dims[k], d[k], &dims[k])) {
+          return c.Error(absl::StrCat("the concatenated axis ", axis, " is longer than 2^63-1"));
+        }
       } else if (dims[k] != d[k] && dims[k] != kDynamicDim && d[k] != kDynamicDim) {
         return c.Error(absl::StrCat("cannot concatenate ", types.ToString(parts[0]), " and ",
                                     types.ToString(parts[i]), " along axis ", axis));
@@ -366,25 +371,39 @@ absl::StatusOr<TypeId> Conv2d(const OpCall& c) {
   };
   VDEV_ASSIGN_OR_RETURN(Dims s, pair(strides, 1, "strides"));
   VDEV_ASSIGN_OR_RETURN(Dims d, pair(dilation, 1, "dilation"));
+  // Padding, dilation and kernel sizes are user numbers: every sum and product is checked.
   int64_t pad_h = 0, pad_w = 0;  // total padding per spatial axis
   if (padding) {
     const std::vector<int64_t>& p = *padding;
-    if (p.size() == 1) pad_h = pad_w = 2 * p[0];
-    else if (p.size() == 2) pad_h = 2 * p[0], pad_w = 2 * p[1];
-    else if (p.size() == 4) pad_h = p[0] + p[2], pad_w = p[1] + p[3];
+    bool wrapped = false;
+    if (std::any_of(p.begin(), p.end(), [](int64_t v) { return v < 0; })) return c.Error("padding must not be negative");
+    if (p.size() == 1) wrapped = __builtin_add_overflow(p[0], p[0], &pad_h), pad_w = pad_h;
+    else if (p.size() == 2) wrapped = __builtin_add_overflow(p[0], p[0], &pad_h) || __builtin_add_overflow(p[1], p[1], &pad_w);
+    else if (p.size() == 4) wrapped = __builtin_add_overflow(p[0], p[2], &pad_h) || __builtin_add_overflow(p[1], p[3], &pad_w);
     else return c.Error("padding must have 1, 2 or 4 entries");
+    if (wrapped) return c.Error("padding is larger than 2^63-1");
   }
   int64_t g = groups.value_or(1);
   if (g <= 0 || s[0] <= 0 || s[1] <= 0 || d[0] <= 0 || d[1] <= 0)
     return c.Error("groups, strides and dilation must be positive");
-  if (x[1] != kDynamicDim && w[1] != kDynamicDim && x[1] != w[1] * g)
-    return c.Error(absl::StrCat("data has ", x[1], " channels but weight expects ", w[1] * g));
-  auto spatial = [](int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil) -> int64_t {
+  int64_t channels = 0;
+  if (w[1] != kDynamicDim && __builtin_mul_overflow(w[1], g, &channels)) return c.Error("weight channels times groups overflow");
+  if (x[1] != kDynamicDim && w[1] != kDynamicDim && x[1] != channels)
+    return c.Error(absl::StrCat("data has ", x[1], " channels but weight expects ", channels));
+  // nullopt when a step overflows int64_t.
+  auto spatial = [](int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil) -> std::optional<int64_t> {
     if (in == kDynamicDim || k == kDynamicDim) return kDynamicDim;
-    int64_t span = dil * (k - 1) + 1;
-    return in + pad < span ? 0 : (in + pad - span) / stride + 1;
+    int64_t span = 0, padded = 0;
+    if (__builtin_mul_overflow(dil, k - 1, &span) || __builtin_add_overflow(span, 1, &span) ||
+        __builtin_add_overflow(in, pad, &padded)) {
+      return std::nullopt;
+    }
+    return padded < span ? 0 : (padded - span) / stride + 1;
   };
-  Dims out{x[0], w[0], spatial(x[2], w[2], pad_h, s[0], d[0]), spatial(x[3], w[3], pad_w, s[1], d[1])};
+  std::optional<int64_t> h = spatial(x[2], w[2], pad_h, s[0], d[0]);
+  std::optional<int64_t> wd = spatial(x[3], w[3], pad_w, s[1], d[1]);
+  if (!h || !wd) return c.Error("the output size overflows int64 (padding, dilation or kernel too large)");
+  Dims out{x[0], w[0], *h, *wd};
   return c.types().Tensor(t.node(*data).dtype, out);
 }
 

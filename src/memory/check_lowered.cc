@@ -75,7 +75,10 @@ class BodyChecker {
       return Fail(b, "malformed tensor allocation");
     }
     const ir::BindingId storage = args[0].value.index;
-    if (offset < 0 || offset + *bytes > storage_bytes_[storage]) return Fail(b, "tensor does not fit its storage");
+    int64_t end = 0;
+    if (offset < 0 || __builtin_add_overflow(offset, *bytes, &end) || end > storage_bytes_[storage]) {
+      return Fail(b, "tensor does not fit its storage");
+    }
     storage_of_[b] = storage;
     latest_[storage] = b;
     holds_[ir::ValueRef::Binding(b)] = {b};

@@ -56,14 +56,18 @@ int64_t DTypeBytes(ir::DType dtype) {
 
 }  // namespace
 
-std::optional<int64_t> TensorBytes(const ir::TypeTable& types, ir::TypeId type) {
+std::optional<int64_t> TensorBytes(const ir::TypeTable& types, ir::TypeId type, bool* overflow) {
+  if (overflow != nullptr) *overflow = false;
   if (type == ir::kNoType || types.kind(type) != ir::TypeKind::kTensor) return std::nullopt;
   int64_t bytes = DTypeBytes(types.node(type).dtype);
+  bool wrapped = false;
   for (int64_t dim : types.dims(type)) {
     if (dim == ir::kDynamicDim) return std::nullopt;
-    bytes *= dim;
+    wrapped |= __builtin_mul_overflow(bytes, dim, &bytes);
   }
-  return bytes;
+  if (!wrapped) return bytes;
+  if (overflow != nullptr) *overflow = true;
+  return std::nullopt;
 }
 
 }  // namespace vdev

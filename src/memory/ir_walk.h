@@ -16,8 +16,9 @@ namespace vdev {
 // Empty for other expressions. Iterative: nesting depth costs no stack.
 std::vector<ir::Operand> NestedLocalOperands(const ir::Module& m, const ir::Expr& expr);
 
-// The byte size of a tensor type with a static shape; nullopt for other types and dynamic shapes.
-std::optional<int64_t> TensorBytes(const ir::TypeTable& types, ir::TypeId type);
+// The byte size of a tensor type with a static shape; nullopt for other types, dynamic shapes and
+// sizes past INT64_MAX (*overflow, when given, says which).
+std::optional<int64_t> TensorBytes(const ir::TypeTable& types, ir::TypeId type, bool* overflow = nullptr);
 
 }  // namespace vdev
 

@@ -132,7 +132,13 @@ class FunctionLowering {
   // A new tensor for op binding `b` at position `pos`, or the reason it is not planned.
   absl::StatusOr<int> MaybeTensor(ir::BindingId b, int pos, std::string* reason) {
     const ir::TypeId t = m_.bindings[b].type;
-    const std::optional<int64_t> bytes = TensorBytes(m_.types, t);
+    bool overflow = false;
+    const std::optional<int64_t> bytes = TensorBytes(m_.types, t, &overflow);
+    if (overflow) {
+      const SourceLoc loc = m_.bindings[b].loc;
+      return absl::InvalidArgumentError(absl::StrCat(loc.line, ":", loc.col, ": %", m_.Name(m_.bindings[b].name),
+                                                     ": ", m_.types.ToString(t), " is larger than 2^63-1 bytes"));
+    }
     if (!bytes) {
       if (t == ir::kNoType) {
         *reason = "its type is unknown (write it on the binding)";
@@ -433,8 +439,10 @@ absl::StatusOr<MemoryPlan> LowerMemory(ir::Module& module, std::vector<ir::Devic
   for (ir::FuncId f : module.items) {
     if (module.functions[f].kind != ir::FuncKind::kGlobal || module.functions[f].body == ir::kNoBlock) continue;
     VDEV_ASSIGN_OR_RETURN(FunctionMemory fm, FunctionLowering(module, binding_devices, options, f).Run());
-    plan.tensor_bytes += fm.plan.tensor_bytes;
-    plan.pool_bytes += fm.plan.pool_bytes;
+    if (__builtin_add_overflow(plan.tensor_bytes, fm.plan.tensor_bytes, &plan.tensor_bytes) ||
+        __builtin_add_overflow(plan.pool_bytes, fm.plan.pool_bytes, &plan.pool_bytes)) {
+      return absl::InvalidArgumentError("the functions' memory plans together need more than 2^63-1 bytes");
+    }
     plan.functions.push_back(std::move(fm));
   }
   VDEV_RETURN_IF_ERROR(LowerIpcAllocStorage(module).status());

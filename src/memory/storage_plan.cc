@@ -23,10 +23,17 @@ absl::Status CheckInput(absl::Span<const TensorLifetime> tensors, const StorageP
     return absl::InvalidArgumentError(
         absl::StrCat("alignment must be a positive power of two, got ", options.alignment));
   }
+  // Every sum and aligned offset below is at most the tensors' bytes plus one alignment per tensor:
+  // bounding that once keeps all of them inside int64_t.
+  int64_t bound = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorLifetime& t = tensors[i];
     if (t.bytes < 0) {
       return absl::InvalidArgumentError(absl::StrCat("tensor ", i, " has a negative size ", t.bytes));
+    }
+    if (__builtin_add_overflow(bound, t.bytes, &bound) || __builtin_add_overflow(bound, options.alignment, &bound)) {
+      return absl::InvalidArgumentError(absl::StrCat("the tensors of ", t.pool.ToString(), " and the others, each aligned to ",
+                                                     options.alignment, " bytes, need more than 2^63-1 bytes"));
     }
     if (t.last_use < t.first_def) {
       return absl::InvalidArgumentError(absl::StrCat("tensor ", i, " is last used at ", t.last_use,
