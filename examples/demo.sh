@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main demo: plan a program's devices, look at the report, lower it to explicit memory.
+# The main demo: plan a program's devices, look at the report, lower it to explicit memory, and run
+# the tensor-parallel MLP on 2 workers (the CUDA backend when a GPU is visible, else the host one).
 # Usage: examples/demo.sh PATH_TO_VDEV
 set -euo pipefail
 vdev=${1:-build/tools/vdev}
@@ -10,3 +11,7 @@ show plan "$here/planner/two_devices.vdev"
 show plan "$here/planner/two_devices.vdev" --json
 show lower "$here/planner/two_devices.vdev"
 show lower "$here/memory/allreduce_reshape.vdev" --json
+# Example (1) of examples/run: runs for real, checked against the CPU reference.
+backend=host
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then backend=cuda; fi
+show run "$here/run/tp_mlp.vdev" --workers 2 --backend "$backend" --check

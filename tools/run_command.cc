@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
 #include "vdev/executor.h"
@@ -114,9 +116,14 @@ int RunAsController(const RunArgs& args) {
     std::cerr << s.message() << "\n";
     return kExitUsage;
   }
-  // Random inputs are drawn by each worker; files are read here first, so a bad one stops the run
-  // before any worker starts.
-  for (int k = 0; k < o.workers && o.inputs.rfind("random:", 0) != 0; ++k) {
+  // Random inputs are drawn by each worker (only the seed is checked here); files are read here
+  // first, so a bad one stops the run before any worker starts.
+  const bool random = absl::StartsWith(o.inputs, "random:");
+  if (uint64_t seed; random && !absl::SimpleAtoi(absl::string_view(o.inputs).substr(7), &seed)) {
+    std::cerr << "vdev run: --inputs: expected random:SEED with a non-negative integer SEED, found " << o.inputs << "\n";
+    return kExitUsage;
+  }
+  for (int k = 0; k < o.workers && !random; ++k) {
     if (absl::Status s = ProgramInputs(*program, o.inputs, k).status(); !s.ok()) {
       std::cerr << "vdev run: " << s.message() << "\n";
       return kExitUsage;

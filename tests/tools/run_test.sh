@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# `vdev run` driven as a user would: every example with --check on 1, 2 and 4 workers (host
+# backend), the C++ frontend, bad inputs (each a clear message and a non-zero exit), and a worker
+# killed mid-run (the run fails within 10 s; no worker process or /dev/shm segment is left).
+# Usage: run_test.sh PATH_TO_VDEV PATH_TO_FRONTEND
+set -u
+vdev=$1
+frontend=$2
+examples=$(cd "$(dirname "$0")/../../examples" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/vdev_run_test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+failures=0
+passes=0
+
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+# expect NAME EXPECTED_STATUS EXPECTED_STDOUT_REGEX EXPECTED_STDERR_REGEX -- COMMAND...
+expect() {
+  local name=$1 status=$2 out_re=$3 err_re=$4
+  shift 5
+  local out err rc
+  out=$("$@" 2>"$work/stderr"); rc=$?
+  err=$(cat "$work/stderr")
+  if [ "$rc" != "$status" ] || ! [[ "$out" =~ $out_re ]] || ! [[ "$err" =~ $err_re ]]; then
+    fail "$name: status $rc (want $status)"; echo "  stdout: $out"; echo "  stderr: $err"
+  else
+    passes=$((passes + 1))
+  fi
+}
+
+# npy FILE DESCR SHAPE BYTES: a version 1.0 .npy file of BYTES zero data bytes.
+npy() {
+  local header="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
+  local pad=$(( (64 - (10 + ${#header} + 1) % 64) % 64 ))
+  header="$header$(printf '%*s' "$pad" '')"$'\n'
+  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf '%02x' $(( ${#header} % 256 )))\\x$(printf '%02x' $(( ${#header} / 256 )))";
+    printf '%s' "$header"; head -c "$4" /dev/zero; } > "$1"
+}
+
+# 1. The examples, checked against the CPU reference.
+ok_re='check: the outputs of [0-9]+ worker\(s\) match the CPU reference'
+for workers in 1 2 4; do
+  for example in run/tp_mlp.vdev run/heterogeneous.vdev memory/tp_transformer_10.vdev; do
+    expect "$example/$workers" 0 "worker $((workers - 1)) output 0: .*$ok_re" '' -- \
+      "$vdev" run "$examples/$example" --backend host --workers "$workers" --check
+  done
+done
+expect frontend 0 'backend host: y = f32\[4,8\].*row 3 sums to 1' '' -- "$frontend"
+# The same seed gives the same checksums; another seed others.
+a=$("$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --inputs random:3 2>&1 | grep output)
+b=$("$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --inputs random:3 2>&1 | grep output)
+c=$("$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --inputs random:4 2>&1 | grep output)
+if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" != "$c" ]; then passes=$((passes + 1)); else fail "seeded checksums: '$a' '$b' '$c'"; fi
+# Outputs written with --outputs read back as inputs (tp_mlp's output has %x's type).
+expect outputs 0 'worker 1 output 0' '' -- "$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --outputs "$work/out"
+[ -f "$work/out/rank1/output0.npy" ] && passes=$((passes + 1)) || fail "outputs: no $work/out/rank1/output0.npy"
+expect profile 0 'profile \(worker 0.*matmul.*copies [0-9.]+%, all-reduces [0-9.]+%' '' -- \
+  "$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --profile
+
+# 2. Bad input: a clear message naming the input, worker or location, and a non-zero exit.
+prog="$work/add.vdev"
+printf 'def @main(%%x: f32[2,3], %%y: f32[3]) -> f32[2,3] {\n  %%z = add(%%x, %%y)\n  return %%z\n}\n' > "$prog"
+mkdir -p "$work/in"
+npy "$work/in/x.npy" '<f4' '(2, 3)' 24
+npy "$work/in/y.npy" '<f4' '(3,)' 12
+expect inputs_ok 0 'worker 1 output 0: f32\[2,3\] sum=0' '' -- "$vdev" run "$prog" --workers 2 --inputs "$work/in" --check
+mkdir -p "$work/rank_in/rank1" && cp "$work/in/x.npy" "$work/rank_in/" && cp "$work/in/y.npy" "$work/rank_in/rank1/"
+expect fewer_inputs 2 '^$' 'input %y: no file .*rank_in/y\.npy.*rank0/y\.npy' -- \
+  "$vdev" run "$prog" --workers 2 --inputs "$work/rank_in"
+expect missing_dir 2 '^$' 'no directory .*absent' -- "$vdev" run "$prog" --inputs "$work/absent"
+mkdir -p "$work/dir_in/y.npy" && cp "$work/in/x.npy" "$work/dir_in/"
+expect unreadable_input 2 '^$' 'dir_in/y\.npy: not a regular file' -- "$vdev" run "$prog" --inputs "$work/dir_in"
+mkdir -p "$work/fifo_in" && cp "$work/in/x.npy" "$work/fifo_in/" && mkfifo "$work/fifo_in/y.npy"
+expect fifo_input 2 '^$' 'fifo_in/y\.npy: not a regular file' -- timeout 10 "$vdev" run "$prog" --inputs "$work/fifo_in"
+mkdir -p "$work/dtype_in" && cp "$work/in/x.npy" "$work/dtype_in/" && npy "$work/dtype_in/y.npy" '<f2' '(3,)' 6
+expect wrong_dtype 2 '^$' 'input %y \(.*y\.npy\): expected f32\[3\], the file holds f16\[3\]' -- \
+  "$vdev" run "$prog" --inputs "$work/dtype_in"
+mkdir -p "$work/shape_in" && cp "$work/in/x.npy" "$work/shape_in/" && npy "$work/shape_in/y.npy" '<f4' '(4,)' 16
+expect wrong_shape 2 '^$' 'input %y \(.*y\.npy\): expected f32\[3\], the file holds f32\[4\]' -- \
+  "$vdev" run "$prog" --inputs "$work/shape_in"
+mkdir -p "$work/trunc_in" && cp "$work/in/x.npy" "$work/trunc_in/" && npy "$work/trunc_in/y.npy" '<f4' '(3,)' 5
+expect truncated_input 2 '^$' 'y\.npy: holds 5 data bytes' -- "$vdev" run "$prog" --inputs "$work/trunc_in"
+printf 'def @main(%%x: f32[4]) -> f32[4] {\n  %%y = relu(%%x)\n  %%z = my.op(%%y)\n  return %%z\n}\n' > "$work/nokernel.vdev"
+expect no_kernel 2 '^$' 'nokernel\.vdev:3:8: .*my\.op.* has no kernel' -- "$vdev" run "$work/nokernel.vdev" --workers 2
+printf 'def @main(%%x: f32[4]) -> f32[4] {\n  %%y = relu(%%x\n  return %%y\n}\n' > "$work/malformed.vdev"
+expect malformed 2 '^$' 'malformed\.vdev:[0-9]+:[0-9]+: error' -- "$vdev" run "$work/malformed.vdev"
+expect missing_program 2 '^$' 'absent\.vdev: error: cannot (open|read)' -- "$vdev" run "$work/absent.vdev"
+expect bad_seed 2 '^$' 'random:x' -- "$vdev" run "$prog" --inputs random:x
+expect zero_workers 2 '' 'workers' -- "$vdev" run "$prog" --workers 0
+
+# 3. A worker killed mid-run: the run fails within 10 s, naming the worker; nothing is left behind
+# (the host backend unlinks its segments once every worker has mapped them, so the check is that
+# none is left whatever moment the kill hits).
+"$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --repeat 1000000 >"$work/kill_out" 2>"$work/kill_err" &
+controller=$!
+# The workers are the controller's children; their shared memory (mapped, then unlinked by its
+# owner) names the session: /dev/shm/vdev-<session>-<sequence>-<rank>.
+workers=""
+session=""
+for _ in $(seq 300); do
+  workers=$(pgrep -P "$controller" | tr '\n' ' ')
+  if [ "$(echo $workers | wc -w)" -ge 2 ]; then
+    for p in $workers; do
+      session=$(grep -o '/dev/shm/vdev-[0-9a-f]*-' "/proc/$p/maps" 2>/dev/null | head -1 | sed 's|/dev/shm/vdev-||; s|-$||')
+      [ -n "$session" ] && break
+    done
+    [ -n "$session" ] && break
+  fi
+  sleep 0.1
+done
+victim=$(echo $workers | awk '{print $2}')
+if [ -z "$victim" ] || [ -z "$session" ]; then
+  fail "kill: did not find 2 workers and their session (workers '$workers', session '$session')"
+  kill -9 "$controller" $workers 2>/dev/null
+else
+  kill -9 "$victim"
+  start=$(date +%s)
+  status=0
+  for _ in $(seq 120); do kill -0 "$controller" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$controller" 2>/dev/null; then
+    fail "kill: the run still runs 12 s after worker $victim was killed"
+    kill -9 "$controller" $workers 2>/dev/null
+  fi
+  wait "$controller"; status=$?
+  elapsed=$(( $(date +%s) - start ))
+  [ "$status" -ne 0 ] || fail "kill: the run exited 0"
+  [ "$elapsed" -le 10 ] || fail "kill: the run took $elapsed s to fail"
+  grep -Eq "worker [0-9] \(pid $victim\) was killed by signal 9" "$work/kill_err" || fail "kill: stderr does not name the worker: $(cat "$work/kill_err")"
+  for p in $workers; do
+    if kill -0 "$p" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null; then fail "kill: worker $p is left running"; fi
+  done
+  leftover=$(ls /dev/shm | grep "^vdev-$session-")
+  [ -z "$leftover" ] || fail "kill: shared memory left behind: $leftover"
+  [ "$failures" -eq 0 ] && passes=$((passes + 1))
+fi
+
+echo "run: $passes passed, $failures failed"
+[ "$failures" -eq 0 ]
