@@ -41,12 +41,55 @@ struct Reduced {
   }
 };
 
-// A leaf v eliminated into its neighbour u: v's best device for each device of u.
+// A variable v eliminated into its neighbour u (a leaf) or its two neighbours u and w (a link of a
+// chain): v's best device for each device of u (and of w: best[du * d + dw]).
 struct Elimination {
   uint32_t v;
   uint32_t u;
+  uint32_t w;  // UINT32_MAX for a leaf
   std::vector<int> best;
 };
+
+// Eliminates v, whose live pairs are e1 (to u) and e2 (to w): a pair u-w of v's best cost.
+void EliminateLink(Reduced& r, uint32_t v, uint32_t e1, uint32_t e2, std::vector<Elimination>& eliminated) {
+  const int d = r.d;
+  const PlacementModel::Pair p1 = r.pairs[e1];
+  const PlacementModel::Pair p2 = r.pairs[e2];
+  uint32_t u = r.Other(p1, v);
+  uint32_t w = r.Other(p2, v);
+  Elimination elim{v, u, w, std::vector<int>(d * d, 0)};
+  std::vector<Cost> table(d * d, kForbidden);
+  for (int iu = 0; iu < d; ++iu) {
+    for (int iw = 0; iw < d; ++iw) {
+      for (int i = 0; i < d; ++i) {
+        Cost c = Add(Add(r.unary[v][i], r.PairCost(p1, v, i, iu)), r.PairCost(p2, v, i, iw));
+        if (c < table[iu * d + iw]) table[iu * d + iw] = c, elim.best[iu * d + iw] = i;
+      }
+    }
+  }
+  r.pair_live[e1] = false;
+  r.pair_live[e2] = false;
+  // Into the live pair u-w if there is one, else a new one (kept oriented u < w).
+  uint32_t existing = UINT32_MAX;
+  for (uint32_t e : r.incident[u]) {
+    if (r.pair_live[e] && r.Other(r.pairs[e], u) == w) existing = e;
+  }
+  if (existing == UINT32_MAX) {
+    existing = static_cast<uint32_t>(r.pairs.size());
+    r.pairs.push_back({std::min(u, w), std::max(u, w), std::vector<Cost>(d * d, 0)});
+    r.pair_live.push_back(true);
+    r.incident[u].push_back(existing);
+    r.incident[w].push_back(existing);
+  }
+  PlacementModel::Pair& target = r.pairs[existing];
+  for (int iu = 0; iu < d; ++iu) {
+    for (int iw = 0; iw < d; ++iw) {
+      Cost& slot = target.a == u ? target.cost[iu * d + iw] : target.cost[iw * d + iu];
+      slot = Add(slot, table[iu * d + iw]);
+    }
+  }
+  eliminated.push_back(std::move(elim));
+}
 
 // Prints a progress line through `on_slow` if the solve it guards takes over a second.
 class SlowSolveWatch {
@@ -221,21 +264,32 @@ absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, co
       r.pair_live[e] = false;
     }
   }
-  // Leaves are eliminated exactly: their best device for each device of their neighbour.
+  // Leaves and links of chains are eliminated exactly: a leaf's best device for each device of its
+  // neighbour becomes the neighbour's cost; a link's best device for each pair of devices of its two
+  // neighbours becomes a pair between them (merged with theirs, if any).
   std::vector<Elimination> eliminated;
   std::vector<uint32_t> work;
   for (uint32_t v = 0; v < n; ++v) {
-    if (!r.done[v] && r.Degree(v) <= 1) work.push_back(v);
+    if (!r.done[v] && r.Degree(v) <= 2) work.push_back(v);
   }
   std::vector<int> device(n, -1);
   while (!work.empty()) {
     uint32_t v = work.back();
     work.pop_back();
-    if (r.done[v] || r.Degree(v) > 1) continue;
+    if (r.done[v] || r.Degree(v) > 2) continue;
     r.done[v] = true;
     uint32_t live = UINT32_MAX;
+    uint32_t second = UINT32_MAX;
     for (uint32_t e : r.incident[v]) {
-      if (r.pair_live[e]) live = e;
+      if (!r.pair_live[e]) continue;
+      (live == UINT32_MAX ? live : second) = e;
+    }
+    if (second != UINT32_MAX) {
+      EliminateLink(r, v, live, second, eliminated);
+      for (uint32_t u : {eliminated.back().u, eliminated.back().w}) {
+        if (!r.done[u] && r.Degree(u) <= 2) work.push_back(u);
+      }
+      continue;
     }
     if (live == UINT32_MAX) {  // isolated: its cheapest device
       device[v] = static_cast<int>(std::min_element(r.unary[v].begin(), r.unary[v].end()) - r.unary[v].begin());
@@ -243,7 +297,7 @@ absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, co
     }
     const PlacementModel::Pair& p = r.pairs[live];
     uint32_t u = r.Other(p, v);
-    Elimination elim{v, u, std::vector<int>(d, 0)};
+    Elimination elim{v, u, UINT32_MAX, std::vector<int>(d, 0)};
     for (int j = 0; j < d; ++j) {
       Cost best = kForbidden;
       for (int i = 0; i < d; ++i) {
@@ -254,7 +308,7 @@ absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, co
     }
     r.pair_live[live] = false;
     eliminated.push_back(std::move(elim));
-    if (!r.done[u] && r.Degree(u) <= 1) work.push_back(u);
+    if (!r.done[u] && r.Degree(u) <= 2) work.push_back(u);
   }
   // What is left: components of variables of degree >= 2, each a Z3 problem.
   PlacementSolution solution;
@@ -296,7 +350,8 @@ absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, co
     if (r.fixed[v] >= 0) device[v] = r.fixed[v];
   }
   for (size_t k = eliminated.size(); k-- > 0;) {
-    device[eliminated[k].v] = eliminated[k].best[device[eliminated[k].u]];
+    const Elimination& e = eliminated[k];
+    device[e.v] = e.w == UINT32_MAX ? e.best[device[e.u]] : e.best[device[e.u] * d + device[e.w]];
   }
   // The re-check: every device allowed, and the reduced problem's cost (what was optimised: fixed
   // and remaining variables' costs, eliminated ones folded into their neighbours) equals the model's

@@ -1,5 +1,7 @@
 // PlanDevices, collection: signatures, then one domain per value in program order, unified as the
 // placement semantics say (shared/spec/ir-text.md); conflicts go to plan_unify.cc.
+#include <algorithm>
+
 #include "src/planner/internal/planner.h"
 
 #include "vdev/builtin_ops.h"
@@ -157,24 +159,34 @@ absl::Status Planner::CollectAll() {
   return absl::OkStatus();
 }
 
-void Planner::NoteAnnotatedComputations() {
-  for (BindingId b : order_) {
-    if (!IsMove(b) || !Has(b, kLive)) continue;
-    std::optional<ir::OnDeviceCall> on = ir::AsOnDevice(m_, B(b).expr);
-    if (!on || !on->constrain_body || !on->value.is_local() || !on->value.value.is_binding()) continue;
-    BindingId x = on->value.value.index;
-    const ir::Expr& e = B(x).expr;
-    bool computation = (e.kind == ExprKind::kOpCall && !IsMove(x) && m_.OpName(e) != "vm.shape_of" &&
-                        !ir::AsAllocStorage(m_, e)) ||
-                       (e.kind == ExprKind::kCallGlobal && m_.functions[e.func].kind == FuncKind::kKernel);
-    if (computation) annotated_by_.try_emplace(x, b);
+void Planner::NoteAnnotation(BindingId b) {
+  std::optional<ir::OnDeviceCall> on = ir::AsOnDevice(m_, B(b).expr);
+  if (!on || !on->constrain_body || !on->value.is_local() || !on->value.value.is_binding()) return;
+  BindingId x = on->value.value.index;
+  const ir::Expr& e = B(x).expr;
+  bool computation = (e.kind == ExprKind::kOpCall && !IsMove(x) && m_.OpName(e) != "vm.shape_of" &&
+                      !ir::AsAllocStorage(m_, e)) ||
+                     (e.kind == ExprKind::kCallGlobal && m_.functions[e.func].kind == FuncKind::kKernel);
+  if (!computation) return;
+  annotated_by_.emplace_back(x, b);
+  Set(x, kAnnotated);
+}
+
+void Planner::FinishAnnotations() {
+  // Noted in reverse program order: of one computation's annotations, the last noted is the first.
+  std::stable_sort(annotated_by_.begin(), annotated_by_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t kept = 0;
+  for (size_t i = 0; i < annotated_by_.size(); ++i) {
+    if (i + 1 < annotated_by_.size() && annotated_by_[i + 1].first == annotated_by_[i].first) continue;
+    annotated_by_[kept++] = annotated_by_[i];
   }
+  annotated_by_.resize(kept);
 }
 
 DomainId Planner::AnnotatedSite(BindingId b, bool kernel_call) {
-  if (annotated_by_.empty()) return kNoDomain;
-  auto it = annotated_by_.find(b);
-  if (it == annotated_by_.end()) return kNoDomain;
+  if (!Has(b, kAnnotated)) return kNoDomain;
+  auto it = std::lower_bound(annotated_by_.begin(), annotated_by_.end(), std::pair<BindingId, BindingId>(b, 0));
   const ir::Expr& annotation = B(it->second).expr;
   DeviceIndex device = devices_.Intern(m_.Device(m_.Args(annotation)[1].index));
   if (kernel_call) device = WithScope(device, DeviceTable::kUnconstrained);

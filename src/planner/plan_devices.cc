@@ -23,7 +23,6 @@ absl::Status Planner::Run() {
   // An on_device or device_copy whose value nothing uses is dropped and constrains nothing: planning
   // the output, where it is gone, must decide the same.
   MarkLive();
-  NoteAnnotatedComputations();
   ReserveForAnnotations();
   VDEV_RETURN_IF_ERROR(CollectAll());
   if (placement_ != nullptr) VDEV_RETURN_IF_ERROR(PlaceClasses());

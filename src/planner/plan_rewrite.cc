@@ -31,9 +31,12 @@ void Planner::MarkLive() {
   }
   for (size_t i = order_.size(); i-- > 0;) {
     BindingId b = order_[i];
-    if (IsMove(b) && !Has(b, kLive)) continue;
+    bool move = IsMove(b);
+    if (move && !Has(b, kLive)) continue;
+    if (move) NoteAnnotation(b);  // its users, later in program order, are marked already
     for (const Operand& o : m_.Args(B(b).expr)) mark(o);
   }
+  FinishAnnotations();
 }
 
 ir::Attr Planner::DeviceAttr(ir::Symbol key, DeviceIndex device) {

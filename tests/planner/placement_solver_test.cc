@@ -24,17 +24,19 @@ Cost ExhaustiveOptimum(const PlacementModel& model) {
   }
 }
 
-PlacementModel RandomModel() {
+// `dense`: at least 4 variables and 2-4 pairs per variable, so that most of them keep three or more
+// neighbours and reach Z3.
+PlacementModel RandomModel(bool dense) {
   PlacementModel m;
   m.num_devices = *rc::gen::inRange(2, 5);
-  const int n = *rc::gen::inRange(1, 13);
+  const int n = *rc::gen::inRange(dense ? 4 : 1, 13);
   for (int v = 0; v < n; ++v) {
     std::vector<Cost> unary(m.num_devices);
     for (Cost& c : unary) c = *rc::gen::weightedOneOf<Cost>({{1, rc::gen::just(kForbidden)}, {5, rc::gen::inRange<Cost>(0, 100)}});
     unary[*rc::gen::inRange(0, m.num_devices)] = *rc::gen::inRange<Cost>(0, 100);  // one allowed at least
     m.unary.push_back(std::move(unary));
   }
-  const int pairs = *rc::gen::inRange(n / 2, 3 * n);
+  const int pairs = dense ? *rc::gen::inRange(2 * n, 4 * n) : *rc::gen::inRange(n / 2, 3 * n);
   for (int k = 0; k < pairs; ++k) {
     PlacementModel::Pair p;
     p.a = *rc::gen::inRange<uint32_t>(0, n);
@@ -47,8 +49,8 @@ PlacementModel RandomModel() {
   return m;
 }
 
-RC_GTEST_PROP(PlacementSolverTest, CostEqualsAnExhaustiveSearch, ()) {
-  PlacementModel model = RandomModel();
+void CheckAgainstExhaustive(bool dense) {
+  PlacementModel model = RandomModel(dense);
   absl::StatusOr<PlacementSolution> solution = SolvePlacement(model, {});
   RC_ASSERT(solution.ok());
   RC_ASSERT(solution->optimal);
@@ -56,6 +58,12 @@ RC_GTEST_PROP(PlacementSolverTest, CostEqualsAnExhaustiveSearch, ()) {
   RC_ASSERT(solution->cost == PlacementCost(model, solution->device));
   RC_ASSERT(solution->cost == ExhaustiveOptimum(model));
   RC_CLASSIFY(solution->z3_variables > 0, "Z3 used");
+}
+
+RC_GTEST_PROP(PlacementSolverTest, CostEqualsAnExhaustiveSearch, ()) { CheckAgainstExhaustive(/*dense=*/false); }
+
+RC_GTEST_PROP(PlacementSolverTest, DenseModelsCostEqualsAnExhaustiveSearch, ()) {
+  CheckAgainstExhaustive(/*dense=*/true);
 }
 
 TEST(PlacementSolverTest, HeaderExample) {
@@ -70,8 +78,7 @@ TEST(PlacementSolverTest, HeaderExample) {
   EXPECT_TRUE(s->optimal);
 }
 
-TEST(PlacementSolverTest, ACycleGoesToZ3) {
-  // A triangle cannot be eliminated leaf by leaf.
+TEST(PlacementSolverTest, ATriangleIsEliminatedWithoutZ3) {
   PlacementModel m;
   m.num_devices = 3;
   m.unary = {{0, 9, 9}, {9, 0, 9}, {9, 9, 0}};
@@ -80,9 +87,25 @@ TEST(PlacementSolverTest, ACycleGoesToZ3) {
   }
   absl::StatusOr<PlacementSolution> s = SolvePlacement(m, {});
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(s->z3_variables, 3u);
+  EXPECT_EQ(s->z3_variables, 0u);
   EXPECT_EQ(s->cost, ExhaustiveOptimum(m));
   EXPECT_EQ(s->cost, 18);  // all on one device: two of them pay 9, no copies
+}
+
+TEST(PlacementSolverTest, ACompleteGraphOfFourGoesToZ3) {
+  // Every variable keeps three neighbours: nothing is eliminated.
+  PlacementModel m;
+  m.num_devices = 3;
+  m.unary = {{0, 9, 9}, {9, 0, 9}, {9, 9, 0}, {5, 5, 0}};
+  for (uint32_t a = 0; a < 4; ++a) {
+    for (uint32_t b = a + 1; b < 4; ++b) m.pairs.push_back({a, b, {0, 20, 20, 20, 0, 20, 20, 20, 0}});
+  }
+  absl::StatusOr<PlacementSolution> s = SolvePlacement(m, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->z3_variables, 4u);
+  EXPECT_TRUE(s->optimal);
+  EXPECT_EQ(s->cost, ExhaustiveOptimum(m));
+  EXPECT_EQ(s->cost, 18);  // all on device 2
 }
 
 TEST(PlacementSolverTest, AVariableWithoutAnAllowedDeviceIsAnError) {

@@ -110,10 +110,12 @@ class Planner {
   DomainId OperandDomain(const Operand& o);
   void NoteUse(const Operand& o, DomainId site, BindingId user);
   DomainId PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref);
-  // Computations that a live normal on_device annotates, each with the first such annotation: their
-  // site is pinned before their operands are used, so the annotation is never overridden (a shared
-  // operand is copied instead).
-  void NoteAnnotatedComputations();
+  // During MarkLive (which visits bindings in reverse program order), for each live move b: when b
+  // is a normal on_device of a computation, notes it. Their sites are pinned before their operands
+  // are used, so the annotation is never overridden (a shared operand is copied instead).
+  void NoteAnnotation(BindingId b);
+  // Sorts annotated_by_, keeping each computation's first annotation in program order.
+  void FinishAnnotations();
   // The pinned site of an annotated computation (without the scope for a kernel call, whose scopes
   // come from its signature), or kNoDomain.
   DomainId AnnotatedSite(BindingId b, bool kernel_call);
@@ -248,7 +250,9 @@ class Planner {
     BindingId kernel_call;
   };
   std::vector<FreeBoundary> free_boundaries_;
-  absl::flat_hash_map<BindingId, BindingId> annotated_by_;  // NoteAnnotatedComputations
+  // (computation, its first live normal on_device), sorted by computation; the computations carry
+  // kAnnotated, so that the common binding costs no search.
+  std::vector<std::pair<BindingId, BindingId>> annotated_by_;
   // Capture: per kernel parameter (by param index) or result (by function) whose scope the signature
   // leaves open, the scope its calls agree on (kMixedScopes: they differ).
   static constexpr DeviceIndex kMixedScopes = UINT32_MAX;
@@ -278,7 +282,10 @@ class Planner {
     kAwaiting = 16,
     kLive = 32,
     kBodyIsOwn = 64,       // a copy point's body domain is its own (SetCopyPoint)
-    kBodyIsPrevious = 128  // … or the one before
+    kBodyIsPrevious = 128, // … or the one before
+    // A computation that an on_device annotates (NoteAnnotation): never a copy point, so the bit
+    // of kBodyIsOwn is free on it.
+    kAnnotated = kBodyIsOwn
   };
   std::vector<uint8_t> flags_;
   bool Has(BindingId b, uint8_t flag) const { return b < flags_.size() && (flags_[b] & flag) != 0; }

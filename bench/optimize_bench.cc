@@ -1,0 +1,113 @@
+// `vdev plan --optimize` on generated transformer programs: (1) the optimised plan's cost against
+// the default plan's (PlanDevices, TVM's semantics) on 1 CPU + 2 H100s with the embedding lookup
+// (`take`) and the sampler CPU-only; (2) solve time against program size, 10^2…10^6 bindings, on
+// 1 CPU + 3 H100s (4 devices). A harness, not Google Benchmark: each row is one planning run.
+//
+// The program: `take` (embedding, annotated cpu:0), then per layer an attention block (rms_norm,
+// QKV matmul, `sdpa` with its type written, output matmul) and a gated MLP (rms_norm, up matmul,
+// silu, down matmul), each closed by a residual add; every block boundary and residual input is a
+// free on_device (a place where a copy is allowed, as TVM frontends emit), then the logits matmul
+// and `sample` (annotated cpu:0). f16, static shapes.
+//
+// Usage: optimize_bench [max_bindings]   (default 1000000)
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "vdev/ir_text.h"
+#include "vdev/machine.h"
+#include "vdev/optimize_placement.h"
+
+namespace {
+
+std::string Transformer(int layers, int64_t t, int64_t h, int64_t f, int64_t v) {
+  auto ty = [](int64_t a, int64_t b) { return absl::StrCat("f16[", a, ",", b, "]"); };
+  std::string params = absl::StrCat("%tokens: i64[", t, "], %table: ", ty(v, h), ", %w_out: ", ty(h, v));
+  std::string body;
+  absl::StrAppend(&body, "  %x0 = take(%table, %tokens)\n  %e = on_device(%x0, cpu:0)\n");
+  std::string x = "%e";
+  auto free = [](const std::string& name, const std::string& of) {
+    return absl::StrCat("  ", name, " = on_device(", of, ", ?, constrain_body=false, constrain_result=false)\n");
+  };
+  for (int l = 0; l < layers; ++l) {
+    absl::StrAppend(&params, ", %g1_", l, ": f16[", h, "], %wqkv", l, ": ", ty(h, 3 * h), ", %wo", l, ": ", ty(h, h),
+                    ", %g2_", l, ": f16[", h, "], %wup", l, ": ", ty(h, f), ", %wdown", l, ": ", ty(f, h));
+    std::string s = absl::StrCat(l);
+    absl::StrAppend(&body, free("%m1_" + s, x), "  %n1_", s, " = rms_norm(%m1_", s, ", %g1_", s, ")\n", "  %qkv", s,
+                    " = matmul(%n1_", s, ", %wqkv", s, ")\n", "  %a", s, ": ", ty(t, h), " = sdpa(%qkv", s, ")\n",
+                    "  %o", s, " = matmul(%a", s, ", %wo", s, ")\n", free("%om" + s, "%o" + s),
+                    free("%xr" + s, x), "  %r", s, " = add(%xr", s, ", %om", s, ")\n", free("%m2_" + s, "%r" + s),
+                    "  %n2_", s, " = rms_norm(%m2_", s, ", %g2_", s, ")\n", "  %up", s, " = matmul(%n2_", s,
+                    ", %wup", s, ")\n", "  %s", s, " = silu(%up", s, ")\n", "  %d", s, " = matmul(%s", s, ", %wdown",
+                    s, ")\n", free("%dm" + s, "%d" + s), free("%rr" + s, "%r" + s), "  %x", s + "n", " = add(%rr", s,
+                    ", %dm", s, ")\n");
+    x = absl::StrCat("%x", s, "n");
+  }
+  absl::StrAppend(&body, free("%mf", x), "  %logits = matmul(%mf, %w_out)\n", free("%lm", "%logits"), "  %next: i64[",
+                  t, "] = sample(%lm)\n", "  %out = on_device(%next, cpu:0)\n  return %out\n");
+  return absl::StrCat("def @main(", params, ") -> i64[", t, "] {\n", body, "}\n");
+}
+
+vdev::Machine BenchMachine(int gpus) {
+  vdev::Machine m = vdev::DefaultMachine(gpus);
+  m.support["take"] = {vdev::DeviceType::kCPU};
+  m.support["sample"] = {vdev::DeviceType::kCPU};
+  return m;
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const long max_bindings = argc > 1 ? std::atol(argv[1]) : 1000000;
+  // (1) Cost: 8 layers of a 7B-like model, 256 tokens, on 1 CPU + 2 H100s.
+  {
+    std::string text = Transformer(8, 256, 4096, 11008, 32000);
+    absl::StatusOr<vdev::ir::Module> module = vdev::ir::ParseModule(text);
+    if (!module.ok() || !vdev::ir::VerifyModule(*module).ok()) {
+      std::fprintf(stderr, "bad program: %s\n", std::string(module.status().message()).c_str());
+      return 1;
+    }
+    absl::StatusOr<vdev::OptimizedPlan> plan = vdev::OptimizePlacement(*module, BenchMachine(2), {});
+    if (!plan.ok()) {
+      std::fprintf(stderr, "optimize: %s\n", std::string(plan.status().message()).c_str());
+      return 1;
+    }
+    std::printf("transformer 8 layers, 1 CPU + 2 H100: optimised %.3f ms (compute %.3f, copy %.3f, unsupported %d), "
+                "default %.3f ms (compute %.3f, copy %.3f, unsupported %d), default/optimised %.2fx, optimal %d, "
+                "classes %zu, z3 variables %zu\n",
+                plan->cost.total * 1e3, plan->cost.compute * 1e3, plan->cost.copy * 1e3, plan->cost.unsupported,
+                plan->default_cost.total * 1e3, plan->default_cost.compute * 1e3, plan->default_cost.copy * 1e3,
+                plan->default_cost.unsupported, plan->default_cost.total / plan->cost.total, plan->optimal ? 1 : 0,
+                plan->classes, plan->z3_variables);
+  }
+  // (2) Solve time against size, 4 devices.
+  std::printf("%10s %8s %10s %8s %10s %10s %10s %8s\n", "bindings", "layers", "classes", "z3_vars", "parse_s",
+              "solve_s", "total_s", "optimal");
+  for (int layers : {6, 62, 625, 6250, 62500}) {
+    std::string text = Transformer(layers, 256, 4096, 11008, 32000);
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<vdev::ir::Module> module = vdev::ir::ParseModule(text);
+    if (!module.ok() || !vdev::ir::VerifyModule(*module).ok()) return 1;
+    double parse = Seconds(start);
+    if (static_cast<long>(module->bindings.size()) > max_bindings) break;
+    start = std::chrono::steady_clock::now();
+    vdev::OptimizeOptions options;
+    options.time_limit_seconds = 120;
+    absl::StatusOr<vdev::OptimizedPlan> plan = vdev::OptimizePlacement(*module, BenchMachine(3), options);
+    double total = Seconds(start);
+    if (!plan.ok()) {
+      std::fprintf(stderr, "optimize: %s\n", std::string(plan.status().message()).c_str());
+      return 1;
+    }
+    std::printf("%10zu %8d %10zu %8zu %10.3f %10.3f %10.3f %8d\n", module->bindings.size(), layers, plan->classes,
+                plan->z3_variables, parse, plan->solve_seconds, total, plan->optimal ? 1 : 0);
+    std::fflush(stdout);
+  }
+  return 0;
+}
