@@ -2,8 +2,10 @@
 // semantics") and makes every device change an explicit `device_copy` binding.
 //
 // Phases: collect (one device domain per value, per primitive call site and per function signature,
-// unified with a union-find over the lattice's Join), free boundaries (free `on_device`, kernel
-// calls: joined where they can be), defaults (function results take the config's default,
+// unified with a union-find over the lattice's Join; a computation that `on_device` annotates has
+// its site pinned first, so it never moves and a shared operand is copied instead), free boundaries
+// (free `on_device` joined where it can be; each kernel call on one device, its operands and result
+// with the kernel's scopes, copied where they cannot join), defaults (function results take the config's default,
 // parameters their function's result device, other values their first consumer's device), capture
 // (`on_device` removed, copies written out, `on vd` on every parameter and result). Nothing recurses
 // with the program's size or nesting depth.
