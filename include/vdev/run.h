@@ -1,7 +1,7 @@
 // `vdev run` as a library: inputs, one worker's run, the CPU reference and the comparison.
 //
-// `vdev run FILE --workers N` compiles FILE (CompileForExecution), starts N workers of one session
-// (vdev launch's machinery), and each worker calls RunWorker: it makes its backend, loads @main's
+// `vdev run FILE --workers N` compiles FILE (CompileRunProgram), starts N workers in a process
+// ControllerSession (vdev/controller.h) whose worker function calls RunWorker on each: it makes its backend, loads @main's
 // inputs, runs the program `repeat` times and writes its outputs as DIR/rank<k>/output<i>.npy. The
 // controller then prints each output's shape, dtype and checksum and, with --check, compares them
 // with RunReference: the same program on the CPU kernels, the N workers as threads of one process.
