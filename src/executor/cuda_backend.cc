@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "prepared_op.h"
+#include "session_reduce.h"
 #include "vdev/cuda_allreduce.h"
 #include "vdev/cuda_kernels.h"
 #include "vdev/executor.h"
@@ -236,16 +237,8 @@ class CudaBackend final : public ExecutionBackend {
     const size_t bytes = static_cast<size_t>(in.NumBytes());
     std::string mine(bytes, '\0');
     VDEV_RETURN_IF_ERROR(CopyToHost(mine.data(), in.data, bytes));
-    std::vector<std::string> all;
-    VDEV_RETURN_IF_ERROR(session_->AllGather("executor-allreduce", mine, &all));
-    std::vector<const void*> inputs;
-    for (const std::string& s : all) {
-      if (s.size() != bytes) return absl::InvalidArgumentError("workers all-reduce tensors of different sizes");
-      inputs.push_back(s.data());
-    }
-    std::string sum(bytes, '\0');
-    VDEV_RETURN_IF_ERROR(ReduceInRankOrder(inputs, sum.data(), in.NumElements(), in.dtype, op));
-    return CopyFromHost(out.data, sum.data(), bytes);
+    VDEV_RETURN_IF_ERROR(internal::ReduceOverSession(*session_, mine.data(), mine.data(), in.NumElements(), in.dtype, op));
+    return CopyFromHost(out.data, mine.data(), bytes);
   }
 
   Session* session_;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/container/flat_hash_map.h"
+#include "session_reduce.h"
 #include "vdev/allreduce.h"
 #include "vdev/channel_executor.h"
 #include "vdev/executor.h"
@@ -93,16 +94,7 @@ class HostBackend final : public ExecutionBackend {
     }
     // Other reductions and dtypes: every worker's bytes over the session channel, reduced locally
     // in rank order (small tensors; what NCCL would do on a GPU).
-    std::vector<std::string> all;
-    VDEV_RETURN_IF_ERROR(session_->AllGather(
-        "executor-allreduce", absl::string_view(static_cast<const char*>(in.data), static_cast<size_t>(in.NumBytes())), &all));
-    std::vector<const void*> inputs;
-    for (const std::string& bytes : all) {
-      if (bytes.size() != static_cast<size_t>(in.NumBytes()))
-        return absl::InvalidArgumentError("workers all-reduce tensors of different sizes");
-      inputs.push_back(bytes.data());
-    }
-    return ReduceInRankOrder(inputs, out.data, in.NumElements(), in.dtype, op);
+    return internal::ReduceOverSession(*session_, in.data, out.data, in.NumElements(), in.dtype, op);
   }
 
   absl::Status Synchronize() override { return absl::OkStatus(); }

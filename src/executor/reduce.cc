@@ -3,7 +3,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "vdev/executor.h"
+#include "session_reduce.h"
 #include "vdev/half.h"
+#include "vdev/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -55,4 +57,21 @@ absl::Status ReduceInRankOrder(absl::Span<const void* const> inputs, void* out, 
   return absl::OkStatus();
 }
 
+namespace internal {
+
+absl::Status ReduceOverSession(Session& session, const void* host_in, void* host_out, int64_t count, ir::DType dtype,
+                               ReduceOp op) {
+  const size_t bytes = static_cast<size_t>(count) * DTypeBytes(dtype);
+  std::vector<std::string> all;
+  VDEV_RETURN_IF_ERROR(
+      session.AllGather("executor-allreduce", absl::string_view(static_cast<const char*>(host_in), bytes), &all));
+  std::vector<const void*> inputs;
+  for (const std::string& part : all) {
+    if (part.size() != bytes) return absl::InvalidArgumentError("workers all-reduce tensors of different sizes");
+    inputs.push_back(part.data());
+  }
+  return ReduceInRankOrder(inputs, host_out, count, dtype, op);
+}
+
+}  // namespace internal
 }  // namespace vdev
