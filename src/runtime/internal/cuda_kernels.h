@@ -1,4 +1,5 @@
-// The CUDA all-reduce kernels' arguments and launchers (cuda_kernels.cu).
+// The CUDA all-reduce kernels' arguments and launchers (cuda_kernels.cu; the kernels in one
+// file per family, see cuda_kernel_families.h).
 #ifndef VDEV_SRC_RUNTIME_INTERNAL_CUDA_KERNELS_H_
 #define VDEV_SRC_RUNTIME_INTERNAL_CUDA_KERNELS_H_
 
@@ -45,7 +46,7 @@ KernelLaunch PlanAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelAr
 // Enqueues the kernel of `algorithm` (any but kAuto and kNccl) for args.count elements of `type`, as
 // PlanAllReduce plans it; the grid is equal on all workers for equal calls (the barriers pair block b
 // with block b).
-// `programmatic`: programmatic dependent launch (see FollowPreviousGrid in cuda_kernels.cu).
+// `programmatic`: programmatic dependent launch (see FollowPreviousGrid in cuda_kernel_device.cuh).
 cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelArgs args, cudaStream_t stream,
                             bool programmatic);
 // The zero-copy one-shot kernel for `count` elements of `type` and its grid.
