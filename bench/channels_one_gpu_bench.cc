@@ -9,7 +9,11 @@
 // launch) is left out. This measures kernels that share one GPU's SMs and L2 — the ratio, not
 // NVLink speed.
 //
-//   channels_one_gpu_bench [--iters 50] [--reps 7] [--csv FILE]
+// --trace instead prints where one execution's time goes: each rank's block 0 stamps clock64() at
+// its start, after its prologue and after each op step (PlanLaunchArgs::trace), for the last call of
+// a graph of `iters` calls.
+//
+//   channels_one_gpu_bench [--iters 50] [--reps 7] [--csv FILE] [--trace]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -149,11 +153,84 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// --trace: per rank, block 0's stamps of the last of `iters` calls, in cycles after its start.
+void Trace(int iters) {
+  namespace in = vdev::channels::internal;
+  int khz = 0;
+  Ok(Cuda(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0)), "attr");
+  std::printf("trace: cycles after the block's start (griddepcontrol.wait returned); SM clock %d MHz\n", khz / 1000);
+  for (int world : {2, 8}) {
+    for (const char* name : {"one_shot_ll", "one_shot_push", "one_shot"}) {
+      for (size_t bytes : {size_t{4} << 10, size_t{64} << 10}) {
+        for (int instances : {1, 4}) {
+          auto plan = vdev::channels::ShippedPlan(name, world);
+          Ok(plan.status(), name);
+          auto made = PlanWorld::Create(*plan, bytes / 4);
+          Ok(made.status(), name);
+          PlanWorld& w = **made;
+          std::vector<long long*> traces(world);
+          const size_t trace_bytes = sizeof(long long) * in::kPlanTraceBuffer;
+          std::vector<cudaGraphExec_t> graphs(world);
+          for (int r = 0; r < world; ++r) {
+            Ok(Cuda(cudaMalloc(reinterpret_cast<void**>(&traces[r]), trace_bytes)), "cudaMalloc");
+            Ok(Cuda(cudaMemset(traces[r], 0, trace_bytes)), "cudaMemset");
+            w.set_trace(r, traces[r]);
+            cudaGraph_t g;
+            Ok(Cuda(cudaStreamBeginCapture(w.stream(r), cudaStreamCaptureModeThreadLocal)), "capture");
+            for (int i = 0; i < iters; ++i) Ok(w.Enqueue(r, bytes / 4, instances, true), name);
+            Ok(Cuda(cudaStreamEndCapture(w.stream(r), &g)), "capture end");
+            Ok(Cuda(cudaGraphInstantiate(&graphs[r], g, 0)), "instantiate");
+            cudaGraphDestroy(g);
+          }
+          double us = 0;
+          for (int rep = 0; rep < 4; ++rep) {
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int r = 0; r < world; ++r) Ok(Cuda(cudaGraphLaunch(graphs[r], w.stream(r))), "launch");
+            Ok(w.Synchronize(), name);
+            us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+          }
+          // Every rank made 4 * iters calls: the last one's stamps are in half 0, the one before in half 1.
+          for (int r = 0; r < world; ++r) {
+            std::vector<long long> t(in::kPlanTraceBuffer);
+            Ok(Cuda(cudaMemcpy(t.data(), traces[r], sizeof(long long) * t.size(), cudaMemcpyDeviceToHost)), "copy");
+            const long long* last = t.data();
+            const long long* before = t.data() + in::kMaxPlanBlocks * in::kPlanTraceSlots;
+            std::string line = absl::StrCat(
+                "trace ", name, " world ", world, " ", bytes, " B ", instances, " inst (", absl::SixDigits(us),
+                " us/call) rank ", r, ": ns from the previous call's end ",
+                last[in::kTraceStartNs] - before[in::kTraceEndNs], ", in the kernel ",
+                last[in::kTraceEndNs] - last[in::kTraceStartNs], " | cycles: pdl-wait ",
+                last[in::kTraceStart] - last[in::kTraceEntry], " counted ", last[in::kTraceCounted] - last[in::kTraceStart],
+                " resolved ", last[in::kTraceResolved] - last[in::kTraceStart]);
+            const auto& ops = plan->ranks[r][0].ops;
+            for (size_t i = 0; i < ops.size(); ++i) {
+              const long long stamp = last[in::kTraceOps + i];
+              if (stamp != 0) {
+                absl::StrAppend(&line, " ", vdev::channels::OpName(ops[i].kind), "#", i, " ",
+                                stamp - last[in::kTraceStart]);
+              }
+            }
+            std::printf("%s\n", line.c_str());
+            cudaFree(traces[r]);
+          }
+          for (cudaGraphExec_t g : graphs) cudaGraphExecDestroy(g);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int iters = 50, reps = 7;
   std::string csv_path;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--trace")) {
+      Trace(iters);
+      return 0;
+    }
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--iters")) iters = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);

@@ -19,6 +19,9 @@ for stage in $STAGES; do
       # bench_again: the same run a second time, for the spread between two runs of one version.
       timeout 200 bin/channels_one_gpu_bench --csv "$OUT/channels_$stage.csv" 2>&1 | tee "$OUT/channels_$stage.log" \
         | grep -E "^ratio|rror" ;;
+    trace)
+      # Where one execution's time goes (block 0 of each rank; channels_one_gpu_bench --trace).
+      timeout 100 bin/channels_one_gpu_bench --trace 2>&1 | tee "$OUT/channels_trace.log" | grep -E "^trace|rror" ;;
     sanitize)
       # memcheck: worlds 2, 3, 5, 8 (back-to-back runs too); racecheck (slower): the exactness test
       # of worlds 2, 3 and 8 and the timeout path.

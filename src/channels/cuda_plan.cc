@@ -1,4 +1,5 @@
 // DevicePlan: one rank's ops flattened for the CUDA kernel (cuda_executor.cu).
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -39,6 +40,14 @@ int8_t ToDevice(OpKind k) {
   }
 }
 
+bool SameRef(const DeviceRef& x, const DeviceRef& y) {
+  return x.index == y.index && x.count == y.count && x.rank == y.rank && x.buffer == y.buffer && x.packets == y.packets;
+}
+// Two puts that may run as one step: one source, the same part of it.
+bool SamePutSource(const DeviceOp& x, const DeviceOp& y) {
+  return x.nsrcs == 1 && y.nsrcs == 1 && SameRef(x.srcs[0], y.srcs[0]) && x.part == y.part && x.parts == y.parts;
+}
+
 }  // namespace
 
 absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
@@ -47,6 +56,11 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
   // (peer, tag, signal?) -> signals to / waits for that peer in one execution
   std::map<std::tuple<int, int, bool>, int> per_call;
   std::vector<int> counted;  // indices of the signal and wait ops
+  max_srcs = 0;
+  max_tb_ops = 0;
+  for (const auto& tb : plan.ranks[rank]) {
+    for (const Op& op : tb.ops) max_srcs = std::max(max_srcs, static_cast<int>(op.srcs.size()));
+  }
   for (size_t t = 0; t < plan.ranks[rank].size(); ++t) {
     for (size_t i = 0; i < plan.ranks[rank][t].ops.size(); ++i) {
       const Op& op = plan.ranks[rank][t].ops[i];
@@ -87,11 +101,15 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
     }
     // A run of signals (or of waits) with no data sync inside it runs in parallel, one thread each:
     // they touch distinct semaphores or raise one with a maximum, so their order does not matter.
+    // A run of puts (or put_packets) of one source with no data sync inside it runs as one step
+    // that loads the source once for all its destinations.
     for (size_t i = begin.back(); i < ops.size();) {
       size_t j = i + 1;
-      const bool batchable = ops[i].kind == kDevSignal || ops[i].kind == kDevWait;
-      while (batchable && j < ops.size() && ops[j].kind == ops[i].kind && !(ops[j - 1].sync & kDevSyncAfter) &&
-             !(ops[j].sync & kDevSyncBefore) && j - i < 32) {
+      const bool sync = ops[i].kind == kDevSignal || ops[i].kind == kDevWait;
+      const bool put = (ops[i].kind == kDevPut || ops[i].kind == kDevPutPackets) && !ops[i].srcs[0].packets;
+      const size_t most = sync ? 32 : static_cast<size_t>(KernelSources(max_srcs));
+      while ((sync || put) && j < ops.size() && ops[j].kind == ops[i].kind && !(ops[j - 1].sync & kDevSyncAfter) &&
+             !(ops[j].sync & kDevSyncBefore) && j - i < most && (sync || SamePutSource(ops[i], ops[j]))) {
         ops[j].batch = 0;
         ++j;
       }
@@ -99,6 +117,7 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
       i = j;
     }
     begin.push_back(static_cast<int>(ops.size()));
+    max_tb_ops = std::max(max_tb_ops, begin.back() - begin[begin.size() - 2]);
     if (begin.back() - begin[begin.size() - 2] > kMaxThreadBlockOps) {
       return absl::InvalidArgumentError(absl::StrCat("plan ", plan.name, " rank ", rank, " tb ", t, " has ",
                                                      begin.back() - begin[begin.size() - 2],
@@ -120,14 +139,28 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
     }
   }
   if (absl::Status s = Cuda(cudaMalloc(reinterpret_cast<void**>(&tb_begin), begin.size() * sizeof(int)), "cudaMalloc"); !s.ok()) return s;
-  return Cuda(cudaMemcpy(tb_begin, begin.data(), begin.size() * sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy");
+  if (absl::Status s = Cuda(cudaMemcpy(tb_begin, begin.data(), begin.size() * sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy");
+      !s.ok()) {
+    return s;
+  }
+  const size_t keys = sizeof(ResolvedTableKey) * kMaxPlanBlocks;
+  if (absl::Status s = Cuda(cudaMalloc(&table, std::max<size_t>(16, ResolvedTableBytes(max_srcs, max_tb_ops))), "cudaMalloc");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = Cuda(cudaMalloc(reinterpret_cast<void**>(&table_keys), keys), "cudaMalloc"); !s.ok()) return s;
+  return Cuda(cudaMemset(table_keys, 0, keys), "cudaMemset");
 }
 
 void DevicePlan::Free() {
   if (ops != nullptr) cudaFree(ops);
   if (tb_begin != nullptr) cudaFree(tb_begin);
+  if (table != nullptr) cudaFree(table);
+  if (table_keys != nullptr) cudaFree(table_keys);
   ops = nullptr;
   tb_begin = nullptr;
+  table = nullptr;
+  table_keys = nullptr;
 }
 
 }  // namespace vdev::channels::internal

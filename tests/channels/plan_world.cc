@@ -62,7 +62,7 @@ absl::StatusOr<bool> PlanWorld::Fits(int instances, bool programmatic, size_t co
   int per_sm = 0;
   const int threads = internal::PlanThreads(Args(0, count, instances));
   VDEV_RETURN_IF_ERROR(
-      Cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, internal::PlanKernel(), threads, 0)));
+      Cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, internal::PlanKernel(Args(0, count, instances)), threads, 0)));
   int64_t blocks = 0;
   for (const auto& tbs : plan_.ranks) {
     if (static_cast<int64_t>(tbs.size()) * instances > internal::kMaxPlanBlocks) return false;
@@ -77,6 +77,10 @@ internal::PlanLaunchArgs PlanWorld::Args(int rank, size_t count, int instances) 
   a.ops = k.device.ops;
   a.tb_begin = k.device.tb_begin;
   a.tbs = k.device.tbs;
+  a.max_srcs = k.device.max_srcs;
+  a.max_tb_ops = k.device.max_tb_ops;
+  a.table = k.device.table;
+  a.table_keys = k.device.table_keys;
   a.instances = instances;
   for (int j = 0; j < world(); ++j) {
     a.regions[j] = ranks_[j].region;
@@ -90,6 +94,7 @@ internal::PlanLaunchArgs PlanWorld::Args(int rank, size_t count, int instances) 
   a.rank = rank;
   a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(timeout_));
   a.error = error_device_;
+  a.trace = k.trace;
   return a;
 }
 

@@ -32,6 +32,8 @@ class PlanWorld {
   // Enqueues rank `rank`'s execution for `count` elements per segment (f32).
   internal::PlanLaunchArgs Args(int rank, size_t count, int instances) const;
   absl::Status Enqueue(int rank, size_t count, int instances, bool programmatic);
+  // Rank `rank`'s launches stamp into `trace` (device memory, kPlanTraceSlots per block; null: none).
+  void set_trace(int rank, long long* trace) { ranks_[rank].trace = trace; }
   float* Input(int rank) const { return reinterpret_cast<float*>(ranks_[rank].region + layout_.input); }
   float* Output(int rank) const { return reinterpret_cast<float*>(ranks_[rank].region + layout_.output); }
   cudaStream_t stream(int rank) const { return ranks_[rank].stream; }
@@ -46,6 +48,7 @@ class PlanWorld {
     uint64_t* counters = nullptr;
     internal::DevicePlan device;
     cudaStream_t stream = nullptr;
+    long long* trace = nullptr;
   };
   PlanWorld() = default;
 

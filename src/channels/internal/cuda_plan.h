@@ -28,7 +28,8 @@ inline constexpr int kDeviceTags = 256;
 
 // Sources of one reduce on the GPU (the shipped plans need at most the world size, 8).
 inline constexpr int kMaxReduceSources = 8;
-// Ops of one thread block: their addresses are located once per execution into shared memory.
+// Most puts of one source that the kernel runs as one step: KernelSources(max_srcs) (registers).
+// Ops of one thread block: the kernel holds them, resolved, in shared memory.
 inline constexpr int kMaxThreadBlockOps = 64;
 // Blocks of one launch: one epoch counter each.
 inline constexpr int kMaxPlanBlocks = 256;
@@ -67,19 +68,45 @@ struct ChannelError {
   int peer = 0;
 };
 
-// One rank's plan in device memory (DevicePlan::Upload; Free releases it).
+// Which shape a block's resolved ops in PlanLaunchArgs::table were made for (key 0: none yet).
+struct ResolvedTableKey {
+  uint64_t key = 0;
+  uint64_t ops = 0;
+};
+
+// One rank's plan in device memory (DevicePlan::Upload; Free releases it), with the table where
+// each block keeps its ops resolved for the last shape it ran (cuda_executor.cu): a DevicePlan
+// therefore serves one set of regions and semaphores.
 struct DevicePlan {
   DeviceOp* ops = nullptr;
   int* tb_begin = nullptr;  // ops of thread block t: [tb_begin[t], tb_begin[t + 1])
   int tbs = 0;
+  int max_srcs = 0;    // the widest reduce's sources
+  int max_tb_ops = 0;  // the most ops of one thread block
+  void* table = nullptr;
+  ResolvedTableKey* table_keys = nullptr;  // kMaxPlanBlocks
   absl::Status Upload(const ProgramSpec& plan, int rank);
   void Free();
 };
+
+// Where a traced launch's thread 0 of each block stamps clock64() (the *Ns slots: %globaltimer):
+// trace[((call & 1) * kMaxPlanBlocks + block) * kPlanTraceSlots + slot], so the last two executions
+// are kept. kTraceStart: griddepcontrol.wait returned; kTraceOps + i: after the ops' step that
+// starts with op i (a run of signals or waits is one step). For benchmarks that attribute an
+// execution's time (channels_one_gpu_bench --trace).
+enum PlanTraceSlot : int { kTraceEntry, kTraceStart, kTraceCounted, kTraceResolved, kTraceStartNs, kTraceEndNs,
+                           kTraceOps };
+inline constexpr int kPlanTraceSlots = kTraceOps + kMaxThreadBlockOps;
+inline constexpr int kPlanTraceBuffer = 2 * kMaxPlanBlocks * kPlanTraceSlots;  // stamps in a trace buffer
 
 struct PlanLaunchArgs {
   const DeviceOp* ops = nullptr;
   const int* tb_begin = nullptr;
   int tbs = 0;
+  int max_srcs = kMaxReduceSources;  // DevicePlan::max_srcs: picks the kernel's instance
+  int max_tb_ops = 0;                // DevicePlan's table, max_tb_ops and table_keys
+  void* table = nullptr;
+  ResolvedTableKey* table_keys = nullptr;
   int instances = 1;
   char* regions[kMaxWorkers] = {};       // each rank's region (input, output, scratch halves), mapped here
   uint64_t* semaphores[kMaxWorkers] = {};  // each rank's kMaxChannelTags x kMaxWorkers semaphore words
@@ -91,12 +118,20 @@ struct PlanLaunchArgs {
   int rank = 0;
   unsigned long long timeout_ns = 8'000'000'000ull;
   ChannelError* error = nullptr;         // host-mapped
+  long long* trace = nullptr;            // when set: kPlanTraceBuffer stamps (see above)
 };
 
 // Blocks and threads of one launch: 128 to 512 threads, enough for one 16-byte unit of a segment's
 // share per thread (smaller blocks finish sooner and more of them fit beside the peers').
 inline int PlanBlocks(const PlanLaunchArgs& a) { return a.tbs * a.instances; }
 inline constexpr int kPlanThreads = 512;
+// The kernel's instances: for plans whose reduces have at most 2, 4 or 8 sources (KernelSources).
+// Blocks of kPlanThreads that must fit on an SM at once: 2 for the narrower instances (at most 64
+// registers a thread, so more blocks are resident: large messages take many instances, and under
+// programmatic launch the next execution's blocks wait beside this one's); 1 for 8 sources, whose
+// sums would spill at 64.
+constexpr int KernelSources(int max_srcs) { return max_srcs <= 2 ? 2 : max_srcs <= 4 ? 4 : 8; }
+constexpr int PlanMinBlocks(int sources) { return sources <= 4 ? 2 : 1; }
 inline int PlanThreads(const PlanLaunchArgs& a) {
   const uint64_t units = (a.count * static_cast<uint64_t>(a.elem) / static_cast<uint64_t>(a.instances) + 15) / 16;
   const uint64_t t = (units + 31) / 32 * 32;
@@ -106,8 +141,10 @@ inline int PlanThreads(const PlanLaunchArgs& a) {
 // Enqueues one execution (f32 reductions). `programmatic`: programmatic dependent launch, as the
 // hand-written kernels use it.
 cudaError_t LaunchPlan(const PlanLaunchArgs& args, cudaStream_t stream, bool programmatic);
-// The kernel, for occupancy queries.
-const void* PlanKernel();
+// Bytes of a DevicePlan's table: kMaxPlanBlocks blocks of max_tb_ops resolved ops.
+size_t ResolvedTableBytes(int max_srcs, int max_tb_ops);
+// The kernel that LaunchPlan launches for these arguments, for occupancy queries.
+const void* PlanKernel(const PlanLaunchArgs& args);
 
 }  // namespace vdev::channels::internal
 
