@@ -1,7 +1,9 @@
 // The channel plan executor against the hand-written all-reduce kernels, with 2..8 workers sharing
-// GPU 0 in one process (as tests/runtime/cuda_one_gpu_world_test.cc runs them): one-shot (the
-// hand-written push kernel against the plans one_shot_push and one_shot) and one-shot LL (against
-// one_shot_ll), f32, 4 KB to 1 MB. Each variant's calls are captured per worker into a CUDA graph of
+// GPU 0 in one process (as tests/runtime/cuda_one_gpu_world_test.cc runs them), each plan against
+// the hand-written kernel with its data path: one_shot_push against the one-shot kernel (push to the
+// peers' scratch, one barrier, sum), one_shot against the zero-copy one-shot kernel (entry barrier,
+// sum of the peers' inputs read in place, exit barrier), one_shot_ll against the one-shot LL kernel;
+// f32, 4 KB to 1 MB. Each variant's calls are captured per worker into a CUDA graph of
 // `iters` calls; a timed repeat launches every worker's graph and waits for all (wall clock / iters),
 // variants interleaved within each repeat; the median of the repeats is reported. Plans run with
 // 1..128 instances; the best is reported beside the full sweep. Every variant uses programmatic
@@ -77,6 +79,23 @@ class HandWorld {
     for (char* p : out_) cudaFree(p);
     for (cudaStream_t s : streams_) cudaStreamDestroy(s);
     cudaFreeHost(const_cast<int*>(error_));
+  }
+
+  // The zero-copy one-shot kernel reads every worker's input in place (all on this GPU), with the
+  // one-shot workspace's barriers and epochs.
+  vdev::internal::KernelArgs ZeroCopyArgs(int rank, size_t count) {
+    vdev::internal::KernelArgs a = Args(AllReduceAlgorithm::kOneShot, rank, count);
+    for (int j = 0; j < world_; ++j) a.data[j] = in_[j];
+    return a;
+  }
+  bool ZeroCopyFits(size_t count, int sms) {
+    const vdev::internal::KernelLaunch l = vdev::internal::PlanZeroCopyOneShot(DataType::kF32, count);
+    int per_sm = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(l.kernel), l.threads, 0);
+    return int64_t{world_} * l.blocks * 2 <= int64_t{per_sm} * sms;
+  }
+  absl::Status EnqueueZeroCopy(int rank, size_t count) {
+    return Cuda(vdev::internal::LaunchZeroCopyOneShot(DataType::kF32, ZeroCopyArgs(rank, count), streams_[rank], true));
   }
 
   vdev::internal::KernelArgs Args(AllReduceAlgorithm algorithm, int rank, size_t count) {
@@ -265,11 +284,18 @@ int main(int argc, char** argv) {
         v.stream = [&hand](int r) { return hand.stream(r); };
         variants.push_back(std::move(v));
       }
+      if (hand.ZeroCopyFits(count, sms)) {
+        Variant v{"hand-1shot-zc", "one-shot-zc", 0};
+        v.enqueue = [&hand, count](int r) { return hand.EnqueueZeroCopy(r, count); };
+        v.stream = [&hand](int r) { return hand.stream(r); };
+        variants.push_back(std::move(v));
+      }
       for (auto& [name, w] : plans) {
         for (int instances : {1, 2, 4, 8, 16, 32, 64, 128}) {
           auto fits = w->Fits(instances, true, count);
           if (!fits.ok() || !*fits) continue;
-          Variant v{absl::StrCat("plan-", name), name == "one_shot_ll" ? "one-shot-ll" : "one-shot", instances};
+          const std::string family = name == "one_shot_ll" ? "one-shot-ll" : name == "one_shot" ? "one-shot-zc" : "one-shot";
+          Variant v{absl::StrCat("plan-", name), family, instances};
           PlanWorld* pw = w.get();
           v.enqueue = [pw, count, instances](int r) { return pw->Enqueue(r, count, instances, true); };
           v.stream = [pw](int r) { return pw->stream(r); };
@@ -314,7 +340,7 @@ int main(int argc, char** argv) {
         }
         for (cudaGraphExec_t g : v.graphs) cudaGraphExecDestroy(g);
       }
-      for (auto [plan, ref] : {std::pair{"plan-one_shot_push", "hand-1shot"}, std::pair{"plan-one_shot", "hand-1shot"},
+      for (auto [plan, ref] : {std::pair{"plan-one_shot_push", "hand-1shot"}, std::pair{"plan-one_shot", "hand-1shot-zc"},
                                std::pair{"plan-one_shot_ll", "hand-1shot-ll"}}) {
         if (!best.count(plan) || !best.count(ref)) continue;
         std::printf("ratio  world %d %8zu B  %-18s / %-13s = %.3f  (%.2f vs %.2f us, %d instances)\n", world, bytes,

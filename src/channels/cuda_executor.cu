@@ -485,7 +485,7 @@ __device__ __forceinline__ void Stamp(const PlanLaunchArgs& a, uint64_t call, in
 }
 
 template <int S>
-__global__ void __launch_bounds__(kPlanThreads, PlanMinBlocks(S)) RunPlanKernel(const __grid_constant__ PlanLaunchArgs a) {
+__global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_constant__ PlanLaunchArgs a) {
   const long long entry = clock64();
   FollowPreviousGrid();
   const long long started = clock64();

@@ -125,13 +125,10 @@ struct PlanLaunchArgs {
 // share per thread (smaller blocks finish sooner and more of them fit beside the peers').
 inline int PlanBlocks(const PlanLaunchArgs& a) { return a.tbs * a.instances; }
 inline constexpr int kPlanThreads = 512;
-// The kernel's instances: for plans whose reduces have at most 2, 4 or 8 sources (KernelSources).
-// Blocks of kPlanThreads that must fit on an SM at once: 2 for the narrower instances (at most 64
-// registers a thread, so more blocks are resident: large messages take many instances, and under
-// programmatic launch the next execution's blocks wait beside this one's); 1 for 8 sources, whose
-// sums would spill at 64.
+// The kernel's instances: for plans whose reduces have at most 2, 4 or 8 sources. All may use up
+// to 128 registers a thread: capped at 64 (2 blocks of kPlanThreads an SM) the narrower ones spilled
+// and ran 3-8% slower up to 64 KB, faster only for LL at 1 MB (BENCHMARKS.md, run 4).
 constexpr int KernelSources(int max_srcs) { return max_srcs <= 2 ? 2 : max_srcs <= 4 ? 4 : 8; }
-constexpr int PlanMinBlocks(int sources) { return sources <= 4 ? 2 : 1; }
 inline int PlanThreads(const PlanLaunchArgs& a) {
   const uint64_t units = (a.count * static_cast<uint64_t>(a.elem) / static_cast<uint64_t>(a.instances) + 15) / 16;
   const uint64_t t = (units + 31) / 32 * 32;
