@@ -40,7 +40,9 @@ namespace vdev::channels {
 class HostPlanExecutor {
  public:
   // Collective (allocates the IPC region). `plan` is validated again; its world size must be the
-  // session's; `type` is f32, f64 or i32 (i32 wraps around); `allocator` is a host one.
+  // session's; `type` is any DataType: i32 wraps around; f16 and bf16 are summed in f32 and rounded
+  // once per reduce op (to nearest even), so a reduce over every rank's value gives the bits of
+  // the all-reduce backends; `allocator` is a host one.
   static absl::StatusOr<std::unique_ptr<HostPlanExecutor>> Create(Session& session, IPCAllocator& allocator,
                                                                   ProgramSpec plan, size_t max_count, DataType type,
                                                                   int instances = 1);

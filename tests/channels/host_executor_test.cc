@@ -20,6 +20,8 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using vdev::testing::ExpectAllOk;
+using vdev::testing::HalfInput;
+using vdev::testing::HalfSum;
 using vdev::testing::HarnessOptions;
 using vdev::testing::Input;
 using vdev::testing::RunWorkers;
@@ -100,6 +102,61 @@ TEST_P(ShippedPlansTest, InstancesSplitEveryOpExactly) {
       VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, plan, 4099, DataType::kF32, 3));
       for (size_t count : {size_t{5}, size_t{48}, size_t{4099}}) {
         VDEV_RETURN_IF_ERROR(RunAndCheck<float>(s, *exec, count, ++salt, false));
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
+// What rank `rank`'s f16/bf16 output element i must be (bits): a sum is the f32 sum of every
+// rank's value in rank order rounded once (HalfSum), as the all-reduce backends compute it.
+uint16_t ExpectedHalf(const ProgramSpec& plan, DataType type, int rank, size_t i, size_t count, uint64_t salt) {
+  const int n = plan.world_size;
+  switch (plan.collective) {
+    case Collective::kAllReduce: return HalfSum(type, n, i, salt);
+    case Collective::kReduceScatter: return HalfSum(type, n, rank * count + i, salt);
+    case Collective::kAllGather: return HalfInput(type, static_cast<int>(i / count), i % count, salt);
+    case Collective::kBroadcast: return HalfInput(type, plan.root, i, salt);
+  }
+  return 0;
+}
+
+// f16 and bf16 through every shipped plan: each sum in f32, rounded once (not after each addition,
+// which the inputs tell apart from 3 ranks on), odd sizes and 3 instances included.
+TEST_P(ShippedPlansTest, HalfTypesSumInF32AndRoundOnce) {
+  const int world = GetParam();
+  ExpectAllOk(RunWorkers(world, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    const int n = s.world_size();
+    uint64_t salt = 0;
+    for (const std::string& name : ShippedPlanNames()) {
+      VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(name, n));
+      for (DataType type : {DataType::kF16, DataType::kBF16}) {
+        for (int instances : {1, 3}) {
+          VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, plan, 1001, type, instances));
+          size_t differs_from_stepwise = 0;
+          for (size_t count : {size_t{1}, size_t{7}, size_t{1001}}) {
+            ++salt;
+            const size_t in_n = count * InputSegments(plan.collective, n);
+            const size_t out_n = count * OutputSegments(plan.collective, n);
+            std::vector<uint16_t> in(in_n), out(out_n, 0xFFFF);
+            for (size_t i = 0; i < in_n; ++i) in[i] = HalfInput(type, s.rank(), i, salt);
+            VDEV_RETURN_IF_ERROR(exec->Execute(in.data(), out.data(), count));
+            for (size_t i = 0; i < out_n; ++i) {
+              const uint16_t want = ExpectedHalf(plan, type, s.rank(), i, count, salt);
+              if (out[i] != want) {
+                return absl::InternalError(absl::StrCat(name, " ", DataTypeName(type), " count ", count, " element ",
+                                                        i, ": got 0x", absl::Hex(out[i]), " want 0x",
+                                                        absl::Hex(want)));
+              }
+              const bool sums = plan.collective == Collective::kAllReduce;
+              differs_from_stepwise += sums && out[i] != HalfSum(type, n, i, salt, /*round_each_step=*/true);
+            }
+          }
+          if (n >= 3 && plan.collective == Collective::kAllReduce && differs_from_stepwise == 0) {
+            return absl::InternalError(absl::StrCat(name, ": the inputs do not tell one rounding from rounding each step"));
+          }
+        }
       }
     }
     return absl::OkStatus();
