@@ -123,6 +123,9 @@ int RunOptimize(const PlanArgs& args, ir::Module module, const std::string& name
   report["cost"] = CostJson(plan->cost);
   report["optimal"] = plan->optimal;
   report["default_cost"] = CostJson(plan->default_cost);
+  nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
+  for (size_t d = 0; d < plan->peak_bytes.size(); ++d) peaks[machine.devices[d].ToString()] = static_cast<int64_t>(plan->peak_bytes[d]);
+  report["peak_bytes"] = peaks;
   std::cout << report.dump(2) << "\n";
   return kExitOk;
 }

@@ -12,13 +12,18 @@
 //   // plan->plan: as PlanDevices; plan->cost.total <= plan->default_cost.total when both are
 //   // feasible; plan->optimal.
 //
-// Not modelled yet: memory capacity (DeviceSpec::memory_bytes is read but no liveness constraint
-// is enforced); a value copied to the same device for several classes is costed once per place.
+// Capacity: every plan's liveness is swept (the peak of live bytes per device under the program
+// order, docs/planner.md); where a device overflows, the bytes live at that point become a cut (a
+// hard linear constraint over the classes there) and the problem is solved again, until the plan
+// fits. No placement fits: InvalidArgument naming the point, and in `error` the fewest values that
+// cannot leave the device and together exceed it. A value copied to the same device for several
+// classes is costed once per place.
 #ifndef VDEV_OPTIMIZE_PLACEMENT_H_
 #define VDEV_OPTIMIZE_PLACEMENT_H_
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "vdev/ir.h"
@@ -49,7 +54,10 @@ struct OptimizedPlan {
   bool optimal = true;    // false: the time limit returned the best plan found so far
   size_t classes = 0;     // variables before shrinking
   size_t z3_variables = 0;
-  double solve_seconds = 0;
+  double solve_seconds = 0;       // all rounds
+  std::vector<double> peak_bytes; // by machine device: the plan's peak of live bytes
+  size_t capacity_cuts = 0;       // rounds solved again because a device overflowed
+  std::vector<int> class_devices; // the machine device chosen for each of the planner's classes
 };
 
 // The cost of a plan on a machine: every op call (not on_device/device_copy) by the roofline of its
@@ -58,7 +66,9 @@ struct OptimizedPlan {
 absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine& machine);
 
 // InvalidArgument (and `error` filled, as PlanDevices does) when no placement satisfies the
-// annotations and op support together: the message names the op and the annotation.
+// annotations, op support and capacity together: the message names the op and the annotation, or
+// the overflowing point with the values in `error->conflicts`. Unimplemented when a plan overflows
+// through copies that the capacity cuts do not count (never returned as a plan).
 absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const Machine& machine,
                                                 const OptimizeOptions& options, PlanError* error = nullptr);
 

@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "src/planner/internal/planner.h"
+#include "src/planner/internal/capacity.h"
 #include "src/planner/internal/placement_model.h"
+#include "src/planner/internal/planner.h"
 #include "src/planner/placement_solver.h"
 #include "vdev/status_macros.h"
 
@@ -22,53 +23,8 @@ using planner_internal::Cost;
 using planner_internal::kForbidden;
 using planner_internal::PlacementClasses;
 using planner_internal::PlacementModel;
-
-// Elements and bytes of a type (tuples summed; dynamic dims and unknown types count as empty).
-struct Size {
-  double elements = 0;
-  double bytes = 0;
-  ir::DType dtype = ir::DType::kF32;
-};
-
-double DTypeBytes(ir::DType t) {
-  switch (t) {
-    case ir::DType::kF64:
-    case ir::DType::kI64:
-      return 8;
-    case ir::DType::kF32:
-    case ir::DType::kI32:
-      return 4;
-    case ir::DType::kF16:
-    case ir::DType::kBF16:
-      return 2;
-    case ir::DType::kI8:
-    case ir::DType::kU8:
-    case ir::DType::kBool:
-      return 1;
-  }
-  return 4;
-}
-
-Size SizeOf(const ir::Module& m, ir::TypeId type) {
-  Size size;
-  std::vector<ir::TypeId> work{type};
-  while (!work.empty()) {
-    ir::TypeId t = work.back();
-    work.pop_back();
-    if (t == ir::kNoType) continue;
-    if (m.types.kind(t) == ir::TypeKind::kTuple) {
-      for (ir::TypeId f : m.types.fields(t)) work.push_back(f);
-      continue;
-    }
-    if (m.types.kind(t) != ir::TypeKind::kTensor) continue;
-    double n = 1;
-    for (int64_t d : m.types.dims(t)) n *= d == ir::kDynamicDim ? 0 : static_cast<double>(d);
-    size.elements += n;
-    size.dtype = m.types.node(t).dtype;
-    size.bytes += n * DTypeBytes(size.dtype);
-  }
-  return size;
-}
+using planner_internal::SizeOf;
+using planner_internal::TypeSize;
 
 // Work of one op call: flops (matmul-like ops 2·M·N·K, attention 4·out·S, others a few per output
 // element) and bytes read and written.
@@ -80,7 +36,7 @@ struct Work {
 
 Work WorkOf(const ir::Module& m, ir::BindingId b) {
   const ir::Binding& binding = m.bindings[b];
-  Size out = SizeOf(m, binding.type);
+  TypeSize out = SizeOf(m, binding.type);
   Work w{out.elements, out.bytes, out.dtype};
   ir::TypeId first = ir::kNoType;
   for (const ir::Operand& o : m.Args(binding.expr)) {
@@ -129,7 +85,11 @@ absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const Pl
     for (int d = 0; d < nd; ++d) {
       if (!Join(classes.device[c], machine.devices[d])) model.unary[c][d] = kForbidden;
     }
-    if (std::all_of(model.unary[c].begin(), model.unary[c].end(), [](Cost x) { return x == kForbidden; })) {
+    bool none = std::all_of(model.unary[c].begin(), model.unary[c].end(), [](Cost x) { return x == kForbidden; });
+    if (none && c < classes.passive.size() && classes.passive[c]) {
+      // Costs nothing and is named by no cut (CapacityCutAt leaves it out): its device is the defaults'.
+      std::fill(model.unary[c].begin(), model.unary[c].end(), 0);
+    } else if (none) {
       return absl::InvalidArgumentError(absl::StrCat("values on ", classes.device[c].ToString(),
                                                      " (", classes.origin[c], ") are on no device of the machine"));
     }
@@ -204,12 +164,126 @@ absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine&
   return cost;
 }
 
+namespace {
+
+using planner_internal::DevicePeak;
+using planner_internal::LiveValue;
+
+int64_t CapacityLimit(const Machine& machine, int device) {
+  return static_cast<int64_t>(std::min(machine.specs[device].memory_bytes, 9e18));
+}
+
+std::string ValueText(const ir::Module& m, ir::ValueRef v) {
+  return absl::StrCat("%", m.Name(m.ValueName(v)));
+}
+
+// A parameter's name, or the expression that makes a binding's value.
+SourceLoc ValueLoc(const ir::Module& m, ir::ValueRef v) {
+  return v.is_param() ? m.params[v.index].loc : m.bindings[v.index].expr.loc;
+}
+
+// A point where the plan of some round overflowed a device.
+struct Overflow {
+  int device;
+  uint32_t item;
+  uint32_t point;
+};
+
+// Why no placement fits: where a cut's values that nothing can move off its device exceed its
+// capacity, the fewest of them that do (largest first), each with what fixed its device;
+// otherwise (only the cuts together fail) the points of the cuts.
+PlanError ExplainCapacity(const ir::Module& m, const PlacementClasses& classes, const PlacementModel& model,
+                          const std::vector<std::vector<ir::ValueRef>>& term_values,
+                          const std::vector<Overflow>& overflows, const Machine& machine) {
+  PlanError error;
+  for (size_t c = 0; c < model.capacity.size(); ++c) {
+    const PlacementModel::CapacityCut& cut = model.capacity[c];
+    auto only_on_cut_device = [&](uint32_t v) {
+      for (int d = 0; d < model.num_devices; ++d) {
+        if (d != cut.device && model.unary[v][d] != kForbidden) return false;
+      }
+      return true;
+    };
+    std::vector<size_t> forced;
+    for (size_t t = 0; t < cut.terms.size(); ++t) {
+      const auto& term = cut.terms[t];
+      bool other_cannot_join = term.other == UINT32_MAX || model.unary[term.other][cut.device] == kForbidden;
+      if (only_on_cut_device(term.var) && other_cannot_join) forced.push_back(t);
+    }
+    std::stable_sort(forced.begin(), forced.end(),
+                     [&](size_t a, size_t b) { return cut.terms[a].bytes > cut.terms[b].bytes; });
+    int64_t sum = 0;
+    size_t needed = 0;
+    while (needed < forced.size() && sum <= cut.limit) sum += cut.terms[forced[needed++]].bytes;
+    if (sum <= cut.limit) continue;
+    ir::BindingId at = planner_internal::BindingAt(m, overflows[c].item, overflows[c].point);
+    const VirtualDevice& device = machine.devices[cut.device];
+    error.loc = at == ir::kNoBinding ? SourceLoc{} : m.bindings[at].expr.loc;
+    error.message = absl::StrCat("the values live here need ", sum, " bytes on ", device.ToString(),
+                                 ", which holds ", cut.limit, ": no placement fits in its memory");
+    for (size_t k = 0; k < needed; ++k) {
+      const auto& term = cut.terms[forced[k]];
+      ir::ValueRef v = term_values[c][forced[k]];
+      std::string why = classes.origin[term.var].empty() ? std::string("its ops run only there")
+                                                         : absl::StrCat("placed by ", classes.origin[term.var]);
+      error.conflicts.push_back({ValueLoc(m, v), device,
+                                 absl::StrCat(ValueText(m, v), " (", term.bytes, " bytes) is live here on ",
+                                              device.ToString(), ", ", why)});
+    }
+    return error;
+  }
+  // A value larger than every device its class may take.
+  for (size_t c = 0; c < model.capacity.size(); ++c) {
+    const PlacementModel::CapacityCut& cut = model.capacity[c];
+    for (size_t t = 0; t < cut.terms.size(); ++t) {
+      const auto& term = cut.terms[t];
+      bool fits_somewhere = false;
+      for (int d = 0; d < model.num_devices; ++d) {
+        fits_somewhere |= model.unary[term.var][d] != kForbidden && term.bytes <= CapacityLimit(machine, d);
+      }
+      if (fits_somewhere) continue;
+      ir::ValueRef v = term_values[c][t];
+      error.loc = ValueLoc(m, v);
+      error.message = absl::StrCat(ValueText(m, v), " needs ", term.bytes,
+                                   " bytes, more than any device its placement allows holds");
+      std::string why = classes.origin[term.var].empty() ? std::string("its ops run only on devices that small")
+                                                         : absl::StrCat("placed by ", classes.origin[term.var]);
+      error.conflicts.push_back({ValueLoc(m, v), machine.devices[cut.device],
+                                 absl::StrCat(ValueText(m, v), " (", term.bytes, " bytes), ", why)});
+      return error;
+    }
+  }
+  error.message = "no placement keeps every device within its capacity at these points together:";
+  for (const Overflow& o : overflows) {
+    ir::BindingId at = planner_internal::BindingAt(m, o.item, o.point);
+    if (at == ir::kNoBinding) continue;
+    if (!error.loc.valid()) error.loc = m.bindings[at].expr.loc;
+    absl::StrAppend(&error.message, " ", machine.devices[o.device].ToString(), " at ",
+                    BindingLoc(m, at));
+  }
+  return error;
+}
+
+}  // namespace
+
 absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const Machine& machine,
                                                 const OptimizeOptions& options, PlanError* error) {
   OptimizedPlan result;
+  const std::vector<uint32_t> points = planner_internal::InputPoints(module);
+  std::vector<LiveValue> input_values;  // made at the first overflow
+  std::vector<Overflow> overflows;
+  std::optional<PlanError> capacity_error;
   auto choose = [&](const ir::Module& m,
                     const PlacementClasses& classes) -> absl::StatusOr<std::vector<std::optional<VirtualDevice>>> {
     VDEV_ASSIGN_OR_RETURN(PlacementModel model, planner_internal::BuildPlacementModel(m, classes, machine));
+    // One cut per point where an earlier round's plan overflowed.
+    std::vector<std::vector<ir::ValueRef>> term_values(overflows.size());
+    for (size_t k = 0; k < overflows.size(); ++k) {
+      const Overflow& o = overflows[k];
+      model.capacity.push_back(planner_internal::CapacityCutAt(input_values, classes, machine, o.item, o.point,
+                                                               o.device, CapacityLimit(machine, o.device),
+                                                               &term_values[k]));
+    }
     planner_internal::PlacementSolveOptions solve;
     solve.time_limit_seconds = options.time_limit_seconds;
     if (options.progress) {
@@ -218,21 +292,80 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
                                       variables, " left for Z3 after shrinking)…"));
       };
     }
-    VDEV_ASSIGN_OR_RETURN(planner_internal::PlacementSolution solution, planner_internal::SolvePlacement(model, solve));
-    result.optimal = solution.optimal;
+    absl::StatusOr<planner_internal::PlacementSolution> solution = planner_internal::SolvePlacement(model, solve);
+    if (absl::IsFailedPrecondition(solution.status())) {
+      capacity_error = ExplainCapacity(m, classes, model, term_values, overflows, machine);
+      return absl::InvalidArgumentError(capacity_error->message);
+    }
+    if (!solution.ok()) return solution.status();
+    result.optimal = solution->optimal;
     result.classes = classes.device.size();
-    result.z3_variables = solution.z3_variables;
-    result.solve_seconds = solution.seconds;
+    result.z3_variables = solution->z3_variables;
+    result.solve_seconds += solution->seconds;
+    result.class_devices = solution->device;
+    std::vector<bool> in_cut(classes.device.size(), false);
+    for (const PlacementModel::CapacityCut& cut : model.capacity) {
+      for (const auto& t : cut.terms) {
+        in_cut[t.var] = true;
+        if (t.other != UINT32_MAX) in_cut[t.other] = true;
+      }
+    }
     std::vector<std::optional<VirtualDevice>> chosen(classes.device.size());
-    for (size_t c = 0; c < chosen.size(); ++c) chosen[c] = machine.devices[solution.device[c]];
+    for (size_t c = 0; c < chosen.size(); ++c) {
+      if (!classes.passive[c] || in_cut[c]) chosen[c] = machine.devices[solution->device[c]];
+    }
     return chosen;
   };
   PlanError local_error;
-  absl::StatusOr<PlanResult> plan =
-      planner_internal::PlanWithPlacement(module.Clone(), options.plan, choose, error != nullptr ? error : &local_error);
-  if (!plan.ok()) return plan.status();
-  // The re-check: every op call on a device that implements it, every annotation kept (planning
-  // the optimised output again changes nothing is tested separately), the cost recomputed.
+  PlanError* plan_error = error != nullptr ? error : &local_error;
+  absl::StatusOr<PlanResult> plan;
+  // Solve, sweep the plan's liveness, and while a device overflows, solve again with a cut there.
+  while (true) {
+    plan = planner_internal::PlanWithPlacement(module.Clone(), options.plan, choose, plan_error);
+    if (!plan.ok()) {
+      if (capacity_error) {
+        *plan_error = *capacity_error;
+        return absl::InvalidArgumentError(
+            absl::StrCat(capacity_error->loc.line, ":", capacity_error->loc.col, ": ", capacity_error->message));
+      }
+      return plan.status();
+    }
+    result.peak_bytes.clear();
+    std::optional<Overflow> overflow;
+    std::vector<DevicePeak> peaks = planner_internal::PeakBytes(*plan, points, machine);
+    for (int d = 0; d < static_cast<int>(peaks.size()); ++d) {
+      result.peak_bytes.push_back(static_cast<double>(peaks[d].bytes));
+      if (!overflow && peaks[d].bytes > CapacityLimit(machine, d)) overflow = Overflow{d, peaks[d].item, peaks[d].point};
+    }
+    if (!overflow) break;
+    bool seen = std::any_of(overflows.begin(), overflows.end(), [&](const Overflow& o) {
+      return o.device == overflow->device && o.item == overflow->item && o.point == overflow->point;
+    });
+    if (seen) {
+      // The cut there held, so what overflows is what it does not count (copies the planner adds
+      // at conflicts and kernel boundaries): not modelled, so not silently accepted.
+      ir::BindingId at = planner_internal::BindingAt(module, overflow->item, overflow->point);
+      plan_error->loc = at == ir::kNoBinding ? SourceLoc{} : module.bindings[at].expr.loc;
+      plan_error->message = absl::StrCat("the optimised plan needs ", peaks[overflow->device].bytes, " bytes on ",
+                                         machine.devices[overflow->device].ToString(), " here (capacity ",
+                                         CapacityLimit(machine, overflow->device),
+                                         "), partly for copies the capacity model does not count");
+      plan_error->conflicts.clear();
+      return absl::UnimplementedError(absl::StrCat(plan_error->loc.line, ":", plan_error->loc.col, ": ",
+                                                   plan_error->message));
+    }
+    if (input_values.empty()) input_values = planner_internal::LiveValues(module, points);
+    overflows.push_back(*overflow);
+  }
+  result.capacity_cuts = overflows.size();
+  // With cuts, optimality holds where the cuts bound the plans' live bytes from below; copies the
+  // planner adds (conflicts, kernel boundaries) can end a value's life earlier than the cut counts.
+  bool added_copies = std::any_of(plan->copies.begin(), plan->copies.end(),
+                                  [&](const PlannedCopy& c) { return c.binding >= plan->input_bindings; });
+  if (!overflows.empty() && added_copies) result.optimal = false;
+  // The re-check: every device within its capacity (the sweep above), every op call on a device
+  // that implements it, every annotation kept (planning the optimised output again changes nothing
+  // is tested separately), the cost recomputed.
   for (ir::BindingId b = 0; b < plan->input_bindings; ++b) {
     if (plan->binding_replaced[b] || plan->binding_devices[b] == ir::kNoDevice) continue;
     const ir::Expr& e = plan->module.bindings[b].expr;

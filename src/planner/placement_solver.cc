@@ -1,4 +1,5 @@
-// SolvePlacement: shrink (fixed variables, leaves), then one Z3 MaxSAT problem per component.
+// SolvePlacement: shrink (fixed variables, leaves, chain links), then one Z3 MaxSAT problem per
+// component, with the capacity cuts as hard linear constraints.
 #include "src/planner/placement_solver.h"
 
 #include <z3++.h>
@@ -29,6 +30,7 @@ struct Reduced {
   std::vector<std::vector<uint32_t>> incident;  // pair ids by variable (some dead)
   std::vector<int> fixed;                       // device, or -1
   std::vector<bool> done;                       // fixed, eliminated or solved
+  std::vector<std::vector<uint32_t>> cuts_of;   // capacity cuts naming the variable (never eliminated)
 
   Cost PairCost(const PlacementModel::Pair& p, uint32_t v, int dv, int du) const {
     return p.a == v ? p.cost[dv * d + du] : p.cost[du * d + dv];
@@ -120,8 +122,8 @@ class SlowSolveWatch {
 
 // One component in Z3: devices as an enumeration sort, unary and pair costs as soft constraints
 // inside push()/pop() (check with assumptions returned non-optimal models), MaxRes.
-absl::Status SolveComponent(const Reduced& r, const std::vector<uint32_t>& vars, double seconds_left,
-                            std::vector<int>& device, bool& optimal) {
+absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, const std::vector<uint32_t>& vars,
+                            double seconds_left, std::vector<int>& device, bool& optimal) {
   try {
     z3::context ctx;
     std::vector<std::string> names;
@@ -168,9 +170,33 @@ absl::Status SolveComponent(const Reduced& r, const std::vector<uint32_t>& vars,
         }
       }
     }
+    // The capacity cuts naming this component's variables (the others in them are fixed).
+    std::vector<bool> cut_added(problem.capacity.size(), false);
+    for (uint32_t v : vars) {
+      for (uint32_t c : r.cuts_of[v]) {
+        if (cut_added[c]) continue;
+        cut_added[c] = true;
+        const PlacementModel::CapacityCut& cut = problem.capacity[c];
+        auto on = [&](uint32_t var, bool want) -> z3::expr {
+          if (r.fixed[var] >= 0) return ctx.bool_val((r.fixed[var] == cut.device) == want);
+          z3::expr is_on = x[index.at(var)] == consts[cut.device]();
+          return want ? is_on : !is_on;
+        };
+        z3::expr load = ctx.int_val(0);
+        for (const PlacementModel::CapacityCut::Term& t : cut.terms) {
+          z3::expr holds = on(t.var, true);
+          if (t.other != UINT32_MAX) holds = holds && on(t.other, false);
+          load = load + z3::ite(holds, ctx.int_val(t.bytes), ctx.int_val(0));
+        }
+        opt.add(load <= ctx.int_val(cut.limit));
+      }
+    }
     z3::check_result result = opt.check();
     if (result == z3::unsat) {
       opt.pop();
+      if (std::find(cut_added.begin(), cut_added.end(), true) != cut_added.end()) {
+        return absl::FailedPreconditionError("placement: no assignment keeps every device within its capacity");
+      }
       return absl::InternalError("placement: a component without forbidden-only variables is unsatisfiable");
     }
     z3::model model = opt.get_model();
@@ -196,6 +222,20 @@ absl::Status SolveComponent(const Reduced& r, const std::vector<uint32_t>& vars,
 
 }  // namespace
 
+int64_t CutLoad(const PlacementModel::CapacityCut& cut, const std::vector<int>& device) {
+  int64_t load = 0;
+  for (const PlacementModel::CapacityCut::Term& t : cut.terms) {
+    bool holds = device[t.var] == cut.device && (t.other == UINT32_MAX || device[t.other] != cut.device);
+    if (holds) load += t.bytes;
+  }
+  return load;
+}
+
+bool CapacityHolds(const PlacementModel& model, const std::vector<int>& device) {
+  return std::all_of(model.capacity.begin(), model.capacity.end(),
+                     [&](const PlacementModel::CapacityCut& cut) { return CutLoad(cut, device) <= cut.limit; });
+}
+
 Cost PlacementCost(const PlacementModel& model, const std::vector<int>& device) {
   Cost total = 0;
   for (size_t v = 0; v < model.unary.size(); ++v) total = Add(total, model.unary[v][device[v]]);
@@ -215,6 +255,14 @@ absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, co
   r.fixed.assign(n, -1);
   r.done.assign(n, false);
   r.incident.resize(n);
+  r.cuts_of.resize(n);
+  for (uint32_t c = 0; c < model.capacity.size(); ++c) {
+    for (const PlacementModel::CapacityCut::Term& t : model.capacity[c].terms) {
+      for (uint32_t v : {t.var, t.other}) {
+        if (v != UINT32_MAX && (r.cuts_of[v].empty() || r.cuts_of[v].back() != c)) r.cuts_of[v].push_back(c);
+      }
+    }
+  }
   for (size_t v = 0; v < n; ++v) {
     if (std::all_of(r.unary[v].begin(), r.unary[v].end(), [](Cost c) { return c == kForbidden; })) {
       return absl::InvalidArgumentError(absl::StrCat("placement: variable ", v, " has no allowed device"));
@@ -269,14 +317,15 @@ absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, co
   // neighbours becomes a pair between them (merged with theirs, if any).
   std::vector<Elimination> eliminated;
   std::vector<uint32_t> work;
+  auto eliminable = [&](uint32_t v) { return !r.done[v] && r.cuts_of[v].empty() && r.Degree(v) <= 2; };
   for (uint32_t v = 0; v < n; ++v) {
-    if (!r.done[v] && r.Degree(v) <= 2) work.push_back(v);
+    if (eliminable(v)) work.push_back(v);
   }
   std::vector<int> device(n, -1);
   while (!work.empty()) {
     uint32_t v = work.back();
     work.pop_back();
-    if (r.done[v] || r.Degree(v) > 2) continue;
+    if (!eliminable(v)) continue;
     r.done[v] = true;
     uint32_t live = UINT32_MAX;
     uint32_t second = UINT32_MAX;
@@ -287,7 +336,7 @@ absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, co
     if (second != UINT32_MAX) {
       EliminateLink(r, v, live, second, eliminated);
       for (uint32_t u : {eliminated.back().u, eliminated.back().w}) {
-        if (!r.done[u] && r.Degree(u) <= 2) work.push_back(u);
+        if (eliminable(u)) work.push_back(u);
       }
       continue;
     }
@@ -308,40 +357,48 @@ absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, co
     }
     r.pair_live[live] = false;
     eliminated.push_back(std::move(elim));
-    if (!r.done[u] && r.Degree(u) <= 2) work.push_back(u);
+    if (eliminable(u)) work.push_back(u);
   }
-  // What is left: components of variables of degree >= 2, each a Z3 problem.
-  PlacementSolution solution;
+  // A cut whose variables are all fixed is a constant: it holds or nothing can.
+  for (const PlacementModel::CapacityCut& cut : model.capacity) {
+    bool constant = std::all_of(cut.terms.begin(), cut.terms.end(), [&](const PlacementModel::CapacityCut::Term& t) {
+      return r.fixed[t.var] >= 0 && (t.other == UINT32_MAX || r.fixed[t.other] >= 0);
+    });
+    if (constant && CutLoad(cut, r.fixed) > cut.limit) {
+      return absl::FailedPreconditionError("placement: fixed values exceed a device's capacity");
+    }
+  }
+  // What is left: components of variables of degree >= 2 (or named by a capacity cut, which joins
+  // its variables), each a Z3 problem.
+  std::vector<std::vector<uint32_t>> components;
   std::vector<bool> seen(n, false);
   for (uint32_t s = 0; s < n; ++s) {
     if (r.done[s] || seen[s]) continue;
     std::vector<uint32_t> component{s};
     seen[s] = true;
+    auto reach = [&](uint32_t u) {
+      if (u != UINT32_MAX && !r.done[u] && !seen[u]) seen[u] = true, component.push_back(u);
+    };
     for (size_t k = 0; k < component.size(); ++k) {
       for (uint32_t e : r.incident[component[k]]) {
-        uint32_t u = r.Other(r.pairs[e], component[k]);
-        if (r.pair_live[e] && !r.done[u] && !seen[u]) seen[u] = true, component.push_back(u);
+        if (r.pair_live[e]) reach(r.Other(r.pairs[e], component[k]));
+      }
+      for (uint32_t c : r.cuts_of[component[k]]) {
+        for (const PlacementModel::CapacityCut::Term& t : model.capacity[c].terms) reach(t.var), reach(t.other);
       }
     }
-    solution.z3_variables += component.size();
-    ++solution.components;
+    components.push_back(std::move(component));
   }
+  PlacementSolution solution;
+  solution.components = components.size();
+  for (const std::vector<uint32_t>& component : components) solution.z3_variables += component.size();
   {
     SlowSolveWatch watch(options.on_slow_solve, solution.z3_variables);
-    std::fill(seen.begin(), seen.end(), false);
-    for (uint32_t s = 0; s < n; ++s) {
-      if (r.done[s] || seen[s]) continue;
-      std::vector<uint32_t> component{s};
-      seen[s] = true;
-      for (size_t k = 0; k < component.size(); ++k) {
-        for (uint32_t e : r.incident[component[k]]) {
-          uint32_t u = r.Other(r.pairs[e], component[k]);
-          if (r.pair_live[e] && !r.done[u] && !seen[u]) seen[u] = true, component.push_back(u);
-        }
-      }
+    for (const std::vector<uint32_t>& component : components) {
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       bool optimal = true;
-      absl::Status status = SolveComponent(r, component, options.time_limit_seconds - elapsed, device, optimal);
+      absl::Status status =
+          SolveComponent(r, model, component, options.time_limit_seconds - elapsed, device, optimal);
       if (!status.ok()) return status;
       solution.optimal = solution.optimal && optimal;
     }
@@ -368,6 +425,9 @@ absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, co
   for (size_t e = 0; e < r.pairs.size(); ++e) {
     const PlacementModel::Pair& p = r.pairs[e];
     if (r.pair_live[e]) reduced = Add(reduced, r.PairCost(p, p.a, device[p.a], device[p.b]));
+  }
+  if (!CapacityHolds(model, device)) {
+    return absl::InternalError("placement: re-check: the assignment breaks a capacity cut");
   }
   solution.device = std::move(device);
   solution.cost = PlacementCost(model, solution.device);

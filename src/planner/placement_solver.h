@@ -8,6 +8,11 @@
 // an enumeration sort; soft constraints asserted inside push()/pop(), MaxRes). Z3 stays inside
 // placement_solver.cc; no z3::exception leaves it.
 //
+// Capacity cuts (hard: the bytes that an assignment puts on a device at one program point stay
+// within a limit) are added lazily by OptimizePlacement, only for points where a plan overflowed.
+// A variable named by a cut is never eliminated (its choice is no longer local), and the cut joins
+// its variables into one Z3 component.
+//
 // Example:
 //   PlacementModel m;
 //   m.num_devices = 2;
@@ -41,6 +46,19 @@ struct PlacementModel {
     std::vector<Cost> cost;
   };
   std::vector<Pair> pairs;
+  // Σ bytes of the terms that hold <= limit. A term holds when `var` is on `device` and, if `other`
+  // is set, `other` is not (a copy of other's value made for var exists only then).
+  struct CapacityCut {
+    int device = 0;
+    int64_t limit = 0;
+    struct Term {
+      uint32_t var = 0;
+      uint32_t other = UINT32_MAX;
+      int64_t bytes = 0;
+    };
+    std::vector<Term> terms;
+  };
+  std::vector<CapacityCut> capacity;
 };
 
 struct PlacementSolveOptions {
@@ -60,9 +78,13 @@ struct PlacementSolution {
 
 // The cost of an assignment; kForbidden when it uses a forbidden device.
 Cost PlacementCost(const PlacementModel& model, const std::vector<int>& device);
+// The bytes a cut counts under an assignment; whether every cut holds.
+int64_t CutLoad(const PlacementModel::CapacityCut& cut, const std::vector<int>& device);
+bool CapacityHolds(const PlacementModel& model, const std::vector<int>& device);
 
-// InvalidArgument when a variable has no allowed device; DeadlineExceeded when a component found no
-// model at all in the time limit; Internal when a model fails the re-check.
+// InvalidArgument when a variable has no allowed device; FailedPrecondition when no assignment
+// satisfies the capacity cuts; DeadlineExceeded when a component found no model at all in the time
+// limit; Internal when a model fails the re-check.
 absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, const PlacementSolveOptions& options);
 
 }  // namespace vdev::planner_internal

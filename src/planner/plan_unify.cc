@@ -240,6 +240,17 @@ absl::Status Planner::PlaceClasses() {
     }
     if (e.kind == ExprKind::kOpCall && !IsMove(b)) classes.ops.push_back({b, class_of(binding_domain_[b])});
   }
+  // Values in none of those classes get passive ones (no ops, no edges), so that a capacity cut can
+  // name every value.
+  const size_t active = roots.size();
+  classes.binding_class.assign(input_bindings_, UINT32_MAX);
+  for (BindingId b : order_) classes.binding_class[b] = class_of(binding_domain_[b]);
+  classes.param_class.assign(m_.params.size(), UINT32_MAX);
+  for (size_t p = 0; p < m_.params.size(); ++p) {
+    if (analysed_[m_.params[p].func]) classes.param_class[p] = class_of(param_domain_[p]);
+  }
+  classes.passive.assign(roots.size(), false);
+  std::fill(classes.passive.begin() + active, classes.passive.end(), true);
   absl::StatusOr<std::vector<std::optional<VirtualDevice>>> chosen = (*placement_)(m_, classes);
   if (!chosen.ok()) {
     if (error_ != nullptr) error_->message = std::string(chosen.status().message());

@@ -40,6 +40,7 @@ struct Optimization {
   PlanCost default_cost;
   bool optimal = true;
   double solve_seconds = 0;
+  std::vector<std::pair<std::string, int64_t>> peak_bytes;  // by machine device
 };
 
 struct PyPlan {
@@ -166,7 +167,11 @@ std::shared_ptr<PyPlan> Plan(std::shared_ptr<PyModule> module, bool strict, cons
     if (optimized.ok()) {
       plan->result = std::move(optimized->plan);
       plan->optimization = Optimization{optimized->cost, optimized->default_cost, optimized->optimal,
-                                        optimized->solve_seconds};
+                                        optimized->solve_seconds, {}};
+      for (size_t d = 0; d < optimized->peak_bytes.size(); ++d) {
+        plan->optimization->peak_bytes.emplace_back(target.devices[d].ToString(),
+                                                    static_cast<int64_t>(optimized->peak_bytes[d]));
+      }
     }
   } else {
     absl::StatusOr<PlanResult> result;
@@ -196,6 +201,9 @@ std::string PlanJson(const PyPlan& p) {
   report["cost"] = cost(p.optimization->cost);
   report["optimal"] = p.optimization->optimal;
   report["default_cost"] = cost(p.optimization->default_cost);
+  nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
+  for (const auto& [device, bytes] : p.optimization->peak_bytes) peaks[device] = bytes;
+  report["peak_bytes"] = peaks;
   return report.dump(2) + "\n";
 }
 

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/plan_test_util.h"
+#include "planner/random_program.h"
 #include "rapidcheck.h"
 #include "rapidcheck/gtest.h"
 #include "src/planner/internal/placement_model.h"
@@ -36,38 +37,16 @@ Cost Exhaustive(const PlacementModel& model) {
   }
 }
 
-// Ops between free boundaries (each boundary may start a class), some annotated, `topk` CPU-only.
+// Ops between free boundaries (each boundary may start a class), some annotated, `topk` CPU-only;
+// at most 12 classes: the parameters' and 10 boundaries'.
 std::string GenerateProgram() {
-  const std::vector<std::string> devices = {"cpu:0", "cuda:0", "cuda:1", "cuda"};
-  int n = *rc::gen::inRange(1, 16);
-  std::string text = "def @main(%p: f32[64,64], %q: f32[64,64]) -> f32[64,64] {\n";
-  std::vector<std::string> values = {"%p", "%q"};
-  int boundaries = 0;
-  for (int i = 0; i < n; ++i) {
-    auto pick = [&] { return values[*rc::gen::inRange<size_t>(0, values.size())]; };
-    std::string name = absl::StrCat("%v", i);
-    switch (*rc::gen::inRange(0, 7)) {
-      case 0:
-        absl::StrAppend(&text, "  ", name, " = matmul(", pick(), ", ", pick(), ")\n");
-        break;
-      case 1:
-        absl::StrAppend(&text, "  ", name, " = add(", pick(), ", ", pick(), ")\n");
-        break;
-      case 2:
-        absl::StrAppend(&text, "  ", name, ": f32[64,64] = topk(", pick(), ")\n");
-        break;
-      case 3:
-        absl::StrAppend(&text, "  ", name, " = on_device(", pick(), ", ", *rc::gen::elementOf(devices), ")\n");
-        break;
-      default:
-        if (boundaries++ >= 10) continue;  // at most 12 classes: the parameters' and these
-        absl::StrAppend(&text, "  ", name, " = on_device(", pick(), ", ?, constrain_body=false, constrain_result=false)\n");
-        break;
-    }
-    values.push_back(name);
-  }
-  absl::StrAppend(&text, "  return ", values.back(), "\n}\n");
-  return text;
+  return RandomProgram({.type = "f32[64,64]",
+                        .binary_ops = {"matmul", "add"},
+                        .unary_ops = {"topk"},
+                        .devices = {"cpu:0", "cuda:0", "cuda:1", "cuda"},
+                        .max_bindings = 15,
+                        .max_boundaries = 10,
+                        .boundary_weight = 3});
 }
 
 Machine TestMachine(int gpus) {

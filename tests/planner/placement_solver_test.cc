@@ -1,5 +1,6 @@
 // SolvePlacement against an exhaustive search written here: random models of up to 12 variables and
-// 2-4 devices (forbidden devices, pairs in cycles, parallel pairs, fixed variables).
+// 2-4 devices (forbidden devices, pairs in cycles, parallel pairs, fixed variables), with and without
+// capacity cuts.
 #include "src/planner/placement_solver.h"
 
 #include <vector>
@@ -11,13 +12,13 @@
 namespace vdev::planner_internal {
 namespace {
 
-// Every assignment, odometer order; kForbidden when none is allowed.
+// Every assignment, odometer order; kForbidden when none is allowed (within the capacity cuts).
 Cost ExhaustiveOptimum(const PlacementModel& model) {
   const size_t n = model.unary.size();
   std::vector<int> device(n, 0);
   Cost best = kForbidden;
   while (true) {
-    best = std::min(best, PlacementCost(model, device));
+    if (CapacityHolds(model, device)) best = std::min(best, PlacementCost(model, device));
     size_t k = 0;
     while (k < n && ++device[k] == model.num_devices) device[k++] = 0;
     if (k == n) return best;
@@ -61,6 +62,57 @@ void CheckAgainstExhaustive(bool dense) {
 }
 
 RC_GTEST_PROP(PlacementSolverTest, CostEqualsAnExhaustiveSearch, ()) { CheckAgainstExhaustive(/*dense=*/false); }
+
+// Cuts of 1-6 terms (some conditioned on another variable), limits from none of the terms' bytes to
+// all of them: some models become infeasible, most change their optimum.
+RC_GTEST_PROP(PlacementSolverTest, WithCapacityCutsCostEqualsAnExhaustiveSearch, ()) {
+  PlacementModel model = RandomModel(/*dense=*/false);
+  const uint32_t n = static_cast<uint32_t>(model.unary.size());
+  const int cuts = *rc::gen::inRange(1, 4);
+  for (int c = 0; c < cuts; ++c) {
+    PlacementModel::CapacityCut cut;
+    cut.device = *rc::gen::inRange(0, model.num_devices);
+    int64_t total = 0;
+    const int terms = *rc::gen::inRange(1, 7);
+    for (int k = 0; k < terms; ++k) {
+      PlacementModel::CapacityCut::Term t;
+      t.var = *rc::gen::inRange<uint32_t>(0, n);
+      if (*rc::gen::inRange(0, 3) == 0) t.other = *rc::gen::inRange<uint32_t>(0, n);
+      t.bytes = *rc::gen::inRange<int64_t>(1, 1000);
+      total += t.bytes;
+      cut.terms.push_back(t);
+    }
+    cut.limit = *rc::gen::inRange<int64_t>(0, total + 1);
+    model.capacity.push_back(std::move(cut));
+  }
+  const Cost expected = ExhaustiveOptimum(model);
+  absl::StatusOr<PlacementSolution> solution = SolvePlacement(model, {});
+  RC_CLASSIFY(expected == kForbidden, "infeasible");
+  if (expected == kForbidden) {
+    RC_ASSERT(!solution.ok());
+    RC_ASSERT(absl::IsFailedPrecondition(solution.status()) || absl::IsInvalidArgument(solution.status()));
+    return;
+  }
+  RC_ASSERT(solution.ok());
+  RC_ASSERT(solution->optimal);
+  RC_ASSERT(CapacityHolds(model, solution->device));
+  RC_ASSERT(solution->cost == PlacementCost(model, solution->device));
+  RC_ASSERT(solution->cost == expected);
+}
+
+TEST(PlacementSolverTest, ACapacityCutSplitsTwoVariablesThatPreferOneDevice) {
+  PlacementModel m;
+  m.num_devices = 2;
+  m.unary = {{5, 1}, {5, 1}};  // both prefer device 1
+  m.capacity.push_back({.device = 1, .limit = 100, .terms = {{0, UINT32_MAX, 60}, {1, UINT32_MAX, 60}}});
+  absl::StatusOr<PlacementSolution> s = SolvePlacement(m, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->cost, 6);
+  EXPECT_NE(s->device[0], s->device[1]);
+  EXPECT_EQ(s->z3_variables, 2u);  // named by a cut: not eliminated
+  m.unary = {{kForbidden, 1}, {kForbidden, 1}};  // both fixed to device 1: nothing fits
+  EXPECT_TRUE(absl::IsFailedPrecondition(SolvePlacement(m, {}).status()));
+}
 
 RC_GTEST_PROP(PlacementSolverTest, DenseModelsCostEqualsAnExhaustiveSearch, ()) {
   CheckAgainstExhaustive(/*dense=*/true);

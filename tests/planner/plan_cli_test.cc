@@ -129,5 +129,33 @@ TEST(PlanCliTest, OptimizeReportsCostsAndRejectsAnUnsupportedAnnotation) {
   std::filesystem::remove(machine);
 }
 
+TEST(PlanCliTest, OptimizeReportsPeaksAndAProgramThatFitsNowhere) {
+  const std::string machine =
+      (std::filesystem::temp_directory_path() / ("vdev_small_" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(machine) << R"({"devices": [
+      {"device": "cpu:0", "memory_gb": 0.001, "bandwidth_gbs": 100, "default_tflops": 1},
+      {"device": "cuda:0", "memory_gb": 0.001, "bandwidth_gbs": 3000, "default_tflops": 60}],
+    "links": [{"between": ["cpu:0", "cuda:0"], "bandwidth_gbs": 50, "latency_us": 10}]})";
+  CliRun ok = Plan("--optimize --json --machine " + machine, R"(def @main(%x: f32[256,256]) -> f32[256,256] {
+  %0 = negative(%x)
+  return %0
+}
+)");
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  nlohmann::json report = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(report["peak_bytes"]["cuda:0"], 2 * 256 * 256 * 4);  // %x and %0 while negative runs
+  EXPECT_EQ(report["peak_bytes"]["cpu:0"], 0);
+  CliRun too_big = Plan("--optimize --machine " + machine, R"(def @main(%x: f32[1024,1024]) -> f32[1024,1024] {
+  %0 = negative(%x)
+  return %0
+}
+)");
+  EXPECT_EQ(too_big.status, 1);
+  EXPECT_THAT(too_big.err, HasSubstr("<stdin>:"));
+  EXPECT_THAT(too_big.err, HasSubstr("4194304 bytes"));
+  EXPECT_EQ(too_big.out, "");
+  std::filesystem::remove(machine);
+}
+
 }  // namespace
 }  // namespace vdev::testing

@@ -99,6 +99,11 @@ std::string ValidateReport(const json& report) {
       }
     } else if (key == "optimal") {
       if (!value.is_boolean()) fail("optimal is not a boolean");
+    } else if (key == "peak_bytes") {  // `--optimize`: by device of the machine
+      if (!value.is_object()) fail("peak_bytes is not an object");
+      for (auto& [device, bytes] : value.items()) {
+        if (!bytes.is_number_integer() || bytes.get<int64_t>() < 0) fail("peak_bytes." + device + " is not a count");
+      }
     } else if (key != "functions" && key != "kernels" && key != "warnings") {
       fail("unknown key " + key);
     }

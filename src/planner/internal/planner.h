@@ -77,6 +77,12 @@ struct PlacementClasses {
     ir::TypeId type;  // of the value copied when the two differ
   };
   std::vector<Edge> edges;
+  // The class of each binding's and parameter's value (UINT32_MAX: none, e.g. a function value),
+  // for the capacity cuts. A passive class has no op call and no edge: it costs nothing anywhere,
+  // and the choice returns nullopt for it (the defaults place it) unless a cut names it.
+  std::vector<uint32_t> binding_class;
+  std::vector<uint32_t> param_class;
+  std::vector<bool> passive;  // by class
 };
 // Chooses a device per class (nullopt: leave it to the defaults).
 using PlacementCallback = std::function<absl::StatusOr<std::vector<std::optional<VirtualDevice>>>(

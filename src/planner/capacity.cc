@@ -1,0 +1,276 @@
+// Liveness of planned and input modules, peaks per device, capacity cuts (internal/capacity.h).
+#include "src/planner/internal/capacity.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+
+namespace vdev::planner_internal {
+namespace {
+
+double DTypeBytes(ir::DType t) {
+  switch (t) {
+    case ir::DType::kF64:
+    case ir::DType::kI64:
+      return 8;
+    case ir::DType::kF32:
+    case ir::DType::kI32:
+      return 4;
+    case ir::DType::kF16:
+    case ir::DType::kBF16:
+      return 2;
+    case ir::DType::kI8:
+    case ir::DType::kU8:
+    case ir::DType::kBool:
+      return 1;
+  }
+  return 4;
+}
+
+bool IsMoveExpr(const ir::Module& m, const ir::Expr& e) {
+  if (e.kind != ExprKind::kOpCall) return false;
+  absl::string_view op = m.OpName(e);
+  return op == "on_device" || op == "device_copy";
+}
+
+// Bindings that hold no storage of their own: a read of one is a read of what it holds.
+bool IsAlias(const ir::Expr& e) {
+  return e.kind == ExprKind::kTuple || e.kind == ExprKind::kProject || e.kind == ExprKind::kAlias ||
+         e.kind == ExprKind::kIf;
+}
+
+// The post-order of one top-level function's bindings, and the functions (itself and its local
+// ones) whose parameters it holds.
+class ItemWalk : public ir::Visitor {
+ public:
+  void EnterFunction(FuncId f) override { functions.push_back(f); }
+  void BindingDone(BindingId b) override { order.push_back(b); }
+  std::vector<BindingId> order;
+  std::vector<FuncId> functions;
+};
+
+constexpr uint32_t kNever = UINT32_MAX;
+
+}  // namespace
+
+TypeSize SizeOf(const ir::Module& m, ir::TypeId type) {
+  TypeSize size;
+  std::vector<ir::TypeId> work{type};
+  while (!work.empty()) {
+    ir::TypeId t = work.back();
+    work.pop_back();
+    if (t == ir::kNoType) continue;
+    if (m.types.kind(t) == ir::TypeKind::kTuple) {
+      for (ir::TypeId f : m.types.fields(t)) work.push_back(f);
+      continue;
+    }
+    if (m.types.kind(t) != ir::TypeKind::kTensor) continue;
+    double n = 1;
+    for (int64_t d : m.types.dims(t)) n *= d == ir::kDynamicDim ? 0 : static_cast<double>(d);
+    size.elements += n;
+    size.dtype = m.types.node(t).dtype;
+    size.bytes += n * DTypeBytes(size.dtype);
+  }
+  return size;
+}
+
+std::vector<uint32_t> InputPoints(const ir::Module& input) {
+  std::vector<uint32_t> points(input.bindings.size(), kNever);
+  for (FuncId f : input.items) {
+    ItemWalk walk;
+    ir::WalkFunction(input, f, walk);
+    for (size_t k = 0; k < walk.order.size(); ++k) points[walk.order[k]] = static_cast<uint32_t>(2 * k);
+  }
+  return points;
+}
+
+std::vector<LiveValue> LiveValues(const ir::Module& m, const std::vector<uint32_t>& points) {
+  std::vector<LiveValue> values;
+  std::vector<uint32_t> last(m.bindings.size(), kNever);
+  std::vector<uint32_t> last_param(m.params.size(), kNever);
+  std::vector<uint32_t> point(m.bindings.size(), 0);
+  std::vector<bool> used(m.bindings.size(), false);
+  auto read = [&](const Operand& o, uint32_t at) {
+    if (!o.is_local()) return;
+    uint32_t& slot = o.value.is_param() ? last_param[o.value.index] : last[o.value.index];
+    slot = slot == kNever ? at : std::max(slot, at);
+  };
+  for (uint32_t item = 0; item < m.items.size(); ++item) {
+    ItemWalk walk;
+    ir::WalkFunction(m, m.items[item], walk);
+    // Points: input bindings from `points`, the planner's copies just after the binding before them.
+    uint32_t last_even = 0;
+    for (BindingId b : walk.order) {
+      if (b < points.size() && points[b] != kNever) {
+        point[b] = last_even = points[b];
+      } else {
+        point[b] = last_even + 1;
+      }
+    }
+    const uint32_t end = walk.order.empty() ? 0 : (point[walk.order.back()] / 2 + 1) * 2;
+    // Moves read only by unused moves are unused (reverse program order sees readers first).
+    for (FuncId f : walk.functions) {
+      const ir::Function& fn = m.functions[f];
+      if (fn.body == ir::kNoBlock) continue;
+      const Operand& r = m.blocks[fn.body].result;
+      if (r.is_local() && r.value.is_binding()) used[r.value.index] = true;
+    }
+    for (size_t k = walk.order.size(); k-- > 0;) {
+      BindingId b = walk.order[k];
+      const ir::Expr& e = m.bindings[b].expr;
+      if (IsMoveExpr(m, e) && !used[b]) continue;
+      for (const Operand& o : m.Args(e)) {
+        if (o.is_local() && o.value.is_binding()) used[o.value.index] = true;
+      }
+      if (e.kind == ExprKind::kIf) {
+        for (BlockId arm : {e.then_block, e.else_block}) {
+          const Operand& r = m.blocks[arm].result;
+          if (r.is_local() && r.value.is_binding()) used[r.value.index] = true;
+        }
+      }
+    }
+    // Reads at each binding's point (a copy's at its consumer's), a returned value to the end.
+    for (BindingId b : walk.order) {
+      const ir::Expr& e = m.bindings[b].expr;
+      if (IsMoveExpr(m, e) && !used[b]) continue;
+      uint32_t at = point[b] % 2 == 0 ? point[b] : point[b] + 1;
+      for (const Operand& o : m.Args(e)) read(o, at);
+      if (e.kind == ExprKind::kIf) {
+        for (BlockId arm : {e.then_block, e.else_block}) read(m.blocks[arm].result, at);
+      }
+      if (e.kind == ExprKind::kFn && m.functions[e.func].body != ir::kNoBlock) {
+        read(m.blocks[m.functions[e.func].body].result, at);
+      }
+    }
+    const ir::Function& top = m.functions[m.items[item]];
+    if (top.body != ir::kNoBlock) read(m.blocks[top.body].result, end);
+    // An alias read late keeps what it holds live as late (later aliases first).
+    for (size_t k = walk.order.size(); k-- > 0;) {
+      BindingId b = walk.order[k];
+      const ir::Expr& e = m.bindings[b].expr;
+      if (!IsAlias(e) || last[b] == kNever) continue;
+      for (const Operand& o : m.Args(e)) read(o, last[b]);
+      if (e.kind == ExprKind::kIf) {
+        for (BlockId arm : {e.then_block, e.else_block}) read(m.blocks[arm].result, last[b]);
+      }
+    }
+    for (FuncId f : walk.functions) {
+      const ir::Function& fn = m.functions[f];
+      for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
+        int64_t bytes = static_cast<int64_t>(SizeOf(m, m.params[p].type).bytes);
+        if (bytes <= 0) continue;
+        values.push_back({item, ValueRef::Param(p), ValueRef{}, 0,
+                          last_param[p] == kNever ? 0 : last_param[p], bytes});
+      }
+    }
+    for (BindingId b : walk.order) {
+      const ir::Expr& e = m.bindings[b].expr;
+      bool move = IsMoveExpr(m, e);
+      if ((move && !used[b]) || IsAlias(e) || e.kind == ExprKind::kFn) continue;
+      int64_t bytes = static_cast<int64_t>(SizeOf(m, m.bindings[b].type).bytes);
+      if (bytes <= 0) continue;
+      ValueRef source;
+      if (move && !m.Args(e).empty() && m.Args(e)[0].is_local()) source = m.Args(e)[0].value;
+      values.push_back({item, ValueRef::Binding(b), source, point[b],
+                        last[b] == kNever ? point[b] : std::max(point[b], last[b]), bytes});
+    }
+  }
+  return values;
+}
+
+std::vector<DevicePeak> PeakBytes(const PlanResult& plan, const std::vector<uint32_t>& points,
+                                  const Machine& machine) {
+  const ir::Module& m = plan.module;
+  std::vector<DevicePeak> peaks(machine.devices.size());
+  absl::flat_hash_map<ir::DeviceId, int> device_index;
+  auto index_of = [&](ir::DeviceId d) -> int {
+    if (d == ir::kNoDevice) return -1;
+    auto [it, added] = device_index.try_emplace(d, -1);
+    if (added) it->second = machine.Find(m.Device(d)).value_or(-1);
+    return it->second;
+  };
+  // (item, point, delta, device): at one point, what ends before it is removed first.
+  std::vector<std::tuple<uint32_t, uint32_t, int64_t, int>> events;
+  for (const LiveValue& v : LiveValues(m, points)) {
+    ir::DeviceId d = v.value.is_param() ? m.params[v.value.index].device
+                     : v.value.index < plan.binding_devices.size() ? plan.binding_devices[v.value.index]
+                                                                    : ir::kNoDevice;
+    int device = index_of(d);
+    if (device < 0) continue;
+    events.emplace_back(v.item, v.begin, v.bytes, device);
+    events.emplace_back(v.item, v.end + 1, -v.bytes, device);
+  }
+  std::sort(events.begin(), events.end());
+  std::vector<int64_t> live(machine.devices.size(), 0);
+  for (const auto& [item, point, delta, device] : events) {
+    live[device] += delta;
+    if (live[device] > peaks[device].bytes) peaks[device] = {live[device], item, point};
+  }
+  return peaks;
+}
+
+BindingId BindingAt(const ir::Module& input, uint32_t item, uint32_t point) {
+  if (item >= input.items.size()) return ir::kNoBinding;
+  ItemWalk walk;
+  ir::WalkFunction(input, input.items[item], walk);
+  if (walk.order.empty()) return ir::kNoBinding;
+  return walk.order[std::min<size_t>(point / 2, walk.order.size() - 1)];
+}
+
+PlacementModel::CapacityCut CapacityCutAt(const std::vector<LiveValue>& input_values, const PlacementClasses& classes,
+                                          const Machine& machine, uint32_t item, uint32_t point, int device,
+                                          int64_t limit, std::vector<ValueRef>* term_values) {
+  // A passive class on no device of the machine is left to the defaults: not counted.
+  std::vector<int8_t> placeable(classes.device.size(), -1);
+  auto class_of = [&](ValueRef v) -> uint32_t {
+    const std::vector<uint32_t>& by = v.is_param() ? classes.param_class : classes.binding_class;
+    uint32_t c = v.valid() && v.index < by.size() ? by[v.index] : UINT32_MAX;
+    if (c == UINT32_MAX || !classes.passive[c]) return c;
+    if (placeable[c] < 0) {
+      placeable[c] = std::any_of(machine.devices.begin(), machine.devices.end(),
+                                 [&](const VirtualDevice& d) { return Join(classes.device[c], d).has_value(); });
+    }
+    return placeable[c] ? c : UINT32_MAX;
+  };
+  absl::flat_hash_map<ValueRef, const LiveValue*> live;
+  absl::flat_hash_set<ValueRef> storage;
+  for (const LiveValue& v : input_values) {
+    if (v.item != item) continue;
+    storage.insert(v.value);
+    if (v.begin <= point && point <= v.end) live[v.value] = &v;
+  }
+  std::vector<std::pair<PlacementModel::CapacityCut::Term, ValueRef>> terms;
+  for (const auto& [value, v] : live) {
+    uint32_t cls = class_of(value);
+    if (cls == UINT32_MAX) continue;  // left to the defaults: not counted, so the cut stays a lower bound
+    PlacementModel::CapacityCut::Term term{cls, UINT32_MAX, v->bytes};
+    if (v->source.valid()) {
+      // A move: its own buffer only where its source's is elsewhere; a source that holds no
+      // storage of its own (an alias) or has no class may share the buffer, so it is not counted.
+      if (!storage.contains(v->source)) continue;
+      if (live.contains(v->source)) {
+        term.other = class_of(v->source);
+        if (term.other == UINT32_MAX) continue;
+      }
+    }
+    terms.emplace_back(term, value);
+  }
+  // Terms in a stable order (the map's is not), so that solving again decides the same.
+  std::sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.var, a.first.other, a.first.bytes, a.second.index) <
+           std::tie(b.first.var, b.first.other, b.first.bytes, b.second.index);
+  });
+  PlacementModel::CapacityCut cut;
+  cut.device = device;
+  cut.limit = limit;
+  for (const auto& [term, value] : terms) {
+    cut.terms.push_back(term);
+    if (term_values != nullptr) term_values->push_back(value);
+  }
+  return cut;
+}
+
+}  // namespace vdev::planner_internal
