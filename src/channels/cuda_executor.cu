@@ -63,12 +63,13 @@ __device__ __forceinline__ void StoreLine(char* p, uint32_t d0, uint32_t d1, uin
 // one round trip instead of walking the plan. The op loop then reads nothing but this.
 template <int S>
 struct alignas(16) ResolvedOp {
-  char* dst;            // signals and waits: the semaphore word
+  char* dst;
   const char* src[S];
   uint64_t bytes;       // data bytes of this block's part
-  uint32_t k;           // signals and waits: the k-th of its semaphore in an execution,
-  uint32_t per_call;    // of per_call
-  int8_t kind, sync, nsrcs, batch, relaxed;
+  uint64_t* word;       // signals, waits, port signals: the semaphore word
+  uint32_t k;           // and the op's place among that semaphore's signals (or waits) in an
+  uint32_t per_call;    // execution, of per_call
+  int8_t kind, sync, nsrcs, batch, relaxed, port;
   uint8_t packets;      // bit j: source j is read as LL packets
   uint16_t scratch;     // bit 0: dst, bit 1 + j: source j lies in scratch (half 0)
   int16_t peer;
@@ -290,13 +291,16 @@ __device__ __noinline__ void Resolve(const PlanLaunchArgs& a, int instance, cons
   r.batch = op.batch;
   r.relaxed = op.relaxed;
   r.peer = op.peer;
-  if (op.kind == kDevSignal || op.kind == kDevWait) {
-    const int tag = op.tag * a.instances + instance;
-    r.dst = reinterpret_cast<char*>(op.kind == kDevSignal ? a.semaphores[op.peer] + tag * kMaxWorkers + a.rank
-                                                          : a.semaphores[a.rank] + tag * kMaxWorkers + op.peer);
-    r.k = op.k;
-    r.per_call = op.per_call;
-  } else if (op.nsrcs > 0) {
+  r.port = op.port;
+  const int tag = op.tag * a.instances + instance;
+  if (op.kind == kDevSignal || op.kind == kDevPortSignal || (op.kind == kDevPortPut && (op.port & kDevWithSignal))) {
+    r.word = a.semaphores[op.peer] + tag * kMaxWorkers + a.rank;
+  } else if (op.kind == kDevWait) {
+    r.word = a.semaphores[a.rank] + tag * kMaxWorkers + op.peer;
+  }
+  r.k = op.k;
+  r.per_call = op.per_call;
+  if (op.nsrcs > 0) {
     const int parts = op.parts * a.instances, part = op.part * a.instances + instance;
     const Range whole = ChunkBytes(a.count, a.chunks_per_segment, op.dst.index, op.dst.count, a.elem);
     const Range p = PartOf(whole.size(), part, parts);
@@ -359,7 +363,7 @@ __device__ __forceinline__ void SumWithPackets(const Block& b, const Operands<S>
 // Counts so computed stay right whatever instances earlier executions used.
 template <int S>
 __device__ __forceinline__ void RunSync(const Block& b, const ResolvedOp<S>& op, uint64_t call, int index) {
-  uint64_t* word = reinterpret_cast<uint64_t*>(op.dst);
+  uint64_t* word = op.word;
   const uint64_t count = (call - 1) * op.per_call + op.k;
   const bool relaxed = op.relaxed;
   if (op.kind == kDevSignal) {
@@ -426,6 +430,44 @@ __device__ __forceinline__ void RunFusedPuts(const Block& b, const ResolvedOp<S>
 #pragma unroll
     for (int d = 0; d < S; ++d) {
       if (d < n) dst[d][i] = v;
+    }
+  }
+}
+
+// A port op, by thread 0 between two data syncs. A put or signal takes a ticket, waits (bounded) for
+// its FIFO slot to be free, writes the request and then its seq after a system fence (so the proxy
+// never reads half a request, and the copy engine sees the data the block wrote before the sync);
+// `*issued` becomes the tickets this block must see done. A flush waits until the proxy has
+// finished them.
+template <int S>
+__device__ __noinline__ void RunPort(const Block& b, const ResolvedOp<S>& op, uint64_t call, uint64_t shift, int index,
+                        uint64_t* issued) {
+  PortFifo* fifo = b.a.port_fifo;
+  if (op.kind != kDevPortFlush) {
+    const Operands<S> data(op, shift);
+    const unsigned long long ticket = atomicAdd(b.a.port_tickets, 1ull);
+    for (uint32_t spins = 1; ticket >= LoadAcquire(&fifo->done) + kPortFifoSlots; ++spins) {
+      if ((spins & 1023) == 0 && b.TimedOut()) {
+        b.Fail(op.peer, index);
+        return;
+      }
+    }
+    volatile PortRequest* q = &fifo->slots[ticket % kPortFifoSlots];
+    const bool put = op.kind == kDevPortPut;
+    q->dst = put ? reinterpret_cast<uint64_t>(data.dst) : 0;
+    q->src = put ? reinterpret_cast<uint64_t>(data.src[0]) : 0;
+    q->bytes = put ? data.bytes : 0;
+    q->semaphore = reinterpret_cast<uint64_t>(op.word);
+    q->count = op.word != nullptr ? (call - 1) * op.per_call + op.k : 0;
+    __threadfence_system();
+    q->seq = ticket + 1;
+    *issued = ticket + 1;
+    if (!(op.port & kDevWithFlush)) return;
+  }
+  for (uint32_t spins = 1; LoadAcquire(&fifo->done) < *issued; ++spins) {
+    if ((spins & 1023) == 0 && b.TimedOut()) {
+      b.Fail(op.peer, index);
+      return;
     }
   }
 }
@@ -531,13 +573,17 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
   Stamp(a, call, kTraceResolved, clock64());
   Block b{a, PacketFlag(call), 0, tb, 0, &failed_s};
   const uint64_t shift = (call & 1) ? a.layout.scratch[1] - a.layout.scratch[0] : 0;
+  uint64_t issued = 0;  // thread 0: port requests of this block to be done before a flush returns
   for (int i = 0; i < nops;) {
     const ResolvedOp<S>& op = ops_s[i];
     const int kind = op.kind, n = op.batch;  // n >= 1 at the start of a run
+    const bool port = kind == kDevPortPut || kind == kDevPortSignal || kind == kDevPortFlush;
     b.op = i;
-    if (op.sync & kDevSyncBefore) b.Sync();
+    if ((op.sync & kDevSyncBefore) || port) b.Sync();
     if (!b.gave_up) {
-      if (kind == kDevSignal || kind == kDevWait) {
+      if (port) {
+        if (threadIdx.x == 0) RunPort<S>(b, op, call, shift, i, &issued);
+      } else if (kind == kDevSignal || kind == kDevWait) {
         if (static_cast<int>(threadIdx.x) < n) RunSync<S>(b, ops_s[i + threadIdx.x], call, i + threadIdx.x);
       } else if (n > 1) {
         RunFusedPuts<S>(b, &ops_s[i], n, shift);
@@ -545,7 +591,7 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
         RunOp<S>(b, op, shift);
       }
     }
-    if (ops_s[i + n - 1].sync & kDevSyncAfter) b.Sync();
+    if ((ops_s[i + n - 1].sync & kDevSyncAfter) || port) b.Sync();
     Stamp(a, call, kTraceOps + i, clock64());
     i += n;
   }
@@ -574,6 +620,7 @@ const void* PlanKernel(const PlanLaunchArgs& args) { return reinterpret_cast<con
 
 cudaError_t LaunchPlan(const PlanLaunchArgs& args, cudaStream_t stream, bool programmatic) {
   if (args.tbs <= 0) return cudaSuccess;
+  if (args.uses_ports && (args.port_fifo == nullptr || args.port_tickets == nullptr)) return cudaErrorInvalidValue;
   cudaLaunchAttribute overlap;
   overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   overlap.val.programmaticStreamSerializationAllowed = 1;

@@ -36,8 +36,12 @@ int8_t ToDevice(OpKind k) {
     case OpKind::kReduce: return kDevReduce;
     case OpKind::kPutPackets: return kDevPutPackets;
     case OpKind::kReadPutPackets: return kDevReadPutPackets;
-    default: return -1;  // port channels (refused before)
+    case OpKind::kPortPut: return kDevPortPut;
+    case OpKind::kPortSignal: return kDevPortSignal;
+    case OpKind::kPortWait: return kDevWait;
+    case OpKind::kPortFlush: return kDevPortFlush;
   }
+  return -1;  // not an OpKind
 }
 
 bool SameRef(const DeviceRef& x, const DeviceRef& y) {
@@ -58,6 +62,7 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
   std::vector<int> counted;  // indices of the signal and wait ops
   max_srcs = 0;
   max_tb_ops = 0;
+  uses_ports = false;
   for (const auto& tb : plan.ranks[rank]) {
     for (const Op& op : tb.ops) max_srcs = std::max(max_srcs, static_cast<int>(op.srcs.size()));
   }
@@ -66,11 +71,9 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
       const Op& op = plan.ranks[rank][t].ops[i];
       const std::string where = absl::StrCat("plan ", plan.name, " rank ", rank, " tb ", t, " op ", i, " (",
                                              OpName(op.kind), ")");
-      if (op.kind == OpKind::kPortPut || op.kind == OpKind::kPortSignal || op.kind == OpKind::kPortWait ||
-          op.kind == OpKind::kPortFlush) {
-        return absl::UnimplementedError(
-            absl::StrCat(where, ": the CUDA executor has no port-channel proxy yet; the host executor runs it"));
-      }
+      const bool port = op.kind == OpKind::kPortPut || op.kind == OpKind::kPortSignal ||
+                        op.kind == OpKind::kPortWait || op.kind == OpKind::kPortFlush;
+      uses_ports = uses_ports || port;
       if (op.srcs.size() > static_cast<size_t>(kMaxReduceSources)) {
         return absl::InvalidArgumentError(
             absl::StrCat(where, ": ", op.srcs.size(), " sources; the CUDA executor takes ", kMaxReduceSources));
@@ -85,16 +88,20 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
       d.sync = static_cast<int8_t>((op.sync == Sync::kBefore || op.sync == Sync::kBoth ? kDevSyncBefore : 0) |
                                    (op.sync == Sync::kAfter || op.sync == Sync::kBoth ? kDevSyncAfter : 0));
       d.relaxed = op.relaxed ? 1 : 0;
+      d.port = static_cast<int8_t>((op.with_signal ? kDevWithSignal : 0) | (op.with_flush ? kDevWithFlush : 0));
       if (op.channel >= 0) {
-        const ChannelSpec& ch = plan.memory_channels[op.channel];
+        const ChannelSpec& ch = port ? plan.port_channels[op.channel] : plan.memory_channels[op.channel];
         d.peer = static_cast<int16_t>(ch.dst);
         d.tag = static_cast<int16_t>(ch.tag);
       } else {
         // A local reduce may still poll packets; name the next rank if it times out.
         d.peer = static_cast<int16_t>((rank + 1) % plan.world_size);
       }
-      if (op.kind == OpKind::kWait || op.kind == OpKind::kSignal) {
-        d.k = ++per_call[{d.peer, d.tag, op.kind == OpKind::kSignal}];
+      // Memory and port channels count their signals in the same semaphores (as the host executor).
+      const bool signal = op.kind == OpKind::kSignal || op.kind == OpKind::kPortSignal ||
+                          (op.kind == OpKind::kPortPut && op.with_signal);
+      if (signal || op.kind == OpKind::kWait || op.kind == OpKind::kPortWait) {
+        d.k = ++per_call[{d.peer, d.tag, signal}];
         counted.push_back(static_cast<int>(ops.size()));
       }
       ops.push_back(d);
@@ -127,7 +134,7 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
   }
   for (int index : counted) {
     DeviceOp& d = ops[index];
-    d.per_call = per_call[{d.peer, d.tag, d.kind == kDevSignal}];
+    d.per_call = per_call[{d.peer, d.tag, d.kind != kDevWait}];
   }
   tbs = static_cast<int>(plan.ranks[rank].size());
   if (!ops.empty()) {

@@ -1,6 +1,8 @@
 // PlanWorld: N ranks of a channel plan on one GPU (see plan_world.h).
 #include "channels/plan_world.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "vdev/status_macros.h"
 
@@ -34,6 +36,15 @@ absl::StatusOr<std::unique_ptr<PlanWorld>> PlanWorld::Create(const ProgramSpec& 
     VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(k.semaphores, 0, semaphore_bytes)));
     VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(k.counters, 0, sizeof(uint64_t) * internal::kMaxPlanBlocks)));
     VDEV_RETURN_IF_ERROR(k.device.Upload(plan, r));
+    if (k.device.uses_ports) {
+      VDEV_RETURN_IF_ERROR(Cuda(cudaHostAlloc(reinterpret_cast<void**>(&k.fifo), sizeof(internal::PortFifo),
+                                              cudaHostAllocMapped)));
+      std::memset(static_cast<void*>(k.fifo), 0, sizeof(internal::PortFifo));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&k.fifo_device), k.fifo, 0)));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&k.tickets), sizeof(unsigned long long))));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(k.tickets, 0, sizeof(unsigned long long))));
+      VDEV_ASSIGN_OR_RETURN(k.proxy, internal::PortProxy::Start(k.fifo));
+    }
     VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking)));
   }
   VDEV_RETURN_IF_ERROR(Cuda(cudaHostAlloc(reinterpret_cast<void**>(&w->error_), sizeof(internal::ChannelError),
@@ -49,6 +60,9 @@ absl::StatusOr<std::unique_ptr<PlanWorld>> PlanWorld::Create(const ProgramSpec& 
 PlanWorld::~PlanWorld() {
   cudaDeviceSynchronize();
   for (Rank& k : ranks_) {
+    k.proxy.reset();  // before its FIFO goes
+    if (k.fifo != nullptr) cudaFreeHost(k.fifo);
+    if (k.tickets != nullptr) cudaFree(k.tickets);
     if (k.stream != nullptr) cudaStreamDestroy(k.stream);
     cudaFree(k.region);
     cudaFree(k.semaphores);
@@ -95,6 +109,9 @@ internal::PlanLaunchArgs PlanWorld::Args(int rank, size_t count, int instances) 
   a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(timeout_));
   a.error = error_device_;
   a.trace = k.trace;
+  a.uses_ports = k.device.uses_ports;
+  a.port_fifo = k.fifo_device;
+  a.port_tickets = k.tickets;
   return a;
 }
 

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "internal/cuda_plan.h"
+#include "internal/cuda_proxy.h"
 #include "vdev/channel_program.h"
 
 namespace vdev::channels::testing {
@@ -49,6 +50,11 @@ class PlanWorld {
     internal::DevicePlan device;
     cudaStream_t stream = nullptr;
     long long* trace = nullptr;
+    // Plans with port channels: the rank's FIFO (host-mapped), its ticket counter and its proxy.
+    internal::PortFifo* fifo = nullptr;
+    internal::PortFifo* fifo_device = nullptr;
+    unsigned long long* tickets = nullptr;
+    std::unique_ptr<internal::PortProxy> proxy;
   };
   PlanWorld() = default;
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "internal/cuda_proxy.h"
 #include "internal/layout.h"
 #include "vdev/session.h"
 
@@ -19,8 +20,10 @@ struct ProgramSpec;  // vdev/channel_program.h (C++20, which this header's CUDA 
 namespace vdev::channels::internal {
 
 // The device's own op kinds, buffers and syncs (DevicePlan::Upload maps the language's onto them).
+// A port channel's wait is a kDevWait (the proxy's signal lands in the same semaphore words).
 enum DeviceOpKind : int8_t { kDevPut, kDevGet, kDevCopy, kDevSignal, kDevWait, kDevReduce, kDevPutPackets,
-                             kDevReadPutPackets };
+                             kDevReadPutPackets, kDevPortPut, kDevPortSignal, kDevPortFlush };
+enum DevicePortFlags : int8_t { kDevWithSignal = 1, kDevWithFlush = 2 };
 enum DeviceBuffer : int8_t { kDevInput, kDevOutput, kDevScratch };
 enum DeviceSync : int8_t { kDevSyncBefore = 1, kDevSyncAfter = 2 };
 // Semaphore words per rank: kMaxChannelTags x kMaxWorkers.
@@ -53,6 +56,7 @@ struct DeviceOp {
   int8_t relaxed = 0;
   int8_t nsrcs = 0;
   int8_t batch = 1;    // signals/waits: this and the next batch-1 run in parallel; 0: run by an earlier op
+  int8_t port = 0;     // port puts: DevicePortFlags
   int16_t peer = -1;   // the channel's other rank
   int16_t tag = 0;
   uint32_t k = 0;         // signals and waits: the k-th of its semaphore in an execution
@@ -83,6 +87,7 @@ struct DevicePlan {
   int tbs = 0;
   int max_srcs = 0;    // the widest reduce's sources
   int max_tb_ops = 0;  // the most ops of one thread block
+  bool uses_ports = false;  // launches need a PortFifo served by a PortProxy
   void* table = nullptr;
   ResolvedTableKey* table_keys = nullptr;  // kMaxPlanBlocks
   absl::Status Upload(const ProgramSpec& plan, int rank);
@@ -119,6 +124,9 @@ struct PlanLaunchArgs {
   unsigned long long timeout_ns = 8'000'000'000ull;
   ChannelError* error = nullptr;         // host-mapped
   long long* trace = nullptr;            // when set: kPlanTraceBuffer stamps (see above)
+  bool uses_ports = false;               // DevicePlan::uses_ports: then the two below are required
+  PortFifo* port_fifo = nullptr;         // this rank's FIFO (device address of host-mapped memory)
+  unsigned long long* port_tickets = nullptr;  // its ticket counter (device memory, zeroed)
 };
 
 // Blocks and threads of one launch: 128 to 512 threads, enough for one 16-byte unit of a segment's
