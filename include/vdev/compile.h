@@ -76,6 +76,12 @@ absl::StatusOr<CompileResult> Compile(absl::string_view text, const CompileOptio
 absl::StatusOr<CompileResult> Compile(ir::Module module, const CompileOptions& options,
                                       CompileError* error = nullptr);
 
+// The stages after `plan` (types, lower, check, up to options.stop_after) on a plan made elsewhere:
+// PlanDevices' or OptimizePlacement's. `options.plan` is not read; the plan's warnings become the
+// result's diagnostics. Compile runs exactly this after its own planning.
+absl::StatusOr<CompileResult> CompilePlanned(PlanResult plan, const CompileOptions& options,
+                                             CompileError* error = nullptr);
+
 }  // namespace vdev
 
 #endif  // VDEV_COMPILE_H_

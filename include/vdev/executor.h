@@ -134,6 +134,8 @@ absl::Status CheckKernels(const LoweredProgram& program, absl::string_view backe
 // than workers, workers share GPUs (docs/executor.md). Unimplemented when vdev was built without
 // the CUDA runtime; FailedPrecondition without a GPU.
 absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session* session, int virtual_cuda_devices);
+// CreateCudaBackend's `virtual_cuda_devices` for a program: the largest `cuda` id it names + 1 (at least 1).
+int VirtualCudaDevices(const ir::Module& module);
 
 // Threads that play the workers of one session in this process: all-reduces meet in memory and sum
 // in rank order (f16/bf16 in f32, rounded once), as the shm backend does.
@@ -171,6 +173,9 @@ class Executor {
 
   // One execution of @main; the outputs are @main's result flattened (a tuple's tensors in order).
   absl::StatusOr<std::vector<HostTensor>> Run(absl::Span<const HostTensor> inputs);
+  // Run on inputs read where they are (dense row-major tensors in host memory, e.g. a NumPy or
+  // DLPack buffer), copied only into @main's parameters, as Run copies a HostTensor's bytes.
+  absl::StatusOr<std::vector<HostTensor>> RunViews(absl::Span<const TensorRef> inputs);
   // Like Run, timing every binding; the profile replaces the previous one.
   absl::StatusOr<std::vector<HostTensor>> RunProfiled(absl::Span<const HostTensor> inputs,
                                                       std::vector<OpProfile>* profile);

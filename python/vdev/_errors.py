@@ -58,3 +58,9 @@ class SessionError(Error):
 
 class RunError(Error):
     """Running a program failed: an op without a kernel (located), a worker's error."""
+
+
+class ChannelError(Error, ValueError):
+    """A channel program or execution plan is wrong (the validator's message names rank, thread block
+    and op; a plan file's error is FILE:LINE:COL or the field's path), or running one failed (naming
+    the rank)."""

@@ -75,9 +75,15 @@ absl::StatusOr<CompileResult> Compile(ir::Module module, const CompileOptions& o
     if (located.message.empty()) located.message = std::string(plan.status().message());
     return Fail(CompileStage::kPlan, plan.status(), located, error);
   }
-  result.plan = *std::move(plan);
+  return CompilePlanned(*std::move(plan), options, error);
+}
+
+absl::StatusOr<CompileResult> CompilePlanned(PlanResult plan, const CompileOptions& options, CompileError* error) {
+  CompileResult result;
+  Diagnostic diag;
+  result.plan = std::move(plan);
   result.diagnostics = result.plan.warnings;
-  if (options.stop_after == CompileStage::kPlan) return result;
+  if (options.stop_after <= CompileStage::kPlan) return result;
 
   // The planner writes the copies it adds without types; inference gives them their operand's.
   if (absl::Status s = ir::VerifyModule(result.plan.module, &diag); !s.ok()) {

@@ -37,6 +37,13 @@ absl::Status Flatten(const Value& v, std::vector<const Value*>* out) {
   return absl::OkStatus();
 }
 
+std::vector<TensorRef> Views(absl::Span<const HostTensor> tensors) {
+  std::vector<TensorRef> views;
+  views.reserve(tensors.size());
+  for (const HostTensor& t : tensors) views.push_back(t.Ref());
+  return views;
+}
+
 }  // namespace
 
 absl::Status Executor::Impl::PrepareFunctionPlans() {
@@ -140,7 +147,7 @@ absl::Status Executor::Impl::CheckCapturable() {
   return absl::OkStatus();
 }
 
-absl::Status Executor::Impl::CopyIn(absl::Span<const HostTensor> inputs) {
+absl::Status Executor::Impl::CopyIn(absl::Span<const TensorRef> inputs) {
   const ir::Module& m = program->module;
   absl::Span<const ir::Param> ps = m.Params(m.functions[main]);
   if (inputs.size() != ps.size())
@@ -152,7 +159,7 @@ absl::Status Executor::Impl::CopyIn(absl::Span<const HostTensor> inputs) {
       return absl::InvalidArgumentError(absl::StrCat(
           "input ", i, " (%", m.Name(ps[i].name), "): expected ", m.types.ToString(ps[i].type), ", got ",
           ir::DTypeName(inputs[i].dtype), "[", absl::StrJoin(inputs[i].shape, ","), "]"));
-    VDEV_RETURN_IF_ERROR(backend->CopyFromHost(params[i]->data, inputs[i].bytes.data(), inputs[i].bytes.size()));
+    VDEV_RETURN_IF_ERROR(backend->CopyFromHost(params[i]->data, inputs[i].data, static_cast<size_t>(inputs[i].NumBytes())));
   }
   return absl::OkStatus();
 }
@@ -196,7 +203,7 @@ absl::Status Executor::Impl::Enqueue() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<HostTensor>> Executor::Impl::RunOnce(absl::Span<const HostTensor> inputs) {
+absl::StatusOr<std::vector<HostTensor>> Executor::Impl::RunOnce(absl::Span<const TensorRef> inputs) {
   VDEV_RETURN_IF_ERROR(CopyIn(inputs));
   VDEV_RETURN_IF_ERROR(Enqueue());
   return CopyOut(main_result);
@@ -218,10 +225,14 @@ const ir::Module& Executor::module() const { return impl_->program->module; }
 bool Executor::replaying() const { return impl_->captured; }
 
 absl::StatusOr<std::vector<HostTensor>> Executor::Run(absl::Span<const HostTensor> inputs) {
+  return impl_->RunOnce(Views(inputs));
+}
+
+absl::StatusOr<std::vector<HostTensor>> Executor::RunViews(absl::Span<const TensorRef> inputs) {
   return impl_->RunOnce(inputs);
 }
 
-absl::Status Executor::SetInputs(absl::Span<const HostTensor> inputs) { return impl_->CopyIn(inputs); }
+absl::Status Executor::SetInputs(absl::Span<const HostTensor> inputs) { return impl_->CopyIn(Views(inputs)); }
 absl::Status Executor::Enqueue() { return impl_->Enqueue(); }
 absl::StatusOr<std::vector<HostTensor>> Executor::Outputs() { return impl_->CopyOut(impl_->main_result); }
 
@@ -232,7 +243,7 @@ absl::StatusOr<std::vector<HostTensor>> Executor::RunProfiled(absl::Span<const H
   impl_->profile_index.clear();
   impl_->marks.clear();
   impl_->backend->ResetMarks();
-  absl::StatusOr<std::vector<HostTensor>> out = impl_->RunOnce(inputs);
+  absl::StatusOr<std::vector<HostTensor>> out = impl_->RunOnce(Views(inputs));
   impl_->profile = nullptr;
   VDEV_RETURN_IF_ERROR(out.status());
   for (const auto& [entry, span] : impl_->marks)

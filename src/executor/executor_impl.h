@@ -107,8 +107,8 @@ struct Executor::Impl {
                                                                           const internal::PreparedOp& op,
                                                                           std::vector<TensorRef>* outs);
   absl::StatusOr<std::vector<HostTensor>> CopyOut(const internal::Value& result);
-  absl::Status CopyIn(absl::Span<const HostTensor> inputs);
-  absl::StatusOr<std::vector<HostTensor>> RunOnce(absl::Span<const HostTensor> inputs);
+  absl::Status CopyIn(absl::Span<const TensorRef> inputs);
+  absl::StatusOr<std::vector<HostTensor>> RunOnce(absl::Span<const TensorRef> inputs);
   absl::Status Enqueue();
   // `FILE:LINE:COL: ` of binding b's expression, to prefix what went wrong running it.
   std::string Where(ir::BindingId b) const {

@@ -30,16 +30,6 @@ absl::StatusOr<std::string> ReadText(const std::string& path) {
   return text.str();
 }
 
-// The number of virtual CUDA devices the program names (the largest cuda id + 1).
-int VirtualCudaDevices(const ir::Module& m) {
-  int n = 0;
-  for (size_t d = 0; d < m.devices.size(); ++d) {
-    const VirtualDevice& vd = m.devices.Get(static_cast<ir::DeviceId>(d));
-    if (vd.device_type() == DeviceType::kCUDA && vd.has_id()) n = std::max(n, vd.virtual_device_id() + 1);
-  }
-  return std::max(n, 1);
-}
-
 // Worker processes (or reference threads) share this host's cores: BLAS gets an equal share each.
 int CpuThreadsPerWorker(int workers) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -84,6 +74,15 @@ double Tolerance(ir::DType dtype, bool relative) {
 }
 
 }  // namespace
+
+int VirtualCudaDevices(const ir::Module& m) {
+  int n = 0;
+  for (size_t d = 0; d < m.devices.size(); ++d) {
+    const VirtualDevice& vd = m.devices.Get(static_cast<ir::DeviceId>(d));
+    if (vd.device_type() == DeviceType::kCUDA && vd.has_id()) n = std::max(n, vd.virtual_device_id() + 1);
+  }
+  return std::max(n, 1);
+}
 
 absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options) {
   LowerOptions lower;

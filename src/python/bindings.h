@@ -63,6 +63,7 @@ void BindMachine(py::module_& m);
 void BindPlan(py::module_& m);
 void BindSession(py::module_& m);
 void BindRun(py::module_& m);
+void BindChannels(py::module_& m);
 
 }  // namespace vdev::python
 

@@ -7,24 +7,22 @@
 #include "absl/strings/str_cat.h"
 #include "pybind11/stl.h"
 #include "python/bindings.h"
+#include "vdev/compile.h"
 #include "vdev/ir_text.h"
 
 namespace vdev::python {
 namespace {
 
+// The compile pipeline's parse and verify stages.
 std::shared_ptr<PyModule> ParseText(std::string text, std::string file) {
-  Diagnostic diag;
-  absl::StatusOr<ir::Module> module;
+  CompileError error;
+  absl::StatusOr<CompileResult> parsed;
   {
     py::gil_scoped_release release;
-    module = ir::ParseModule(text, &diag);
-    if (module.ok()) {
-      absl::Status verified = ir::VerifyModule(*module, &diag);
-      if (!verified.ok()) module = verified;
-    }
+    parsed = Compile(text, CompileOptions{.stop_after = CompileStage::kVerify}, &error);
   }
-  if (!module.ok()) RaiseParseError(file, text, diag);
-  return std::make_shared<PyModule>(PyModule{*std::move(module), std::move(file), std::move(text)});
+  if (!parsed.ok()) RaiseParseError(file, text, error.diagnostic);
+  return std::make_shared<PyModule>(PyModule{std::move(parsed->plan.module), std::move(file), std::move(text)});
 }
 
 std::vector<std::string> FunctionNames(const PyModule& m) {

@@ -52,4 +52,5 @@ PYBIND11_MODULE(_vdev, m) {
   vdev::python::BindPlan(m);
   vdev::python::BindSession(m);
   vdev::python::BindRun(m);
+  vdev::python::BindChannels(m);
 }

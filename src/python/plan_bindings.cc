@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "pybind11/stl.h"
 #include "python/bindings.h"
+#include "vdev/compile.h"
 #include "vdev/dot.h"
 #include "vdev/ir_text.h"
 #include "nlohmann/json.hpp"
@@ -140,15 +141,50 @@ struct PyPlan {
                  py::arg("message") = message, py::arg("conflicts") = conflicts));
 }
 
+// OptimizeOptions::progress for a Python callable: the solver calls it from its watch thread with
+// the GIL released, so each call takes the GIL; the first exception the callable raises is kept
+// (later lines are dropped) and raised once planning is over.
+class ProgressRelay {
+ public:
+  explicit ProgressRelay(py::object callback) : callback_(std::move(callback)) {}
+
+  std::function<void(const std::string&)> Function() {
+    return [this](const std::string& line) {
+      py::gil_scoped_acquire gil;
+      if (error_) return;
+      try {
+        callback_(line);
+      } catch (py::error_already_set& e) {
+        error_ = std::make_unique<py::error_already_set>(std::move(e));
+      }
+    };
+  }
+
+  // Raises what the callable raised, if it did (with the GIL held).
+  void Rethrow() {
+    if (error_) {
+      std::unique_ptr<py::error_already_set> error = std::move(error_);
+      error->restore();
+      throw py::error_already_set();
+    }
+  }
+
+ private:
+  py::object callback_;
+  std::unique_ptr<py::error_already_set> error_;
+};
+
 std::shared_ptr<PyPlan> Plan(std::shared_ptr<PyModule> module, bool strict, const py::object& default_device,
                              const py::object& host_device, bool optimize, const py::object& machine,
-                             double time_limit) {
+                             double time_limit, const py::object& progress) {
   PlanOptions options;
   options.strict = strict;
   if (!default_device.is_none()) options.default_device = DeviceArg(default_device);
   if (!host_device.is_none()) options.host_device = DeviceArg(host_device);
   if (!optimize && !machine.is_none()) throw py::value_error("machine= is what optimize=True plans for; pass both");
   if (time_limit <= 0) throw py::value_error("time_limit must be positive (seconds)");
+  if (!progress.is_none() && !optimize) throw py::value_error("progress= reports optimize=True's solve; pass both");
+  if (!progress.is_none() && !PyCallable_Check(progress.ptr())) throw py::type_error("progress must be callable");
   PlanError error;
   absl::Status status;
   auto plan = std::make_shared<PyPlan>(PyPlan{module, PlanResult(), nullptr, std::nullopt});
@@ -158,11 +194,14 @@ std::shared_ptr<PyPlan> Plan(std::shared_ptr<PyModule> module, bool strict, cons
     OptimizeOptions optimize_options;
     optimize_options.plan = options;
     optimize_options.time_limit_seconds = time_limit;
+    std::optional<ProgressRelay> relay;
+    if (!progress.is_none()) optimize_options.progress = relay.emplace(progress).Function();
     absl::StatusOr<OptimizedPlan> optimized;
     {
       py::gil_scoped_release release;
       optimized = OptimizePlacement(module->module, target, optimize_options, &error);
     }
+    if (relay) relay->Rethrow();
     status = optimized.status();
     if (optimized.ok()) {
       plan->result = std::move(optimized->plan);
@@ -235,13 +274,12 @@ py::list LoweredAllReduces(const PyLowered& l) {
   return out;
 }
 
-std::shared_ptr<PyLowered> Lower(const PyPlan& plan, const std::string& strategy, bool ipc_allreduce,
-                                 int64_t alignment) {
+LowerOptions LowerOptionsOf(const std::string& strategy, bool ipc_allreduce, int64_t alignment) {
   LowerOptions options;
   std::optional<AllReduceStrategy> parsed = AllReduceStrategyFromName(strategy);
   if (!parsed) {
     throw py::value_error(absl::StrCat("unknown all-reduce strategy '", strategy,
-                                       "' (expected auto, one-shot, two-shot or nccl)"));
+                                       "' (expected auto, one-shot, two-shot, nccl or plan:NAME)"));
   }
   if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
     throw py::value_error(absl::StrCat("alignment must be a positive power of two, found ", alignment));
@@ -249,28 +287,108 @@ std::shared_ptr<PyLowered> Lower(const PyPlan& plan, const std::string& strategy
   options.strategy = *parsed;
   options.ipc_allreduce = ipc_allreduce;
   options.storage.alignment = alignment;
+  return options;
+}
+
+// Raises the exception of a failed compile stage about `input`: ParseError (parse, verify),
+// PlanningError (plan), LoweringError (lower), vdev.Error (types, check: a vdev bug).
+[[noreturn]] void RaiseCompileError(const PyModule& input, const CompileError& error, const absl::Status& status) {
+  switch (error.stage) {
+    case CompileStage::kParse:
+    case CompileStage::kVerify: RaiseParseError(input.file, input.source, error.diagnostic);
+    case CompileStage::kPlan: RaisePlanningError(input, error.plan, status);
+    case CompileStage::kLower: Raise("LoweringError", py::make_tuple(std::string(status.message())));
+    case CompileStage::kTypes:
+    case CompileStage::kCheck: break;
+  }
+  RaiseStatus(status);
+}
+
+std::shared_ptr<PyLowered> LoweredOf(const PyModule& input, const CompileResult& compiled) {
   auto lowered = std::make_shared<PyLowered>();
-  lowered->file = plan.input->file;
-  lowered->source = plan.input->source;
-  absl::StatusOr<MemoryPlan> memory;
-  absl::Status typed, verified;
+  lowered->file = input.file;
+  lowered->source = input.source;
+  lowered->module = compiled.module().Clone();
+  lowered->binding_devices = compiled.plan.binding_devices;
+  lowered->memory = *compiled.memory;
+  return lowered;
+}
+
+// The stages after planning (compile.h's CompilePlanned) on a copy of the plan: the plan is kept.
+std::shared_ptr<PyLowered> Lower(const PyPlan& plan, const std::string& strategy, bool ipc_allreduce,
+                                 int64_t alignment) {
+  CompileOptions options;
+  options.lower = LowerOptionsOf(strategy, ipc_allreduce, alignment);
+  CompileError error;
+  absl::StatusOr<CompileResult> compiled;
   {
     py::gil_scoped_release release;
-    lowered->module = plan.result.module.Clone();
-    lowered->binding_devices = plan.result.binding_devices;
-    // Types first (the compile pipeline's `types` stage): the copies the planner added for a
-    // conflict get their types, so that lowering gives them storage like every other binding.
-    typed = ir::VerifyModule(lowered->module);
-    if (typed.ok()) {
-      memory = LowerMemory(lowered->module, lowered->binding_devices, options);
-      if (memory.ok()) verified = ir::VerifyModule(lowered->module);
-    }
+    const PlanResult& p = plan.result;
+    compiled = CompilePlanned(PlanResult{p.module.Clone(), p.binding_devices, p.binding_replaced, p.input_bindings,
+                                         p.copies, p.warnings, p.stats},
+                              options, &error);
   }
-  if (!typed.ok()) RaiseStatus(typed);
-  if (!memory.ok()) Raise("LoweringError", py::make_tuple(std::string(memory.status().message())));
-  if (!verified.ok()) RaiseStatus(verified);
-  lowered->memory = *std::move(memory);
-  return lowered;
+  if (!compiled.ok()) RaiseCompileError(*plan.input, error, compiled.status());
+  return LoweredOf(*plan.input, *compiled);
+}
+
+// vdev.compile's result: what each stage that ran produced.
+struct PyCompiled {
+  CompileStage stage;
+  std::shared_ptr<const PyModule> input;
+  std::shared_ptr<PyModule> module;    // after the last stage
+  std::shared_ptr<PyPlan> plan;        // null before `plan`
+  std::shared_ptr<PyLowered> lowered;  // null before `lower`
+  std::vector<Diagnostic> diagnostics;
+};
+
+std::optional<CompileStage> StageNamed(const std::string& name) {
+  for (CompileStage s : {CompileStage::kParse, CompileStage::kVerify, CompileStage::kPlan, CompileStage::kTypes,
+                         CompileStage::kLower, CompileStage::kCheck}) {
+    if (CompileStageName(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
+PyCompiled CompileSource(const py::object& source, const std::string& file, const std::string& stop_after,
+                         bool strict, const py::object& default_device, const py::object& host_device,
+                         const std::string& strategy, bool ipc_allreduce, int64_t alignment) {
+  CompileOptions options;
+  std::optional<CompileStage> stage = StageNamed(stop_after);
+  if (!stage) {
+    throw py::value_error(absl::StrCat("unknown stage '", stop_after,
+                                       "' (expected parse, verify, plan, types, lower or check)"));
+  }
+  options.stop_after = *stage;
+  options.plan.strict = strict;
+  if (!default_device.is_none()) options.plan.default_device = DeviceArg(default_device);
+  if (!host_device.is_none()) options.plan.host_device = DeviceArg(host_device);
+  options.lower = LowerOptionsOf(strategy, ipc_allreduce, alignment);
+  std::shared_ptr<const PyModule> input;
+  const bool is_text = py::isinstance<py::str>(source);
+  if (is_text) {
+    input = std::make_shared<PyModule>(PyModule{ir::Module(), file, source.cast<std::string>()});
+  } else if (py::isinstance<PyModule>(source)) {
+    input = source.cast<std::shared_ptr<PyModule>>();
+    if (*stage == CompileStage::kParse) throw py::value_error("stop_after='parse' needs program text, not a Module");
+  } else {
+    throw py::type_error(absl::StrCat("compile takes program text or a vdev.Module, found ",
+                                      std::string(py::str(py::type::of(source).attr("__name__")))));
+  }
+  CompileError error;
+  absl::StatusOr<CompileResult> compiled;
+  {
+    py::gil_scoped_release release;
+    compiled = is_text ? Compile(input->source, options, &error) : Compile(input->module.Clone(), options, &error);
+  }
+  if (!compiled.ok()) RaiseCompileError(*input, error, compiled.status());
+  PyCompiled out{*stage, input, nullptr, nullptr, nullptr, compiled->diagnostics};
+  out.module = std::make_shared<PyModule>(PyModule{compiled->module().Clone(), input->file, ""});
+  if (compiled->memory) out.lowered = LoweredOf(*input, *compiled);
+  if (*stage >= CompileStage::kPlan) {
+    out.plan = std::make_shared<PyPlan>(PyPlan{input, std::move(compiled->plan), nullptr, std::nullopt});
+  }
+  return out;
 }
 
 }  // namespace
@@ -315,11 +433,13 @@ void BindPlan(py::module_& m) {
 
   m.def("plan", &Plan, py::arg("module"), py::kw_only(), py::arg("strict") = false, py::arg("default") = py::none(),
         py::arg("host") = py::none(), py::arg("optimize") = false, py::arg("machine") = py::none(),
-        py::arg("time_limit") = 60.0,
+        py::arg("time_limit") = 60.0, py::arg("progress") = py::none(),
         "Plans the device of every value (PlanDevices; the GIL is released meanwhile). strict=True makes a\n"
         "conflict between primitive uses an error; default/host override the module's config.\n"
         "optimize=True places what no annotation fixes where it is cheapest on `machine` (a vdev.Machine;\n"
-        "default Machine.default(2): 1 CPU + 2 H100s), proven optimal by Z3 within time_limit seconds.\n"
+        "default Machine.default(2): 1 CPU + 2 H100s), proven optimal by Z3 within time_limit seconds;\n"
+        "progress(line) is called (from another thread, holding the GIL) when a solve takes over a second,\n"
+        "and what it raises is raised here once planning ends.\n"
         "PlanningError (FILE:LINE:COL, with the conflicting annotations) when no plan exists.");
 
   py::class_<PyLowered, std::shared_ptr<PyLowered>>(m, "Lowered",
@@ -341,8 +461,42 @@ void BindPlan(py::module_& m) {
 
   m.def("lower", &Lower, py::arg("plan"), py::kw_only(), py::arg("strategy") = "auto", py::arg("ipc_allreduce") = true,
         py::arg("alignment") = 256,
-        "Lowers a plan to explicit allocation (LowerMemory; the GIL is released meanwhile). The plan is\n"
-        "not changed. LoweringError when a planned tensor's device is not concrete.");
+        "Lowers a plan to explicit allocation: the compile pipeline's types, lower and check stages\n"
+        "(CompilePlanned; the GIL is released meanwhile). The plan is not changed. LoweringError when a\n"
+        "planned tensor's device is not concrete.");
+
+  py::class_<PyCompiled>(m, "Compiled", "The result of vdev.compile: what each stage that ran produced.")
+      .def_property_readonly("stage", [](const PyCompiled& c) { return std::string(CompileStageName(c.stage)); },
+                             "The last stage run (the stop_after asked for).")
+      .def_property_readonly("module", [](const PyCompiled& c) { return c.module; },
+                             "The program after the last stage (parsed, planned or lowered).")
+      .def_property_readonly("plan", [](const PyCompiled& c) { return c.plan; },
+                             "The plan (device_of, copies, warnings, to_json); None before 'plan'. After 'lower'\n"
+                             "its module is the lowered one.")
+      .def_property_readonly("lowered", [](const PyCompiled& c) { return c.lowered; },
+                             "The memory plan as vdev.lower gives it (pools, run it); None before 'lower'.")
+      .def_property_readonly("diagnostics", [](const PyCompiled& c) {
+        py::object warning = Record("PlanWarning");
+        py::list out;
+        for (const Diagnostic& w : c.diagnostics) {
+          out.append(warning(c.input->file, w.loc.line, w.loc.col, w.message,
+                             FormatDiagnostic(c.input->file, c.input->source, w)));
+        }
+        return out;
+      }, "Every stage's warnings, in order (vdev.PlanWarning).")
+      .def("text", [](const PyCompiled& c) { return ir::PrintModule(c.module->module); })
+      .def("__repr__", [](const PyCompiled& c) {
+        return absl::StrCat("<vdev.Compiled ", c.input->file, ": up to ", CompileStageName(c.stage), ", ",
+                            c.diagnostics.size(), " warnings>");
+      });
+
+  m.def("compile", &CompileSource, py::arg("source"), py::kw_only(), py::arg("file") = "<string>",
+        py::arg("stop_after") = "check", py::arg("strict") = false, py::arg("default") = py::none(),
+        py::arg("host") = py::none(), py::arg("strategy") = "auto", py::arg("ipc_allreduce") = true,
+        py::arg("alignment") = 256,
+        "The whole pipeline of compile.h on program text or a Module: parse, verify, plan, types, lower,\n"
+        "check, ending after `stop_after`; the options are vdev.plan's and vdev.lower's. The GIL is released\n"
+        "meanwhile. ParseError, PlanningError or LoweringError (located) for the stage that fails.");
 }
 
 }  // namespace vdev::python

@@ -12,38 +12,13 @@
 #include "pybind11/numpy.h"
 #include "pybind11/stl.h"
 #include "python/bindings.h"
+#include "python/executor_inputs.h"
 #include "python/numpy_tensors.h"
 #include "vdev/executor.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::python {
 namespace {
-
-// The executor's input for parameter `index`: `value` as a contiguous array of the parameter's
-// dtype and shape, copied into a HostTensor. TypeError/ValueError naming the parameter otherwise.
-HostTensor ToHostTensor(const ir::Module& m, const ir::Param& param, size_t index, py::handle value) {
-  const ir::TypeId type = param.type;
-  const ir::TypeNode& node = m.types.node(type);
-  const std::string what = absl::StrCat("input ", index, " (%", m.Name(param.name), ": ", m.types.ToString(type), ")");
-  py::dtype want = NumpyDType(node.dtype);
-  py::array array = py::array::ensure(value, py::array::c_style);
-  if (!array) throw py::type_error(absl::StrCat(what, ": expected a NumPy array"));
-  if (!array.dtype().is(want) && array.dtype().num() != want.num()) {
-    throw py::type_error(absl::StrCat(what, ": expected dtype ", std::string(py::str(want)), ", found ",
-                                      std::string(py::str(array.dtype()))));
-  }
-  absl::Span<const int64_t> dims = m.types.dims(type);
-  bool same = array.ndim() == static_cast<py::ssize_t>(dims.size());
-  for (size_t i = 0; same && i < dims.size(); ++i) same = array.shape(static_cast<py::ssize_t>(i)) == dims[i];
-  if (!same) {
-    std::vector<py::ssize_t> shape(array.shape(), array.shape() + array.ndim());
-    throw py::value_error(absl::StrCat(what, ": expected shape ", std::string(py::str(py::cast(std::vector<int64_t>(dims.begin(), dims.end())))),
-                                       ", found ", std::string(py::str(py::cast(shape)))));
-  }
-  HostTensor t = HostTensorFromNumpy(array);
-  t.dtype = node.dtype;  // uint16 arrays feed bf16 parameters
-  return t;
-}
 
 // The program as the executor loads it (it keeps a pointer, so each Executor owns its copy).
 std::unique_ptr<LoweredProgram> ProgramOf(const PyLowered& l) {
@@ -56,19 +31,6 @@ std::unique_ptr<LoweredProgram> ProgramOf(const PyLowered& l) {
   return program;
 }
 
-std::vector<HostTensor> Inputs(const LoweredProgram& program, const py::sequence& inputs) {
-  const ir::Module& m = program.module;
-  const ir::FuncId main = m.FindGlobal("main");
-  if (main == ir::kNoFunc) Raise("Error", py::make_tuple(absl::StrCat(program.file, ": error: no @main to run")));
-  absl::Span<const ir::Param> params = m.Params(m.functions[main]);
-  if (inputs.size() != params.size()) {
-    throw py::type_error(absl::StrCat("@main takes ", params.size(), " inputs, got ", inputs.size()));
-  }
-  std::vector<HostTensor> out;
-  for (size_t i = 0; i < params.size(); ++i) out.push_back(ToHostTensor(m, params[i], i, inputs[i]));
-  return out;
-}
-
 py::list Outputs(std::vector<HostTensor> tensors) {
   py::list out;
   for (HostTensor& t : tensors) out.append(NumpyFromHostTensor(std::move(t)));
@@ -79,16 +41,23 @@ py::list Outputs(std::vector<HostTensor> tensors) {
   Raise("RunError", py::make_tuple(std::string(status.message())));
 }
 
-// One worker on the host backend, loaded once and run as often as asked.
+// One worker on the host or the CUDA backend, loaded once and run as often as asked.
 class PyExecutor {
  public:
-  explicit PyExecutor(const PyLowered& lowered) : program_(ProgramOf(lowered)) {
+  PyExecutor(const PyLowered& lowered, const std::string& backend) : program_(ProgramOf(lowered)) {
+    if (backend != "host" && backend != "cuda") {
+      throw py::value_error(absl::StrCat("unknown backend '", backend, "' (expected host or cuda)"));
+    }
     absl::Status status;
     {
       py::gil_scoped_release release;
       status = [&]() -> absl::Status {
-        VDEV_RETURN_IF_ERROR(CheckKernels(*program_, "host"));
-        VDEV_ASSIGN_OR_RETURN(backend_, CreateHostBackend(nullptr));
+        VDEV_RETURN_IF_ERROR(CheckKernels(*program_, backend));
+        if (backend == "cuda") {
+          VDEV_ASSIGN_OR_RETURN(backend_, CreateCudaBackend(nullptr, VirtualCudaDevices(program_->module)));
+        } else {
+          VDEV_ASSIGN_OR_RETURN(backend_, CreateHostBackend(nullptr));
+        }
         VDEV_ASSIGN_OR_RETURN(executor_, Executor::Load(*program_, backend_.get()));
         return absl::OkStatus();
       }();
@@ -97,15 +66,17 @@ class PyExecutor {
   }
 
   py::list Run(const py::args& inputs) {
-    std::vector<HostTensor> in = Inputs(*program_, inputs);
+    ExecutorInputs in(program_->module, inputs);
     absl::StatusOr<std::vector<HostTensor>> out;
     {
       py::gil_scoped_release release;
-      out = executor_->Run(in);
+      out = executor_->RunViews(in.views());
     }
     if (!out.ok()) RaiseRunError(out.status());
     return Outputs(*std::move(out));
   }
+
+  std::string backend() const { return backend_->name(); }
 
  private:
   std::unique_ptr<LoweredProgram> program_;
@@ -119,8 +90,8 @@ py::list RunWorkers(const PyLowered& lowered, const std::vector<py::sequence>& p
   const int workers = static_cast<int>(per_worker.size());
   if (workers < 1) throw py::value_error("run_workers needs the inputs of at least one worker");
   std::unique_ptr<LoweredProgram> program = ProgramOf(lowered);
-  std::vector<std::vector<HostTensor>> inputs;
-  for (const py::sequence& in : per_worker) inputs.push_back(Inputs(*program, in));
+  std::vector<ExecutorInputs> inputs;
+  for (const py::sequence& in : per_worker) inputs.emplace_back(program->module, in);
   std::vector<std::vector<HostTensor>> results(workers);
   std::vector<absl::Status> statuses(workers);
   {
@@ -134,7 +105,7 @@ py::list RunWorkers(const PyLowered& lowered, const std::vector<py::sequence>& p
           absl::Status status = [&]() -> absl::Status {
             VDEV_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionBackend> backend, CreateThreadBackend(&group, k));
             VDEV_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Load(*program, backend.get()));
-            VDEV_ASSIGN_OR_RETURN(results[k], executor->Run(inputs[k]));
+            VDEV_ASSIGN_OR_RETURN(results[k], executor->RunViews(inputs[k].views()));
             return absl::OkStatus();
           }();
           if (!status.ok()) group.Abort(status);
@@ -158,13 +129,21 @@ void BindRun(py::module_& m) {
   py::class_<PyExecutor>(m, "Executor",
                          "A lowered program loaded on the host backend (CPU kernels): its pools are allocated\n"
                          "once and reused by every run.")
-      .def(py::init<const PyLowered&>(), py::arg("lowered"),
-           "Loads `lowered`; RunError when an op has no CPU kernel (the message names the op and its location).")
+      .def(py::init<const PyLowered&, const std::string&>(), py::arg("lowered"), py::kw_only(),
+           py::arg("backend") = "host",
+           "Loads `lowered` on backend 'host' (CPU kernels) or 'cuda' (values planned on cuda:i on a GPU);\n"
+           "RunError when an op has no kernel there (naming the op and its location) or the backend cannot\n"
+           "start (no GPU, or vdev built without the CUDA runtime).")
       .def("run", &PyExecutor::Run,
-           "run(*inputs): one execution of @main with NumPy arrays of @main's parameter dtypes and shapes\n"
-           "(bf16 as uint16 bits); returns @main's results, a tuple's tensors in order, as NumPy arrays.");
-  m.def("run", [](const PyLowered& lowered, const py::args& inputs) { return PyExecutor(lowered).Run(inputs); },
-        py::arg("lowered"), "run(lowered, *inputs): Executor(lowered).run(*inputs).");
+           "run(*inputs): one execution of @main on NumPy arrays or any host-memory object with __dlpack__\n"
+           "(@main's parameter dtypes and shapes; bf16 as uint16 bits or DLPack bfloat16), read in place;\n"
+           "returns @main's results, a tuple's tensors in order, as NumPy arrays that own their buffers.")
+      .def_property_readonly("backend", &PyExecutor::backend, "'host' or 'cuda'.");
+  m.def("run", [](const PyLowered& lowered, const py::args& inputs, const std::string& backend) {
+          return PyExecutor(lowered, backend).Run(inputs);
+        },
+        py::arg("lowered"), py::arg("backend") = "host",
+        "run(lowered, *inputs, backend='host'): Executor(lowered, backend=backend).run(*inputs).");
   m.def("run_workers", &RunWorkers, py::arg("lowered"), py::arg("inputs"),
         "run_workers(lowered, inputs): one host worker per entry of `inputs` (each a list of arrays), as\n"
         "threads whose all-reduces sum across them; returns each worker's outputs.");

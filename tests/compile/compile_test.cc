@@ -97,5 +97,27 @@ TEST(CompileTest, UnverifiedModuleIsVerifiedThenCompiled) {
   EXPECT_GT(compiled->memory->pool_bytes, 0);
 }
 
+// CompilePlanned on a plan made outside the pipeline gives what Compile gives from the text.
+TEST(CompileTest, CompilePlannedContinuesFromAPlanMadeElsewhere) {
+  absl::StatusOr<CompileResult> whole = Compile(kConflict, CompileOptions{});
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  absl::StatusOr<CompileResult> verified = Compile(kConflict, CompileOptions{.stop_after = CompileStage::kVerify});
+  ASSERT_TRUE(verified.ok()) << verified.status();
+  absl::StatusOr<PlanResult> plan = PlanDevices(verified->module(), PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<CompileResult> rest = CompilePlanned(*std::move(plan), CompileOptions{});
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(ir::PrintModule(rest->module()), ir::PrintModule(whole->module()));
+  EXPECT_EQ(MemoryReportJson(rest->module(), *rest->memory), MemoryReportJson(whole->module(), *whole->memory));
+  EXPECT_EQ(rest->diagnostics.size(), 1u);  // the plan's conflict warning
+
+  absl::StatusOr<PlanResult> again = PlanDevices(verified->module(), PlanOptions{});
+  ASSERT_TRUE(again.ok()) << again.status();
+  absl::StatusOr<CompileResult> typed =
+      CompilePlanned(*std::move(again), CompileOptions{.stop_after = CompileStage::kTypes});
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  EXPECT_FALSE(typed->memory.has_value());
+}
+
 }  // namespace
 }  // namespace vdev

@@ -2,6 +2,8 @@
 Python, equal to the command line's report."""
 
 import json
+import random
+import threading
 
 import pytest
 
@@ -66,3 +68,60 @@ def test_plans_without_optimize_have_no_cost_and_bad_options_raise():
         vdev.Machine.from_json('{"devices": []')
     with pytest.raises(ValueError):
         vdev.plan(vdev.parse(PROGRAM), optimize=True, time_limit=0)
+
+
+def dense(n, m, seed=1):
+    """n free parameters and m blocks, each a matmul and an add of three of them behind free
+    annotations, summed: every block's class meets three others, so the solve reaches Z3."""
+    rng = random.Random(seed)
+
+    def free(v):
+        return f"on_device({v}, ?, constrain_body=false, constrain_result=false)"
+
+    lines, total = [], None
+    for k in range(m):
+        a, b, c = rng.sample(range(n), 3)
+        lines += [f"  %a{k} = {free(f'%x{a}')}", f"  %b{k} = {free(f'%x{b}')}", f"  %c{k} = {free(f'%x{c}')}",
+                  f"  %s{k} = matmul(%a{k}, %b{k})", f"  %o{k} = add(%s{k}, %c{k})", f"  %f{k} = {free(f'%o{k}')}"]
+        if total is None:
+            total = f"%f{k}"
+        else:
+            lines.append(f"  %t{k} = add({total}, %f{k})")
+            total = f"%t{k}"
+    params = ", ".join(f"%x{i}: f32[512,512]" for i in range(n))
+    return f"def @main({params}) {{\n" + "\n".join(lines) + f"\n  return {total}\n}}\n"
+
+
+# 801 classes on 4 devices: Z3 does not finish within the 1.5 s limit, so the solve lasts over the
+# second after which the optimiser reports progress.
+SLOW = dense(200, 600)
+
+
+def test_progress_is_reported_from_the_solver_thread_with_the_gil():
+    lines, threads = [], []
+
+    def progress(line):
+        threads.append(threading.get_ident())
+        lines.append(line)
+
+    plan = vdev.plan(vdev.parse(SLOW), optimize=True, machine=vdev.Machine.default(3), time_limit=1.5,
+                     progress=progress)
+    assert lines and lines[0].startswith("optimising the placement of 801 classes")
+    assert threading.get_ident() not in threads
+    assert plan.optimal is False
+
+
+def test_an_exception_in_the_progress_callback_propagates():
+    calls = []
+
+    def progress(line):
+        calls.append(line)
+        raise KeyboardInterrupt("stop")
+
+    with pytest.raises(KeyboardInterrupt, match="stop"):
+        vdev.plan(vdev.parse(SLOW), optimize=True, machine=vdev.Machine.default(3), time_limit=1.5, progress=progress)
+    assert len(calls) == 1
+    with pytest.raises(ValueError, match="progress= reports optimize=True's solve"):
+        vdev.plan(vdev.parse(PROGRAM), progress=print)
+    with pytest.raises(TypeError, match="progress must be callable"):
+        vdev.plan(vdev.parse(PROGRAM), optimize=True, progress="print")

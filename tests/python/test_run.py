@@ -1,8 +1,12 @@
 """vdev.run / vdev.Executor / vdev.run_workers: lowered programs run on the CPU kernels, NumPy in
 and out, checked against NumPy's own arithmetic."""
 
+import gc
+import os
+import sys
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -67,9 +71,14 @@ def test_inputs_are_checked_against_the_parameters():
         executor.run(a, b, c, d.astype(np.float64))
     with pytest.raises(ValueError, match=r"expected shape \[5, 7\], found \[2, 7\]"):
         executor.run(a, b, c, d[:2])
-    # A non-contiguous view is accepted (copied in order).
+    with pytest.raises(TypeError, match="expected a NumPy array or an object with __dlpack__"):
+        executor.run(a, b, c, object())
+    # A non-contiguous NumPy view is accepted (copied in order), and so is a read-only array.
+    d.flags.writeable = False
     [out] = executor.run(a, b, c, np.asfortranarray(d))
     np.testing.assert_allclose(out, (a + b) - (c + d), rtol=1e-6)
+    [again] = executor.run(a, b, c, d)
+    np.testing.assert_array_equal(again, out)
 
 
 def test_run_workers_all_reduces_across_workers():
@@ -107,3 +116,125 @@ def test_running_releases_the_gil():
     worker.join()
     np.testing.assert_array_equal(window["out"][0], a)
     assert sum(window["start"] < t < window["end"] for t in ticks) > 100
+
+
+class Producer:
+    """A DLPack producer that is not a NumPy array: exports `array` and records each export."""
+
+    def __init__(self, array, device=(1, 0)):
+        self.array, self.device, self.capsules = array, device, []
+
+    def __dlpack_device__(self):
+        return self.device
+
+    def __dlpack__(self, stream=None):
+        capsule = self.array.__dlpack__()
+        self.capsules.append(capsule)
+        return capsule
+
+
+def test_dlpack_producers_are_read_in_place():
+    a, b, c, d = arrays(4, (5, 7))
+    producers = [Producer(x) for x in (a, b, c, d)]
+    executor = vdev.Executor(lowered(LEFT_ADD))
+    [out] = executor.run(*producers)
+    np.testing.assert_allclose(out, (a + b) - (c + d), rtol=1e-6)
+    # Each capsule was consumed (renamed by the protocol), so its memory was read, not re-exported.
+    for p in producers:
+        assert len(p.capsules) == 1 and "used_dltensor" in repr(p.capsules[0])
+    # The producers' memory is read at every run: a change between runs shows in the result.
+    a += 1
+    [out] = executor.run(*producers)
+    np.testing.assert_allclose(out, (a + b) - (c + d), rtol=1e-6)
+
+
+def test_dlpack_inputs_are_checked():
+    executor = vdev.Executor(lowered(LEFT_ADD))
+    a, b, c, d = arrays(4, (5, 7))
+    wide = np.zeros((5, 14), np.float32)
+    with pytest.raises(ValueError, match=r"input 3 \(%d: f32\[5,7\]\): the DLPack tensor is not C-contiguous "
+                                         r"\(strides \[14, 2\] elements\); pass a contiguous copy"):
+        executor.run(a, b, c, Producer(wide[:, ::2]))
+    with pytest.raises(TypeError, match=r"input 0 \(%a: f32\[5,7\]\): expected dtype f32, found DLPack float64"):
+        executor.run(Producer(a.astype(np.float64)), b, c, d)
+    with pytest.raises(TypeError, match="expected dtype f32, found DLPack int32"):
+        executor.run(Producer(a.astype(np.int32)), b, c, d)
+    with pytest.raises(ValueError, match=r"expected shape \[5, 7\], found \[7, 5\]"):
+        executor.run(a, Producer(np.ascontiguousarray(b.T)), c, d)
+    gpu = Producer(a, device=(2, 0))
+    with pytest.raises(ValueError, match="on device type 2 .*host memory"):
+        executor.run(gpu, b, c, d)
+    assert gpu.capsules == []  # refused before anything was exported
+
+
+def test_outputs_export_through_dlpack_without_a_copy():
+    [out] = vdev.run(lowered(LEFT_ADD), *arrays(4, (5, 7)))
+    assert out.__dlpack_device__() == (1, 0)
+    view = np.from_dlpack(out)  # read-only: NumPy 1.24 marks every DLPack import so
+    assert np.shares_memory(view, out)
+    assert view.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+    out[1, 2] = 7.0
+    assert view[1, 2] == 7.0
+
+
+def test_outputs_outlive_the_executor():
+    a, b, c, d = arrays(4, (5, 7))
+    executor = vdev.Executor(lowered(LEFT_ADD))
+    [out] = executor.run(a, b, c, d)
+    exported = np.from_dlpack(out)
+    owner = weakref.ref(executor)
+    del executor
+    gc.collect()
+    assert owner() is None
+    # The buffer belongs to the arrays (a capsule whose deleter frees it), not to the executor.
+    np.testing.assert_allclose(exported, (a + b) - (c + d), rtol=1e-6)
+    del out
+    gc.collect()
+    np.testing.assert_allclose(exported, (a + b) - (c + d), rtol=1e-6)
+
+
+def has_gpu():
+    return os.path.exists("/dev/nvidiactl")
+
+
+@pytest.mark.skipif(has_gpu(), reason="checks the error a machine without a GPU gives")
+def test_the_cuda_backend_without_a_gpu_is_a_clear_error():
+    with pytest.raises(vdev.RunError, match="no CUDA device is visible|built without the CUDA runtime"):
+        vdev.run(lowered(LEFT_ADD), *arrays(4, (5, 7)), backend="cuda")
+    with pytest.raises(ValueError, match="unknown backend 'tpu' \\(expected host or cuda\\)"):
+        vdev.Executor(lowered(LEFT_ADD), backend="tpu")
+
+
+@pytest.mark.skipif(not has_gpu(), reason="needs a GPU")
+def test_the_cuda_backend_computes_what_numpy_computes():
+    a, b, c, d = arrays(4, (5, 7))
+    executor = vdev.Executor(lowered(LEFT_ADD), backend="cuda")
+    assert executor.backend == "cuda"
+    [out] = executor.run(a, b, c, d)
+    np.testing.assert_allclose(out, (a + b) - (c + d), rtol=1e-5)
+
+
+def test_dlpack_inputs_are_released_and_outputs_freed():
+    a, b, c, d = arrays(4, (5, 7))
+    executor = vdev.Executor(lowered(LEFT_ADD))
+    before = [sys.getrefcount(x) for x in (a, b, c, d)]
+    for _ in range(10):
+        executor.run(*(Producer(x) for x in (a, b, c, d)))
+    # NumPy's DLPack deleter drops the reference its export took: every consumed capsule's ran.
+    assert [sys.getrefcount(x) for x in (a, b, c, d)] == before
+
+    n = 1024
+    big = lowered(f"def @main(%a: f32[{n},{n}] on cpu:0) {{\n  %0 = negative(%a)\n  return %0\n}}\n")
+    run = vdev.Executor(big)
+    x = np.ones((n, n), np.float32)
+    run.run(x)
+    start = resident_bytes()
+    for _ in range(100):  # 400 MB of outputs made and dropped
+        [out] = run.run(Producer(x))
+        del out
+    assert resident_bytes() - start < 64 << 20
+
+
+def resident_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
