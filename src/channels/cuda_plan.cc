@@ -54,15 +54,17 @@ bool SamePutSource(const DeviceOp& x, const DeviceOp& y) {
 
 }  // namespace
 
-absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
-  std::vector<DeviceOp> ops;
-  std::vector<int> begin = {0};
+absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
+  FlatPlan flat;
+  std::vector<DeviceOp>& ops = flat.ops;
+  std::vector<int>& begin = flat.tb_begin;
+  begin = {0};
+  int& max_srcs = flat.max_srcs;
+  int& max_tb_ops = flat.max_tb_ops;
+  bool& uses_ports = flat.uses_ports;
   // (peer, tag, signal?) -> signals to / waits for that peer in one execution
   std::map<std::tuple<int, int, bool>, int> per_call;
   std::vector<int> counted;  // indices of the signal and wait ops
-  max_srcs = 0;
-  max_tb_ops = 0;
-  uses_ports = false;
   for (const auto& tb : plan.ranks[rank]) {
     for (const Op& op : tb.ops) max_srcs = std::max(max_srcs, static_cast<int>(op.srcs.size()));
   }
@@ -136,6 +138,17 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
     DeviceOp& d = ops[index];
     d.per_call = per_call[{d.peer, d.tag, d.kind != kDevWait}];
   }
+  return flat;
+}
+
+absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
+  absl::StatusOr<FlatPlan> flat = FlattenPlan(plan, rank);
+  if (!flat.ok()) return flat.status();
+  const std::vector<DeviceOp>& ops = flat->ops;
+  const std::vector<int>& begin = flat->tb_begin;
+  max_srcs = flat->max_srcs;
+  max_tb_ops = flat->max_tb_ops;
+  uses_ports = flat->uses_ports;
   tbs = static_cast<int>(plan.ranks[rank].size());
   if (!ops.empty()) {
     if (absl::Status s = Cuda(cudaMalloc(reinterpret_cast<void**>(&this->ops), ops.size() * sizeof(DeviceOp)), "cudaMalloc"); !s.ok()) return s;

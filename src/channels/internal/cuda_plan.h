@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "internal/cuda_proxy.h"
@@ -71,6 +72,20 @@ struct ChannelError {
   int op = 0;
   int peer = 0;
 };
+
+// One rank's ops flattened for the kernel, as DevicePlan::Upload copies them to the device (no GPU
+// needed): a run of signals or of waits with no data sync inside it is one step (batch), and so is
+// a run of puts (or put_packets) of one source, at most KernelSources(max_srcs) of them; k and
+// per_call count each semaphore's signals and waits per execution, port channels' with memory
+// channels' (as the host executor).
+struct FlatPlan {
+  std::vector<DeviceOp> ops;
+  std::vector<int> tb_begin;  // ops of thread block t: [tb_begin[t], tb_begin[t + 1])
+  int max_srcs = 0;
+  int max_tb_ops = 0;
+  bool uses_ports = false;
+};
+absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank);
 
 // Which shape a block's resolved ops in PlanLaunchArgs::table were made for (key 0: none yet).
 struct ResolvedTableKey {

@@ -1,0 +1,95 @@
+// How DevicePlan::Upload flattens a plan for the CUDA kernel (FlattenPlan; no GPU needed): which
+// ops run as one step, the registers' limit on a fused run, and the semaphore counts.
+#include "gtest/gtest.h"
+#include "internal/cuda_plan.h"
+#include "vdev/channel_algorithms.h"
+
+namespace vdev::channels::internal {
+namespace {
+
+FlatPlan Flat(const ProgramSpec& plan, int rank = 0) {
+  absl::StatusOr<FlatPlan> flat = FlattenPlan(plan, rank);
+  EXPECT_TRUE(flat.ok()) << flat.status();
+  return flat.ok() ? *std::move(flat) : FlatPlan();
+}
+
+// The batch of every op of thread block 0, in order.
+std::vector<int> Batches(const FlatPlan& flat) {
+  std::vector<int> b;
+  for (int i = flat.tb_begin[0]; i < flat.tb_begin[1]; ++i) b.push_back(flat.ops[i].batch);
+  return b;
+}
+
+TEST(FlattenPlanTest, PutsOfOneSourceToEveryPeerRunAsOneStep) {
+  // one_shot_ll on 8 ranks: 7 put_packets of the input, then the 8-source reduce.
+  const FlatPlan flat = Flat(*ShippedPlan("one_shot_ll", 8));
+  EXPECT_EQ(flat.max_srcs, 8);
+  EXPECT_EQ(Batches(flat), (std::vector<int>{7, 0, 0, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(flat.ops[0].kind, kDevPutPackets);
+  EXPECT_EQ(flat.ops[7].kind, kDevReduce);
+  // one_shot_push on 4 ranks: 3 puts, 3 signals, 3 waits (each a step), the reduce.
+  EXPECT_EQ(Batches(Flat(*ShippedPlan("one_shot_push", 4))), (std::vector<int>{3, 0, 0, 3, 0, 0, 3, 0, 0, 1}));
+}
+
+TEST(FlattenPlanTest, ADataSyncOrAnotherSourceEndsARun) {
+  ProgramSpec plan = *ShippedPlan("one_shot_push", 4);
+  plan.ranks[0][0].ops[1].sync = Sync::kBefore;  // the second put waits for the block's first
+  EXPECT_EQ(Batches(Flat(plan)), (std::vector<int>{1, 2, 0, 3, 0, 0, 3, 0, 0, 1}));
+  plan = *ShippedPlan("one_shot_push", 4);
+  plan.ranks[0][0].ops[0].sync = Sync::kAfter;
+  EXPECT_EQ(Batches(Flat(plan)), (std::vector<int>{1, 2, 0, 3, 0, 0, 3, 0, 0, 1}));
+  // two_shot: every put sends another chunk of the input, so none is fused.
+  const FlatPlan two_shot = Flat(*ShippedPlan("two_shot", 3));
+  EXPECT_EQ(two_shot.ops[0].kind, kDevPut);
+  EXPECT_EQ(two_shot.ops[0].batch, 1);
+  EXPECT_EQ(two_shot.ops[1].batch, 1);
+}
+
+TEST(FlattenPlanTest, AFusedRunIsNoLongerThanTheKernelsSources) {
+  // all_gather on 8 ranks has no reduce (one source at most): the 2-source kernel, whose fused runs
+  // hold 2 destinations in registers.
+  const FlatPlan flat = Flat(*ShippedPlan("all_gather", 8));
+  EXPECT_EQ(flat.max_srcs, 1);
+  EXPECT_EQ(KernelSources(flat.max_srcs), 2);
+  std::vector<int> puts;
+  for (int i = flat.tb_begin[0]; i < flat.tb_begin[1]; ++i) {
+    if (flat.ops[i].kind == kDevPut && flat.ops[i].batch > 0) puts.push_back(flat.ops[i].batch);
+  }
+  EXPECT_EQ(puts, (std::vector<int>{2, 2, 2, 1}));
+}
+
+TEST(FlattenPlanTest, SemaphoreCountsMatchTheHostExecutors) {
+  // one_shot on 3 ranks: two barriers, so each semaphore is signalled and waited for twice per
+  // execution; the second barrier's ops are the 2nd of 2.
+  const FlatPlan flat = Flat(*ShippedPlan("one_shot", 3), 1);
+  std::vector<std::pair<int, int>> signals, waits;
+  for (const DeviceOp& op : flat.ops) {
+    if (op.kind == kDevSignal) signals.push_back({static_cast<int>(op.k), static_cast<int>(op.per_call)});
+    if (op.kind == kDevWait) waits.push_back({static_cast<int>(op.k), static_cast<int>(op.per_call)});
+  }
+  const std::vector<std::pair<int, int>> want = {{1, 2}, {1, 2}, {2, 2}, {2, 2}};
+  EXPECT_EQ(signals, want);
+  EXPECT_EQ(waits, want);
+  EXPECT_NE(flat.ops[0].peer, 1);  // rank 1 signals its peers 0 and 2
+}
+
+TEST(FlattenPlanTest, PortChannelsNeedTheProxyAndWaitLikeMemoryChannels) {
+  const FlatPlan flat = Flat(*ShippedPlan("all_gather_port", 3));
+  EXPECT_TRUE(flat.uses_ports);
+  int port_puts = 0, waits = 0;
+  for (const DeviceOp& op : flat.ops) {
+    if (op.kind == kDevPortPut) {
+      ++port_puts;
+      EXPECT_EQ(op.port, kDevWithSignal);
+      EXPECT_EQ(op.k, 1u);
+      EXPECT_EQ(op.per_call, 1u);
+    }
+    waits += op.kind == kDevWait;
+  }
+  EXPECT_EQ(port_puts, 2);
+  EXPECT_EQ(waits, 2);
+  EXPECT_FALSE(Flat(*ShippedPlan("all_gather", 3)).uses_ports);
+}
+
+}  // namespace
+}  // namespace vdev::channels::internal
