@@ -1,7 +1,8 @@
 // `vdev plan --optimize` on generated transformer programs: (1) the optimised plan's cost against
 // the default plan's (PlanDevices, TVM's semantics) on 1 CPU + 2 H100s with the embedding lookup
 // (`take`) and the sampler CPU-only; (2) solve time against program size, 10^2…10^6 bindings, on
-// 1 CPU + 3 H100s (4 devices). A harness, not Google Benchmark: each row is one planning run.
+// 1 CPU + 3 H100s (4 devices); (3) the same on grids (below) whose classes reach Z3 (~1,500 of
+// them at 10^5 and at 10^6 bindings). A harness, not Google Benchmark: each row is one planning run.
 //
 // The program: `take` (embedding, annotated cpu:0), then per layer an attention block (rms_norm,
 // QKV matmul, `sdpa` with its type written, output matmul) and a gated MLP (rms_norm, up matmul,
@@ -9,11 +10,12 @@
 // free on_device (a place where a copy is allowed, as TVM frontends emit), then the logits matmul
 // and `sample` (annotated cpu:0). f16, static shapes.
 //
-// Usage: optimize_bench [max_bindings]   (default 1000000)
+// Usage: optimize_bench [max_bindings [grid]]   (default 1000000; `grid`: only (3))
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "vdev/ir_text.h"
@@ -50,10 +52,48 @@ std::string Transformer(int layers, int64_t t, int64_t h, int64_t f, int64_t v) 
   return absl::StrCat("def @main(", params, ") -> i64[", t, "] {\n", body, "}\n");
 }
 
+// A grid of `width` branches over `height` steps: node (i, j) adds its own branch's previous node
+// and its left neighbour's, then runs `ops` elementwise ops (one class); every read of another node
+// goes through a free on_device, so the class graph is a grid whose inner nodes keep four
+// neighbours and survive the shrinking. Pulling both ways: one node in 7 runs `topk` (CPU-only in
+// the machine), one in 5 is annotated onto a GPU (cuda:0..gpus-1 in turn), the rest choose.
+std::string Grid(int width, int height, int ops, int gpus) {
+  const std::string ty = "f32[512,512]";
+  auto free = [](const std::string& name, const std::string& of) {
+    return absl::StrCat("  ", name, " = on_device(", of, ", ?, constrain_body=false, constrain_result=false)\n");
+  };
+  std::string body;
+  uint32_t seed = 12345;
+  auto next = [&] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
+  int annotated = 0;
+  for (int j = 0; j < height; ++j) {
+    for (int i = 0; i < width; ++i) {
+      std::string n = absl::StrCat(i, "_", j);
+      std::string own = j == 0 ? "%x" : absl::StrCat("%n", i, "_", j - 1);
+      std::string left = j == 0 || i == 0 ? "%y" : absl::StrCat("%n", i - 1, "_", j - 1);
+      absl::StrAppend(&body, free("%p" + n, own), free("%q" + n, left), "  %s", n, "_0 = add(%p", n, ", %q", n, ")\n");
+      unsigned kind = next() % 35;
+      for (int k = 1; k <= ops; ++k) {
+        std::string op = k % 3 == 0 ? "exp" : k % 3 == 1 ? "negative" : "tanh";
+        if (k == ops / 2 && kind % 7 == 0) op = "topk";
+        absl::StrAppend(&body, "  %s", n, "_", k, ": ", ty, " = ", op, "(%s", n, "_", k - 1, ")\n");
+      }
+      if (kind % 5 == 0 && kind % 7 != 0) {
+        absl::StrAppend(&body, "  %n", n, " = on_device(%s", n, "_", ops, ", cuda:", annotated++ % gpus, ")\n");
+      } else {
+        absl::StrAppend(&body, "  %n", n, " = negative(%s", n, "_", ops, ")\n");
+      }
+    }
+  }
+  absl::StrAppend(&body, "  return %n", width - 1, "_", height - 1, "\n");
+  return absl::StrCat("def @main(%x: ", ty, ", %y: ", ty, ") -> ", ty, " {\n", body, "}\n");
+}
+
 vdev::Machine BenchMachine(int gpus) {
   vdev::Machine m = vdev::DefaultMachine(gpus);
   m.support["take"] = {vdev::DeviceType::kCPU};
   m.support["sample"] = {vdev::DeviceType::kCPU};
+  m.support["topk"] = {vdev::DeviceType::kCPU};
   return m;
 }
 
@@ -65,8 +105,9 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 
 int main(int argc, char** argv) {
   const long max_bindings = argc > 1 ? std::atol(argv[1]) : 1000000;
+  const bool grid_only = argc > 2 && std::string(argv[2]) == "grid";
   // (1) Cost: 8 layers of a 7B-like model, 256 tokens, on 1 CPU + 2 H100s.
-  {
+  if (!grid_only) {
     std::string text = Transformer(8, 256, 4096, 11008, 32000);
     absl::StatusOr<vdev::ir::Module> module = vdev::ir::ParseModule(text);
     if (!module.ok() || !vdev::ir::VerifyModule(*module).ok()) {
@@ -90,7 +131,10 @@ int main(int argc, char** argv) {
   std::printf("%10s %8s %10s %8s %10s %10s %10s %8s\n", "bindings", "layers", "classes", "z3_vars", "parse_s",
               "solve_s", "total_s", "optimal");
   for (int layers : {6, 62, 625, 6250, 62500}) {
-    std::string text = Transformer(layers, 256, 4096, 11008, 32000);
+    if (grid_only) break;
+    // Hidden 128 (0.3 MB of weights per layer), so that even 62,500 layers fit one H100 and the
+    // rows measure the shrinking and Z3, not capacity rounds (those are (4)).
+    std::string text = Transformer(layers, 256, 128, 344, 32000);
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<vdev::ir::Module> module = vdev::ir::ParseModule(text);
     if (!module.ok() || !vdev::ir::VerifyModule(*module).ok()) return 1;
@@ -107,6 +151,57 @@ int main(int argc, char** argv) {
     }
     std::printf("%10zu %8d %10zu %8zu %10.3f %10.3f %10.3f %8d\n", module->bindings.size(), layers, plan->classes,
                 plan->z3_variables, parse, plan->solve_seconds, total, plan->optimal ? 1 : 0);
+    std::fflush(stdout);
+  }
+  // (4) Capacity: 300 layers of the 7B-like model (94 GB of weights) on 1 CPU + 2 H100 (80 GB each):
+  // the first plan puts every layer on one GPU; cuts split them.
+  if (!grid_only) {
+    std::string text = Transformer(300, 256, 4096, 11008, 32000);
+    absl::StatusOr<vdev::ir::Module> module = vdev::ir::ParseModule(text);
+    if (!module.ok() || !vdev::ir::VerifyModule(*module).ok()) return 1;
+    auto start = std::chrono::steady_clock::now();
+    vdev::OptimizeOptions options;
+    options.time_limit_seconds = 120;
+    absl::StatusOr<vdev::OptimizedPlan> plan = vdev::OptimizePlacement(*module, BenchMachine(2), options);
+    double total = Seconds(start);
+    if (!plan.ok()) {
+      std::printf("capacity: 300 layers on 1 CPU + 2 H100: %s after %.3f s\n",
+                  std::string(plan.status().message()).c_str(), total);
+    } else {
+      std::printf("capacity: 300 layers (%zu bindings) on 1 CPU + 2 H100: %zu cuts, peaks cpu %.1f GB, cuda:0 %.1f GB, "
+                  "cuda:1 %.1f GB, cost %.3f ms (default %.3f ms), optimal %d, z3 variables %zu, solve %.3f s, "
+                  "total %.3f s\n",
+                  module->bindings.size(), plan->capacity_cuts, plan->peak_bytes[0] / 1e9, plan->peak_bytes[1] / 1e9,
+                  plan->peak_bytes[2] / 1e9, plan->cost.total * 1e3, plan->default_cost.total * 1e3,
+                  plan->optimal ? 1 : 0, plan->z3_variables, plan->solve_seconds, total);
+    }
+    std::fflush(stdout);
+  }
+  // (3) Z3 at scale: grids whose classes mostly survive the shrinking, 4 devices, 60 s limit.
+  std::printf("grid (Z3 at scale)\n%10s %6s %10s %8s %10s %10s %10s %8s %12s %s\n", "bindings", "grid", "classes",
+              "z3_vars", "parse_s", "solve_s", "total_s", "optimal", "opt/default", "default_unsupported");
+  for (auto [side, ops] : {std::pair{50, 38}, std::pair{50, 398}}) {
+    std::string text = Grid(side, side, ops, 3);
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<vdev::ir::Module> module = vdev::ir::ParseModule(text);
+    if (!module.ok() || !vdev::ir::VerifyModule(*module).ok()) {
+      std::fprintf(stderr, "bad grid: %s\n", std::string(module.status().message()).c_str());
+      return 1;
+    }
+    double parse = Seconds(start);
+    if (static_cast<long>(module->bindings.size()) > max_bindings) break;
+    start = std::chrono::steady_clock::now();
+    vdev::OptimizeOptions options;
+    options.time_limit_seconds = 60;
+    absl::StatusOr<vdev::OptimizedPlan> plan = vdev::OptimizePlacement(*module, BenchMachine(3), options);
+    double total = Seconds(start);
+    if (!plan.ok()) {
+      std::fprintf(stderr, "optimize grid: %s\n", std::string(plan.status().message()).c_str());
+      return 1;
+    }
+    std::printf("%10zu %3dx%-3d %9zu %8zu %10.3f %10.3f %10.3f %8d %12.4f %d\n", module->bindings.size(), side,
+                side, plan->classes, plan->z3_variables, parse, plan->solve_seconds, total, plan->optimal ? 1 : 0,
+                plan->cost.total / plan->default_cost.total, plan->default_cost.unsupported);
     std::fflush(stdout);
   }
   return 0;

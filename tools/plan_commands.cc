@@ -1,6 +1,5 @@
 // `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]
 //            [--optimize [--machine FILE | --gpus N] [--time-limit S]]` (shared/spec/cli.md).
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -10,7 +9,6 @@
 #include "commands.h"
 #include "vdev/compile.h"
 #include "vdev/diagnostic.h"
-#include "nlohmann/json.hpp"
 #include "vdev/ir_text.h"
 #include "vdev/machine.h"
 #include "vdev/optimize_placement.h"
@@ -78,74 +76,41 @@ struct PlanArgs {
   double time_limit = 60;
 };
 
-nlohmann::ordered_json CostJson(const PlanCost& cost) {
-  return {{"total", cost.total}, {"compute", cost.compute}, {"copy", cost.copy}, {"unsupported_ops", cost.unsupported}};
-}
-
-int RunOptimize(const PlanArgs& args, ir::Module module, const std::string& name, const std::string& text,
-                const PlanOptions& plan_options) {
-  Machine machine = DefaultMachine(args.gpus);
-  if (!args.machine.empty()) {
-    std::ifstream in(args.machine);
-    if (!in) {
-      std::cerr << args.machine << ": error: cannot read the machine description\n";
-      return kExitUsage;
-    }
-    std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    absl::StatusOr<Machine> parsed = ParseMachineJson(json);
-    if (!parsed.ok()) {
-      std::cerr << args.machine << ": error: " << parsed.status().message() << "\n";
-      return kExitUsage;
-    }
-    machine = *std::move(parsed);
+// The machine of --machine FILE, else the default one with --gpus GPUs; nullopt after an error.
+std::optional<Machine> LoadMachine(const PlanArgs& args) {
+  if (args.machine.empty()) return DefaultMachine(args.gpus);
+  std::string json;
+  if (!ReadSource(args.machine, &json)) return std::nullopt;
+  absl::StatusOr<Machine> parsed = ParseMachineJson(json);
+  if (!parsed.ok()) {
+    std::cerr << args.machine << ": error: " << parsed.status().message() << "\n";
+    return std::nullopt;
   }
-  OptimizeOptions options;
-  options.plan = plan_options;
-  options.time_limit_seconds = args.time_limit;
-  options.progress = [](const std::string& line) { std::cerr << "vdev plan: " << line << "\n"; };
-  PlanError error;
-  absl::StatusOr<OptimizedPlan> plan = OptimizePlacement(module, machine, options, &error);
-  if (!plan.ok()) {
-    if (error.message.empty()) error.message = std::string(plan.status().message());
-    std::cerr << FormatDiagnostic(name, text, {Severity::kError, error.loc, error.message});
-    for (const ConflictAnnotation& c : error.conflicts) {
-      std::cerr << FormatDiagnostic(name, text, {Severity::kNote, c.loc, c.what});
-    }
-    if (args.json) std::cout << PlanErrorJson(error);
-    return kExitNegative;
-  }
-  for (const Diagnostic& w : plan->plan.warnings) std::cerr << FormatDiagnostic(name, text, w);
-  if (!args.json) {
-    std::cout << ir::PrintModule(plan->plan.module);
-    return kExitOk;
-  }
-  nlohmann::ordered_json report = nlohmann::ordered_json::parse(PlanReportJson(plan->plan));
-  report["cost"] = CostJson(plan->cost);
-  report["optimal"] = plan->optimal;
-  report["default_cost"] = CostJson(plan->default_cost);
-  nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
-  for (size_t d = 0; d < plan->peak_bytes.size(); ++d) peaks[machine.devices[d].ToString()] = static_cast<int64_t>(plan->peak_bytes[d]);
-  report["peak_bytes"] = peaks;
-  std::cout << report.dump(2) << "\n";
-  return kExitOk;
+  return *std::move(parsed);
 }
 
 int RunPlan(const PlanArgs& args) {
   std::optional<PlanOptions> options = ToPlanOptions(args.planning);
   if (!options) return kExitUsage;
-  if (args.optimize) {
-    std::string text;
-    std::optional<ir::Module> module = LoadModule(args.file, &text);
-    if (!module) return kExitUsage;
-    return RunOptimize(args, *std::move(module), DisplayName(args.file), text, *options);
-  }
   CompileOptions compile_options;
   compile_options.plan = *std::move(options);
   compile_options.stop_after = CompileStage::kTypes;
+  if (args.optimize) {
+    compile_options.optimize_for = LoadMachine(args);
+    if (!compile_options.optimize_for) return kExitUsage;
+    compile_options.optimize.time_limit_seconds = args.time_limit;
+    compile_options.optimize.progress = [](const std::string& line) { std::cerr << "vdev plan: " << line << "\n"; };
+  }
   int exit_code = kExitOk;
   std::optional<CompileResult> compiled = CompileForCommand(args.file, compile_options, args.json, &exit_code);
   if (!compiled) return exit_code;
-  std::cout << (args.json ? PlanReportJson(compiled->plan) : ir::PrintModule(compiled->module()));
+  if (!args.json) {
+    std::cout << ir::PrintModule(compiled->module());
+  } else if (compiled->optimization) {
+    std::cout << OptimizedReportJson(compiled->plan, *compiled->optimization, *compile_options.optimize_for);
+  } else {
+    std::cout << PlanReportJson(compiled->plan);
+  }
   return kExitOk;
 }
 

@@ -3,7 +3,9 @@
 // Stages, in order; each runs only when the one before succeeded:
 //   parse    ir::ParseModule (only for the text overload)
 //   verify   ir::VerifyModule: structure, arities, written types; infers every binding's type
-//   plan     PlanDevices: the device of every value, device changes as `device_copy` bindings
+//   plan     PlanDevices: the device of every value, device changes as `device_copy` bindings; with
+//            CompileOptions::optimize_for, OptimizePlacement on that machine instead (what no
+//            annotation fixes placed where it is cheapest; `vdev plan --optimize`)
 //   types    ir::VerifyModule again on the planned module, so the bindings the planner added (the
 //            copies it makes for a conflict) have types like every other binding
 //   lower    LowerMemory: explicit allocation, the IPC all-reduce rewrite, static memory plans
@@ -31,6 +33,8 @@
 #include "vdev/diagnostic.h"
 #include "vdev/ir.h"
 #include "vdev/lower_memory.h"
+#include "vdev/machine.h"
+#include "vdev/optimize_placement.h"
 #include "vdev/plan_devices.h"
 
 namespace vdev {
@@ -40,6 +44,10 @@ absl::string_view CompileStageName(CompileStage stage);  // "parse", "verify", â
 
 struct CompileOptions {
   PlanOptions plan;
+  // Set: the plan stage optimises the placement for this machine, with `optimize`'s time limit and
+  // progress line (its `plan` member is replaced by `plan` above).
+  std::optional<Machine> optimize_for;
+  OptimizeOptions optimize;
   LowerOptions lower;
   // The last stage to run: kTypes gives a planned, typed module without memory lowering.
   CompileStage stop_after = CompileStage::kCheck;
@@ -53,6 +61,9 @@ struct CompileResult {
   std::optional<MemoryPlan> memory;
   // Every warning of every stage, in order (today the planner's conflict copies).
   std::vector<Diagnostic> diagnostics;
+  // With CompileOptions::optimize_for: the costs, optimality and peaks (its `plan` moved into `plan`
+  // above; OptimizedReportJson(plan, *optimization, machine) is `vdev plan --optimize --json`).
+  std::optional<OptimizedPlan> optimization;
 
   const ir::Module& module() const { return plan.module; }
 };

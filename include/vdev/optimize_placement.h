@@ -35,8 +35,10 @@ namespace vdev {
 struct OptimizeOptions {
   PlanOptions plan;
   double time_limit_seconds = 60;
-  // A progress line for solves that take over a second (the CLI prints it on stderr).
+  // A progress line for each solve that takes over `progress_after_seconds` (the CLI prints it on
+  // stderr: "vdev plan: optimising the placement of N classes (M left for Z3 after shrinking)…").
   std::function<void(const std::string&)> progress;
+  double progress_after_seconds = 1;
 };
 
 // Seconds, by the machine's roofline and links.
@@ -64,6 +66,11 @@ struct OptimizedPlan {
 // inferred type on its planned device, every copy by its link. InvalidArgument when a planned
 // device is not one of the machine's.
 absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine& machine);
+
+// The `vdev plan --optimize --json` report: PlanReportJson(plan) and `cost`, `optimal`,
+// `default_cost`, `peak_bytes` (bytes by machine device) from `optimized` (whose own `plan` is not
+// read, so it may have been moved into `plan`). docs/planner.md lists the keys.
+std::string OptimizedReportJson(const PlanResult& plan, const OptimizedPlan& optimized, const Machine& machine);
 
 // InvalidArgument (and `error` filled, as PlanDevices does) when no placement satisfies the
 // annotations, op support and capacity together: the message names the op and the annotation, or

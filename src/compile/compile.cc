@@ -68,7 +68,20 @@ absl::StatusOr<CompileResult> Compile(ir::Module module, const CompileOptions& o
   }
 
   PlanError plan_error;
-  absl::StatusOr<PlanResult> plan = PlanDevices(std::move(module), options.plan, &plan_error);
+  absl::StatusOr<PlanResult> plan;
+  if (options.optimize_for) {
+    OptimizeOptions optimize = options.optimize;
+    optimize.plan = options.plan;
+    absl::StatusOr<OptimizedPlan> optimized = OptimizePlacement(module, *options.optimize_for, optimize, &plan_error);
+    if (optimized.ok()) {
+      plan = std::move(optimized->plan);
+      result.optimization = *std::move(optimized);
+    } else {
+      plan = optimized.status();
+    }
+  } else {
+    plan = PlanDevices(std::move(module), options.plan, &plan_error);
+  }
   if (!plan.ok()) {
     if (error != nullptr) error->plan = plan_error;
     Diagnostic located{Severity::kError, plan_error.loc, plan_error.message};

@@ -3,6 +3,7 @@
 #include "vdev/optimize_placement.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 #include "src/planner/internal/capacity.h"
 #include "src/planner/internal/placement_model.h"
 #include "src/planner/internal/planner.h"
@@ -131,6 +133,23 @@ absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const Pl
 }
 
 }  // namespace planner_internal
+
+std::string OptimizedReportJson(const PlanResult& plan, const OptimizedPlan& optimized, const Machine& machine) {
+  auto cost = [](const PlanCost& c) {
+    return nlohmann::ordered_json{{"total", c.total}, {"compute", c.compute}, {"copy", c.copy},
+                                  {"unsupported_ops", c.unsupported}};
+  };
+  nlohmann::ordered_json report = nlohmann::ordered_json::parse(PlanReportJson(plan));
+  report["cost"] = cost(optimized.cost);
+  report["optimal"] = optimized.optimal;
+  report["default_cost"] = cost(optimized.default_cost);
+  nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
+  for (size_t d = 0; d < optimized.peak_bytes.size() && d < machine.devices.size(); ++d) {
+    peaks[machine.devices[d].ToString()] = static_cast<int64_t>(optimized.peak_bytes[d]);
+  }
+  report["peak_bytes"] = peaks;
+  return report.dump(2) + "\n";
+}
 
 absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine& machine) {
   const ir::Module& m = plan.module;
@@ -273,6 +292,7 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
   std::vector<LiveValue> input_values;  // made at the first overflow
   std::vector<Overflow> overflows;
   std::optional<PlanError> capacity_error;
+  double seconds_left = options.time_limit_seconds;
   auto choose = [&](const ir::Module& m,
                     const PlacementClasses& classes) -> absl::StatusOr<std::vector<std::optional<VirtualDevice>>> {
     VDEV_ASSIGN_OR_RETURN(PlacementModel model, planner_internal::BuildPlacementModel(m, classes, machine));
@@ -285,7 +305,8 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
                                                                &term_values[k]));
     }
     planner_internal::PlacementSolveOptions solve;
-    solve.time_limit_seconds = options.time_limit_seconds;
+    solve.time_limit_seconds = seconds_left;
+    solve.slow_after_seconds = options.progress_after_seconds;
     if (options.progress) {
       solve.on_slow_solve = [&](size_t variables) {
         options.progress(absl::StrCat("optimising the placement of ", classes.device.size(), " classes (",
@@ -319,8 +340,16 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
   PlanError local_error;
   PlanError* plan_error = error != nullptr ? error : &local_error;
   absl::StatusOr<PlanResult> plan;
-  // Solve, sweep the plan's liveness, and while a device overflows, solve again with a cut there.
+  // Solve, sweep the plan's liveness, and while a device overflows, solve again with a cut where
+  // each device overflowed; the time limit covers every round.
+  const auto start = std::chrono::steady_clock::now();
   while (true) {
+    seconds_left =
+        options.time_limit_seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!overflows.empty() && seconds_left <= 0) {
+      return absl::DeadlineExceededError(absl::StrCat("no plan within every device's capacity in the time limit (",
+                                                      overflows.size(), " capacity cuts)"));
+    }
     plan = planner_internal::PlanWithPlacement(module.Clone(), options.plan, choose, plan_error);
     if (!plan.ok()) {
       if (capacity_error) {
@@ -331,17 +360,26 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
       return plan.status();
     }
     result.peak_bytes.clear();
-    std::optional<Overflow> overflow;
+    std::vector<Overflow> overflowed;
     std::vector<DevicePeak> peaks = planner_internal::PeakBytes(*plan, points, machine);
     for (int d = 0; d < static_cast<int>(peaks.size()); ++d) {
       result.peak_bytes.push_back(static_cast<double>(peaks[d].bytes));
-      if (!overflow && peaks[d].bytes > CapacityLimit(machine, d)) overflow = Overflow{d, peaks[d].item, peaks[d].point};
+      if (peaks[d].bytes > CapacityLimit(machine, d)) overflowed.push_back({d, peaks[d].item, peaks[d].point});
     }
-    if (!overflow) break;
-    bool seen = std::any_of(overflows.begin(), overflows.end(), [&](const Overflow& o) {
-      return o.device == overflow->device && o.item == overflow->item && o.point == overflow->point;
-    });
-    if (seen) {
+    if (overflowed.empty()) break;
+    std::optional<Overflow> overflow;  // a new point, if any
+    for (const Overflow& candidate : overflowed) {
+      bool seen = std::any_of(overflows.begin(), overflows.end(), [&](const Overflow& o) {
+        return o.device == candidate.device && o.item == candidate.item && o.point == candidate.point;
+      });
+      if (!seen) {
+        if (input_values.empty()) input_values = planner_internal::LiveValues(module, points);
+        overflows.push_back(candidate);
+        overflow = candidate;
+      }
+    }
+    if (!overflow) {
+      overflow = overflowed.front();
       // The cut there held, so what overflows is what it does not count (copies the planner adds
       // at conflicts and kernel boundaries): not modelled, so not silently accepted.
       ir::BindingId at = planner_internal::BindingAt(module, overflow->item, overflow->point);
@@ -354,8 +392,6 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
       return absl::UnimplementedError(absl::StrCat(plan_error->loc.line, ":", plan_error->loc.col, ": ",
                                                    plan_error->message));
     }
-    if (input_values.empty()) input_values = planner_internal::LiveValues(module, points);
-    overflows.push_back(*overflow);
   }
   result.capacity_cuts = overflows.size();
   // With cuts, optimality holds where the cuts bound the plans' live bytes from below; copies the

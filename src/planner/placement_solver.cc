@@ -93,14 +93,16 @@ void EliminateLink(Reduced& r, uint32_t v, uint32_t e1, uint32_t e2, std::vector
   eliminated.push_back(std::move(elim));
 }
 
-// Prints a progress line through `on_slow` if the solve it guards takes over a second.
+// Prints a progress line through `on_slow` once the solve it guards has run `after` seconds: from a
+// watching thread while it runs, or, if that thread has not been scheduled by then, when it ends.
 class SlowSolveWatch {
  public:
-  SlowSolveWatch(const std::function<void(size_t)>& on_slow, size_t variables) {
-    if (!on_slow) return;
-    thread_ = std::thread([this, on_slow, variables] {
+  SlowSolveWatch(const std::function<void(size_t)>& on_slow, size_t variables, double after)
+      : on_slow_(on_slow), variables_(variables), after_(after), start_(std::chrono::steady_clock::now()) {
+    if (!on_slow_) return;
+    thread_ = std::thread([this] {
       std::unique_lock<std::mutex> lock(mutex_);
-      if (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) on_slow(variables);
+      if (!cv_.wait_for(lock, std::chrono::duration<double>(after_), [this] { return done_; })) Report();
     });
   }
   ~SlowSolveWatch() {
@@ -108,15 +110,25 @@ class SlowSolveWatch {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       done_ = true;
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >= after_) Report();
     }
     cv_.notify_all();
     thread_.join();
   }
 
  private:
+  void Report() {  // under mutex_
+    if (!reported_) on_slow_(variables_);
+    reported_ = true;
+  }
+  const std::function<void(size_t)>& on_slow_;
+  size_t variables_;
+  double after_;
+  std::chrono::steady_clock::time_point start_;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
+  bool reported_ = false;
   std::thread thread_;
 };
 
@@ -393,7 +405,7 @@ absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, co
   solution.components = components.size();
   for (const std::vector<uint32_t>& component : components) solution.z3_variables += component.size();
   {
-    SlowSolveWatch watch(options.on_slow_solve, solution.z3_variables);
+    SlowSolveWatch watch(options.on_slow_solve, solution.z3_variables, options.slow_after_seconds);
     for (const std::vector<uint32_t>& component : components) {
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       bool optimal = true;

@@ -63,8 +63,10 @@ struct PlacementModel {
 
 struct PlacementSolveOptions {
   double time_limit_seconds = 60;
-  // Called once when a solve has run for a second, with the number of Z3 variables (a progress line).
+  // Called once when the Z3 part of a solve has run `slow_after_seconds`, with the number of Z3
+  // variables (a progress line).
   std::function<void(size_t z3_variables)> on_slow_solve;
+  double slow_after_seconds = 1;
 };
 
 struct PlacementSolution {

@@ -35,13 +35,11 @@ std::optional<VirtualDevice> DeviceOrNone(const ir::Module& m, ir::DeviceId d) {
   return m.Device(d);
 }
 
-// What `optimize=True` adds to a plan (OptimizedPlan less its PlanResult).
+// What `optimize=True` adds to a plan: the OptimizedPlan (its PlanResult moved into PyPlan::result)
+// and the machine it was optimised for.
 struct Optimization {
-  PlanCost cost;
-  PlanCost default_cost;
-  bool optimal = true;
-  double solve_seconds = 0;
-  std::vector<std::pair<std::string, int64_t>> peak_bytes;  // by machine device
+  OptimizedPlan optimized;
+  Machine machine;
 };
 
 struct PyPlan {
@@ -205,12 +203,7 @@ std::shared_ptr<PyPlan> Plan(std::shared_ptr<PyModule> module, bool strict, cons
     status = optimized.status();
     if (optimized.ok()) {
       plan->result = std::move(optimized->plan);
-      plan->optimization = Optimization{optimized->cost, optimized->default_cost, optimized->optimal,
-                                        optimized->solve_seconds, {}};
-      for (size_t d = 0; d < optimized->peak_bytes.size(); ++d) {
-        plan->optimization->peak_bytes.emplace_back(target.devices[d].ToString(),
-                                                    static_cast<int64_t>(optimized->peak_bytes[d]));
-      }
+      plan->optimization = Optimization{*std::move(optimized), target};
     }
   } else {
     absl::StatusOr<PlanResult> result;
@@ -232,18 +225,7 @@ py::object CostRecord(const PlanCost& cost) {
 // The report of `vdev plan --json`, with `--optimize`'s cost fields when the plan was optimised.
 std::string PlanJson(const PyPlan& p) {
   if (!p.optimization) return PlanReportJson(p.result);
-  auto cost = [](const PlanCost& c) {
-    return nlohmann::ordered_json{{"total", c.total}, {"compute", c.compute}, {"copy", c.copy},
-                                  {"unsupported_ops", c.unsupported}};
-  };
-  nlohmann::ordered_json report = nlohmann::ordered_json::parse(PlanReportJson(p.result));
-  report["cost"] = cost(p.optimization->cost);
-  report["optimal"] = p.optimization->optimal;
-  report["default_cost"] = cost(p.optimization->default_cost);
-  nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
-  for (const auto& [device, bytes] : p.optimization->peak_bytes) peaks[device] = bytes;
-  report["peak_bytes"] = peaks;
-  return report.dump(2) + "\n";
+  return OptimizedReportJson(p.result, p.optimization->optimized, p.optimization->machine);
 }
 
 py::list LoweredPools(const PyLowered& l) {
@@ -415,13 +397,13 @@ void BindPlan(py::module_& m) {
            "The report of `vdev plan --json` (shared/spec/plan-json.md), with `--optimize`'s cost fields\n"
            "when optimize=True made the plan.")
       .def_property_readonly("optimal", [](const PyPlan& p) {
-        return p.optimization ? py::object(py::bool_(p.optimization->optimal)) : py::object(py::none());
+        return p.optimization ? py::object(py::bool_(p.optimization->optimized.optimal)) : py::object(py::none());
       }, "optimize=True: whether the solver proved the plan optimal (False: the time limit cut it short).")
       .def_property_readonly("cost", [](const PyPlan& p) {
-        return p.optimization ? CostRecord(p.optimization->cost) : py::object(py::none());
+        return p.optimization ? CostRecord(p.optimization->optimized.cost) : py::object(py::none());
       }, "optimize=True: the plan's cost on the machine (vdev.PlanCost, seconds); None otherwise.")
       .def_property_readonly("default_cost", [](const PyPlan& p) {
-        return p.optimization ? CostRecord(p.optimization->default_cost) : py::object(py::none());
+        return p.optimization ? CostRecord(p.optimization->optimized.default_cost) : py::object(py::none());
       }, "optimize=True: the cost of the plan without optimize, on the same machine.")
       .def("to_dot", [](const PyPlan& p) {
         return WriteDot(PlannedProgramGraph(p.result.module, p.result.binding_devices));

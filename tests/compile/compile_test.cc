@@ -119,5 +119,33 @@ TEST(CompileTest, CompilePlannedContinuesFromAPlanMadeElsewhere) {
   EXPECT_FALSE(typed->memory.has_value());
 }
 
+TEST(CompileTest, OptimizedPlanRunsThroughTheWholePipeline) {
+  CompileOptions options;
+  options.optimize_for = DefaultMachine(2);
+  CompileError error;
+  absl::StatusOr<CompileResult> compiled = Compile(kConflict, options, &error);
+  ASSERT_TRUE(compiled.ok()) << compiled.status() << " at stage " << CompileStageName(error.stage);
+  ASSERT_TRUE(compiled->optimization.has_value());
+  EXPECT_TRUE(compiled->optimization->optimal);
+  EXPECT_LE(compiled->optimization->cost.total, compiled->optimization->default_cost.total);
+  EXPECT_GT(compiled->memory->pool_bytes, 0);                 // lowered and checked
+  EXPECT_TRUE(compiled->optimization->plan.module.functions.empty());  // moved into `plan`
+  std::string report = OptimizedReportJson(compiled->plan, *compiled->optimization, *options.optimize_for);
+  EXPECT_THAT(report, HasSubstr("\"peak_bytes\""));
+  EXPECT_THAT(report, HasSubstr("\"default_cost\""));
+}
+
+TEST(CompileTest, CapacityFailureIsAPlanStageErrorWithItsValues) {
+  CompileOptions options;
+  options.optimize_for = DefaultMachine(1);
+  for (DeviceSpec& spec : options.optimize_for->specs) spec.memory_bytes = 16;  // 4 floats
+  CompileError error;
+  absl::StatusOr<CompileResult> compiled = Compile(kConflict, options, &error);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(error.stage, CompileStage::kPlan);
+  EXPECT_TRUE(error.diagnostic.loc.valid());
+  EXPECT_FALSE(error.plan.conflicts.empty());  // the values that do not fit, located
+}
+
 }  // namespace
 }  // namespace vdev

@@ -144,20 +144,37 @@ TEST(PlacementSolverTest, ATriangleIsEliminatedWithoutZ3) {
   EXPECT_EQ(s->cost, 18);  // all on one device: two of them pay 9, no copies
 }
 
-TEST(PlacementSolverTest, ACompleteGraphOfFourGoesToZ3) {
-  // Every variable keeps three neighbours: nothing is eliminated.
+// Every variable keeps three neighbours: nothing is eliminated.
+PlacementModel CompleteGraphOfFour() {
   PlacementModel m;
   m.num_devices = 3;
   m.unary = {{0, 9, 9}, {9, 0, 9}, {9, 9, 0}, {5, 5, 0}};
   for (uint32_t a = 0; a < 4; ++a) {
     for (uint32_t b = a + 1; b < 4; ++b) m.pairs.push_back({a, b, {0, 20, 20, 20, 0, 20, 20, 20, 0}});
   }
+  return m;
+}
+
+TEST(PlacementSolverTest, ACompleteGraphOfFourGoesToZ3) {
+  PlacementModel m = CompleteGraphOfFour();
   absl::StatusOr<PlacementSolution> s = SolvePlacement(m, {});
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->z3_variables, 4u);
   EXPECT_TRUE(s->optimal);
   EXPECT_EQ(s->cost, ExhaustiveOptimum(m));
   EXPECT_EQ(s->cost, 18);  // all on device 2
+}
+
+TEST(PlacementSolverTest, ASlowSolveReportsProgressOnce) {
+  PlacementModel m = CompleteGraphOfFour();
+  std::vector<size_t> reported;
+  PlacementSolveOptions options;
+  options.on_slow_solve = [&](size_t variables) { reported.push_back(variables); };
+  ASSERT_TRUE(SolvePlacement(m, options).ok());
+  EXPECT_TRUE(reported.empty());  // well under the default second
+  options.slow_after_seconds = 0;  // every solve is "slow"
+  ASSERT_TRUE(SolvePlacement(m, options).ok());
+  EXPECT_EQ(reported, (std::vector<size_t>{4}));
 }
 
 TEST(PlacementSolverTest, AVariableWithoutAnAllowedDeviceIsAnError) {
