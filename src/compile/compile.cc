@@ -69,13 +69,14 @@ absl::StatusOr<CompileResult> Compile(ir::Module module, const CompileOptions& o
 
   PlanError plan_error;
   absl::StatusOr<PlanResult> plan;
+  std::optional<OptimizedPlan> optimization;
   if (options.optimize_for) {
     OptimizeOptions optimize = options.optimize;
     optimize.plan = options.plan;
     absl::StatusOr<OptimizedPlan> optimized = OptimizePlacement(module, *options.optimize_for, optimize, &plan_error);
     if (optimized.ok()) {
       plan = std::move(optimized->plan);
-      result.optimization = *std::move(optimized);
+      optimization = *std::move(optimized);
     } else {
       plan = optimized.status();
     }
@@ -88,7 +89,9 @@ absl::StatusOr<CompileResult> Compile(ir::Module module, const CompileOptions& o
     if (located.message.empty()) located.message = std::string(plan.status().message());
     return Fail(CompileStage::kPlan, plan.status(), located, error);
   }
-  return CompilePlanned(*std::move(plan), options, error);
+  absl::StatusOr<CompileResult> rest = CompilePlanned(*std::move(plan), options, error);
+  if (rest.ok()) rest->optimization = std::move(optimization);
+  return rest;
 }
 
 absl::StatusOr<CompileResult> CompilePlanned(PlanResult plan, const CompileOptions& options, CompileError* error) {
