@@ -142,7 +142,7 @@ class HandWorld {
     for (int r = 0; r < world_; ++r) {
       Region region;
       region.size = bytes;
-      region.layout = vdev::internal::LayoutFor(bytes);
+      region.layout = *vdev::internal::LayoutFor(bytes);
       Ok(Cuda(cudaMalloc(reinterpret_cast<void**>(&region.base), region.layout.total_bytes)), "cudaMalloc");
       Ok(Cuda(cudaMemset(region.base, 0, region.layout.total_bytes)), "cudaMemset");
       regions->push_back(region);

@@ -25,6 +25,7 @@
 #include <cstddef>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "vdev/ipc_memory.h"
 #include "vdev/session.h"
@@ -50,8 +51,17 @@ absl::string_view DataTypeName(DataType type);
 enum class AllReduceAlgorithm { kAuto, kOneShot, kTwoShot, kNccl, kOneShotLL, kTwoShotLL, kOneShotLL128, kOneShotSentinel };
 absl::string_view AlgorithmName(AllReduceAlgorithm algorithm);
 
+// The largest all-reduce either backend takes: 2^56 bytes (64 PiB, beyond any machine's memory),
+// so that every workspace size and slot offset derived from it fits in 64 bits.
+inline constexpr size_t kMaxAllReduceBytes = size_t{1} << 56;
+
+// The bytes of `count` elements of `type`, or InvalidArgument when that product overflows or
+// exceeds kMaxAllReduceBytes (every all-reduce entry point checks its count with it first).
+absl::StatusOr<size_t> AllReduceBytes(size_t count, DataType type);
+
 // Bytes each worker's IPCMemory needs for `count` elements with `algorithm` (kAuto: enough for
-// either kernel).
+// either kernel). SIZE_MAX when AllReduceBytes refuses `count` or `world_size` is not in
+// 1..kMaxWorkers: no workspace can be that large (IPCAllocator::Allocate refuses the size).
 size_t AllReduceWorkspaceBytes(AllReduceAlgorithm algorithm, int world_size, size_t count,
                                DataType type);
 

@@ -42,7 +42,9 @@ class HostPlanExecutor {
   // Collective (allocates the IPC region). `plan` is validated again; its world size must be the
   // session's; `type` is any DataType: i32 wraps around; f16 and bf16 are summed in f32 and rounded
   // once per reduce op (to nearest even), so a reduce over every rank's value gives the bits of
-  // the all-reduce backends; `allocator` is a host one.
+  // the all-reduce backends; `allocator` is a host one; `max_count` elements of `type` (one
+  // segment) at most kMaxSegmentBytes.
+  static constexpr size_t kMaxSegmentBytes = size_t{1} << 40;
   static absl::StatusOr<std::unique_ptr<HostPlanExecutor>> Create(Session& session, IPCAllocator& allocator,
                                                                   ProgramSpec plan, size_t max_count, DataType type,
                                                                   int instances = 1);

@@ -18,6 +18,7 @@
 #include "internal/layout.h"
 #include "vdev/channel_algorithms.h"
 #include "vdev/channel_executor.h"
+#include "vdev/checked_size.h"
 #include "vdev/half.h"
 #include "vdev/status_macros.h"
 
@@ -376,6 +377,13 @@ absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(Sessi
   }
   if (allocator.backend() != MemoryBackend::kHost) {
     return absl::InvalidArgumentError("the host plan executor needs a host IPC allocator");
+  }
+  // Chunk offsets multiply a count by up to 4096 chunks per segment and 64 scratch segments: up to
+  // 2^40 bytes per segment every offset in the region is exact in 64 bits.
+  const std::optional<size_t> segment_bytes = CheckedMul(max_count, DataTypeSize(type));
+  if (!segment_bytes || *segment_bytes > kMaxSegmentBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("max_count ", max_count, " of ", DataTypeName(type),
+                                                   ": a segment is limited to 2^40 bytes"));
   }
   int max_tag = -1;
   for (const auto* channels : {&plan.memory_channels, &plan.port_channels}) {

@@ -28,6 +28,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "internal/frame_reader.h"
 #include "internal/transport.h"
 #include "vdev/controller.h"
 
@@ -55,6 +56,10 @@ absl::Status SendFrames(int fd, absl::Span<const std::string> messages, absl::Ti
   std::vector<iovec> parts;
   for (size_t i = 0; i < messages.size(); ++i) {
     lengths[i] = messages[i].size() + (i + 1 == messages.size() ? tail.size() : 0);
+    if (lengths[i] > kMaxFrameBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("a message of ", lengths[i],
+                                                     " bytes is over the session channel's limit of 2^36 bytes"));
+    }
     parts.push_back({&lengths[i], sizeof(uint64_t)});
     if (!messages[i].empty()) parts.push_back({const_cast<char*>(messages[i].data()), messages[i].size()});
   }
@@ -90,51 +95,6 @@ absl::Status SendFrames(int fd, absl::Span<const std::string> messages, absl::Ti
 absl::Status SendFrame(int fd, std::string message, absl::Time deadline) {
   return SendFrames(fd, absl::MakeConstSpan(&message, 1), deadline);
 }
-
-// Accumulates bytes from a socket and cuts them into frames. The buffer only grows (doubling), so
-// a large frame arriving in many reads costs one allocation, not one per read.
-class FrameReader {
- public:
-  // True when a whole frame is buffered; `*message` then points into the buffer and stays valid
-  // until the next Fill.
-  bool Next(absl::string_view* message) {
-    if (end_ - start_ < sizeof(uint64_t)) return false;
-    uint64_t length = 0;
-    std::memcpy(&length, buffer_.data() + start_, sizeof length);
-    if (end_ - start_ - sizeof length < length) return false;
-    *message = absl::string_view(buffer_.data() + start_ + sizeof length, length);
-    start_ += sizeof length + length;
-    return true;
-  }
-  // Reads what the socket has (at least one byte unless it would block): >0 bytes, 0 at end of
-  // file, <0 on error (errno set; EAGAIN when nothing was there).
-  ssize_t Fill(int fd, int flags) {
-    // Frames already handed out are dropped; a partial one moves to the front.
-    if (start_ > 0) {
-      std::memmove(buffer_.data(), buffer_.data() + start_, end_ - start_);
-      end_ -= start_;
-      start_ = 0;
-    }
-    size_t want = size_t{1} << 16;
-    if (end_ >= sizeof(uint64_t)) {  // room for the whole of a large frame
-      uint64_t length = 0;
-      std::memcpy(&length, buffer_.data(), sizeof length);
-      want = std::max<size_t>(want, sizeof length + length - end_);
-    }
-    if (buffer_.size() - end_ < want) buffer_.resize(std::max(end_ + want, 2 * buffer_.size()));
-    ssize_t n;
-    do {
-      n = recv(fd, buffer_.data() + end_, buffer_.size() - end_, flags);
-    } while (n < 0 && errno == EINTR);
-    if (n > 0) end_ += static_cast<size_t>(n);
-    return n;
-  }
-
- private:
-  std::vector<char> buffer_;
-  size_t start_ = 0;  // first byte not yet handed out
-  size_t end_ = 0;    // bytes received
-};
 
 std::string DescribeEnd(int status) {
   if (WIFSIGNALED(status)) {
@@ -316,6 +276,10 @@ std::optional<Incoming> ProcessTransport::Receive(absl::Time deadline) {
       const int i = who[k];
       ssize_t got = children_[i].reader.Fill(children_[i].fd, MSG_DONTWAIT);
       if (got > 0 || (got < 0 && errno == EAGAIN)) continue;
+      if (got < 0 && errno == EMSGSIZE) {  // its stream is corrupt: nothing more from it can be trusted
+        kill(children_[i].pid, SIGKILL);
+        return Incoming{i, true, absl::StrCat(Bury(i), " after it sent a frame longer than 2^36 bytes")};
+      }
       // Replies it sent before it ended come first.
       absl::string_view message;
       if (children_[i].reader.Next(&message)) return Incoming{i, false, std::string(message)};

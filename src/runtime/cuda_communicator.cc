@@ -285,7 +285,7 @@ absl::Status CudaCommunicator::AllReduce(const void* in, void* out, size_t count
                                          AllReduceAlgorithm algorithm, cudaStream_t stream) {
   if (count == 0) return absl::OkStatus();
   VDEV_RETURN_IF_ERROR(CheckStream(stream));
-  const size_t bytes = count * DataTypeSize(type);
+  VDEV_ASSIGN_OR_RETURN(const size_t bytes, AllReduceBytes(count, type));
   if (algorithm == AllReduceAlgorithm::kAuto) algorithm = Choose(bytes);
   if (algorithm == AllReduceAlgorithm::kOneShotLL128 && ll128_workspace_ == nullptr) {
     // No NVLink: the same protocol in 16-byte lines, or the flagged one-shot past LL's workspace.
@@ -314,7 +314,7 @@ absl::Status CudaCommunicator::AllReduceZeroCopy(const IPCBuffer& in, void* out,
   if (count == 0) return absl::OkStatus();
   VDEV_RETURN_IF_ERROR(CheckStream(stream));
   const IPCMemory* mem = in.memory;
-  const size_t bytes = count * DataTypeSize(type);
+  VDEV_ASSIGN_OR_RETURN(const size_t bytes, AllReduceBytes(count, type));
   if (mem == nullptr || mem->num_workers != session_->world_size() || mem->worker_id != session_->rank() ||
       in.offset > mem->size || bytes > mem->size - in.offset) {
     return absl::InvalidArgumentError(absl::StrCat("zero-copy all-reduce of ", bytes, " bytes at offset ", in.offset,

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "internal/allreduce_layout.h"
 #include "vdev/allreduce.h"
+#include "vdev/checked_size.h"
 #include "vdev/half.h"
 #include "vdev/status_macros.h"
 
@@ -50,7 +51,20 @@ absl::string_view AlgorithmName(AllReduceAlgorithm algorithm) {
   return "?";
 }
 
+absl::StatusOr<size_t> AllReduceBytes(size_t count, DataType type) {
+  VDEV_ASSIGN_OR_RETURN(const size_t bytes,
+                        CheckedBytes(count, DataTypeSize(type), absl::StrCat("an all-reduce of ", DataTypeName(type))));
+  if (bytes > kMaxAllReduceBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("an all-reduce of ", count, " ", DataTypeName(type), " (", bytes,
+                                                   " bytes) is over the limit of 2^56 bytes"));
+  }
+  return bytes;
+}
+
 size_t AllReduceWorkspaceBytes(AllReduceAlgorithm algorithm, int world_size, size_t count, DataType type) {
+  // Within the limits every product below stays under 2^63: slots of at most twice the data (LL),
+  // rounded to 256 bytes, times 4 * kMaxWorkers.
+  if (!AllReduceBytes(count, type).ok() || world_size < 1 || world_size > kMaxWorkers) return SIZE_MAX;
   const size_t elem = DataTypeSize(type);
   const size_t one = 2 * world_size * internal::OneShotSlotBytes(count, elem);
   const size_t two = 4 * world_size * internal::TwoShotSlotBytes(count, world_size, elem);
@@ -313,7 +327,7 @@ absl::Status HostAllReduceZeroCopy(Session& session, const IPCBuffer& in, const 
   if (algorithm == AllReduceAlgorithm::kNccl) {
     return absl::InvalidArgumentError("the host backend has no NCCL algorithm");
   }
-  const size_t bytes = count * DataTypeSize(type);
+  VDEV_ASSIGN_OR_RETURN(const size_t bytes, AllReduceBytes(count, type));
   VDEV_RETURN_IF_ERROR(CheckBuffer(session, in, bytes, "input"));
   VDEV_RETURN_IF_ERROR(CheckBuffer(session, out, bytes, "output"));
   if (in.memory == out.memory && in.offset < out.offset + bytes && out.offset < in.offset + bytes) {
@@ -335,7 +349,8 @@ absl::Status HostAllReduce(Session& session, IPCMemory& workspace, const void* i
   if (workspace.num_workers != session.world_size() || workspace.worker_id != session.rank()) {
     return absl::InvalidArgumentError("the workspace belongs to another session");
   }
-  algorithm = HostAlgorithm(algorithm, count * DataTypeSize(type), session.world_size());
+  VDEV_ASSIGN_OR_RETURN(const size_t bytes, AllReduceBytes(count, type));
+  algorithm = HostAlgorithm(algorithm, bytes, session.world_size());
   const size_t need = AllReduceWorkspaceBytes(algorithm, session.world_size(), count, type);
   if (workspace.size < need) {
     return absl::InvalidArgumentError(absl::StrCat("all-reduce of ", count, " ", DataTypeName(type), " with ",

@@ -5,12 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "vdev/checked_size.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::internal {
 namespace {
-
-size_t RoundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
 // What one worker asked for; compared field by field across workers.
 struct Request {
@@ -75,13 +74,20 @@ absl::StatusOr<std::vector<std::string>> Exchange(Session* session, const Reques
 
 }  // namespace
 
-RegionLayout LayoutFor(size_t bytes) {
+std::optional<RegionLayout> LayoutFor(size_t bytes) {
+  // The barrier words and epochs after the data are a fixed 34 KiB: only the data's rounding and
+  // the sums after it can overflow.
+  constexpr size_t kFlagBytes = (2 * kBarrierWords + kMaxBarrierBlocks) * sizeof(uint64_t);
+  const std::optional<size_t> data = CheckedRoundUp(bytes, 256);
+  const std::optional<size_t> flags_end = data ? CheckedAdd(*data, kFlagBytes) : std::nullopt;
+  const std::optional<size_t> total = flags_end ? CheckedRoundUp(*flags_end, 4096) : std::nullopt;
+  if (!total) return std::nullopt;
   RegionLayout l;
-  l.data_bytes = RoundUp(bytes, 256);
+  l.data_bytes = *data;
   l.barrier_in_offset = l.data_bytes;
   l.barrier_out_offset = l.barrier_in_offset + kBarrierWords * sizeof(uint64_t);
   l.epochs_offset = l.barrier_out_offset + kBarrierWords * sizeof(uint64_t);
-  l.total_bytes = RoundUp(l.epochs_offset + kMaxBarrierBlocks * sizeof(uint64_t), 4096);
+  l.total_bytes = *total;
   return l;
 }
 
@@ -89,6 +95,14 @@ absl::StatusOr<IPCMemory*> PooledIPCAllocator::Allocate(size_t bytes) {
   const int n = session_->world_size();
   const int me = session_->rank();
   Request request{++requests_, bytes, 0};
+  const std::optional<RegionLayout> layout = LayoutFor(bytes);
+  if (!layout) {
+    // Said to the peers too (as a failed allocation), so a worker alone in asking cannot hang them.
+    const absl::Status too_large = absl::InvalidArgumentError(absl::StrCat(
+        "an IPC allocation of ", bytes, " bytes (with its barrier flags, rounded to pages) overflows a 64-bit size"));
+    Exchange(session_, request, 'E', too_large.message()).status().IgnoreError();
+    return too_large;
+  }
   for (const std::unique_ptr<PoolEntry>& e : entries_) {
     if (!e->in_use && e->memory.size == bytes) {
       request.reused = e->memory.sequence;
@@ -99,10 +113,9 @@ absl::StatusOr<IPCMemory*> PooledIPCAllocator::Allocate(size_t bytes) {
   }
   auto entry = std::make_unique<PoolEntry>();
   entry->mappings.assign(n, nullptr);
-  const RegionLayout layout = LayoutFor(bytes);
-  entry->region_bytes = layout.total_bytes;
+  entry->region_bytes = layout->total_bytes;
   const uint64_t sequence = ++next_sequence_;
-  absl::StatusOr<std::string> handle = CreateLocal(layout, sequence, entry.get());
+  absl::StatusOr<std::string> handle = CreateLocal(*layout, sequence, entry.get());
   absl::StatusOr<std::vector<std::string>> handles =
       handle.ok() ? Exchange(session_, request, 'H', *handle)
                   : Exchange(session_, request, 'E', handle.status().message());
@@ -110,7 +123,7 @@ absl::StatusOr<IPCMemory*> PooledIPCAllocator::Allocate(size_t bytes) {
     Release(entry.get());
     return handles.status();
   }
-  absl::Status status = OpenPeers(layout, *handles, entry.get());
+  absl::Status status = OpenPeers(*layout, *handles, entry.get());
   // Everyone learns whether everyone mapped everything before anyone lets go of its name.
   std::vector<std::string> opened;
   absl::Status agreed = session_->AllGather("ipc-mapped", status.ok() ? "" : status.message(), &opened);
@@ -138,10 +151,10 @@ absl::StatusOr<IPCMemory*> PooledIPCAllocator::Allocate(size_t bytes) {
   for (int i = 0; i < n; ++i) {
     char* base = static_cast<char*>(entry->mappings[i]);
     m.remote_data.push_back(base);
-    m.barrier_in.push_back(reinterpret_cast<uint64_t*>(base + layout.barrier_in_offset));
-    m.barrier_out.push_back(reinterpret_cast<uint64_t*>(base + layout.barrier_out_offset));
+    m.barrier_in.push_back(reinterpret_cast<uint64_t*>(base + layout->barrier_in_offset));
+    m.barrier_out.push_back(reinterpret_cast<uint64_t*>(base + layout->barrier_out_offset));
   }
-  m.barrier_flag = reinterpret_cast<uint64_t*>(static_cast<char*>(entry->mappings[me]) + layout.epochs_offset);
+  m.barrier_flag = reinterpret_cast<uint64_t*>(static_cast<char*>(entry->mappings[me]) + layout->epochs_offset);
   entry->in_use = true;
   entries_.push_back(std::move(entry));
   return &entries_.back()->memory;

@@ -308,6 +308,13 @@ TEST(HostExecutorTest, RefusesAPlanForAnotherWorldSizeAndOversizedCalls) {
     if (wrong.ok() || !absl::StrContains(wrong.status().message(), "is for 3 ranks; the session has 2")) {
       return absl::InternalError(absl::StrCat("world size: ", wrong.status().ToString()));
     }
+    // A region for (2^62 + 16) f32 per segment wrapped around to a few hundred bytes.
+    for (size_t huge : {(size_t{1} << 62) + 16, SIZE_MAX, HostPlanExecutor::kMaxSegmentBytes / 4 + 1}) {
+      absl::Status st = HostPlanExecutor::Create(s, *alloc, *ShippedPlan("one_shot", 2), huge, DataType::kF32).status();
+      if (st.code() != absl::StatusCode::kInvalidArgument || !absl::StrContains(st.message(), "limited to 2^40 bytes")) {
+        return absl::InternalError(absl::StrCat("max_count ", huge, ": ", st.ToString()));
+      }
+    }
     VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, *ShippedPlan("one_shot", 2), 16,
                                                                DataType::kF32));
     std::vector<float> buf(17);

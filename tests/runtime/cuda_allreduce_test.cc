@@ -303,6 +303,20 @@ TEST(CudaAllReduceTest, PeerThatNeverSendsLinesIsReportedNotHung) {
   ExpectPeerThatNeverLaunchesIsReported(AllReduceAlgorithm::kOneShotSentinel);
 }
 
+// SIZE_MAX - 100 bytes wrapped around (with the region's barrier flags) to a 36 KiB cudaMalloc.
+TEST(CudaAllReduceTest, IPCAllocationWhoseSizeOverflowsIsAnErrorOnEveryWorker) {
+  REQUIRE_GPUS(2);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(s.rank())));
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateCudaIPCAllocator(&s, s.rank()));
+    absl::StatusOr<IPCMemory*> huge = alloc->Allocate(SIZE_MAX - 100);
+    if (huge.ok() || huge.status().code() != absl::StatusCode::kInvalidArgument) {
+      return absl::InternalError(absl::StrCat("SIZE_MAX - 100 bytes: ", huge.ok() ? "allocated" : huge.status().ToString()));
+    }
+    return alloc->Allocate(4096).status();  // still in step
+  }));
+}
+
 // A stream of another device would run the kernel there (an illegal address, a poisoned context):
 // refused up front, and the communicator stays usable.
 TEST(CudaAllReduceTest, StreamOfAnotherDeviceIsRefused) {

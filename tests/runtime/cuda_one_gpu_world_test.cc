@@ -183,7 +183,7 @@ class OneGpuWorld {
     for (int r = 0; r < world_; ++r) {
       Region region;
       region.size = bytes;
-      region.layout = internal::LayoutFor(bytes);
+      region.layout = *internal::LayoutFor(bytes);
       VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&region.base), region.layout.total_bytes)));
       regions->push_back(region);
       VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(region.base, 0, region.layout.total_bytes)));

@@ -230,5 +230,39 @@ TEST(HostAllReduceFailureTest, TooSmallWorkspaceIsRejected) {
   }));
 }
 
+TEST(HostAllReduceFailureTest, CountWhoseBytesOverflowIsRejectedBeforeAnyCopy) {
+  // (2^62 + 1000) f32 make 2^64 + 4000 bytes: 4000 once wrapped, which a 1 MiB workspace "fits".
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    VDEV_ASSIGN_OR_RETURN(IPCMemory * ws, alloc->Allocate(size_t{1} << 20));
+    std::vector<float> in(1000), out(1000);
+    for (size_t count : {(size_t{1} << 62) + 1000, SIZE_MAX, kMaxAllReduceBytes / 4 + 1}) {
+      for (AllReduceAlgorithm algo : {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kOneShot,
+                                      AllReduceAlgorithm::kTwoShot}) {
+        absl::Status st = HostAllReduce(s, *ws, in.data(), out.data(), count, DataType::kF32, algo);
+        if (st.code() != absl::StatusCode::kInvalidArgument) {
+          return absl::InternalError(absl::StrCat("count ", count, ": ", st.ToString()));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
+TEST(AllReduceWorkspaceBytesTest, CountsThatCannotBeReducedNeedMoreThanAnyAllocation) {
+  for (AllReduceAlgorithm algo : {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
+                                  AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kTwoShotLL,
+                                  AllReduceAlgorithm::kOneShotLL128, AllReduceAlgorithm::kOneShotSentinel}) {
+    EXPECT_EQ(AllReduceWorkspaceBytes(algo, 8, (size_t{1} << 62) + 1000, DataType::kF32), SIZE_MAX);
+    EXPECT_EQ(AllReduceWorkspaceBytes(algo, 8, kMaxAllReduceBytes / 2 + 1, DataType::kBF16), SIZE_MAX);
+    EXPECT_EQ(AllReduceWorkspaceBytes(algo, 0, 16, DataType::kF32), SIZE_MAX);
+    // At the limit itself the sizes are exact (not wrapped): at least the data, twice (two halves).
+    EXPECT_GE(AllReduceWorkspaceBytes(algo, 8, kMaxAllReduceBytes / 4, DataType::kF32), kMaxAllReduceBytes)
+        << AlgorithmName(algo);
+  }
+  EXPECT_FALSE(AllReduceBytes((size_t{1} << 62) + 1000, DataType::kF32).ok());
+  EXPECT_EQ(AllReduceBytes(1000, DataType::kF64).value_or(0), 8000u);
+}
+
 }  // namespace
 }  // namespace vdev

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -62,6 +63,33 @@ TEST(HostIPCMemoryTest, SizeMismatchIsReportedOnEveryWorker) {
     EXPECT_THAT(r.message, AllOf(HasSubstr("worker 1 made allocation request #1 of 8192 bytes"),
                                  HasSubstr("worker 0 made allocation request #1 of 4096 bytes")));
   }
+}
+
+TEST(HostIPCMemoryTest, SizeThatOverflowsIsAnErrorOnEveryWorkerAndTheAllocatorStaysUsable) {
+  // Rounded up with its barrier flags, SIZE_MAX - 100 bytes wrapped around to a ~36 KiB region.
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    for (size_t bytes : {SIZE_MAX - 100, SIZE_MAX, SIZE_MAX - 30000}) {
+      absl::StatusOr<IPCMemory*> m = alloc->Allocate(bytes);
+      VDEV_RETURN_IF_ERROR(Check(!m.ok() && m.status().code() == absl::StatusCode::kInvalidArgument &&
+                                     absl::StrContains(m.status().message(), "overflows a 64-bit size"),
+                                 absl::StrCat(bytes, " bytes: ", m.ok() ? "allocated" : m.status().ToString())));
+    }
+    VDEV_ASSIGN_OR_RETURN(IPCMemory * m, alloc->Allocate(4096));  // the workers are still in step
+    return Check(m->size == 4096, "size");
+  }));
+}
+
+TEST(HostIPCMemoryTest, OneWorkerAskingForAnOverflowingSizeFailsEveryWorkerWithoutHanging) {
+  std::vector<WorkerResult> results = RunWorkers(3, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    return alloc->Allocate(s.rank() == 2 ? SIZE_MAX - 100 : 4096).status();
+  });
+  for (const WorkerResult& r : results) {
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.message, HasSubstr("overflows a 64-bit size"));
+  }
+  EXPECT_THAT(results[0].message, HasSubstr("worker 2 could not allocate"));
 }
 
 TEST(HostIPCMemoryTest, SequenceMismatchIsReportedNotHung) {

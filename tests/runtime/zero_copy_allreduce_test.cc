@@ -188,5 +188,21 @@ TEST(ZeroCopyAllReduceErrorsTest, PeerThatNeverCallsIsATimeoutNamingIt) {
   EXPECT_THAT(results[0].message, HasSubstr("worker 1"));
 }
 
+TEST(ZeroCopyAllReduceErrorsTest, CountWhoseBytesOverflowIsRejected) {
+  // (2^62 + 1000) f32 wrap around to 4000 bytes, which would pass the bounds check of a 64 KiB buffer.
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(size_t{64} << 10));
+    const IPCBuffer in{mem, 0}, out{mem, size_t{32} << 10};
+    for (size_t count : {(size_t{1} << 62) + 1000, SIZE_MAX}) {
+      absl::Status st = HostAllReduceZeroCopy(s, in, out, count, DataType::kF32, AllReduceAlgorithm::kAuto);
+      if (st.code() != absl::StatusCode::kInvalidArgument || !absl::StrContains(st.message(), "overflow")) {
+        return absl::InternalError(absl::StrCat("count ", count, ": ", st.ToString()));
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
 }  // namespace
 }  // namespace vdev

@@ -9,10 +9,12 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <variant>
 
 #include "absl/strings/string_view.h"
+#include "vdev/checked_size.h"
 #include "vdev/tensor.h"
 
 namespace vdev::internal {
@@ -127,7 +129,10 @@ class Decoder {
       return false;
     }
     t->dtype = static_cast<ir::DType>(dtype);
-    if (static_cast<uint64_t>(t->NumElements()) * DTypeBytes(t->dtype) != n) return false;
+    // Checked: a shape whose product wraps around must not pass for a small tensor.
+    std::optional<size_t> bytes = DTypeBytes(t->dtype);
+    for (int64_t d : t->shape) bytes = bytes ? CheckedMul(*bytes, static_cast<size_t>(d)) : std::nullopt;
+    if (!bytes || *bytes != n) return false;
     t->bytes.resize(n);
     return true;
   }

@@ -8,6 +8,7 @@
 #define VDEV_SRC_RUNTIME_INTERNAL_POOLED_ALLOCATOR_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,8 @@ struct RegionLayout {
   size_t epochs_offset = 0;
   size_t total_bytes = 0;
 };
-RegionLayout LayoutFor(size_t bytes);
+// The layout of a region with `bytes` of data, or nullopt when its size does not fit in size_t.
+std::optional<RegionLayout> LayoutFor(size_t bytes);
 
 // One allocation: the IPCMemory handed out, and what the backend needs to release it.
 struct PoolEntry {
