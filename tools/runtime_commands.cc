@@ -17,8 +17,14 @@ void AddRuntimeCommands(CLI::App& app, int* exit_code) {
   launch->add_option("-n,--workers", options->num_workers, "number of workers (1..8)")
       ->required()
       ->check(CLI::Range(1, kMaxWorkers));
+  auto grace_s = std::make_shared<double>(absl::ToDoubleSeconds(options->grace));
+  launch->add_option("--grace", *grace_s,
+                     "seconds the other workers are given to notice a failed worker before they are killed")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   launch->add_option("command", options->argv, "PROGRAM ARGS (after --)")->required();
-  launch->callback([options, exit_code] {
+  launch->callback([options, grace_s, exit_code] {
+    options->grace = absl::Seconds(*grace_s);
     absl::StatusOr<int> status = Launch(*options);
     if (!status.ok()) {
       std::cerr << "vdev launch: " << status.status().message() << "\n";

@@ -4,8 +4,24 @@
 // VDEV_RANK / VDEV_WORLD_SIZE / VDEV_LOCAL_RANK / VDEV_RENDEZVOUS / VDEV_SESSION_ID set, and waits.
 // When a worker fails, it is reported by rank and pid; the others are given `grace` to notice (their
 // own waits are bounded) and are then killed. Afterwards the directory and any shared-memory segment
-// of the session (`/dev/shm/vdev-<session id>-*`) are removed, whatever happened. SIGINT, SIGTERM
-// or SIGHUP to the launcher stops the job: the workers get SIGTERM, then SIGKILL 2 s later.
+// of the session (`/dev/shm/vdev-<session id>-*`) are removed, whatever happened.
+//
+// The job's processes go together:
+// - The workers form one process group of their own (worker 0's pid), so their children
+//   (`sh -c 'prog'`) are signalled with them; whatever is still running in the group when the
+//   last worker ends is killed with the job.
+// - SIGINT, SIGTERM or SIGHUP to the launcher stops the job: the group gets SIGTERM, then SIGKILL
+//   2 s later. (The group is not the terminal's foreground group: Ctrl-C reaches the launcher,
+//   which passes it on; a worker reading the terminal would be stopped by SIGTTIN.)
+// - A launcher killed outright (SIGKILL) takes the job along: each worker has PR_SET_PDEATHSIG
+//   (SIGKILL), and a guardian process (outside the group, ignoring the terminal's signals) that
+//   sees the launcher vanish kills the group and removes the rendezvous directory and segments.
+// - SIGPIPE is ignored by the launcher while the job runs (`vdev launch ... 2>&1 | head` does not
+//   kill it); the workers get the disposition the launcher's caller had.
+// The exit status names the worker that ended first: exits are watched with pidfds, so the launcher
+// wakes at the first one; exits seen in one wake-up put a worker killed by a signal before one that
+// exited with a status (its peers fail because of it), then go by rank.
+// Launch forks: call it from a single-threaded process (PR_SET_PDEATHSIG follows the forking thread).
 #ifndef VDEV_LAUNCH_H_
 #define VDEV_LAUNCH_H_
 

@@ -2,8 +2,12 @@
 #include "vdev/launch.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +20,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace vdev {
 
@@ -50,15 +55,23 @@ void RemoveTree(const std::string& dir) {
   rmdir(dir.c_str());
 }
 
-std::string DescribeExit(int rank, pid_t pid, int status) {
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("worker ", rank, " (pid ", pid, ") was killed by signal ", WTERMSIG(status), " (",
-                        strsignal(WTERMSIG(status)), ")");
+// How a worker ended, from waitid (which leaves it a zombie: see Launch).
+struct Ending {
+  bool signaled = false;
+  int code = 0;  // exit status, or the signal
+  bool ok() const { return !signaled && code == 0; }
+  int ExitCode() const { return signaled ? 128 + code : code; }
+};
+
+std::string DescribeExit(int rank, pid_t pid, const Ending& e) {
+  if (e.signaled) {
+    return absl::StrCat("worker ", rank, " (pid ", pid, ") was killed by signal ", e.code, " (", strsignal(e.code), ")");
   }
-  return absl::StrCat("worker ", rank, " (pid ", pid, ") exited with status ", WEXITSTATUS(status));
+  return absl::StrCat("worker ", rank, " (pid ", pid, ") exited with status ", e.code);
 }
 
-// One write per line: workers share our stderr, and pieces would interleave with theirs.
+// One write per line: workers share our stderr, and pieces would interleave with theirs. A closed
+// stderr (`2>&1 | head`) is no reason to stop: SIGPIPE is ignored while the job runs.
 void Say(const std::string& line) {
   std::string text = absl::StrCat("vdev launch: ", line, "\n");
   ssize_t ignored = write(STDERR_FILENO, text.data(), text.size());
@@ -69,7 +82,84 @@ void Say(const std::string& line) {
 volatile sig_atomic_t stop_signal = 0;
 void OnStop(int sig) { stop_signal = sig; }
 
-int ExitCode(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
+int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+// The guardian: a process outside the job that outlives a launcher killed with SIGKILL (which runs
+// no code of ours). It blocks on a pipe whose only writer is the launcher; end of file without the
+// launcher's "done" byte means the launcher is gone, so it kills the workers' process group (the
+// workers die of PR_SET_PDEATHSIG already; this takes their children too) and removes the
+// rendezvous directory and the session's segments. Runs in its own session, deaf to the terminal's
+// signals, so that Ctrl-C or a hang-up reaches the launcher but not it.
+pid_t StartGuardian(int done_fd, int keep_fd, pid_t group, const std::vector<pid_t>& pids, const std::string& dir,
+                    const std::string& session_id) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  close(keep_fd);
+  setsid();
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_IGN);
+  int null_fd = open("/dev/null", O_RDWR);
+  if (null_fd >= 0) {
+    dup2(null_fd, STDIN_FILENO);
+    dup2(null_fd, STDOUT_FILENO);
+  }
+  char byte = 0;
+  ssize_t n;
+  do {
+    n = read(done_fd, &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n == 1) _exit(0);
+  kill(-group, SIGKILL);
+  // A worker may still be between the signal and its end; wait (bounded) before removing what it
+  // could still create.
+  const absl::Time deadline = absl::Now() + absl::Seconds(2);
+  for (pid_t p : pids) {
+    while ((kill(p, 0) == 0 || errno != ESRCH) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  }
+  RemoveTree(dir);
+  RemoveSessionSegments(session_id);
+  Say(absl::StrCat("the launcher is gone: its workers (process group ", group,
+                   ") were killed and the rendezvous directory removed"));
+  _exit(0);
+}
+
+// Restores the launcher's signal dispositions and mask when the job is over.
+class SignalScope {
+ public:
+  SignalScope() {
+    struct sigaction stop = {};
+    stop.sa_handler = OnStop;
+    sigaction(SIGINT, &stop, &old_int_);
+    sigaction(SIGTERM, &stop, &old_term_);
+    sigaction(SIGHUP, &stop, &old_hup_);
+    struct sigaction ignore = {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ignore, &old_pipe_);
+    // Blocked except inside ppoll, so a stop signal cannot slip in between a check and the wait.
+    sigset_t stops;
+    sigemptyset(&stops);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, sig);
+    sigprocmask(SIG_BLOCK, &stops, &old_mask_);
+    stop_signal = 0;
+  }
+  ~SignalScope() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGHUP, &old_hup_, nullptr);
+    sigaction(SIGPIPE, &old_pipe_, nullptr);
+    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  // In a forked worker, before exec: what the launcher's caller had (exec keeps ignored signals
+  // ignored and the mask as it is).
+  void RestoreInChild() const {
+    sigaction(SIGPIPE, &old_pipe_, nullptr);
+    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  const sigset_t& wait_mask() const { return old_mask_; }
+
+ private:
+  struct sigaction old_int_, old_term_, old_hup_, old_pipe_;
+  sigset_t old_mask_;
+};
 
 }  // namespace
 
@@ -85,90 +175,131 @@ absl::StatusOr<int> Launch(const LaunchOptions& options) {
   }
   const std::string dir = templ;
   const std::string session_id = NewSessionId();
+  int guard[2];
+  if (pipe2(guard, O_CLOEXEC) != 0) {
+    rmdir(dir.c_str());
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
 
   std::vector<char*> argv;
   for (const std::string& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  std::vector<pid_t> pids(options.num_workers, -1);
+  const int n = options.num_workers;
+  std::vector<pid_t> pids(n, -1);
+  SignalScope signals;
+  const pid_t launcher = getpid();
+  pid_t group = 0;  // the workers' process group: worker 0's pid
   std::fflush(nullptr);
-  for (int r = 0; r < options.num_workers; ++r) {
+  for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
     if (pid < 0) {
+      const int saved = errno;
+      if (group > 0) kill(-group, SIGKILL);
       for (pid_t p : pids) {
-        if (p > 0) kill(p, SIGKILL);
+        if (p > 0) waitpid(p, nullptr, 0);
       }
-      return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+      close(guard[0]);
+      close(guard[1]);
+      RemoveTree(dir);
+      return absl::InternalError(absl::StrCat("fork: ", std::strerror(saved)));
     }
     if (pid == 0) {
+      setpgid(0, group);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != launcher) _exit(1);  // the launcher died before the line above
+      signals.RestoreInChild();
       setenv(kEnvRank, std::to_string(r).c_str(), 1);
       setenv(kEnvLocalRank, std::to_string(r).c_str(), 1);
-      setenv(kEnvWorldSize, std::to_string(options.num_workers).c_str(), 1);
+      setenv(kEnvWorldSize, std::to_string(n).c_str(), 1);
       setenv(kEnvRendezvous, dir.c_str(), 1);
       setenv(kEnvSessionId, session_id.c_str(), 1);
       execvp(argv[0], argv.data());
       std::fprintf(stderr, "vdev launch: cannot run %s: %s\n", argv[0], std::strerror(errno));
       _exit(127);
     }
+    setpgid(pid, group);  // also here: whichever of the two runs first, the group exists before the next fork
+    if (group == 0) group = pid;
     pids[r] = pid;
   }
+  const pid_t guardian = StartGuardian(guard[0], guard[1], group, pids, dir, session_id);
+  close(guard[0]);
 
-  struct sigaction stop = {};
-  stop.sa_handler = OnStop;
-  struct sigaction old_int, old_term, old_hup;
-  sigaction(SIGINT, &stop, &old_int);
-  sigaction(SIGTERM, &stop, &old_term);
-  sigaction(SIGHUP, &stop, &old_hup);
-  stop_signal = 0;
-  bool forwarded = false;
-
+  // Workers are observed with WNOWAIT and reaped only at the end: an unreaped worker 0 keeps the
+  // group's id from being reused, so killing the group can never hit an unrelated process.
+  std::vector<int> pidfds(n, -1);
+  for (int r = 0; r < n; ++r) pidfds[r] = PidfdOpen(pids[r]);
+  std::vector<bool> ended(n, false);
   int result = 0;
-  int running = options.num_workers;
+  int running = n;
   absl::Time kill_at = absl::InfiniteFuture();
   int failed_rank = -1;
+  bool forwarded = false;
   while (running > 0) {
-    bool reaped = false;
-    for (int r = 0; r < options.num_workers; ++r) {
-      if (pids[r] < 0) continue;
-      int status = 0;
-      pid_t got = waitpid(pids[r], &status, WNOHANG);
-      if (got != pids[r]) continue;
-      reaped = true;
+    // Wake at the first exit (a pidfd becomes readable), a stop signal, or the kill deadline; a
+    // worker without a pidfd (old kernel) is looked at every millisecond.
+    std::vector<pollfd> fds;
+    bool unwatched = false;
+    for (int r = 0; r < n; ++r) {
+      if (ended[r]) continue;
+      if (pidfds[r] >= 0) fds.push_back({pidfds[r], POLLIN, 0});
+      else unwatched = true;
+    }
+    absl::Duration wait = kill_at == absl::InfiniteFuture() ? absl::Hours(1) : kill_at - absl::Now();
+    if (unwatched) wait = std::min(wait, absl::Milliseconds(1));
+    const timespec timeout = absl::ToTimespec(std::max(wait, absl::ZeroDuration()));
+    ppoll(fds.data(), fds.size(), &timeout, &signals.wait_mask());
+    // Exits seen in one wake-up happened within microseconds: a worker killed by a signal is put
+    // first (peers that fail because of it exit with a status), then by rank.
+    std::vector<std::pair<int, Ending>> seen;
+    for (int r = 0; r < n; ++r) {
+      if (ended[r]) continue;
+      siginfo_t info = {};
+      if (waitid(P_PID, pids[r], &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pids[r]) continue;
+      seen.push_back({r, Ending{info.si_code != CLD_EXITED, info.si_status}});
+    }
+    std::stable_sort(seen.begin(), seen.end(),
+                     [](const auto& a, const auto& b) { return a.second.signaled && !b.second.signaled; });
+    for (const auto& [r, ending] : seen) {
+      ended[r] = true;
       --running;
-      if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-        Say(DescribeExit(r, pids[r], status));
-        if (result == 0) {
-          result = ExitCode(status);
-          failed_rank = r;
-          kill_at = absl::Now() + options.grace;
-        }
+      if (ending.ok()) continue;
+      Say(DescribeExit(r, pids[r], ending));
+      if (result == 0) {
+        result = ending.ExitCode();
+        failed_rank = r;
+        kill_at = absl::Now() + options.grace;
       }
-      pids[r] = -1;
     }
     if (stop_signal != 0 && !forwarded) {
       Say(absl::StrCat("stopping the workers (", strsignal(stop_signal), ")"));
-      for (pid_t p : pids) {
-        if (p > 0) kill(p, SIGTERM);
-      }
+      kill(-group, SIGTERM);  // the group: their children too
       forwarded = true;
       if (result == 0) result = 128 + stop_signal;
       kill_at = std::min(kill_at, absl::Now() + absl::Seconds(2));
     }
     if (running > 0 && absl::Now() >= kill_at) {
-      for (int r = 0; r < options.num_workers; ++r) {
-        if (pids[r] < 0) continue;
+      for (int r = 0; r < n; ++r) {
+        if (ended[r]) continue;
         Say(failed_rank >= 0 ? absl::StrCat("killing worker ", r, " (pid ", pids[r], "): still running ",
                                             absl::FormatDuration(options.grace), " after worker ", failed_rank,
                                             " failed")
                              : absl::StrCat("killing worker ", r, " (pid ", pids[r], "): still running after SIGTERM"));
-        kill(pids[r], SIGKILL);
       }
+      kill(-group, SIGKILL);
       kill_at = absl::InfiniteFuture();
     }
-    if (!reaped) absl::SleepFor(absl::Milliseconds(2));
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
+  // What the workers left running in their group (a background child) ends with the job.
+  kill(-group, SIGKILL);
+  for (int r = 0; r < n; ++r) {
+    if (pidfds[r] >= 0) close(pidfds[r]);
+    waitpid(pids[r], nullptr, 0);
+  }
+  const char done = 'd';
+  ssize_t ignored = write(guard[1], &done, 1);
+  (void)ignored;
+  close(guard[1]);
+  if (guardian > 0) waitpid(guardian, nullptr, 0);
   RemoveTree(dir);
   RemoveSessionSegments(session_id);  // a worker killed between creating and sharing a segment
   return result;

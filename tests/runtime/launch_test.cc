@@ -71,6 +71,22 @@ TEST(LaunchTest, KilledWorkerIsNamedAndTheOthersFailWithinTenSeconds) {
   EXPECT_THAT(testing::LeftoverSegments(SessionIdIn(run.output)), ::testing::IsEmpty());
 }
 
+// Peers fail within milliseconds of a killed worker (their waits notice it); the launcher wakes at
+// the first exit, so the status and the first report are the killed worker's, every time.
+TEST(LaunchTest, WithEightWorkersTheKilledWorkerIsReportedFirstNotAPeer) {
+  for (int die : {6, 1, 7, 0, 3}) {
+    ShellRun run = Shell(absl::StrCat(VDEV_BINARY, " launch -n 8 -- ", VDEV_TEST_WORKER,
+                                      " --calls 1000000 --die-at 20 --die-rank ", die));
+    EXPECT_EQ(run.exit_code, 128 + SIGKILL) << run.output;
+    const size_t first = run.output.find("vdev launch: worker ");
+    ASSERT_NE(first, std::string::npos) << run.output;
+    EXPECT_EQ(run.output.substr(first, run.output.find('\n', first) - first).rfind(
+                  absl::StrCat("vdev launch: worker ", die, " (pid"), 0),
+              0u)
+        << run.output;
+  }
+}
+
 TEST(LaunchTest, ExitStatusIsTheFirstFailingWorkers) {
   ShellRun run = Shell(absl::StrCat(VDEV_BINARY, " launch -n 2 -- sh -c 'exit $((VDEV_RANK * 5))'"));
   EXPECT_EQ(run.exit_code, 5);
