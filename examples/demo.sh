@@ -11,7 +11,11 @@ show plan "$here/planner/two_devices.vdev"
 show plan "$here/planner/two_devices.vdev" --json
 show lower "$here/planner/two_devices.vdev"
 show lower "$here/memory/allreduce_reshape.vdev" --json
-# Example (1) of examples/run: runs for real, checked against the CPU reference.
+# Example (1) of examples/run: runs for real, checked against the CPU reference. The CUDA backend
+# when this vdev has it (`vdev version` says so) and a GPU is visible, else the host one.
 backend=host
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then backend=cuda; fi
+if "$vdev" version | grep -q '^backends:.* cuda' && command -v nvidia-smi >/dev/null 2>&1 &&
+  nvidia-smi -L >/dev/null 2>&1; then
+  backend=cuda
+fi
 show run "$here/run/tp_mlp.vdev" --workers 2 --backend "$backend" --check

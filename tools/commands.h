@@ -27,16 +27,12 @@ void AddLatticeCommands(CLI::App& app, int* exit_code);
 // `vdev fmt FILE`, `vdev parse FILE`.
 void AddIrCommands(CLI::App& app, int* exit_code);
 
-// The largest program text read: the parser takes less than 4 GiB.
-inline constexpr size_t kMaxSourceBytes = size_t{UINT32_MAX} - 1;
-
 // How FILE is named in messages: `<stdin>` for `-`.
 std::string DisplayName(const std::string& path);
 
-// Reads FILE (`-`: standard input) into *source: a regular file (or, on standard input, anything)
-// of at most kMaxSourceBytes, read in chunks to its end. A directory, FIFO or device, a file that
-// cannot be opened or read, or one too large is refused with a one-line error on standard error
-// before its contents are read; returns false then (the caller exits with kExitUsage).
+// Reads FILE (`-`: standard input) into *source with vdev::ReadSourceFile (vdev/source_file.h). A
+// refusal is printed as one line on standard error; returns false then (the caller exits with
+// kExitUsage).
 bool ReadSource(const std::string& path, std::string* source);
 
 // Reads FILE into *source, parses and verifies it. On failure prints the located diagnostic to

@@ -1,94 +1,22 @@
-// Reading the program text of a command: a regular file or standard input, refused cleanly when it
-// is anything else or larger than the parser takes.
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
-#include <new>
-#include <sys/stat.h>
-#include <unistd.h>
-
+// Reading the program text of a command through vdev::ReadSourceFile, the refusal on stderr.
 #include <iostream>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "vdev/source_file.h"
 
 namespace vdev::cli {
-namespace {
 
-constexpr size_t kChunkBytes = size_t{1} << 20;
-
-std::string Errno(absl::string_view what) { return absl::StrCat(what, ": ", std::strerror(errno)); }
-
-// Reads `fd` to its end into *source; the cap is checked before each chunk is read, so an endless
-// or oversized input stops at kMaxSourceBytes + 1 bytes read.
-bool ReadAll(int fd, size_t size_hint, std::string* source, std::string* error) {
-  source->clear();
-  try {
-    source->reserve(std::min(size_hint, kMaxSourceBytes) + 1);
-    size_t used = 0;
-    for (;;) {
-      if (used > kMaxSourceBytes) {
-        *error = absl::StrCat("larger than ", kMaxSourceBytes, " bytes (the most the parser takes)");
-        return false;
-      }
-      const size_t want = std::min(kChunkBytes, kMaxSourceBytes + 1 - used);
-      source->resize(used + want);
-      ssize_t got = ::read(fd, source->data() + used, want);
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) {
-        *error = Errno("cannot read");
-        return false;
-      }
-      used += static_cast<size_t>(got);
-      source->resize(used);
-      if (got == 0) return true;
-    }
-  } catch (const std::bad_alloc&) {
-    *error = "not enough memory to read it";
-    return false;
-  } catch (const std::length_error&) {
-    *error = "not enough memory to read it";
-    return false;
-  }
-}
-
-}  // namespace
-
-std::string DisplayName(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+std::string DisplayName(const std::string& path) { return SourceDisplayName(path); }
 
 bool ReadSource(const std::string& path, std::string* source) {
-  std::string error;
-  bool ok = false;
-  if (path == "-") {
-    struct stat st {};
-    ok = ::fstat(STDIN_FILENO, &st) == 0 ? ReadAll(STDIN_FILENO, S_ISREG(st.st_mode) ? st.st_size : 0, source, &error)
-                                         : (error = Errno("cannot read"), false);
-  } else {
-    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) {
-      error = Errno("cannot open");
-    } else {
-      struct stat st {};
-      if (::fstat(fd, &st) != 0) {
-        error = Errno("cannot read");
-      } else if (S_ISDIR(st.st_mode)) {
-        error = "is a directory, not a program file";
-      } else if (!S_ISREG(st.st_mode)) {
-        error = "not a regular file (a FIFO, device or socket); pass its text on standard input with `-`";
-      } else if (static_cast<uint64_t>(st.st_size) > kMaxSourceBytes) {
-        error = absl::StrCat("is ", st.st_size, " bytes, larger than ", kMaxSourceBytes,
-                             " (the most the parser takes)");
-      } else {
-        // st_size is a hint only: /proc files report 0 and are read to their end like the rest.
-        ok = ReadAll(fd, static_cast<size_t>(st.st_size), source, &error);
-      }
-      ::close(fd);
-    }
+  absl::StatusOr<std::string> text = ReadSourceFile(path);
+  if (!text.ok()) {
+    std::cerr << text.status().message() << "\n";
+    return false;
   }
-  if (!ok) std::cerr << DisplayName(path) << ": error: " << error << "\n";
-  return ok;
+  *source = *std::move(text);
+  return true;
 }
 
 }  // namespace vdev::cli

@@ -186,6 +186,14 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "strategy of the IPC all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
   run->add_flag("--profile", args->options.profile, "print per-op time and the share of copies and all-reduces");
   run->callback([args, exit_code] { *exit_code = RunAsController(*args); });
+
+  // What scripts ask before choosing a backend (scripts/demo.sh): a GPU is no use to a vdev built
+  // without the CUDA backend.
+  CLI::App* version = app.add_subcommand("version", "Print vdev's version and the backends of `vdev run` in this build");
+  version->callback([exit_code] {
+    std::cout << "vdev " << VDEV_VERSION << "\nbackends: host" << (HasCudaBackend() ? " cuda" : "") << "\n";
+    *exit_code = kExitOk;
+  });
 }
 
 }  // namespace vdev::cli

@@ -137,6 +137,10 @@ absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session* ses
 // CreateCudaBackend's `virtual_cuda_devices` for a program: the largest `cuda` id it names + 1 (at least 1).
 int VirtualCudaDevices(const ir::Module& module);
 
+// Whether this vdev was built with the CUDA backend (CreateCudaBackend then needs only a GPU).
+// `vdev version` prints it as its `backends:` line.
+bool HasCudaBackend();
+
 // Threads that play the workers of one session in this process: all-reduces meet in memory and sum
 // in rank order (f16/bf16 in f32, rounded once), as the shm backend does.
 class ThreadGroup {

@@ -266,6 +266,8 @@ absl::Status internal::PrepareCudaBackend() {
   return absl::OkStatus();
 }
 
+bool HasCudaBackend() { return true; }
+
 absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session* session, int virtual_cuda_devices) {
   VDEV_RETURN_IF_ERROR(internal::PrepareCudaBackend());
   int gpus = 0;

@@ -14,6 +14,8 @@ absl::Status NotBuilt() {
 
 absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session*, int) { return NotBuilt(); }
 
+bool HasCudaBackend() { return false; }
+
 absl::Status internal::PrepareCudaBackend() { return NotBuilt(); }
 
 }  // namespace vdev

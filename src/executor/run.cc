@@ -6,29 +6,20 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "vdev/npy.h"
+#include "vdev/source_file.h"
 #include "vdev/status_macros.h"
 
 namespace vdev {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-absl::StatusOr<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": error: cannot open the program"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Worker processes (or reference threads) share this host's cores: BLAS gets an equal share each.
 int CpuThreadsPerWorker(int workers) {
@@ -91,7 +82,8 @@ absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("--allreduce-strategy: expected auto, one-shot, two-shot, nccl or plan:NAME, found '",
                                                    options.allreduce_strategy, "'"));
   lower.strategy = *strategy;
-  VDEV_ASSIGN_OR_RETURN(std::string text, ReadText(options.file));
+  // Every worker reads FILE again, and only the controller has the caller's standard input.
+  VDEV_ASSIGN_OR_RETURN(std::string text, ReadSourceFile(options.file, StandardInput::kRefused));
   return CompileForExecution(text, options.file, lower);
 }
 
@@ -119,7 +111,9 @@ absl::Status RunWorker(const RunOptions& options, Session* session, const std::s
     VDEV_RETURN_IF_ERROR(backend->Synchronize());
     const Clock::time_point t1 = Clock::now();
     (r == 0 ? first_seconds : rest_seconds) += std::chrono::duration<double>(t1 - t0).count();
-    if (rank == 0 && t1 - start > std::chrono::seconds(2) && t1 - last_progress > std::chrono::seconds(1)) {
+    // Progress is news only while runs remain: after the last one the summary line follows at once.
+    if (rank == 0 && r + 1 < options.repeat && t1 - start > std::chrono::seconds(2) &&
+        t1 - last_progress > std::chrono::seconds(1)) {
       std::cerr << absl::StrFormat("vdev run: run %d of %d, %.1f s\n", r + 1, options.repeat,
                                    std::chrono::duration<double>(t1 - start).count());
       last_progress = t1;

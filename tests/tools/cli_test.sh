@@ -33,6 +33,7 @@ expect help 0 'Usage' '' -- "$vdev" --help
 expect join_help 0 'join' '' -- "$vdev" join --help
 expect missing_arg 2 '' '' -- "$vdev" join cpu
 expect unknown_command 2 '' '' -- "$vdev" frobnicate
+expect version 0 "^vdev [0-9]+\.[0-9]+\.[0-9]+"$'\n'"backends: host( cuda)?$" '^$' -- "$vdev" version
 
 # Bad inputs: each subcommand answers with a one-line error and exit 2, before reading anything.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -85,6 +85,18 @@ expect no_kernel 2 '^$' 'nokernel\.vdev:3:8: .*my\.op.* has no kernel' -- "$vdev
 printf 'def @main(%%x: f32[4]) -> f32[4] {\n  %%y = relu(%%x\n  return %%y\n}\n' > "$work/malformed.vdev"
 expect malformed 2 '^$' 'malformed\.vdev:[0-9]+:[0-9]+: error' -- "$vdev" run "$work/malformed.vdev"
 expect missing_program 2 '^$' 'absent\.vdev: error: cannot (open|read)' -- "$vdev" run "$work/absent.vdev"
+# FILE is read as `vdev plan` reads it: anything but a regular file of at most 4 GiB is refused
+# in one line, before anything is read (a FIFO or /dev/zero must not hang or fill memory).
+one_line="[^"$'\n'"]*$"
+expect run_directory 2 '^$' "^$work/in: error: is a directory$one_line" -- "$vdev" run "$work/in"
+mkfifo "$work/prog_fifo"
+expect run_fifo 2 '^$' "^$work/prog_fifo: error: not a regular file$one_line" -- timeout 10 "$vdev" run "$work/prog_fifo"
+expect run_dev_zero 2 '^$' "^/dev/zero: error: not a regular file$one_line" -- timeout 10 "$vdev" run /dev/zero
+truncate -s 5G "$work/huge.vdev"  # sparse: takes no disk
+expect run_too_large 2 '^$' "^$work/huge\.vdev: error: is 5368709120 bytes, larger than 4294967294$one_line" -- \
+  timeout 10 "$vdev" run "$work/huge.vdev"
+expect run_stdin 2 '^$' "^<stdin>: error: this command needs a program file, not standard input$one_line" -- \
+  "$vdev" run - <"$prog"
 expect bad_seed 2 '^$' 'random:x' -- "$vdev" run "$prog" --inputs random:x
 expect zero_workers 2 '' 'workers' -- "$vdev" run "$prog" --workers 0
 
@@ -95,19 +107,23 @@ expect zero_workers 2 '' 'workers' -- "$vdev" run "$prog" --workers 0
 controller=$!
 # The workers are the controller's children; their shared memory (mapped, then unlinked by its
 # owner) names the session: /dev/shm/vdev-<session>-<sequence>-<rank>.
-workers=""
-session=""
-for _ in $(seq 300); do
-  workers=$(pgrep -P "$controller" | tr '\n' ' ')
-  if [ "$(echo $workers | wc -w)" -ge 2 ]; then
-    for p in $workers; do
-      session=$(grep -o '/dev/shm/vdev-[0-9a-f]*-' "/proc/$p/maps" 2>/dev/null | head -1 | sed 's|/dev/shm/vdev-||; s|-$||')
+# find_workers CONTROLLER: sets $workers and $session once both workers run (30 s at most).
+find_workers() {
+  workers=""
+  session=""
+  for _ in $(seq 300); do
+    workers=$(pgrep -P "$1" | tr '\n' ' ')
+    if [ "$(echo $workers | wc -w)" -ge 2 ]; then
+      for p in $workers; do
+        session=$(grep -o '/dev/shm/vdev-[0-9a-f]*-' "/proc/$p/maps" 2>/dev/null | head -1 | sed 's|/dev/shm/vdev-||; s|-$||')
+        [ -n "$session" ] && break
+      done
       [ -n "$session" ] && break
-    done
-    [ -n "$session" ] && break
-  fi
-  sleep 0.1
-done
+    fi
+    sleep 0.1
+  done
+}
+find_workers "$controller"
 victim=$(echo $workers | awk '{print $2}')
 if [ -z "$victim" ] || [ -z "$session" ]; then
   fail "kill: did not find 2 workers and their session (workers '$workers', session '$session')"
@@ -134,6 +150,36 @@ else
   leftover=$(ls /dev/shm | grep "^vdev-$session-")
   [ -z "$leftover" ] || fail "kill: shared memory left behind: $leftover"
   [ "$failures" -eq 0 ] && passes=$((passes + 1))
+fi
+
+# 4. The controller itself killed with SIGKILL (no code of it runs): its workers die of their
+# parent-death signal within 10 s, and no segment is left.
+"$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --repeat 1000000 >/dev/null 2>&1 &
+controller=$!
+find_workers "$controller"
+if [ "$(echo $workers | wc -w)" -lt 2 ] || [ -z "$session" ]; then
+  fail "kill_controller: did not find 2 workers and their session (workers '$workers', session '$session')"
+  kill -9 "$controller" $workers 2>/dev/null
+else
+  kill -9 "$controller"
+  wait "$controller" 2>/dev/null
+  alive=$workers
+  for _ in $(seq 100); do
+    alive=""
+    for p in $workers; do
+      if kill -0 "$p" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null; then alive="$alive $p"; fi
+    done
+    [ -z "$alive" ] && break
+    sleep 0.1
+  done
+  if [ -n "$alive" ]; then
+    fail "kill_controller: workers$alive outlived their controller by 10 s"
+    kill -9 $alive 2>/dev/null
+  elif [ -n "$(ls /dev/shm | grep "^vdev-$session-")" ]; then
+    fail "kill_controller: shared memory left behind: $(ls /dev/shm | grep "^vdev-$session-")"
+  else
+    passes=$((passes + 1))
+  fi
 fi
 
 echo "run: $passes passed, $failures failed"

@@ -1,0 +1,105 @@
+// ReadSourceFile (vdev/source_file.h): fstat, refuse what is not a regular file or too large, then
+// read in capped chunks.
+#include "vdev/source_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+#include "absl/strings/str_cat.h"
+
+namespace vdev {
+namespace {
+
+constexpr size_t kChunkBytes = size_t{1} << 20;
+
+std::string Errno(absl::string_view what) { return absl::StrCat(what, ": ", std::strerror(errno)); }
+
+// Reads `fd` to its end into *source; the cap is checked before each chunk is read, so an endless
+// or oversized input stops at kMaxSourceBytes + 1 bytes read.
+bool ReadAll(int fd, size_t size_hint, std::string* source, std::string* error) {
+  source->clear();
+  try {
+    source->reserve(std::min(size_hint, kMaxSourceBytes) + 1);
+    size_t used = 0;
+    for (;;) {
+      if (used > kMaxSourceBytes) {
+        *error = absl::StrCat("larger than ", kMaxSourceBytes, " bytes (the most the parser takes)");
+        return false;
+      }
+      const size_t want = std::min(kChunkBytes, kMaxSourceBytes + 1 - used);
+      source->resize(used + want);
+      ssize_t got = ::read(fd, source->data() + used, want);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) {
+        *error = Errno("cannot read");
+        return false;
+      }
+      used += static_cast<size_t>(got);
+      source->resize(used);
+      if (got == 0) return true;
+    }
+  } catch (const std::bad_alloc&) {  // std::string's only way to say so; it stays in this function
+    *error = "not enough memory to read it";
+    return false;
+  } catch (const std::length_error&) {
+    *error = "not enough memory to read it";
+    return false;
+  }
+}
+
+}  // namespace
+
+std::string SourceDisplayName(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
+absl::StatusOr<std::string> ReadSourceFile(const std::string& path, StandardInput stdin_use) {
+  std::string source;
+  std::string error;
+  bool missing = false;
+  if (path == "-" && stdin_use == StandardInput::kRefused) {
+    error = "this command needs a program file, not standard input";
+  } else if (path == "-") {
+    struct stat st {};
+    if (::fstat(STDIN_FILENO, &st) != 0) {
+      error = Errno("cannot read");
+    } else if (ReadAll(STDIN_FILENO, S_ISREG(st.st_mode) ? st.st_size : 0, &source, &error)) {
+      return source;
+    }
+  } else {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+      missing = errno == ENOENT;
+      error = Errno("cannot open");
+    } else {
+      struct stat st {};
+      bool ok = false;
+      if (::fstat(fd, &st) != 0) {
+        error = Errno("cannot read");
+      } else if (S_ISDIR(st.st_mode)) {
+        error = "is a directory, not a program file";
+      } else if (!S_ISREG(st.st_mode)) {
+        error = absl::StrCat("not a regular file (a FIFO, device or socket)",
+                             stdin_use == StandardInput::kAllowed ? "; pass its text on standard input with `-`" : "");
+      } else if (static_cast<uint64_t>(st.st_size) > kMaxSourceBytes) {
+        error = absl::StrCat("is ", st.st_size, " bytes, larger than ", kMaxSourceBytes,
+                             " (the most the parser takes)");
+      } else {
+        // st_size is a hint only: /proc files report 0 and are read to their end like the rest.
+        ok = ReadAll(fd, static_cast<size_t>(st.st_size), &source, &error);
+      }
+      ::close(fd);
+      if (ok) return source;
+    }
+  }
+  const std::string message = absl::StrCat(SourceDisplayName(path), ": error: ", error);
+  return missing ? absl::NotFoundError(message) : absl::InvalidArgumentError(message);
+}
+
+}  // namespace vdev
