@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "nlohmann/json.hpp"
 #include "src/planner/internal/capacity.h"
 #include "src/planner/internal/placement_model.h"
 #include "src/planner/internal/planner.h"
@@ -133,23 +132,6 @@ absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const Pl
 }
 
 }  // namespace planner_internal
-
-std::string OptimizedReportJson(const PlanResult& plan, const OptimizedPlan& optimized, const Machine& machine) {
-  auto cost = [](const PlanCost& c) {
-    return nlohmann::ordered_json{{"total", c.total}, {"compute", c.compute}, {"copy", c.copy},
-                                  {"unsupported_ops", c.unsupported}};
-  };
-  nlohmann::ordered_json report = nlohmann::ordered_json::parse(PlanReportJson(plan));
-  report["cost"] = cost(optimized.cost);
-  report["optimal"] = optimized.optimal;
-  report["default_cost"] = cost(optimized.default_cost);
-  nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
-  for (size_t d = 0; d < optimized.peak_bytes.size() && d < machine.devices.size(); ++d) {
-    peaks[machine.devices[d].ToString()] = static_cast<int64_t>(optimized.peak_bytes[d]);
-  }
-  report["peak_bytes"] = peaks;
-  return report.dump(2) + "\n";
-}
 
 absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine& machine) {
   const ir::Module& m = plan.module;

@@ -1,15 +1,18 @@
-// The `vdev plan --json` report (shared/spec/plan-json.md).
+// The `vdev plan --json` report (shared/spec/plan-json.md), with `--optimize`'s cost fields.
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "src/ir/internal/json_object.h"
+#include "vdev/optimize_placement.h"
 #include "vdev/plan_devices.h"
 
 namespace vdev {
 namespace {
 
 using Json = nlohmann::ordered_json;
+using JsonObject = ir_internal::JsonObject<Json>;
 
 std::string DeviceText(const ir::Module& m, ir::DeviceId d) {
   return d == ir::kNoDevice ? "?" : m.Device(d).ToString();
@@ -17,63 +20,78 @@ std::string DeviceText(const ir::Module& m, ir::DeviceId d) {
 
 std::string ValueText(const ir::Module& m, ir::ValueRef v) { return std::string(m.Name(m.ValueName(v))); }
 
-}  // namespace
-
-std::string PlanReportJson(const PlanResult& plan) {
+Json PlanReport(const PlanResult& plan) {
   const ir::Module& m = plan.module;
   // Local functions are named by their path of enclosing functions (main/f/inner).
   std::vector<std::string> path(m.functions.size());
-  // Built apart and assembled at the end: ordered_json entries move when the object grows.
-  std::vector<Json> entries(m.functions.size());
-  std::vector<Json*> entry(m.functions.size(), nullptr);
+  std::vector<bool> reported(m.functions.size(), false);
+  std::vector<JsonObject> bindings(m.functions.size());
+  std::vector<Json> copies(m.functions.size());
   for (ir::FuncId f = 0; f < m.functions.size(); ++f) {
     const ir::Function& fn = m.functions[f];
     path[f] = fn.parent == ir::kNoFunc ? std::string(m.Name(fn.name))
                                        : absl::StrCat(path[fn.parent], "/", m.Name(fn.name));
-    if (fn.kind == ir::FuncKind::kKernel || fn.primitive) continue;
-    Json params = Json::object();
-    for (const ir::Param& p : m.Params(fn)) params[std::string(m.Name(p.name))] = DeviceText(m, p.device);
-    Json& j = entries[f];
-    j["params"] = std::move(params);
-    j["result"] = DeviceText(m, fn.result_device);
-    j["bindings"] = Json::object();
-    j["copies"] = Json::array();
-    entry[f] = &j;
+    reported[f] = fn.kind != ir::FuncKind::kKernel && !fn.primitive;
+    copies[f] = Json::array();
   }
   for (ir::BindingId b = 0; b < plan.input_bindings; ++b) {
     if (plan.binding_replaced[b] || plan.binding_devices[b] == ir::kNoDevice) continue;
     ir::FuncId f = m.blocks[m.bindings[b].block].func;
-    if (entry[f] == nullptr) continue;
-    // Names are unique per function: append without ordered_json's linear key search.
-    auto* bindings = (*entry[f])["bindings"].get_ptr<Json::object_t*>();
-    static_cast<std::vector<Json::object_t::value_type>&>(*bindings)
-        .emplace_back(std::string(m.Name(m.bindings[b].name)), DeviceText(m, plan.binding_devices[b]));
+    if (reported[f]) bindings[f].Append(std::string(m.Name(m.bindings[b].name)), DeviceText(m, plan.binding_devices[b]));
   }
   for (const PlannedCopy& c : plan.copies) {
-    if (entry[c.func] == nullptr) continue;
+    if (!reported[c.func]) continue;
     Json copy = {{"of", ValueText(m, c.of)}, {"src", DeviceText(m, c.src)}, {"dst", DeviceText(m, c.dst)}};
     copy["into"] = c.into == ir::kNoBinding ? std::string("return") : ValueText(m, ir::ValueRef::Binding(c.into));
-    (*entry[c.func])["copies"].push_back(std::move(copy));
+    copies[c.func].push_back(std::move(copy));
   }
-  Json functions = Json::object();
+  JsonObject functions;
   for (ir::FuncId f = 0; f < m.functions.size(); ++f) {
-    if (entry[f] != nullptr) functions[path[f]] = std::move(entries[f]);
+    if (!reported[f]) continue;
+    const ir::Function& fn = m.functions[f];
+    JsonObject params;
+    for (const ir::Param& p : m.Params(fn)) params.Set(std::string(m.Name(p.name)), DeviceText(m, p.device));
+    functions.Set(std::move(path[f]), {{"params", std::move(params).Take()},
+                                       {"result", DeviceText(m, fn.result_device)},
+                                       {"bindings", std::move(bindings[f]).Take()},
+                                       {"copies", std::move(copies[f])}});
   }
-  Json kernels = Json::object();
+  JsonObject kernels;
   for (ir::FuncId f : m.items) {
     const ir::Function& fn = m.functions[f];
     if (fn.kind != ir::FuncKind::kKernel) continue;
     Json params = Json::array();
     for (const ir::Param& p : m.Params(fn)) params.push_back(DeviceText(m, p.device));
-    kernels[std::string(m.Name(fn.name))] = {{"params", std::move(params)},
-                                             {"result", DeviceText(m, fn.result_device)}};
+    kernels.Set(std::string(m.Name(fn.name)), {{"params", std::move(params)}, {"result", DeviceText(m, fn.result_device)}});
   }
   Json warnings = Json::array();
   for (const Diagnostic& w : plan.warnings) {
     warnings.push_back({{"line", w.loc.line}, {"col", w.loc.col}, {"message", w.message}});
   }
-  Json report = {{"functions", std::move(functions)}, {"kernels", std::move(kernels)},
-                 {"warnings", std::move(warnings)}};
+  return {{"functions", std::move(functions).Take()}, {"kernels", std::move(kernels).Take()},
+          {"warnings", std::move(warnings)}};
+}
+
+Json CostJson(const PlanCost& cost) {
+  return {{"total", cost.total}, {"compute", cost.compute}, {"copy", cost.copy}, {"unsupported_ops", cost.unsupported}};
+}
+
+}  // namespace
+
+std::string PlanReportJson(const PlanResult& plan) { return PlanReport(plan).dump(2) + "\n"; }
+
+std::string OptimizedReportJson(const PlanResult& plan, const OptimizedPlan& optimized, const Machine& machine) {
+  Json report = PlanReport(plan);
+  // A handful of keys on the top-level object, not a parse of the report: parsing into ordered_json
+  // searches each object's keys linearly, O(n²) in the bindings of a function.
+  report["cost"] = CostJson(optimized.cost);
+  report["optimal"] = optimized.optimal;
+  report["default_cost"] = CostJson(optimized.default_cost);
+  JsonObject peaks;
+  for (size_t d = 0; d < optimized.peak_bytes.size() && d < machine.devices.size(); ++d) {
+    peaks.Set(machine.devices[d].ToString(), static_cast<int64_t>(optimized.peak_bytes[d]));
+  }
+  report["peak_bytes"] = std::move(peaks).Take();
   return report.dump(2) + "\n";
 }
 
