@@ -85,8 +85,26 @@ DomainId DeviceDomains::Result(DomainId d) {
 
 DomainId DeviceDomains::ResultLeaf(DomainId d) {
   d = Find(d);
-  while (payload_[d] & kHigherOrderBit) d = Find(Result(d));
-  return d;
+  if ((payload_[d] & kHigherOrderBit) == 0) return d;
+  // Walk down to the first-order leaf or to a root whose leaf is known, then remember it for every
+  // root passed on the way.
+  chain_.clear();
+  DomainId leaf = d;
+  while (payload_[leaf] & kHigherOrderBit) {
+    auto it = chain_memo_.find(leaf);
+    if (it != chain_memo_.end() && it->second.leaf_epoch == links_) {
+      leaf = it->second.leaf;
+      break;
+    }
+    chain_.push_back(leaf);
+    leaf = Find(Result(leaf));
+  }
+  for (DomainId root : chain_) {
+    ChainMemo& memo = chain_memo_[root];
+    memo.leaf = leaf;
+    memo.leaf_epoch = links_;
+  }
+  return leaf;
 }
 
 DeviceIndex DeviceDomains::Device(DomainId d) { return payload_[ResultLeaf(d)]; }
@@ -97,6 +115,7 @@ DomainId DeviceDomains::Link(DomainId a, DomainId b, uint32_t payload) {
   bool b_blank = payload_[b] == DeviceTable::kUnconstrained || origin_[b] == kNoOrigin;
   uint32_t origin = a_blank && !b_blank ? origin_[b] : origin_[a] != kNoOrigin ? origin_[a] : origin_[b];
   if (rank_[a] < rank_[b]) std::swap(a, b);
+  if (++links_ == UINT32_MAX) links_ = 0;
   origin_[a] = origin;
   parent_[b] = a;
   if (rank_[a] == rank_[b]) ++rank_[a];
@@ -208,8 +227,13 @@ void DeviceDomains::SetDefault(DomainId d, DeviceIndex device) {
     if (!defaulted_[leaf]) payload_[leaf] = devices_->Default(payload_[leaf], fallback);
     defaulted_[leaf] = true;
     DeviceIndex result_device = payload_[leaf];
-    // Parameters along the chain of results default to the result's device.
+    // Parameters along the chain of results default to the result's device. A root whose
+    // parameters were pushed since the last link ends the walk: what lies below it shares this
+    // leaf, so it was pushed with this device, and is defaulted (once is all a domain takes).
     for (DomainId r = Find(domain); payload_[r] & kHigherOrderBit; r = Find(Result(r))) {
+      uint32_t& defaulted_epoch = chain_memo_[r].defaulted_epoch;
+      if (defaulted_epoch == links_) break;
+      defaulted_epoch = links_;
       const uint32_t* sig = Signature(r);
       for (uint32_t i = 0; i < sig[0]; ++i) work.emplace_back(sig[1 + i], result_device);
     }

@@ -46,6 +46,21 @@ DomainId Planner::DomainForType(ir::TypeId type) {
   }
 }
 
+ir::TypeId Planner::ResultType(FuncId f) const {
+  const ir::Function& fn = m_.functions[f];
+  if (fn.result_type == ir::kNoType && fn.type != ir::kNoType && m_.types.kind(fn.type) == ir::TypeKind::kFunc) {
+    return m_.types.func_result(fn.type);
+  }
+  return fn.result_type;
+}
+
+bool Planner::DefersResult(FuncId f) const {
+  const ir::Function& fn = m_.functions[f];
+  ir::TypeId result = ResultType(f);
+  return analysed_[f] && fn.kind == FuncKind::kLocal && fn.result_device == ir::kNoDevice &&
+         result != ir::kNoType && m_.types.kind(result) == ir::TypeKind::kFunc;
+}
+
 absl::Status Planner::MakeSignatures() {
   size_t nf = m_.functions.size();
   param_domain_.assign(m_.params.size(), kNoDomain);
@@ -89,11 +104,8 @@ absl::Status Planner::MakeSignatures() {
       param_domain_[p] = d;
       params.push_back(d);
     }
-    ir::TypeId result_type = fn.result_type;
-    if (result_type == ir::kNoType && fn.type != ir::kNoType && m_.types.kind(fn.type) == ir::TypeKind::kFunc) {
-      result_type = m_.types.func_result(fn.type);
-    }
-    DomainId result = DomainForType(result_type);
+    if (DefersResult(f)) continue;  // FinishFunction makes them
+    DomainId result = DomainForType(ResultType(f));
     if (fn.result_device != ir::kNoDevice) {
       DeviceIndex device = devices_.Intern(m_.Device(fn.result_device));
       PinKind kind = fn.kind == FuncKind::kKernel ? PinKind::kKernelResult : PinKind::kResult;
@@ -483,10 +495,14 @@ absl::Status Planner::CollectKernelCall(BindingId b) {
 
 absl::Status Planner::FinishFunction(FuncId f) {
   const ir::Function& fn = m_.functions[f];
-  if (fn.body == ir::kNoBlock) return absl::OkStatus();
-  const ir::Block& body = m_.blocks[fn.body];
-  DomainId value = OperandDomain(body.result);
+  DomainId value = fn.body == ir::kNoBlock ? kNoDomain : OperandDomain(m_.blocks[fn.body].result);
+  if (func_domain_[f] == kNoDomain) {  // deferred (DefersResult): unifying a fresh result with value makes them one
+    result_domain_[f] = value != kNoDomain ? value : DomainForType(ResultType(f));
+    func_domain_[f] = domains_.MakeHigherOrder(
+        absl::MakeConstSpan(param_domain_).subspan(fn.params.begin, fn.params.count), result_domain_[f]);
+  }
   if (value == kNoDomain) return absl::OkStatus();
+  const ir::Block& body = m_.blocks[fn.body];
   NoteUse(body.result, result_domain_[f], ir::kNoBinding);
   return HardUnify(result_domain_[f], value, body.return_loc.valid() ? body.return_loc : body.result.loc,
                    "the returned value");

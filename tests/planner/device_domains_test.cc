@@ -150,6 +150,53 @@ TEST_F(DeviceDomainsTest, DeeplyNestedSignaturesUnifyAndDefault) {
   EXPECT_EQ(Show(domains_.Param(a, 0)), "cpu:0");
 }
 
+TEST_F(DeviceDomainsTest, ResultLeafIsAskedAgainAfterALinkMovesItsRoot) {
+  // ResultLeaf remembers a chain's leaf; a link that makes another domain the leaf's root voids that.
+  DomainId leaf = domains_.MakeFirstOrder(D("cuda"));
+  DomainId f = domains_.MakeHigherOrder({domains_.MakeFirstOrder()}, leaf);
+  DomainId g = domains_.MakeHigherOrder({domains_.MakeFirstOrder()}, f);
+  EXPECT_EQ(Show(g), "cuda");
+  EXPECT_EQ(domains_.ResultLeaf(g), leaf);
+  // A root of higher rank than the leaf's takes it over in the link.
+  DomainId other = domains_.MakeFirstOrder(D("*:3"));
+  ASSERT_FALSE(domains_.Unify(other, domains_.MakeFirstOrder()).has_value());
+  ASSERT_FALSE(domains_.Unify(leaf, other).has_value());
+  EXPECT_EQ(domains_.ResultLeaf(g), domains_.Find(other));
+  EXPECT_NE(domains_.ResultLeaf(g), leaf);
+  EXPECT_EQ(Show(g), "cuda:3");
+  EXPECT_EQ(Show(f), "cuda:3");
+}
+
+TEST_F(DeviceDomainsTest, DefaultingAgainAfterALinkReachesTheNewParameters) {
+  // SetDefault skips a chain whose parameters it already defaulted, but not once a link changed it.
+  DomainId inner = domains_.MakeHigherOrder({domains_.MakeFirstOrder()}, domains_.MakeFirstOrder(D("cuda")));
+  DomainId outer = domains_.MakeHigherOrder({domains_.MakeFirstOrder()}, inner);
+  domains_.SetDefault(outer, D("/global"));
+  EXPECT_EQ(Show(domains_.Param(outer, 0)), "cuda/global");
+  EXPECT_EQ(Show(domains_.Param(inner, 0)), "cuda/global");
+  // A signature joined to the inner one after defaulting: its parameter's class gets a new root.
+  DomainId fresh = domains_.MakeFirstOrder();
+  ASSERT_FALSE(domains_.Unify(domains_.MakeHigherOrder({fresh}, domains_.MakeFirstOrder()), inner).has_value());
+  ASSERT_EQ(domains_.Find(fresh), fresh);
+  // Defaulting from the outer chain again reaches it (a domain is defaulted once: the later default
+  // from *:7 must then change nothing).
+  domains_.SetDefault(outer, D("/global"));
+  domains_.SetDefault(fresh, D("*:7"));
+  EXPECT_EQ(Show(fresh), "cuda/global");
+}
+
+TEST_F(DeviceDomainsTest, CurriedChainDefaultedFromEveryLevelGivesEveryParameterTheLeafDevice) {
+  // 20,000 signatures each returning the next, defaulted from every level inwards (as PlanDevices
+  // does for nested closures); each level's parameter is pushed once, not once per level above it.
+  constexpr int kDepth = 20'000;
+  std::vector<DomainId> levels;
+  DomainId d = domains_.MakeFirstOrder();
+  for (int i = 0; i < kDepth; ++i) levels.push_back(d = domains_.MakeHigherOrder({domains_.MakeFirstOrder()}, d));
+  for (int i = kDepth; i-- > 0;) domains_.SetDefault(levels[i], D("cuda:2"));
+  for (DomainId level : levels) ASSERT_EQ(Show(domains_.Param(level, 0)), "cuda:2");
+  EXPECT_EQ(Show(levels.front()), "cuda:2");
+}
+
 TEST(DeviceTableTest, JoinAndDefaultAreMemoisedLatticeOps) {
   DeviceTable devices;
   DeviceIndex a = devices.Intern(Vd("cuda"));

@@ -104,6 +104,13 @@ class Planner {
   // A kernel's signature carries scopes only: a written device type, id or target is an error.
   absl::Status MakeSignatures();
   DomainId DomainForType(ir::TypeId type);
+  // The result type: written, or from the function's inferred type.
+  ir::TypeId ResultType(FuncId f) const;
+  // A local function that returns a function (with no device written on its result) gets its
+  // result and signature domains only when its body is collected: the result is then the returned
+  // value's domain itself. Built from the result type up front, a curried chain of n closures would
+  // make n²/2 domains (each result type is the whole chain below it), and unify them pairwise.
+  bool DefersResult(FuncId f) const;
 
   // --- Collection -----------------------------------------------------------------------------
   // Records the post-order of analysed bindings (order_, item_ranges_).
@@ -112,6 +119,7 @@ class Planner {
   absl::Status CollectAll();
   absl::Status CollectBinding(BindingId b);
   absl::Status CollectOpCall(BindingId b);
+  // Unifies the returned value with the result (or, when deferred, makes the result that value).
   absl::Status FinishFunction(FuncId f);
   DomainId OperandDomain(const Operand& o);
   void NoteUse(const Operand& o, DomainId site, BindingId user);
