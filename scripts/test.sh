@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds everything, runs the whole test suite, then checks that an outside
-# project can find_package(vdev) from an installed tree.
+# Installs dependencies, builds everything, runs the whole test suite, the parser fuzzer, checks that an
+# outside project can find_package(vdev) from an installed tree, then builds the CPU tree again under
+# AddressSanitizer + UBSan (build-asan/) and runs its whole suite there (VDEV_TEST_SANITIZE=0 leaves
+# that stage out, saying so). Each stage prints its start, in seconds since the script began.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+stage() { echo "== $* [${SECONDS} s]"; }
+stage "dependencies"
 bash scripts/deps.sh
+stage "build"
 bash scripts/build.sh
+stage "tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
 
-echo "== parser fuzzer, ${FUZZ_SECONDS:-60} s"
+stage "parser fuzzer, ${FUZZ_SECONDS:-60} s"
 if ! bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}" > build/fuzz.log 2>&1; then
   tail -n 60 build/fuzz.log
   echo "parser fuzzer failed (log: build/fuzz.log)"
@@ -15,7 +21,7 @@ if ! bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}" > build/fuzz.log 2>&1; then
 fi
 grep -E "^(Done|stat::)" build/fuzz.log || tail -n 5 build/fuzz.log
 
-echo "== install + find_package(vdev) consumer"
+stage "install + find_package(vdev) consumer"
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install build --prefix "$prefix" >/dev/null
@@ -24,7 +30,7 @@ cmake --build "$prefix/consumer-build" >/dev/null
 "$prefix/consumer-build/join_devices" cuda:3 'cuda[cuda]/global'
 
 if ls build/python/vdev/_vdev*.so >/dev/null 2>&1; then
-  echo "== install: import vdev from the installed site-packages"
+  stage "install: import vdev from the installed site-packages"
   python=$(sed -n 's/^Python3_EXECUTABLE:FILEPATH=//p' build/CMakeCache.txt)
   site="$prefix/$(sed -n 's/^VDEV_PYTHON_INSTALL_DIR:STRING=//p' build/CMakeCache.txt)"
   (cd "$prefix" && PYTHONPATH="$site" "$python" -c \
@@ -33,3 +39,11 @@ with vdev.Session.process(2) as s:
     ids = s.call_packed(s.get_global_func('vdev.worker.id'))
     print('installed vdev_worker:', [ids.debug_get_from_remote(w) for w in range(2)])")
 fi
+
+if [ "${VDEV_TEST_SANITIZE:-1}" = 0 ]; then
+  stage "sanitizers: left out (VDEV_TEST_SANITIZE=0)"
+else
+  stage "build + tests under address,undefined (build-asan)"
+  bash scripts/sanitize.sh address,undefined
+fi
+stage "done"
