@@ -1,5 +1,6 @@
 // The activation stack of the executor: values by name, blocks entered for calls and `if`, and the
 // loop that runs @main without recursing (a deep call chain or a long program needs no deep C++ stack).
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "executor_impl.h"
 #include "vdev/status_macros.h"
@@ -99,6 +100,7 @@ absl::Status Executor::Impl::Step(std::vector<Activation>& stack) {
       result.kind = Value::Kind::kFunc;
       result.func = e.func;
       result.env = act.env;
+      captured_envs.push_back(act.env);
       break;
     }
     case ir::ExprKind::kConst: {
@@ -170,6 +172,18 @@ absl::StatusOr<Value> Executor::Impl::Execute(absl::Span<const Value> args) {
     env->values[Key(ir::ValueRef::Param(fn.params.begin + static_cast<uint32_t>(i)))] = args[i];
   std::vector<Activation> stack;
   stack.push_back(Activation{fn.body, 0, std::move(env), main_pools, ir::kNoBinding, true});
+  // Once the run is over (or failed) nothing reads its environments: empty the captured ones, which
+  // frees every closure cycle through them (a leak per run otherwise).
+  absl::Cleanup cut_cycles = [this, &stack] {
+    stack.clear();
+    for (const std::weak_ptr<Env>& weak : captured_envs) {
+      if (EnvPtr env = weak.lock()) {
+        env->values.clear();
+        env->parent.reset();
+      }
+    }
+    captured_envs.clear();
+  };
   while (!stack.empty()) VDEV_RETURN_IF_ERROR(Step(stack));
   return main_result;
 }

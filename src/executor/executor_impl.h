@@ -90,6 +90,9 @@ struct Executor::Impl {
   bool captured = false;
   int runs = 0;
   internal::Value main_result;
+  // The environments local functions captured during one Execute. A closure stored in the environment
+  // it captured (or in an ancestor of it) makes a shared_ptr cycle; Execute cuts them when it ends.
+  std::vector<std::weak_ptr<internal::Env>> captured_envs;
   // Profiling: marks around each op of one run.
   std::vector<OpProfile>* profile = nullptr;
   std::vector<std::pair<int, std::pair<int, int>>> marks;  // (profile entry, (from, to))
