@@ -50,7 +50,8 @@ def shipped_names() -> List[str]:
 
 def run(plan: Plan, inputs: Sequence[np.ndarray], *, instances: int = 1, timeout: float = 8.0) -> List[np.ndarray]:
     """Runs `plan` once on the host executor, each rank a thread with its own session: `inputs[r]` is
-    rank r's input (1-D, float32, float64 or int32, the collective's input segments of `count`
-    elements); returns each rank's output. ChannelError naming the rank when a rank fails (a wait that
+    rank r's input (1-D, float32, float64, int32, float16 or uint16 holding bf16 bits, the
+    collective's input segments of `count` elements); returns each rank's output (f16 and bf16 are
+    summed in f32 and rounded once). ChannelError naming the rank when a rank fails (a wait that
     no signal satisfies ends after `timeout` seconds)."""
     return run_channel_plan(plan, list(inputs), instances=instances, timeout=timeout)

@@ -87,26 +87,54 @@ struct PyChannel {
 using PyMemoryChannel = PyChannel<channels::MemoryChannel>;
 using PyPortChannel = PyChannel<channels::PortChannel>;
 
-// Runs `plan` on the host executor with one thread per rank: each joins a session of its own
-// rendezvous directory, allocates the IPC region and executes once. Returns every rank's output.
-template <typename T>
-py::list RunPlan(const ProgramSpec& plan, const std::vector<py::array_t<T, py::array::c_style | py::array::forcecast>>& inputs,
-                 DataType type, int instances, double timeout_seconds) {
+// The executor's element type of a NumPy dtype: float32, float64, int32, float16, and uint16 as
+// bf16's bits (NumPy has no bfloat16).
+std::optional<DataType> ChannelType(const py::dtype& dtype) {
+  if (dtype.num() == py::dtype::of<float>().num()) return DataType::kF32;
+  if (dtype.num() == py::dtype::of<double>().num()) return DataType::kF64;
+  if (dtype.num() == py::dtype::of<int32_t>().num()) return DataType::kI32;
+  if (dtype.num() == py::dtype("float16").num()) return DataType::kF16;
+  if (dtype.num() == py::dtype::of<uint16_t>().num()) return DataType::kBF16;
+  return std::nullopt;
+}
+
+// Runs `plan` once on the host executor with one thread per rank: each joins a session of its own
+// rendezvous directory, allocates the IPC region and executes. Returns every rank's output.
+py::list Run(const ProgramSpec& plan, const std::vector<py::array>& arrays, int instances, double timeout_seconds) {
   const int world = plan.world_size;
-  if (static_cast<int>(inputs.size()) != world) {
-    throw py::value_error(absl::StrCat("the plan is for ", world, " ranks; ", inputs.size(), " inputs given"));
+  if (static_cast<int>(arrays.size()) != world) {
+    throw py::value_error(absl::StrCat("the plan is for ", world, " ranks; ", arrays.size(), " inputs given"));
+  }
+  if (instances < 1) throw py::value_error("instances must be at least 1");
+  if (timeout_seconds <= 0) throw py::value_error("timeout must be positive (seconds)");
+  const py::dtype dtype = arrays[0].dtype();
+  std::optional<DataType> type = ChannelType(dtype);
+  if (!type) {
+    throw py::type_error(absl::StrCat("the host plan executor runs float32, float64, int32, float16 or bf16 (as "
+                                      "uint16), found ", std::string(py::str(py::object(dtype)))));
   }
   const int in_segments = channels::InputSegments(plan.collective, world);
   const int out_segments = channels::OutputSegments(plan.collective, world);
-  const py::ssize_t elements = inputs[0].size();
+  const py::ssize_t elements = arrays[0].size();
+  std::vector<py::array> inputs;
   for (int r = 0; r < world; ++r) {
-    if (inputs[r].ndim() != 1 || inputs[r].size() != elements || elements == 0 || elements % in_segments != 0) {
+    if (arrays[r].dtype().num() != dtype.num()) throw py::type_error("every rank's input must have one dtype");
+    if (arrays[r].ndim() != 1 || arrays[r].size() != elements || elements == 0 || elements % in_segments != 0) {
       throw py::value_error(absl::StrCat("input of rank ", r, ": expected a non-empty 1-D array of the same size as "
                                          "every rank's, a multiple of ", in_segments, " (the collective's segments)"));
     }
+    inputs.push_back(py::array::ensure(arrays[r], py::array::c_style));
   }
   const size_t count = static_cast<size_t>(elements / in_segments);
-  std::vector<std::vector<T>> outputs(world, std::vector<T>(count * out_segments));
+  std::vector<py::array> outputs;
+  const py::ssize_t out_elements = static_cast<py::ssize_t>(count * out_segments);
+  for (int r = 0; r < world; ++r) outputs.emplace_back(dtype, std::vector<py::ssize_t>{out_elements});
+  std::vector<const void*> in(world);
+  std::vector<void*> out(world);
+  for (int r = 0; r < world; ++r) {
+    in[r] = inputs[r].data();
+    out[r] = outputs[r].mutable_data();
+  }
   std::vector<absl::Status> statuses(world);
   {
     py::gil_scoped_release release;
@@ -128,8 +156,8 @@ py::list RunPlan(const ProgramSpec& plan, const std::vector<py::array_t<T, py::a
             VDEV_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(options));
             VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> allocator, CreateHostIPCAllocator(session.get()));
             VDEV_ASSIGN_OR_RETURN(auto executor, channels::HostPlanExecutor::Create(*session, *allocator, plan, count,
-                                                                                    type, instances));
-            return executor->Execute(inputs[r].data(), outputs[r].data(), count);
+                                                                                    *type, instances));
+            return executor->Execute(in[r], out[r], count);
           }();
         });
       }
@@ -141,30 +169,7 @@ py::list RunPlan(const ProgramSpec& plan, const std::vector<py::array_t<T, py::a
       RaiseChannelError(absl::Status(statuses[r].code(), absl::StrCat("rank ", r, ": ", statuses[r].message())));
     }
   }
-  py::list out;
-  for (std::vector<T>& o : outputs) out.append(py::array_t<T>(static_cast<py::ssize_t>(o.size()), o.data()));
-  return out;
-}
-
-py::list Run(const ProgramSpec& plan, const std::vector<py::array>& inputs, int instances, double timeout) {
-  if (inputs.empty()) throw py::value_error("run needs one input per rank");
-  if (instances < 1) throw py::value_error("instances must be at least 1");
-  if (timeout <= 0) throw py::value_error("timeout must be positive (seconds)");
-  const py::dtype dtype = inputs[0].dtype();
-  for (const py::array& a : inputs) {
-    if (!a.dtype().is(dtype) && a.dtype().num() != dtype.num()) throw py::type_error("every rank's input must have one dtype");
-  }
-  auto as = [&](auto zero) {
-    using T = decltype(zero);
-    std::vector<py::array_t<T, py::array::c_style | py::array::forcecast>> typed;
-    for (const py::array& a : inputs) typed.emplace_back(a);
-    return typed;
-  };
-  if (dtype.num() == py::dtype::of<float>().num()) return RunPlan(plan, as(float{}), DataType::kF32, instances, timeout);
-  if (dtype.num() == py::dtype::of<double>().num()) return RunPlan(plan, as(double{}), DataType::kF64, instances, timeout);
-  if (dtype.num() == py::dtype::of<int32_t>().num()) return RunPlan(plan, as(int32_t{}), DataType::kI32, instances, timeout);
-  throw py::type_error(absl::StrCat("the host plan executor runs float32, float64 or int32, found ",
-                                    std::string(py::str(py::object(dtype)))));
+  return py::cast(outputs);
 }
 
 ProgramSpec PlanFromJson(const std::string& text, const std::string& file) {
@@ -324,8 +329,9 @@ void BindChannels(py::module_& m) {
   m.def("shipped_channel_plan_names", &channels::ShippedPlanNames);
   m.def("run_channel_plan", &Run, py::arg("plan"), py::arg("inputs"), py::kw_only(), py::arg("instances") = 1,
         py::arg("timeout") = 8.0,
-        "Runs `plan` once on the host executor, one thread per rank (float32, float64 or int32 inputs, one\n"
-        "1-D array per rank); returns every rank's output. ChannelError naming the rank on failure.");
+        "Runs `plan` once on the host executor, one thread per rank (one 1-D array per rank: float32,\n"
+        "float64, int32, float16, or uint16 as bf16 bits); returns every rank's output. ChannelError naming\n"
+        "the rank on failure.");
 }
 
 }  // namespace vdev::python

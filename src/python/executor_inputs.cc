@@ -1,6 +1,8 @@
 // The executor's inputs read in place (executor_inputs.h).
 #include "python/executor_inputs.h"
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <utility>
@@ -97,7 +99,9 @@ void ExecutorInputs::Add(const ir::Module& m, const ir::Param& param, size_t ind
   // copy only when the array is not one already.
   if (py::isinstance<py::array>(value) || !py::hasattr(value, "__dlpack__")) {
     py::array array = py::array::ensure(value);
-    if (!array || array.dtype().kind() == 'O') throw py::type_error(absl::StrCat(what, ": expected a NumPy array or an object with __dlpack__"));
+    if (!array || array.dtype().kind() == 'O') {
+      throw py::type_error(absl::StrCat(what, ": expected a NumPy array or an object with __dlpack__"));
+    }
     py::dtype want = NumpyDType(node.dtype);
     if (array.dtype().num() != want.num()) {
       throw py::type_error(absl::StrCat(what, ": expected dtype ", std::string(py::str(want)), ", found ",

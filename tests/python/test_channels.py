@@ -60,6 +60,13 @@ def test_shipped_plans_run():
     inputs = [np.arange(12, dtype=np.float64) * (r + 1) for r in range(4)]
     for out in ch.run(ch.shipped("two_shot", 4), inputs):
         np.testing.assert_array_equal(out, sum(inputs))
+    halves = [np.linspace(-1, 1, 9).astype(np.float16) * (r + 1) for r in range(2)]
+    for out in ch.run(ch.shipped("one_shot", 2), halves):
+        assert out.dtype == np.float16
+        np.testing.assert_array_equal(out, (halves[0].astype(np.float32) + halves[1]).astype(np.float16))
+    bf16 = [np.array([0x3F80, 0x4000, 0xBF80], np.uint16)] * 2  # 1, 2, -1 as bfloat16 bits
+    for out in ch.run(ch.shipped("one_shot", 2), bf16):
+        np.testing.assert_array_equal(out, np.array([0x4000, 0x4080, 0xC000], np.uint16))  # 2, 4, -2
     gathered = ch.run(ch.shipped("all_gather", 3), [np.full(5, r, np.int32) for r in range(3)])
     for out in gathered:
         np.testing.assert_array_equal(out, np.repeat(np.arange(3, dtype=np.int32), 5))
@@ -75,7 +82,8 @@ def test_the_validators_errors_are_exceptions():
         c = p.add_memory_channel(dst=1 - r, src=r)
         c.wait(0)
         p.reduce(0, p.output(r, 0), [p.input(0, 0), p.input(1, 0)])
-    with pytest.raises(ch.ChannelError, match=r"rank 0 tb 0 op 0 \(wait\) .* a wait with no matching signal deadlocks") as info:
+    deadlock = r"rank 0 tb 0 op 0 \(wait\) .* a wait with no matching signal deadlocks"
+    with pytest.raises(ch.ChannelError, match=deadlock) as info:
         p.build()
     assert isinstance(info.value, vdev.Error) and isinstance(info.value, ValueError)
     # Out of range: kept by the builder, reported by build().
@@ -103,7 +111,7 @@ def test_run_checks_its_inputs():
     plan = one_shot(2)
     with pytest.raises(ValueError, match="for 2 ranks; 3 inputs"):
         ch.run(plan, [np.zeros(4, np.float32)] * 3)
-    with pytest.raises(TypeError, match="float32, float64 or int32"):
+    with pytest.raises(TypeError, match="float32, float64, int32, float16 or bf16"):
         ch.run(plan, [np.zeros(4, np.int64)] * 2)
     with pytest.raises(ValueError, match="input of rank 1"):
         ch.run(plan, [np.zeros(4, np.float32), np.zeros(5, np.float32)])
