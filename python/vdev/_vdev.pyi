@@ -216,8 +216,10 @@ class Compiled:
     def text(self) -> str: ...
 
 def compile(source: Union[str, Module], *, file: str = "<string>", stop_after: str = "check", strict: bool = False,
-            default: Optional[DeviceLike] = None, host: Optional[DeviceLike] = None, strategy: str = "auto",
-            ipc_allreduce: bool = True, alignment: int = 256) -> Compiled: ...
+            default: Optional[DeviceLike] = None, host: Optional[DeviceLike] = None, optimize: bool = False,
+            machine: Optional[Machine] = None, time_limit: float = 60.0,
+            progress: Optional[Callable[[str], None]] = None, strategy: str = "auto", ipc_allreduce: bool = True,
+            alignment: int = 256) -> Compiled: ...
 
 ArrayLike = Any  # a NumPy array, anything NumPy makes one of, or an object with __dlpack__ in host memory
 

@@ -172,6 +172,14 @@ class ProgressRelay {
   std::unique_ptr<py::error_already_set> error_;
 };
 
+// TypeError/ValueError for vdev.plan's and vdev.compile's optimisation arguments that do not fit.
+void CheckOptimizeArgs(bool optimize, const py::object& machine, double time_limit, const py::object& progress) {
+  if (!optimize && !machine.is_none()) throw py::value_error("machine= is what optimize=True plans for; pass both");
+  if (time_limit <= 0) throw py::value_error("time_limit must be positive (seconds)");
+  if (!progress.is_none() && !optimize) throw py::value_error("progress= reports optimize=True's solve; pass both");
+  if (!progress.is_none() && !PyCallable_Check(progress.ptr())) throw py::type_error("progress must be callable");
+}
+
 std::shared_ptr<PyPlan> Plan(std::shared_ptr<PyModule> module, bool strict, const py::object& default_device,
                              const py::object& host_device, bool optimize, const py::object& machine,
                              double time_limit, const py::object& progress) {
@@ -179,10 +187,7 @@ std::shared_ptr<PyPlan> Plan(std::shared_ptr<PyModule> module, bool strict, cons
   options.strict = strict;
   if (!default_device.is_none()) options.default_device = DeviceArg(default_device);
   if (!host_device.is_none()) options.host_device = DeviceArg(host_device);
-  if (!optimize && !machine.is_none()) throw py::value_error("machine= is what optimize=True plans for; pass both");
-  if (time_limit <= 0) throw py::value_error("time_limit must be positive (seconds)");
-  if (!progress.is_none() && !optimize) throw py::value_error("progress= reports optimize=True's solve; pass both");
-  if (!progress.is_none() && !PyCallable_Check(progress.ptr())) throw py::type_error("progress must be callable");
+  CheckOptimizeArgs(optimize, machine, time_limit, progress);
   PlanError error;
   absl::Status status;
   auto plan = std::make_shared<PyPlan>(PyPlan{module, PlanResult(), nullptr, std::nullopt});
@@ -334,8 +339,16 @@ std::optional<CompileStage> StageNamed(const std::string& name) {
 
 PyCompiled CompileSource(const py::object& source, const std::string& file, const std::string& stop_after,
                          bool strict, const py::object& default_device, const py::object& host_device,
+                         bool optimize, const py::object& machine, double time_limit, const py::object& progress,
                          const std::string& strategy, bool ipc_allreduce, int64_t alignment) {
   CompileOptions options;
+  CheckOptimizeArgs(optimize, machine, time_limit, progress);
+  std::optional<ProgressRelay> relay;
+  if (optimize) {
+    options.optimize_for = machine.is_none() ? DefaultMachine(2) : machine.cast<Machine>();
+    options.optimize.time_limit_seconds = time_limit;
+    if (!progress.is_none()) options.optimize.progress = relay.emplace(progress).Function();
+  }
   std::optional<CompileStage> stage = StageNamed(stop_after);
   if (!stage) {
     throw py::value_error(absl::StrCat("unknown stage '", stop_after,
@@ -363,12 +376,16 @@ PyCompiled CompileSource(const py::object& source, const std::string& file, cons
     py::gil_scoped_release release;
     compiled = is_text ? Compile(input->source, options, &error) : Compile(input->module.Clone(), options, &error);
   }
+  if (relay) relay->Rethrow();
   if (!compiled.ok()) RaiseCompileError(*input, error, compiled.status());
   PyCompiled out{*stage, input, nullptr, nullptr, nullptr, compiled->diagnostics};
   out.module = std::make_shared<PyModule>(PyModule{compiled->module().Clone(), input->file, ""});
   if (compiled->memory) out.lowered = LoweredOf(*input, *compiled);
   if (*stage >= CompileStage::kPlan) {
     out.plan = std::make_shared<PyPlan>(PyPlan{input, std::move(compiled->plan), nullptr, std::nullopt});
+    if (compiled->optimization) {
+      out.plan->optimization = Optimization{*std::move(compiled->optimization), *options.optimize_for};
+    }
   }
   return out;
 }
@@ -474,7 +491,8 @@ void BindPlan(py::module_& m) {
 
   m.def("compile", &CompileSource, py::arg("source"), py::kw_only(), py::arg("file") = "<string>",
         py::arg("stop_after") = "check", py::arg("strict") = false, py::arg("default") = py::none(),
-        py::arg("host") = py::none(), py::arg("strategy") = "auto", py::arg("ipc_allreduce") = true,
+        py::arg("host") = py::none(), py::arg("optimize") = false, py::arg("machine") = py::none(),
+        py::arg("time_limit") = 60.0, py::arg("progress") = py::none(), py::arg("strategy") = "auto", py::arg("ipc_allreduce") = true,
         py::arg("alignment") = 256,
         "The whole pipeline of compile.h on program text or a Module: parse, verify, plan, types, lower,\n"
         "check, ending after `stop_after`; the options are vdev.plan's and vdev.lower's. The GIL is released\n"

@@ -74,3 +74,15 @@ def test_compile_errors_are_the_stages_exceptions():
         vdev.compile(CONFLICT.encode())
     with pytest.raises(ValueError, match="unknown all-reduce strategy"):
         vdev.compile(CONFLICT, strategy="fastest")
+
+
+def test_compile_optimizes_as_plan_does():
+    from test_optimize import MACHINE, PROGRAM
+    machine = vdev.Machine.from_json(MACHINE)
+    compiled = vdev.compile(PROGRAM, optimize=True, machine=machine, stop_after="types")
+    plan = vdev.plan(vdev.parse(PROGRAM), optimize=True, machine=machine)
+    assert compiled.plan.optimal is True and compiled.plan.cost == plan.cost
+    assert json.loads(compiled.plan.to_json()) == json.loads(plan.to_json())
+    assert vdev.compile(PROGRAM, optimize=True, machine=machine).lowered.pools
+    with pytest.raises(ValueError, match="machine= is what optimize=True plans for"):
+        vdev.compile(PROGRAM, machine=machine)
