@@ -4,19 +4,13 @@
 // format promises: every error has a location; whatever parses prints to text that parses again,
 // verifies the same way, and prints identically (print ∘ parse is a fixed point).
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
+#include "fuzz_check.h"
 #include "vdev/diagnostic.h"
 #include "vdev/ir_text.h"
 
-namespace {
-
-void Check(bool condition) {
-  if (!condition) std::abort();
-}
-
-}  // namespace
+using vdev::fuzz::Check;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,18 +1,39 @@
 #!/usr/bin/env bash
-# Builds the IR parser fuzzer with clang-14 (libFuzzer + ASan + UBSan) and runs it for SECONDS
-# (default 60) on a scratch copy of fuzz/corpus, seeded from the spec and repository examples.
-# Exits non-zero when the fuzzer finds a crash; the reproducer is left in build-fuzz/.
+# Builds a libFuzzer target with clang-14 (ASan + UBSan) and runs it for SECONDS (default 60):
+#   scripts/fuzz.sh [SECONDS] [TARGET]     TARGET: parser (default), plan or lower
+# parser = ir_parser_fuzzer (parse, verify, print), plan = plan_devices_fuzzer (PlanDevices),
+# lower = lower_memory_fuzzer (compile.h through LowerMemory). Each runs on a scratch copy of
+# fuzz/corpus plus the spec's and the repository's examples (for plan and lower each seed twice,
+# behind an options byte: fuzz/README.md), with the token dictionary fuzz/ir.dict.
+# Exits non-zero when the fuzzer finds a crash; the reproducer is left in the build folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
+target=${2:-parser}
+case "$target" in
+  parser) fuzzer=ir_parser_fuzzer; prefixes=() ;;
+  plan) fuzzer=plan_devices_fuzzer; prefixes=('\x00' '\x01') ;;      # default options, --strict
+  lower) fuzzer=lower_memory_fuzzer; prefixes=('\x08' '\x3e') ;;    # alignment 2^8, 2^62
+  *) echo "fuzz.sh: unknown target '$target' (parser, plan or lower)" >&2; exit 2 ;;
+esac
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 CXX=${FUZZ_CXX:-clang++-14} cmake -S fuzz -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" --target ir_parser_fuzzer
-work="$build/corpus"
-rm -rf "$work"
-mkdir -p "$work"
-cp fuzz/corpus/* "$work"/
-find examples ../shared/spec -name '*.vdev' -exec cp {} "$work"/ \; 2>/dev/null || true
+cmake --build "$build" --target "$fuzzer"
+work="$build/corpus-$target"
+seeds="$build/seeds-$target"
+rm -rf "$work" "$seeds"
+mkdir -p "$work" "$seeds"
+cp fuzz/corpus/* "$seeds"/
+find examples ../shared/spec -name '*.vdev' -exec cp {} "$seeds"/ \; 2>/dev/null || true
+if [ ${#prefixes[@]} -eq 0 ]; then
+  cp "$seeds"/* "$work"/
+else
+  for f in "$seeds"/*; do
+    for i in "${!prefixes[@]}"; do
+      { printf "${prefixes[$i]}"; cat "$f"; } > "$work/$i-$(basename "$f")"
+    done
+  done
+fi
 cd "$build"
-./ir_parser_fuzzer -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
-  -dict=../fuzz/ir.dict -print_final_stats=1 corpus
+"./$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
+  -dict=../fuzz/ir.dict -print_final_stats=1 "corpus-$target"

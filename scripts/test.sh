@@ -13,13 +13,26 @@ bash scripts/build.sh
 stage "tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
 
-stage "parser fuzzer, ${FUZZ_SECONDS:-60} s"
-if ! bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}" > build/fuzz.log 2>&1; then
-  tail -n 60 build/fuzz.log
-  echo "parser fuzzer failed (log: build/fuzz.log)"
-  exit 1
+# The fuzzers: ${FUZZ_SECONDS:-60} s on the parser. The PlanDevices and LowerMemory targets run when
+# FUZZ_PIPELINE_SECONDS is set (seconds each): off by default until the planner bug they find within
+# a minute is fixed (an attribute that names a value is not a use: fuzz/README.md, issue 20).
+targets="parser"
+if [ "${FUZZ_PIPELINE_SECONDS:-0}" -gt 0 ]; then
+  targets="parser plan lower"
+else
+  stage "plan and lower fuzzers: left out (set FUZZ_PIPELINE_SECONDS to run them)"
 fi
-grep -E "^(Done|stat::)" build/fuzz.log || tail -n 5 build/fuzz.log
+for target in $targets; do
+  seconds=${FUZZ_SECONDS:-60}
+  [ "$target" = parser ] || seconds=$FUZZ_PIPELINE_SECONDS
+  stage "$target fuzzer, $seconds s"
+  if ! bash scripts/fuzz.sh "$seconds" "$target" > "build/fuzz-$target.log" 2>&1; then
+    tail -n 60 "build/fuzz-$target.log"
+    echo "$target fuzzer failed (log: build/fuzz-$target.log)"
+    exit 1
+  fi
+  grep -E "^(Done|stat::)" "build/fuzz-$target.log" || tail -n 5 "build/fuzz-$target.log"
+done
 
 stage "install + find_package(vdev) consumer"
 prefix=$(mktemp -d)
