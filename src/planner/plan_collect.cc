@@ -198,7 +198,11 @@ void Planner::FinishAnnotations() {
 
 DomainId Planner::AnnotatedSite(BindingId b, bool kernel_call) {
   if (!Has(b, kAnnotated)) return kNoDomain;
-  auto it = std::lower_bound(annotated_by_.begin(), annotated_by_.end(), std::pair<BindingId, BindingId>(b, 0));
+  auto it = annotated_by_.begin() + std::min(annotated_cursor_, annotated_by_.size());
+  if (it == annotated_by_.end() || it->first != b) {
+    it = std::lower_bound(annotated_by_.begin(), annotated_by_.end(), std::pair<BindingId, BindingId>(b, 0));
+  }
+  annotated_cursor_ = static_cast<size_t>(it - annotated_by_.begin()) + 1;
   const ir::Expr& annotation = B(it->second).expr;
   DeviceIndex device = devices_.Intern(m_.Device(m_.Args(annotation)[1].index));
   if (kernel_call) device = WithScope(device, DeviceTable::kUnconstrained);

@@ -130,6 +130,9 @@ class Planner {
   void NoteAnnotation(BindingId b);
   // Sorts annotated_by_, keeping each computation's first annotation in program order.
   void FinishAnnotations();
+  // Collection asks for annotated computations in program order, so the next one is usually the
+  // one after the last found: no search.
+  size_t annotated_cursor_ = 0;
   // The pinned site of an annotated computation (without the scope for a kernel call, whose scopes
   // come from its signature), or kNoDomain.
   DomainId AnnotatedSite(BindingId b, bool kernel_call);
@@ -147,7 +150,13 @@ class Planner {
   absl::Status ConflictError(const UnifyConflict& conflict, SourceLoc loc, std::string message);
   std::string DescribePin(const Pin& pin) const;
   std::string DescribeValue(const Operand& o) const;
-  std::string DeviceText(DeviceIndex d) const { return devices_.Get(d).ToString(); }
+  // Memoised: a program with many conflicts formats the same few devices in every warning.
+  const std::string& DeviceText(DeviceIndex d) const {
+    if (d >= device_text_.size()) device_text_.resize(d + 1);
+    if (!device_text_[d]) device_text_[d] = devices_.Get(d).ToString();
+    return *device_text_[d];
+  }
+  mutable std::vector<std::optional<std::string>> device_text_;
 
   // The classes, their choice by placement_, each class constrained to its choice.
   absl::Status PlaceClasses();
