@@ -16,8 +16,11 @@
 // order, docs/planner.md); where a device overflows, the bytes live at that point become a cut (a
 // hard linear constraint over the classes there) and the problem is solved again, until the plan
 // fits. No placement fits: InvalidArgument naming the point, and in `error` the fewest values that
-// cannot leave the device and together exceed it. A value copied to the same device for several
-// classes is costed once per place.
+// cannot leave the device and together exceed it. The time limit covers every round
+// (DeadlineExceeded when no plan that fits was found in it). A plan that needed cuts and holds copies
+// the planner added (conflicts, kernel boundaries) is marked not optimal: such a copy can end its
+// source's life earlier than a cut counts. A value copied to the same device for several classes is
+// costed once per place.
 #ifndef VDEV_OPTIMIZE_PLACEMENT_H_
 #define VDEV_OPTIMIZE_PLACEMENT_H_
 
