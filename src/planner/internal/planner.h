@@ -11,6 +11,7 @@
 #define VDEV_SRC_PLANNER_INTERNAL_PLANNER_H_
 
 #include <functional>
+#include <deque>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -150,13 +151,14 @@ class Planner {
   absl::Status ConflictError(const UnifyConflict& conflict, SourceLoc loc, std::string message);
   std::string DescribePin(const Pin& pin) const;
   std::string DescribeValue(const Operand& o) const;
-  // Memoised: a program with many conflicts formats the same few devices in every warning.
+  // Memoised: a program with many conflicts formats the same few devices in every warning. A deque,
+  // so growing the memo keeps the strings returned earlier in place (one StrCat takes two of them).
   const std::string& DeviceText(DeviceIndex d) const {
     if (d >= device_text_.size()) device_text_.resize(d + 1);
     if (!device_text_[d]) device_text_[d] = devices_.Get(d).ToString();
     return *device_text_[d];
   }
-  mutable std::vector<std::optional<std::string>> device_text_;
+  mutable std::deque<std::optional<std::string>> device_text_;
 
   // The classes, their choice by placement_, each class constrained to its choice.
   absl::Status PlaceClasses();
