@@ -38,6 +38,7 @@
 #ifndef VDEV_IR_H_
 #define VDEV_IR_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -174,6 +175,25 @@ class SymbolTable {
 
 enum class DType : uint8_t { kF64, kF32, kF16, kBF16, kI64, kI32, kI8, kU8, kBool };
 absl::string_view DTypeName(DType dtype);
+// Bytes of one element; 1 for bool, u8 and i8.
+constexpr size_t DTypeBytes(DType dtype) {
+  switch (dtype) {
+    case DType::kF64:
+    case DType::kI64:
+      return 8;
+    case DType::kF32:
+    case DType::kI32:
+      return 4;
+    case DType::kF16:
+    case DType::kBF16:
+      return 2;
+    case DType::kI8:
+    case DType::kU8:
+    case DType::kBool:
+      return 1;
+  }
+  return 1;
+}
 std::optional<DType> DTypeFromName(absl::string_view name);
 
 enum class TypeKind : uint8_t { kTensor, kTuple, kFunc, kStorage };

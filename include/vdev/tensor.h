@@ -17,9 +17,6 @@ namespace vdev {
 
 using Shape = absl::InlinedVector<int64_t, 6>;
 
-// Bytes of one element; 1 for bool, u8 and i8.
-size_t DTypeBytes(ir::DType dtype);
-
 // A dense row-major tensor in one device's memory (host memory for the CPU, device memory for a GPU).
 struct TensorRef {
   void* data = nullptr;
@@ -44,6 +41,9 @@ struct HostTensor {
 
 // Element i of a tensor in host memory, converted to double (f16/bf16 exactly; bool as 0/1).
 double ReadAsDouble(const TensorRef& tensor, int64_t i);
+// Stores `v` into element i as the dtype stores it (f16/bf16 rounded to nearest even, integers
+// truncated towards zero, bool and u8 as their integer value).
+void WriteFromDouble(const TensorRef& tensor, int64_t i, double v);
 
 }  // namespace vdev
 

@@ -9,26 +9,15 @@
 #include <cuda_runtime.h>
 
 #include "internal/cuda_plan.h"
+#include "src/runtime/internal/cuda_sync.cuh"
 
 namespace vdev::channels::internal {
 namespace {
 
-__device__ __forceinline__ uint64_t GlobalTimer() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using ::vdev::internal::FollowPreviousGrid;
+using ::vdev::internal::GlobalTimer;
+using ::vdev::internal::LoadAcquire;
 
-__device__ __forceinline__ void FollowPreviousGrid() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
-
-__device__ __forceinline__ uint64_t LoadAcquire(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
 __device__ __forceinline__ uint64_t LoadRelaxed(const uint64_t* p) {
   uint64_t v;
   asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");

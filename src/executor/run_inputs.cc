@@ -2,14 +2,12 @@
 #include <sys/stat.h>
 
 #include <cmath>
-#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "vdev/half.h"
 #include "vdev/npy.h"
 #include "vdev/run.h"
 #include "vdev/status_macros.h"
@@ -34,22 +32,6 @@ class Random {
   uint64_t state_;
 };
 
-void Store(HostTensor& t, int64_t i, double v) {
-  char* p = reinterpret_cast<char*>(t.bytes.data()) + i * static_cast<int64_t>(DTypeBytes(t.dtype));
-  auto put = [p](auto x) { std::memcpy(p, &x, sizeof x); };
-  switch (t.dtype) {
-    case ir::DType::kF64: put(v); break;
-    case ir::DType::kF32: put(static_cast<float>(v)); break;
-    case ir::DType::kF16: put(FloatToHalf(static_cast<float>(v))); break;
-    case ir::DType::kBF16: put(FloatToBF16(static_cast<float>(v))); break;
-    case ir::DType::kI64: put(static_cast<int64_t>(v)); break;
-    case ir::DType::kI32: put(static_cast<int32_t>(v)); break;
-    case ir::DType::kI8: put(static_cast<int8_t>(v)); break;
-    case ir::DType::kU8:
-    case ir::DType::kBool: put(static_cast<uint8_t>(v)); break;
-  }
-}
-
 HostTensor RandomTensor(ir::DType dtype, const Shape& shape, uint64_t seed) {
   HostTensor t = HostTensor::Zeros(dtype, shape);
   Random random(seed);
@@ -57,10 +39,11 @@ HostTensor RandomTensor(ir::DType dtype, const Shape& shape, uint64_t seed) {
   const bool floating = dtype == ir::DType::kF64 || dtype == ir::DType::kF32 || dtype == ir::DType::kF16 ||
                         dtype == ir::DType::kBF16;
   const double scale = shape.size() >= 2 && shape[0] > 0 ? 1.0 / std::sqrt(static_cast<double>(shape[0])) : 1.0;
+  const TensorRef out = t.Ref();
   for (int64_t i = 0; i < n; ++i) {
-    if (floating) Store(t, i, random.Signed() * scale);
-    else if (dtype == ir::DType::kBool) Store(t, i, static_cast<double>(random.Next() & 1));
-    else Store(t, i, static_cast<double>(random.Next() % 8));
+    if (floating) WriteFromDouble(out, i, random.Signed() * scale);
+    else if (dtype == ir::DType::kBool) WriteFromDouble(out, i, static_cast<double>(random.Next() & 1));
+    else WriteFromDouble(out, i, static_cast<double>(random.Next() % 8));
   }
   return t;
 }

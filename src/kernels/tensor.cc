@@ -1,4 +1,4 @@
-// Sizes and host-side element reads of vdev/tensor.h.
+// Sizes and host-side element reads and writes of vdev/tensor.h.
 #include "vdev/tensor.h"
 
 #include <cstring>
@@ -6,25 +6,6 @@
 #include "vdev/half.h"
 
 namespace vdev {
-
-size_t DTypeBytes(ir::DType dtype) {
-  switch (dtype) {
-    case ir::DType::kF64:
-    case ir::DType::kI64:
-      return 8;
-    case ir::DType::kF32:
-    case ir::DType::kI32:
-      return 4;
-    case ir::DType::kF16:
-    case ir::DType::kBF16:
-      return 2;
-    case ir::DType::kI8:
-    case ir::DType::kU8:
-    case ir::DType::kBool:
-      return 1;
-  }
-  return 1;
-}
 
 int64_t TensorRef::NumElements() const {
   int64_t n = 1;
@@ -60,6 +41,22 @@ double ReadAsDouble(const TensorRef& tensor, int64_t i) {
     case ir::DType::kBool: return load(uint8_t{}) != 0 ? 1.0 : 0.0;
   }
   return 0;
+}
+
+void WriteFromDouble(const TensorRef& tensor, int64_t i, double v) {
+  char* p = static_cast<char*>(tensor.data) + i * static_cast<int64_t>(DTypeBytes(tensor.dtype));
+  auto put = [p](auto x) { std::memcpy(p, &x, sizeof x); };
+  switch (tensor.dtype) {
+    case ir::DType::kF64: put(v); break;
+    case ir::DType::kF32: put(static_cast<float>(v)); break;
+    case ir::DType::kF16: put(FloatToHalf(static_cast<float>(v))); break;
+    case ir::DType::kBF16: put(FloatToBF16(static_cast<float>(v))); break;
+    case ir::DType::kI64: put(static_cast<int64_t>(v)); break;
+    case ir::DType::kI32: put(static_cast<int32_t>(v)); break;
+    case ir::DType::kI8: put(static_cast<int8_t>(v)); break;
+    case ir::DType::kU8:
+    case ir::DType::kBool: put(static_cast<uint8_t>(v)); break;
+  }
 }
 
 }  // namespace vdev

@@ -33,29 +33,6 @@ std::vector<ir::Operand> NestedLocalOperands(const ir::Module& m, const ir::Expr
   return out;
 }
 
-namespace {
-
-int64_t DTypeBytes(ir::DType dtype) {
-  switch (dtype) {
-    case ir::DType::kF64:
-    case ir::DType::kI64:
-      return 8;
-    case ir::DType::kF32:
-    case ir::DType::kI32:
-      return 4;
-    case ir::DType::kF16:
-    case ir::DType::kBF16:
-      return 2;
-    case ir::DType::kI8:
-    case ir::DType::kU8:
-    case ir::DType::kBool:
-      return 1;
-  }
-  return 0;
-}
-
-}  // namespace
-
 std::optional<int64_t> TensorBytes(const ir::TypeTable& types, ir::TypeId type, bool* overflow) {
   if (overflow != nullptr) *overflow = false;
   if (type == ir::kNoType || types.kind(type) != ir::TypeKind::kTensor) return std::nullopt;

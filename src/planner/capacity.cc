@@ -11,25 +11,6 @@
 namespace vdev::planner_internal {
 namespace {
 
-double DTypeBytes(ir::DType t) {
-  switch (t) {
-    case ir::DType::kF64:
-    case ir::DType::kI64:
-      return 8;
-    case ir::DType::kF32:
-    case ir::DType::kI32:
-      return 4;
-    case ir::DType::kF16:
-    case ir::DType::kBF16:
-      return 2;
-    case ir::DType::kI8:
-    case ir::DType::kU8:
-    case ir::DType::kBool:
-      return 1;
-  }
-  return 4;
-}
-
 bool IsMoveExpr(const ir::Module& m, const ir::Expr& e) {
   if (e.kind != ExprKind::kOpCall) return false;
   absl::string_view op = m.OpName(e);

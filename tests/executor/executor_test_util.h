@@ -20,21 +20,9 @@ namespace vdev::testing_executor {
 // A tensor of `dtype` holding `values` (converted as the dtype stores them).
 inline HostTensor Make(ir::DType dtype, Shape shape, const std::vector<double>& values) {
   HostTensor t = HostTensor::Zeros(dtype, std::move(shape));
+  const TensorRef ref = t.Ref();
   for (size_t i = 0; i < values.size() && static_cast<int64_t>(i) < t.NumElements(); ++i) {
-    char* p = reinterpret_cast<char*>(t.bytes.data()) + i * DTypeBytes(dtype);
-    const double v = values[i];
-    auto put = [p](auto x) { std::memcpy(p, &x, sizeof x); };
-    switch (dtype) {
-      case ir::DType::kF64: put(v); break;
-      case ir::DType::kF32: put(static_cast<float>(v)); break;
-      case ir::DType::kF16: put(FloatToHalf(static_cast<float>(v))); break;
-      case ir::DType::kBF16: put(FloatToBF16(static_cast<float>(v))); break;
-      case ir::DType::kI64: put(static_cast<int64_t>(v)); break;
-      case ir::DType::kI32: put(static_cast<int32_t>(v)); break;
-      case ir::DType::kI8: put(static_cast<int8_t>(v)); break;
-      case ir::DType::kU8:
-      case ir::DType::kBool: put(static_cast<uint8_t>(v)); break;
-    }
+    WriteFromDouble(ref, static_cast<int64_t>(i), values[i]);
   }
   return t;
 }

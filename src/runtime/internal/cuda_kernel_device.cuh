@@ -16,6 +16,7 @@
 #include "internal/allreduce_layout.h"
 #include "internal/cuda_kernel_families.h"
 #include "internal/cuda_kernels.h"
+#include "internal/cuda_sync.cuh"
 #include "vdev/ipc_memory.h"
 
 #define VDEV_KERNELS(name) \
@@ -55,30 +56,6 @@ struct Elem<__nv_bfloat16> {
 
 template <typename T>
 constexpr int kPer = 16 / sizeof(T);
-
-__device__ __forceinline__ void StoreRelease(uint64_t* p, uint64_t v) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ uint64_t LoadAcquire(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ uint64_t GlobalTimer() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Programmatic dependent launch: when the launch allows it, this grid starts while the previous one
-// on the stream drains, and the next one may start while this one runs. Nothing is read or written
-// before the previous grid has finished and flushed (`griddepcontrol.wait`); the next grid may be
-// scheduled as soon as every block of this one is resident, so blocks waiting on each other across
-// GPUs never wait for SM space. Both are no-ops for an ordinary launch.
-__device__ __forceinline__ void FollowPreviousGrid() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
 
 // This call's epoch: one more than the last. Every block also advances the counters of the blocks
 // congruent to it modulo the grid, so all kMaxBarrierBlocks counters stay equal whatever the grid.
