@@ -14,7 +14,23 @@ for stage in $STAGES; do
   echo "=== $stage $(date -u +%T)"
   case $stage in
     test)
-      timeout 150 bin/channels_cuda_one_gpu_test 2>&1 | tee "$OUT/channels_test.log" | grep -E "OK \]|FAILED|Failure|rror" ;;
+      timeout 200 bin/channels_cuda_one_gpu_test 2>&1 | tee "$OUT/channels_test.log" | grep -E "OK \]|FAILED|Failure|rror" ;;
+    old_test)
+      # The earlier build's test with as many work queues as the new one sets: whether the queues
+      # alone make its port-channel plan pass.
+      CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 150 bin/old/channels_cuda_one_gpu_test 2>&1 \
+        | tee "$OUT/channels_old_test.log" | grep -E "OK \]|FAILED|Failure|rror" ;;
+    repeat)
+      # The exactness test 10 times over, for each build named in REPEAT_BINS (folders under bin/;
+      # "." is this build): a wrong element that comes and goes is a race.
+      for b in ${REPEAT_BINS:-.}; do
+        echo "--- $b" | tee -a "$OUT/channels_repeat.log"
+        timeout 100 bin/$b/channels_cuda_one_gpu_test --gtest_repeat=10 --gtest_filter='*IsExact*' 2>&1 \
+          | tee -a "$OUT/channels_repeat.log" | grep -E "^(INTERNAL|DEADLINE)|FAILED  \]" | sort | uniq -c
+      done ;;
+    old_bench)
+      CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 200 bin/old/channels_one_gpu_bench --csv "$OUT/channels_old_bench.csv" 2>&1 \
+        | tee "$OUT/channels_old_bench.log" | grep -E "^ratio|rror" ;;
     bench|bench_again)
       # bench_again: the same run a second time, for the spread between two runs of one version.
       timeout 200 bin/channels_one_gpu_bench --csv "$OUT/channels_$stage.csv" 2>&1 | tee "$OUT/channels_$stage.log" \
@@ -22,13 +38,20 @@ for stage in $STAGES; do
     trace)
       # Where one execution's time goes (block 0 of each rank; channels_one_gpu_bench --trace).
       timeout 100 bin/channels_one_gpu_bench --trace 2>&1 | tee "$OUT/channels_trace.log" | grep -E "^trace|rror" ;;
+    sanitize_api)
+      # memcheck without its checks of the CUDA API calls' memory (--check-api-memory-access no): the
+      # port proxies' copies are such calls, and port plans time out under the full memcheck.
+      VDEV_ONE_GPU_MAX_COUNT=4099 timeout 100 compute-sanitizer --tool memcheck --check-api-memory-access no \
+        --error-exitcode 9 bin/channels_cuda_one_gpu_test --gtest_filter="*IsExact/world3:*IsExact/world5:*IsExact/world8" \
+        2>&1 | grep -vE "^\[ RUN" | tail -12 | tee "$OUT/channels_sanitize_api.log"
+      echo "memcheck (no API checks) exit ${PIPESTATUS[0]}" ;;
     sanitize)
       # memcheck: worlds 2, 3, 5, 8 (back-to-back runs too); racecheck (slower): the exactness test
       # of worlds 2, 3 and 8 and the timeout path.
       for tool in memcheck racecheck; do
         filter=$([ $tool = memcheck ] && echo "*world2:*world3:*world5:*world8:*NeverLaunches*" \
           || echo "*IsExact/world2:*IsExact/world3:*IsExact/world8:*NeverLaunches*")
-        VDEV_ONE_GPU_MAX_COUNT=4099 timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 \
+        VDEV_ONE_GPU_MAX_COUNT=4099 timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
           bin/channels_cuda_one_gpu_test --gtest_filter="$filter" 2>&1 | grep -vE "^\[ RUN" | tail -25
         echo "$tool exit ${PIPESTATUS[0]}"
       done 2>&1 | tee "$OUT/channels_sanitize.log" ;;

@@ -52,6 +52,20 @@ bool SamePutSource(const DeviceOp& x, const DeviceOp& y) {
   return x.nsrcs == 1 && y.nsrcs == 1 && SameRef(x.srcs[0], y.srcs[0]) && x.part == y.part && x.parts == y.parts;
 }
 
+// Whether the reduce `next`, right after a put_packets run (first .. last) with no data sync
+// between, sums the run's source, unsent, with packet sources only besides: the kernel then runs
+// both as one step that keeps the source in registers (RunPacketsThenReduce).
+bool SumsItsSource(const DeviceOp& first, const DeviceOp& last, const DeviceOp& next) {
+  if (next.kind != kDevReduce || (last.sync & kDevSyncAfter) || (next.sync & kDevSyncBefore)) return false;
+  int own = 0;
+  for (int j = 0; j < next.nsrcs; ++j) {
+    if (next.srcs[j].packets) continue;
+    if (!SameRef(next.srcs[j], first.srcs[0])) return false;
+    ++own;
+  }
+  return own == 1 && next.part == first.part && next.parts == first.parts;
+}
+
 }  // namespace
 
 absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
@@ -83,7 +97,12 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
       DeviceOp d;
       d.dst = ToDevice(op.dst);
       d.nsrcs = static_cast<int8_t>(op.srcs.size());
-      for (size_t j = 0; j < op.srcs.size(); ++j) d.srcs[j] = ToDevice(op.srcs[j]);
+      d.scratch = op.dst.buffer == BufferKind::kScratch ? 1 : 0;
+      for (size_t j = 0; j < op.srcs.size(); ++j) {
+        d.srcs[j] = ToDevice(op.srcs[j]);
+        if (op.srcs[j].packets) d.packets |= static_cast<uint8_t>(1u << j);
+        if (op.srcs[j].buffer == BufferKind::kScratch) d.scratch |= static_cast<uint16_t>(2u << j);
+      }
       d.part = static_cast<int16_t>(op.part);
       d.parts = static_cast<int16_t>(op.parts);
       d.kind = ToDevice(op.kind);
@@ -111,7 +130,8 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
     // A run of signals (or of waits) with no data sync inside it runs in parallel, one thread each:
     // they touch distinct semaphores or raise one with a maximum, so their order does not matter.
     // A run of puts (or put_packets) of one source with no data sync inside it runs as one step
-    // that loads the source once for all its destinations.
+    // that loads the source once for all its destinations; a put_packets run also takes along a
+    // reduce right after it that sums the same source (SumsItsSource).
     for (size_t i = begin.back(); i < ops.size();) {
       size_t j = i + 1;
       const bool sync = ops[i].kind == kDevSignal || ops[i].kind == kDevWait;
@@ -123,6 +143,9 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
         ++j;
       }
       ops[i].batch = static_cast<int8_t>(j - i);
+      if (ops[i].kind == kDevPutPackets && !ops[i].srcs[0].packets && j < ops.size()) {
+        ops[i].then_reduce = SumsItsSource(ops[i], ops[j - 1], ops[j]) ? 1 : 0;
+      }
       i = j;
     }
     begin.push_back(static_cast<int>(ops.size()));

@@ -1,9 +1,11 @@
 // PortProxy: the host thread that serves a rank's port-channel requests (see internal/cuda_proxy.h).
 #include "internal/cuda_proxy.h"
 
+#include <cstdlib>
 #include <deque>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace vdev::channels::internal {
@@ -23,9 +25,36 @@ void Write(uint64_t& word, uint64_t v) { std::atomic_ref<uint64_t>(word).store(v
 
 }  // namespace
 
+PortFifoReader::PortFifoReader(PortFifo* fifo) : fifo_(fifo), next_(Read(fifo->done)) {}
+
+bool PortFifoReader::Next(PortRequest* request, uint64_t* ticket) {
+  PortRequest& q = fifo_->slots[next_ % kPortFifoSlots];
+  if (Read(q.seq) != next_ + 1) return false;
+  request->dst = Read(q.dst);
+  request->src = Read(q.src);
+  request->bytes = Read(q.bytes);
+  request->semaphore = Read(q.semaphore);
+  request->count = Read(q.count);
+  request->seq = next_ + 1;
+  *ticket = next_++;
+  return true;
+}
+
+void PortFifoReader::Retire(uint64_t ticket) { Write(fifo_->done, ticket + 1); }
+
+absl::Status CheckWorkQueues(int streams) {
+  int queues = 8;  // the driver's default
+  const char* set = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  if (set != nullptr && !absl::SimpleAtoi(set, &queues)) queues = 8;
+  if (streams <= queues) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "port channels: ", streams, " streams (each rank's and each proxy's) need a hardware work queue each, and "
+      "this process has ", queues, " (CUDA_DEVICE_MAX_CONNECTIONS; up to 32, set before CUDA starts): a proxy's "
+      "copy queued behind a waiting kernel would never run"));
+}
+
 absl::StatusOr<std::unique_ptr<PortProxy>> PortProxy::Start(PortFifo* fifo) {
-  std::unique_ptr<PortProxy> p(new PortProxy());
-  p->fifo_ = fifo;
+  std::unique_ptr<PortProxy> p(new PortProxy(fifo));
   if (absl::Status s = Cuda(cudaStreamCreateWithFlags(&p->stream_, cudaStreamNonBlocking), "stream"); !s.ok()) return s;
   for (cudaEvent_t& e : p->events_) {
     if (absl::Status s = Cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event"); !s.ok()) return s;
@@ -40,38 +69,40 @@ absl::StatusOr<std::unique_ptr<PortProxy>> PortProxy::Start(PortFifo* fifo) {
   return p;
 }
 
-// Takes requests in ticket order as their `seq` appears, enqueues each one's copies and an event,
-// and retires finished ones in order (advancing `done`). Stops when asked and nothing is left.
+// Takes requests in ticket order as they appear, enqueues each one's copies and an event, and
+// retires finished ones in order. Stops when asked and nothing is left.
 void PortProxy::Serve() {
-  uint64_t next = Read(fifo_->done);
+  PortFifo* fifo = reader_.fifo();
   std::deque<uint64_t> pending;
   while (true) {
     bool idle = true;
-    PortRequest& q = fifo_->slots[next % kPortFifoSlots];
-    if (Read(q.seq) == next + 1) {
+    PortRequest q;
+    uint64_t ticket = 0;
+    if (reader_.Next(&q, &ticket)) {
       idle = false;
-      const size_t k = next % kPortFifoSlots;
-      const uint64_t bytes = Read(q.bytes), semaphore = Read(q.semaphore);
-      if (bytes > 0) {
-        error_.Update(Cuda(cudaMemcpyAsync(reinterpret_cast<void*>(Read(q.dst)), reinterpret_cast<const void*>(Read(q.src)),
-                                           bytes, cudaMemcpyDeviceToDevice, stream_),
+      const size_t k = ticket % kPortFifoSlots;
+      if (q.bytes > 0) {
+        error_.Update(Cuda(cudaMemcpyAsync(reinterpret_cast<void*>(q.dst), reinterpret_cast<const void*>(q.src),
+                                           q.bytes, cudaMemcpyDeviceToDevice, stream_),
                            "data copy"));
       }
-      if (semaphore != 0) {
-        Write(fifo_->values[k], Read(q.count));
-        error_.Update(Cuda(cudaMemcpyAsync(reinterpret_cast<void*>(semaphore), &fifo_->values[k], sizeof(uint64_t),
+      if (q.semaphore != 0) {
+        // The copy's source must stay put until it ran: values[k] is rewritten only for ticket
+        // + slots, which the kernel writes after this request has retired.
+        Write(fifo->values[k], q.count);
+        error_.Update(Cuda(cudaMemcpyAsync(reinterpret_cast<void*>(q.semaphore), &fifo->values[k], sizeof(uint64_t),
                                            cudaMemcpyHostToDevice, stream_),
                            "signal"));
       }
       error_.Update(Cuda(cudaEventRecord(events_[k], stream_), "event"));
-      pending.push_back(next++);
+      pending.push_back(ticket);
     }
     while (!pending.empty()) {
       const cudaError_t e = cudaEventQuery(events_[pending.front() % kPortFifoSlots]);
       if (e == cudaErrorNotReady) break;
       error_.Update(Cuda(e, "completion"));
       idle = false;
-      Write(fifo_->done, pending.front() + 1);
+      reader_.Retire(pending.front());
       pending.pop_front();
     }
     if (!error_.ok()) return;  // the kernels' waits time out and report it

@@ -31,6 +31,30 @@ TEST(FlattenPlanTest, PutsOfOneSourceToEveryPeerRunAsOneStep) {
   EXPECT_EQ(Batches(Flat(*ShippedPlan("one_shot_push", 4))), (std::vector<int>{3, 0, 0, 3, 0, 0, 3, 0, 0, 1}));
 }
 
+TEST(FlattenPlanTest, AReduceOfThePacketsSourceRunsInThePutsStep) {
+  // one_shot_ll: the reduce sums the input the put_packets run sends (and packets): one step.
+  for (int world : {2, 5, 8}) {
+    const FlatPlan flat = Flat(*ShippedPlan("one_shot_ll", world));
+    EXPECT_EQ(flat.ops[0].then_reduce, 1) << world;
+    EXPECT_EQ(flat.ops[world - 1].kind, kDevReduce);
+    EXPECT_EQ(flat.ops[world - 1].then_reduce, 0);
+  }
+  // A data sync between them, or a reduce of another source, keeps two steps.
+  ProgramSpec plan = *ShippedPlan("one_shot_ll", 3);
+  plan.ranks[0][0].ops[2].sync = Sync::kBefore;
+  EXPECT_EQ(Flat(plan).ops[0].then_reduce, 0);
+  plan = *ShippedPlan("one_shot_ll", 3);
+  plan.ranks[0][0].ops[1].sync = Sync::kAfter;
+  EXPECT_EQ(Flat(plan).ops[0].then_reduce, 0);
+  plan = *ShippedPlan("one_shot_ll", 3);
+  for (ChunkRef& c : plan.ranks[0][0].ops[2].srcs) {
+    if (!c.packets) c.buffer = BufferKind::kOutput;
+  }
+  EXPECT_EQ(Flat(plan).ops[0].then_reduce, 0);
+  // Memory-channel puts never take a reduce along.
+  for (const DeviceOp& op : Flat(*ShippedPlan("one_shot_push", 4)).ops) EXPECT_EQ(op.then_reduce, 0);
+}
+
 TEST(FlattenPlanTest, ADataSyncOrAnotherSourceEndsARun) {
   ProgramSpec plan = *ShippedPlan("one_shot_push", 4);
   plan.ranks[0][0].ops[1].sync = Sync::kBefore;  // the second put waits for the block's first
@@ -89,6 +113,30 @@ TEST(FlattenPlanTest, PortChannelsNeedTheProxyAndWaitLikeMemoryChannels) {
   EXPECT_EQ(port_puts, 2);
   EXPECT_EQ(waits, 2);
   EXPECT_FALSE(Flat(*ShippedPlan("all_gather", 3)).uses_ports);
+}
+
+TEST(FlattenPlanTest, EveryPortWaitHasTheSignalOfItsPeersProxy) {
+  // A wait of rank r for peer q (tag, k-th of per_call) is met only by rank q's port signal to r
+  // with the same tag, place and count per execution: the proxy stores (e - 1) * per_call + k.
+  for (int world = 2; world <= 8; ++world) {
+    const ProgramSpec plan = *ShippedPlan("all_gather_port", world);
+    std::vector<FlatPlan> flat;
+    for (int r = 0; r < world; ++r) flat.push_back(Flat(plan, r));
+    for (int r = 0; r < world; ++r) {
+      int waits = 0;
+      for (const DeviceOp& w : flat[r].ops) {
+        if (w.kind != kDevWait) continue;
+        ++waits;
+        int matches = 0;
+        for (const DeviceOp& s : flat[w.peer].ops) {
+          matches += s.kind == kDevPortPut && (s.port & kDevWithSignal) && s.peer == r && s.tag == w.tag &&
+                     s.k == w.k && s.per_call == w.per_call;
+        }
+        EXPECT_EQ(matches, 1) << "world " << world << " rank " << r << " wait for " << w.peer;
+      }
+      EXPECT_EQ(waits, world - 1);
+    }
+  }
 }
 
 }  // namespace

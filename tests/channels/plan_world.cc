@@ -1,12 +1,22 @@
 // PlanWorld: N ranks of a channel plan on one GPU (see plan_world.h).
 #include "channels/plan_world.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::channels::testing {
+namespace {
+
+// Before CUDA starts (a static initialiser of the test and benchmark binaries): up to 32 hardware
+// work queues, so that 8 ranks' streams and their 8 port proxies' streams get one each
+// (internal/cuda_proxy.h says why they must). A value set by the caller stays (CheckWorkQueues
+// then judges it).
+const bool kWorkQueues = [] { return setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0) == 0; }();
+
+}  // namespace
 
 absl::Status Cuda(cudaError_t e) {
   if (e == cudaSuccess) return absl::OkStatus();
@@ -24,6 +34,9 @@ absl::StatusOr<std::unique_ptr<PlanWorld>> PlanWorld::Create(const ProgramSpec& 
   int device = 0;
   VDEV_RETURN_IF_ERROR(Cuda(cudaGetDevice(&device)));
   VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceGetAttribute(&w->sms_, cudaDevAttrMultiProcessorCount, device)));
+  (void)kWorkQueues;
+  // Each rank's stream and each rank's proxy: a work queue each.
+  if (!plan.port_channels.empty()) VDEV_RETURN_IF_ERROR(internal::CheckWorkQueues(2 * plan.world_size));
   w->ranks_.resize(plan.world_size);
   for (int r = 0; r < plan.world_size; ++r) {
     Rank& k = w->ranks_[r];

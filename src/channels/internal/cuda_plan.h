@@ -47,21 +47,29 @@ struct DeviceRef {
   int8_t pad = 0;
 };
 
-struct DeviceOp {
-  DeviceRef dst;
-  DeviceRef srcs[kMaxReduceSources];
-  int16_t part = 0;
-  int16_t parts = 1;
+// What the kernel needs of an op besides its operands: carried unchanged from the DeviceOp into the
+// kernel's resolved op (cuda_plan_block.cuh), so both derive from it.
+struct OpControl {
   int8_t kind = 0;     // DeviceOpKind
   int8_t sync = 0;     // DeviceSync bits
   int8_t relaxed = 0;
   int8_t nsrcs = 0;
   int8_t batch = 1;    // signals/waits: this and the next batch-1 run in parallel; 0: run by an earlier op
   int8_t port = 0;     // port puts: DevicePortFlags
+  int8_t then_reduce = 0;  // a put_packets run: the reduce after it runs in the same step (FlattenPlan)
+  uint8_t packets = 0;     // bit j: source j is read as LL packets
   int16_t peer = -1;   // the channel's other rank
-  int16_t tag = 0;
+  uint16_t scratch = 0;    // bit 0: dst, bit 1 + j: source j lies in scratch (the kernel adds the half)
   uint32_t k = 0;         // signals and waits: the k-th of its semaphore in an execution
   uint32_t per_call = 0;  // and the semaphore's signals (= waits) per execution
+};
+
+struct DeviceOp : OpControl {
+  DeviceRef dst;
+  DeviceRef srcs[kMaxReduceSources];
+  int16_t part = 0;
+  int16_t parts = 1;
+  int16_t tag = 0;
 };
 
 // Written (first failure only) into host-mapped memory when a wait times out.

@@ -6,9 +6,20 @@
 // same memory, which a kernel's flush waits for. No SM copies the data.
 //
 //   PortFifo* fifo = ...;                        // cudaHostAlloc(cudaHostAllocMapped), zeroed
+//   VDEV_RETURN_IF_ERROR(CheckWorkQueues(2));    // the rank's stream and the proxy's
 //   auto proxy = PortProxy::Start(fifo);          // then launch plans with args.port_fifo set
 //   ...
 //   VDEV_RETURN_IF_ERROR(proxy->Stop());          // after the kernels: the first CUDA error, if any
+//
+// Work queues: the driver feeds every stream through one of CUDA_DEVICE_MAX_CONNECTIONS hardware
+// queues (8 unless set before CUDA starts; at most 32), assigned as streams are created. A queue runs
+// its commands in order, so when a proxy's stream shares one with a stream holding a kernel that
+// waits for this proxy and a later kernel behind it (enqueued back to back), the later kernel blocks
+// the queue until the first finishes, and the proxy's copy behind it never starts: a deadlock that
+// only the waits' timeout ends. This is what hung all_gather_port's 300 back-to-back executions with
+// 5 ranks in one process (2 x 5 streams on 8 queues); given 32 queues, the same build passed them
+// for 2..8 ranks (docs/channels.md). Every stream whose kernels wait for a proxy and every proxy
+// stream must therefore have a queue of its own: one process with N ranks needs 2N queues.
 #ifndef VDEV_SRC_CHANNELS_INTERNAL_CUDA_PROXY_H_
 #define VDEV_SRC_CHANNELS_INTERNAL_CUDA_PROXY_H_
 
@@ -39,11 +50,35 @@ struct PortRequest {
 
 // Host-mapped, zeroed before the first launch. The kernel takes tickets from a device counter
 // (PlanLaunchArgs::port_tickets); ticket t uses slot t % kPortFifoSlots once `done` > t - slots.
+// A kernel whose wait for a slot times out leaves its ticket unwritten: the proxy then serves
+// nothing more from this FIFO (the kernels' waits report the timeout; a new FIFO is needed).
 struct PortFifo {
   PortRequest slots[kPortFifoSlots];
   uint64_t values[kPortFifoSlots];  // the proxy's copy of each request's count (the signal's source)
   uint64_t done;                    // requests finished, in ticket order (written by the proxy)
 };
+
+// The host's side of a PortFifo's protocol, apart from how requests are carried out (PortProxy does
+// it with CUDA copies; tests/channels/port_fifo_test.cc with a fake, no GPU): takes the requests in
+// ticket order as each one's seq appears, and retires them in the same order.
+class PortFifoReader {
+ public:
+  explicit PortFifoReader(PortFifo* fifo);
+  // The next request once the kernel has written all of it (a copy; its slot is `ticket` % slots),
+  // or false. The slot stays the kernel's to reuse only after Retire(ticket).
+  bool Next(PortRequest* request, uint64_t* ticket);
+  // Publishes that every request up to `ticket` is finished (tickets retire in order).
+  void Retire(uint64_t ticket);
+  PortFifo* fifo() const { return fifo_; }
+
+ private:
+  PortFifo* fifo_;
+  uint64_t next_;
+};
+
+// OK when the process's work queues (CUDA_DEVICE_MAX_CONNECTIONS, default 8) number at least
+// `streams`: the streams that run plans with port channels plus one per PortProxy (see above).
+absl::Status CheckWorkQueues(int streams);
 
 class PortProxy {
  public:
@@ -56,10 +91,10 @@ class PortProxy {
   absl::Status Stop();
 
  private:
-  PortProxy() = default;
+  explicit PortProxy(PortFifo* fifo) : reader_(fifo) {}
   void Serve();
 
-  PortFifo* fifo_ = nullptr;
+  PortFifoReader reader_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t events_[kPortFifoSlots] = {};
   std::atomic<bool> stop_{false};

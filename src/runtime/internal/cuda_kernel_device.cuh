@@ -208,20 +208,6 @@ __device__ __forceinline__ void ReduceRange(Range r, size_t len, const T* const*
   }
 }
 
-__device__ __forceinline__ void StoreLine(char* p, uint2 d, uint32_t flag) {
-  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d.x), "r"(flag), "r"(d.y),
-               "r"(flag)
-               : "memory");
-}
-__device__ __forceinline__ uint4 LoadLine(const char* p) {
-  uint4 v;
-  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p)
-               : "memory");
-  return v;
-}
-
 // Bytes [8i, 8i + 8) of an input of `bytes` bytes, zero past its end.
 __device__ __forceinline__ uint2 LoadPayload(const char* in, size_t i, size_t bytes) {
   if (8 * i + 8 <= bytes) return *reinterpret_cast<const uint2*>(in + 8 * i);

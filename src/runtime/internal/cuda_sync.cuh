@@ -1,5 +1,6 @@
-// The system-scope flag accesses, clock and launch ordering that the all-reduce kernels
-// (cuda_kernel_device.cuh) and the channel plan executor (src/channels/cuda_executor.cu) build on.
+// The system-scope flag accesses, LL packet lines, clock and launch ordering that the all-reduce
+// kernels (cuda_kernel_device.cuh) and the channel plan executor (src/channels/cuda_executor.cu)
+// build on.
 #ifndef VDEV_SRC_RUNTIME_INTERNAL_CUDA_SYNC_CUH_
 #define VDEV_SRC_RUNTIME_INTERNAL_CUDA_SYNC_CUH_
 
@@ -13,6 +14,22 @@ __device__ __forceinline__ void StoreRelease(uint64_t* p, uint64_t v) {
 __device__ __forceinline__ uint64_t LoadAcquire(const uint64_t* p) {
   uint64_t v;
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+// A low-latency line: 16 bytes written and read whole, two 4-byte data words each followed by the
+// flag of its execution (layout {d.x, flag, d.y, flag}), so a reader that sees both flags has both
+// words. Volatile: a poll must reload it.
+__device__ __forceinline__ void StoreLine(char* p, uint2 d, uint32_t flag) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d.x), "r"(flag), "r"(d.y),
+               "r"(flag)
+               : "memory");
+}
+__device__ __forceinline__ uint4 LoadLine(const char* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
   return v;
 }
 __device__ __forceinline__ uint64_t GlobalTimer() {

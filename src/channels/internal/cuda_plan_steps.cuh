@@ -1,0 +1,341 @@
+// The steps of the plan kernel (cuda_executor.cu): copies and f32 sums, LL packet sends and sums,
+// signals and waits, fused runs of puts, and port requests to the rank's proxy. Each is run by every
+// thread of a block (signals and waits: one thread each; port requests: thread 0). Device code,
+// included by cuda_executor.cu alone.
+#ifndef VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_STEPS_CUH_
+#define VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_STEPS_CUH_
+
+#include "internal/cuda_plan_block.cuh"
+
+namespace vdev::channels::internal {
+
+// Independent 16-byte loads in flight per thread when copying.
+inline constexpr int kUnroll = 4;
+
+__device__ inline void CopyBytes(char* dst, const char* src, uint64_t n) {
+  const uintptr_t both = reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src);
+  uint64_t done = 0;
+  if ((both & 15) == 0) {
+    const uint64_t packs = n / 16;
+    const uint4* s = reinterpret_cast<const uint4*>(src);
+    uint4* d = reinterpret_cast<uint4*>(dst);
+    for (uint64_t i = threadIdx.x; i < packs; i += kUnroll * blockDim.x) {
+      uint4 v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (i + u * blockDim.x < packs) v[u] = s[i + u * blockDim.x];
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (i + u * blockDim.x < packs) d[i + u * blockDim.x] = v[u];
+      }
+    }
+    done = packs * 16;
+  } else if ((both & 3) == 0) {
+    const uint64_t words = n / 4;
+    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x) {
+      reinterpret_cast<uint32_t*>(dst)[i] = reinterpret_cast<const uint32_t*>(src)[i];
+    }
+    done = words * 4;
+  }
+  for (uint64_t i = done + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+}
+
+// dst = srcs[0] + srcs[1] + ... (f32), 16 bytes a thread when every pointer allows.
+template <int S>
+__device__ __forceinline__ void SumPlain(char* dst, const char* const (&srcs)[S], int nsrcs, uint64_t n) {
+  uintptr_t all = reinterpret_cast<uintptr_t>(dst);
+#pragma unroll
+  for (int j = 0; j < S; ++j) {
+    if (j < nsrcs) all |= reinterpret_cast<uintptr_t>(srcs[j]);
+  }
+  uint64_t done = 0;
+  if ((all & 15) == 0) {
+    const uint64_t packs = n / 16;
+    for (uint64_t i = threadIdx.x; i < packs; i += blockDim.x) {
+      // Every source's load is issued before the first add: one memory round trip, not nsrcs.
+      float4 v[S];
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        if (j < nsrcs) v[j] = reinterpret_cast<const float4*>(srcs[j])[i];
+      }
+      float4 acc = v[0];
+#pragma unroll
+      for (int j = 1; j < S; ++j) {
+        if (j < nsrcs) {
+          acc.x += v[j].x;
+          acc.y += v[j].y;
+          acc.z += v[j].z;
+          acc.w += v[j].w;
+        }
+      }
+      reinterpret_cast<float4*>(dst)[i] = acc;
+    }
+    done = packs * 16;
+  }
+  for (uint64_t i = done / 4 + threadIdx.x; i < n / 4; i += blockDim.x) {
+    float acc = reinterpret_cast<const float*>(srcs[0])[i];
+    for (int j = 1; j < nsrcs; ++j) acc += reinterpret_cast<const float*>(srcs[j])[i];
+    reinterpret_cast<float*>(dst)[i] = acc;
+  }
+}
+
+// One 16-byte line (8 data bytes at offset o) of a reduce or copy with packet sources. Every
+// source's line is loaded at once; the lanes then wait together for those that had not arrived, in
+// order, so lines that already landed cost one memory round trip together. Source `own` (-1: none)
+// is taken from `own_data` instead of memory (a value this thread has just sent). False when the
+// block gave up.
+template <int S>
+__device__ __forceinline__ bool SumPacketLine(const Block& b, const Operands<S>& op, uint64_t o, bool sum, int own,
+                                              uint2 own_data) {
+  const uint64_t n = op.bytes - o < 8 ? op.bytes - o : 8;
+  uint4 v[S];
+#pragma unroll
+  for (int j = 0; j < S; ++j) {
+    if (j >= op.nsrcs) continue;
+    if (op.packets & (1u << j)) {
+      v[j] = LoadLine(op.src[j] + 2 * o);
+    } else {
+      const uint2 d = j == own ? own_data : Load8(op.src[j] + o, n);
+      v[j] = make_uint4(d.x, b.flag, d.y, b.flag);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < S; ++j) {
+    if (j < op.nsrcs && (op.packets & (1u << j)) && !b.AwaitLine(op.src[j] + 2 * o, op.peer, &v[j])) return false;
+  }
+  float acc[2] = {__uint_as_float(v[0].x), __uint_as_float(v[0].z)};
+  if (sum) {
+#pragma unroll
+    for (int j = 1; j < S; ++j) {
+      if (j < op.nsrcs) {
+        acc[0] += __uint_as_float(v[j].x);
+        acc[1] += __uint_as_float(v[j].z);
+      }
+    }
+  }
+  Store8(op.dst + o, n, make_uint2(__float_as_uint(acc[0]), __float_as_uint(acc[1])));
+  return true;
+}
+
+template <int S>
+__device__ __forceinline__ void SumWithPackets(const Block& b, const Operands<S>& op, bool sum) {
+  for (uint64_t o = 8 * threadIdx.x; o < op.bytes; o += 8 * blockDim.x) {
+    if (!SumPacketLine<S>(b, op, o, sum, -1, uint2{})) return;
+  }
+}
+
+// A signal or wait, by one thread. The k-th signal of execution e raises the count to
+// (e - 1) * per_call + k (one thread block signals each semaphore); the matching wait waits for it.
+// Counts so computed stay right whatever instances earlier executions used.
+template <int S>
+__device__ __forceinline__ void RunSync(const Block& b, const ResolvedOp<S>& op, uint64_t call, int index) {
+  uint64_t* word = op.word;
+  const uint64_t count = (call - 1) * op.per_call + op.k;
+  const bool relaxed = op.relaxed;
+  if (op.kind == kDevSignal) {
+    if (relaxed) {
+      RaiseRelaxed(word, count);
+    } else {
+      RaiseRelease(word, count);
+    }
+    return;
+  }
+  for (uint32_t spins = 1; (relaxed ? LoadRelaxed(word) : LoadAcquire(word)) < count; ++spins) {
+    if ((spins & 1023) == 0) {
+      if (b.TimedOut()) {
+        b.Fail(op.peer, index);
+        return;
+      }
+      if (b.Failed()) return;
+    }
+  }
+}
+
+// The destinations of a run of n puts (or put_packets) of one source in this execution, and
+// whether all of them and the source are 16-byte aligned.
+template <int S>
+struct PutRun {
+  char* dst[S];
+  const char* src;
+  uint64_t bytes;
+  bool aligned;
+
+  __device__ PutRun(const ResolvedOp<S>* ops, int n, uint64_t shift) {
+    const Operands<S> first(ops[0], shift);
+    src = first.src[0];
+    bytes = first.bytes;
+    uintptr_t all = reinterpret_cast<uintptr_t>(src);
+#pragma unroll
+    for (int d = 0; d < S; ++d) {
+      if (d < n) {
+        dst[d] = ops[d].dst + ((ops[d].scratch & 1) ? shift : 0);
+        all |= reinterpret_cast<uintptr_t>(dst[d]);
+      }
+    }
+    aligned = (all & 15) == 0;
+  }
+  // Sends the 8 bytes at offset o as a packet line to every destination; returns them.
+  __device__ __forceinline__ uint2 SendLine(uint64_t o, int n, uint32_t flag) const {
+    const uint2 d = Load8(src + o, bytes - o < 8 ? bytes - o : 8);
+#pragma unroll
+    for (int k = 0; k < S; ++k) {
+      if (k < n) StoreLine(dst[k] + 2 * o, d, flag);
+    }
+    return d;
+  }
+};
+
+// A run of n puts (or put_packets) of one source to n destinations: each unit of the source is
+// loaded once and stored to every destination, as the hand-written kernels send to all peers.
+template <int S>
+__device__ __forceinline__ void RunFusedPuts(const Block& b, const ResolvedOp<S>* ops, int n, uint64_t shift) {
+  const PutRun<S> run(ops, n, shift);
+  if (ops[0].kind == kDevPutPackets) {
+    for (uint64_t o = 8 * threadIdx.x; o < run.bytes; o += 8 * blockDim.x) run.SendLine(o, n, b.flag);
+    return;
+  }
+  uint64_t done = 0;
+  if (run.aligned) {
+    const uint64_t packs = run.bytes / 16;
+    for (uint64_t i = threadIdx.x; i < packs; i += blockDim.x) {
+      const uint4 v = reinterpret_cast<const uint4*>(run.src)[i];
+#pragma unroll
+      for (int d = 0; d < S; ++d) {
+        if (d < n) reinterpret_cast<uint4*>(run.dst[d])[i] = v;
+      }
+    }
+    done = packs * 16;
+  }
+  for (uint64_t i = done + threadIdx.x; i < run.bytes; i += blockDim.x) {
+    const char v = run.src[i];
+#pragma unroll
+    for (int d = 0; d < S; ++d) {
+      if (d < n) run.dst[d][i] = v;
+    }
+  }
+}
+
+// Lines a thread keeps in registers between sending its own data and summing it (PacketsThenReduce).
+inline constexpr int kOwnLines = 2;
+
+// A run of n put_packets of one source and the reduce after it that sums that same source with
+// packets (FlattenPlan's then_reduce), as one step. When this block's part is at most kOwnLines
+// lines a thread, each thread sends all its lines and then sums them, keeping its own data in
+// registers instead of loading it again — the order of sends and waits is the two ops' own (every
+// send before any wait), so nothing can wait on a send this step holds back. Larger parts run the
+// two ops one after the other.
+template <int S>
+__device__ __forceinline__ void RunPacketsThenReduce(const Block& b, const ResolvedOp<S>* ops, int n, uint64_t shift) {
+  const PutRun<S> run(ops, n, shift);
+  const Operands<S> reduce(ops[n], shift);
+  int own = -1;
+#pragma unroll
+  for (int j = 0; j < S; ++j) {
+    if (j < reduce.nsrcs && !(reduce.packets & (1u << j))) own = j;
+  }
+  const uint64_t stride = 8 * blockDim.x;
+  if (run.bytes > kOwnLines * stride) {
+    for (uint64_t o = 8 * threadIdx.x; o < run.bytes; o += stride) run.SendLine(o, n, b.flag);
+    SumWithPackets<S>(b, reduce, /*sum=*/true);
+    return;
+  }
+  uint2 mine[kOwnLines];
+#pragma unroll
+  for (int l = 0; l < kOwnLines; ++l) {
+    const uint64_t o = 8 * threadIdx.x + l * stride;
+    if (o < run.bytes) mine[l] = run.SendLine(o, n, b.flag);
+  }
+  // Not unrolled (one line's sources in registers at a time); the own data picked by a select.
+#pragma unroll 1
+  for (int l = 0; l < kOwnLines; ++l) {
+    const uint64_t o = 8 * threadIdx.x + l * stride;
+    uint2 m = mine[0];
+#pragma unroll
+    for (int k = 1; k < kOwnLines; ++k) m = l == k ? mine[k] : m;
+    if (o < run.bytes && !SumPacketLine<S>(b, reduce, o, /*sum=*/true, own, m)) return;
+  }
+}
+
+// A port op, by thread 0 between two data syncs. A put or signal takes a ticket, waits (bounded) for
+// its FIFO slot to be free, writes the request and then its seq after a system fence (so the proxy
+// never reads half a request, and the copy engine sees the data the block wrote before the sync);
+// `*issued` becomes the tickets this block must see done. A flush waits until the proxy has
+// finished them.
+template <int S>
+__device__ __noinline__ void RunPort(const Block& b, const ResolvedOp<S>& op, uint64_t call, uint64_t shift, int index,
+                                     uint64_t* issued) {
+  PortFifo* fifo = b.a.port_fifo;
+  if (op.kind != kDevPortFlush) {
+    const Operands<S> data(op, shift);
+    const unsigned long long ticket = atomicAdd(b.a.port_tickets, 1ull);
+    for (uint32_t spins = 1; ticket >= LoadAcquire(&fifo->done) + kPortFifoSlots; ++spins) {
+      if ((spins & 1023) == 0 && b.TimedOut()) {
+        b.Fail(op.peer, index);
+        return;
+      }
+    }
+    volatile PortRequest* q = &fifo->slots[ticket % kPortFifoSlots];
+    const bool put = op.kind == kDevPortPut;
+    q->dst = put ? reinterpret_cast<uint64_t>(data.dst) : 0;
+    q->src = put ? reinterpret_cast<uint64_t>(data.src[0]) : 0;
+    q->bytes = put ? data.bytes : 0;
+    q->semaphore = reinterpret_cast<uint64_t>(op.word);
+    q->count = op.word != nullptr ? (call - 1) * op.per_call + op.k : 0;
+    __threadfence_system();
+    q->seq = ticket + 1;
+    *issued = ticket + 1;
+    if (!(op.port & kDevWithFlush)) return;
+  }
+  for (uint32_t spins = 1; LoadAcquire(&fifo->done) < *issued; ++spins) {
+    if ((spins & 1023) == 0 && b.TimedOut()) {
+      b.Fail(op.peer, index);
+      return;
+    }
+  }
+}
+
+template <int S>
+__device__ __forceinline__ void RunOp(const Block& b, const ResolvedOp<S>& resolved, uint64_t shift) {
+  const Operands<S> op(resolved, shift);
+  switch (resolved.kind) {
+    case kDevPut:
+    case kDevGet:
+    case kDevCopy:
+      if (op.packets & 1) {
+        SumWithPackets<S>(b, op, /*sum=*/false);
+      } else {
+        CopyBytes(op.dst, op.src[0], op.bytes);
+      }
+      return;
+    case kDevReduce:
+      if (op.packets != 0) {
+        SumWithPackets<S>(b, op, /*sum=*/true);
+      } else {
+        SumPlain<S>(op.dst, op.src, op.nsrcs, op.bytes);
+      }
+      return;
+    case kDevPutPackets:
+    case kDevReadPutPackets: {
+      const bool read = resolved.kind == kDevReadPutPackets;
+      for (uint64_t o = 8 * threadIdx.x; o < op.bytes; o += 8 * blockDim.x) {
+        uint4 v;
+        if (read) {
+          v = LoadLine(op.src[0] + 2 * o);
+          if (!b.AwaitLine(op.src[0] + 2 * o, op.peer, &v)) return;
+        } else {
+          const uint2 d = Load8(op.src[0] + o, op.bytes - o < 8 ? op.bytes - o : 8);
+          v = make_uint4(d.x, 0, d.y, 0);
+        }
+        StoreLine(op.dst + 2 * o, make_uint2(v.x, v.z), b.flag);
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+}  // namespace vdev::channels::internal
+
+#endif  // VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_STEPS_CUH_
