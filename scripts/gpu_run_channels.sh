@@ -29,8 +29,12 @@ for stage in $STAGES; do
           | tee -a "$OUT/channels_repeat.log" | grep -E "^(INTERNAL|DEADLINE)|FAILED  \]" | sort | uniq -c
       done ;;
     old_bench)
-      CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 200 bin/old/channels_one_gpu_bench --csv "$OUT/channels_old_bench.csv" 2>&1 \
+      CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 200 bin/old/channels_one_gpu_bench 2>&1 \
         | tee "$OUT/channels_old_bench.log" | grep -E "^ratio|rror" ;;
+    variant_bench)
+      # Another build of this code (bin/$VARIANT/), e.g. a constant changed, in the same call.
+      timeout 200 bin/$VARIANT/channels_one_gpu_bench 2>&1 | tee "$OUT/channels_${VARIANT}_bench.log" \
+        | grep -E "^ratio|rror" ;;
     bench|bench_again)
       # bench_again: the same run a second time, for the spread between two runs of one version.
       timeout 200 bin/channels_one_gpu_bench --csv "$OUT/channels_$stage.csv" 2>&1 | tee "$OUT/channels_$stage.log" \

@@ -6,7 +6,7 @@
 // system scope); LL packets are polled by a warp's lanes together. Every poll is bounded by
 // %globaltimer: a timeout is recorded in host-mapped memory (rank's thread block, op, peer) and the
 // block skips its remaining work (its syncs still run, so no thread is left at a barrier).
-// Instantiated for reduces of at most 2, 4 and 8 sources.
+// Instantiated for reduces of at most 2, 4 and 8 sources, each for f32, f16 and bf16.
 #include <cuda_runtime.h>
 
 #include "internal/cuda_plan.h"
@@ -63,7 +63,7 @@ __device__ __forceinline__ void Stamp(const PlanLaunchArgs& a, uint64_t call, in
   }
 }
 
-template <int S>
+template <int S, typename T>
 __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_constant__ PlanLaunchArgs a) {
   const long long entry = clock64();
   FollowPreviousGrid();
@@ -127,11 +127,11 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
         if (static_cast<int>(threadIdx.x) < n) RunSync<S>(b, ops_s[i + threadIdx.x], call, i + threadIdx.x);
       } else if (op.then_reduce) {
         b.op = i + n;  // only the reduce waits (for packets)
-        RunPacketsThenReduce<S>(b, &ops_s[i], n, shift);
+        RunPacketsThenReduce<S, T>(b, &ops_s[i], n, shift);
       } else if (n > 1) {
         RunFusedPuts<S>(b, &ops_s[i], n, shift);
       } else {
-        RunOp<S>(b, op, shift);
+        RunOp<S, T>(b, op, shift);
       }
     }
     if ((ops_s[i + step - 1].sync & kDevSyncAfter) || port) b.Sync();
@@ -141,13 +141,22 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
   if (a.trace != nullptr) Stamp(a, call, kTraceEndNs, static_cast<long long>(GlobalTimer()));
 }
 
-// The kernel instance for the plan's widest reduce (fewer registers for fewer sources).
+// The kernel instance for the element type and the plan's widest reduce (fewer registers for fewer
+// sources).
 using PlanKernelFn = void (*)(PlanLaunchArgs);
+template <typename T>
+PlanKernelFn KernelFor(int max_srcs) {
+  switch (KernelSources(max_srcs)) {
+    case 2: return RunPlanKernel<2, T>;
+    case 4: return RunPlanKernel<4, T>;
+    default: return RunPlanKernel<8, T>;
+  }
+}
 PlanKernelFn KernelFor(const PlanLaunchArgs& a) {
-  switch (KernelSources(a.max_srcs)) {
-    case 2: return RunPlanKernel<2>;
-    case 4: return RunPlanKernel<4>;
-    default: return RunPlanKernel<8>;
+  switch (a.dtype) {
+    case kDevF16: return KernelFor<__half>(a.max_srcs);
+    case kDevBF16: return KernelFor<__nv_bfloat16>(a.max_srcs);
+    default: return KernelFor<float>(a.max_srcs);
   }
 }
 
@@ -164,6 +173,7 @@ const void* PlanKernel(const PlanLaunchArgs& args) { return reinterpret_cast<con
 cudaError_t LaunchPlan(const PlanLaunchArgs& args, cudaStream_t stream, bool programmatic) {
   if (args.tbs <= 0) return cudaSuccess;
   if (args.uses_ports && (args.port_fifo == nullptr || args.port_tickets == nullptr)) return cudaErrorInvalidValue;
+  if (args.elem != (args.dtype == kDevF32 ? 4 : 2)) return cudaErrorInvalidValue;
   cudaLaunchAttribute overlap;
   overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   overlap.val.programmaticStreamSerializationAllowed = 1;

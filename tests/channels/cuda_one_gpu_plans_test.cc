@@ -1,5 +1,5 @@
 // The CUDA plan executor with 2..8 ranks sharing one GPU (PlanWorld): every shipped plan exact at
-// odd and large sizes, with 1 and several instances, under programmatic launch (port channels
+// odd and large sizes (f32; f16 and bf16 with the host executor's rounding), with 1 and several instances, under programmatic launch (port channels
 // through each rank's PortProxy); many executions enqueued back to back; a rank that never launches reported by rank, thread block and op. What
 // it cannot check: NVLink's ordering (same-GPU traffic goes through one L2) and speed (the
 // benchmark bench/channels_one_gpu_bench compares with the hand-written kernels).
@@ -22,6 +22,8 @@ namespace {
 using ::testing::HasSubstr;
 using testing::Cuda;
 using testing::PlanWorld;
+using vdev::testing::HalfInput;
+using vdev::testing::HalfSum;
 using vdev::testing::Input;
 
 int DeviceCount() {
@@ -136,6 +138,62 @@ TEST_P(CudaPlansOneGpuTest, BackToBackExecutionsOfMixedSizes) {
     ASSERT_TRUE(s.ok()) << s;
     s = CheckOutputs(**w, 70000, 7, name);
     EXPECT_TRUE(s.ok()) << s;
+  }
+}
+
+// f16 and bf16 elements: each reduce op sums in f32 and rounds once, so every shipped plan gives the
+// bits the host executor and the hand-written kernels give (HalfSum); copies move bits unchanged.
+absl::Status RunHalfOnce(PlanWorld& w, DataType type, size_t count, int instances, uint64_t salt) {
+  const ProgramSpec& plan = w.plan();
+  const int n = plan.world_size;
+  const size_t in_n = count * InputSegments(plan.collective, n);
+  const size_t out_n = count * OutputSegments(plan.collective, n);
+  for (int r = 0; r < n; ++r) {
+    std::vector<uint16_t> in(in_n);
+    for (size_t i = 0; i < in_n; ++i) in[i] = HalfInput(type, r, i, salt);
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(w.Input(r), in.data(), in_n * 2, cudaMemcpyHostToDevice)));
+  }
+  VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));  // see FillInputs
+  for (int r = 0; r < n; ++r) VDEV_RETURN_IF_ERROR(w.Enqueue(r, count, instances, true));
+  const std::string what = absl::StrCat(plan.name, type == DataType::kF16 ? " f16" : " bf16", " world ", n, " count ",
+                                        count, " instances ", instances);
+  if (absl::Status s = w.Synchronize(); !s.ok()) return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+  for (int r = 0; r < n; ++r) {
+    std::vector<uint16_t> out(out_n);
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(out.data(), w.Output(r), out_n * 2, cudaMemcpyDeviceToHost)));
+    for (size_t i = 0; i < out_n; ++i) {
+      uint16_t want = 0;
+      switch (plan.collective) {
+        case Collective::kAllReduce: want = HalfSum(type, n, i, salt); break;
+        case Collective::kReduceScatter: want = HalfSum(type, n, r * count + i, salt); break;
+        case Collective::kAllGather: want = HalfInput(type, static_cast<int>(i / count), i % count, salt); break;
+        case Collective::kBroadcast: want = HalfInput(type, plan.root, i, salt); break;
+      }
+      if (out[i] != want) {
+        return absl::InternalError(absl::StrCat(what, " rank ", r, " element ", i, ": got 0x", absl::Hex(out[i]),
+                                                " want 0x", absl::Hex(want)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+TEST_P(CudaPlansOneGpuTest, HalfTypesSumInF32AndRoundOnce) {
+  REQUIRE_A_GPU();
+  const int world = GetParam();
+  uint64_t salt = 100;
+  for (DataType type : {DataType::kF16, DataType::kBF16}) {
+    const int dtype = type == DataType::kF16 ? internal::kDevF16 : internal::kDevBF16;
+    for (const std::string& name : ShippedPlanNames()) {
+      absl::StatusOr<std::unique_ptr<PlanWorld>> w = PlanWorld::Create(*ShippedPlan(name, world), 4099, absl::Seconds(10), dtype);
+      ASSERT_TRUE(w.ok()) << w.status();
+      for (int instances : {1, 3}) {
+        for (size_t count : {size_t{1}, size_t{3}, size_t{1001}, size_t{4099}}) {
+          absl::Status s = RunHalfOnce(**w, type, count, instances, ++salt);
+          ASSERT_TRUE(s.ok()) << s;
+        }
+      }
+    }
   }
 }
 

@@ -24,11 +24,13 @@ absl::Status Cuda(cudaError_t e) {
 }
 
 absl::StatusOr<std::unique_ptr<PlanWorld>> PlanWorld::Create(const ProgramSpec& plan, size_t max_count,
-                                                             absl::Duration timeout) {
+                                                             absl::Duration timeout, int dtype) {
   std::unique_ptr<PlanWorld> w(new PlanWorld());
   w->plan_ = plan;
   w->timeout_ = timeout;
-  w->layout_ = internal::MakeRegionLayout(max_count, 4, InputSegments(plan.collective, plan.world_size),
+  w->dtype_ = dtype;
+  w->elem_ = dtype == internal::kDevF32 ? 4 : 2;
+  w->layout_ = internal::MakeRegionLayout(max_count, w->elem_, InputSegments(plan.collective, plan.world_size),
                                           OutputSegments(plan.collective, plan.world_size), plan.chunks_per_segment,
                                           plan.scratch_chunks);
   int device = 0;
@@ -117,7 +119,8 @@ internal::PlanLaunchArgs PlanWorld::Args(int rank, size_t count, int instances) 
   a.layout = layout_;
   a.count = count;
   a.chunks_per_segment = plan_.chunks_per_segment;
-  a.elem = 4;
+  a.elem = elem_;
+  a.dtype = dtype_;
   a.rank = rank;
   a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(timeout_));
   a.error = error_device_;

@@ -22,21 +22,24 @@ absl::Status Cuda(cudaError_t e);
 
 class PlanWorld {
  public:
+  // `dtype`: the elements' type (internal::DeviceDType; f32 unless said).
   static absl::StatusOr<std::unique_ptr<PlanWorld>> Create(const ProgramSpec& plan, size_t max_count,
-                                                           absl::Duration timeout = absl::Seconds(10));
+                                                           absl::Duration timeout = absl::Seconds(10),
+                                                           int dtype = internal::kDevF32);
   ~PlanWorld();
 
   int world() const { return static_cast<int>(ranks_.size()); }
   // Whether every rank's grid (twice, under programmatic launch) can be resident at once, as the
   // plan's waits need.
   absl::StatusOr<bool> Fits(int instances, bool programmatic, size_t count) const;
-  // Enqueues rank `rank`'s execution for `count` elements per segment (f32).
+  // Enqueues rank `rank`'s execution for `count` elements per segment.
   internal::PlanLaunchArgs Args(int rank, size_t count, int instances) const;
   absl::Status Enqueue(int rank, size_t count, int instances, bool programmatic);
   // Rank `rank`'s launches stamp into `trace` (device memory, kPlanTraceSlots per block; null: none).
   void set_trace(int rank, long long* trace) { ranks_[rank].trace = trace; }
   float* Input(int rank) const { return reinterpret_cast<float*>(ranks_[rank].region + layout_.input); }
   float* Output(int rank) const { return reinterpret_cast<float*>(ranks_[rank].region + layout_.output); }
+  int elem() const { return elem_; }
   cudaStream_t stream(int rank) const { return ranks_[rank].stream; }
   // Waits for every stream; a timed-out wait becomes DeadlineExceeded naming rank tb and op.
   absl::Status Synchronize();
@@ -63,6 +66,8 @@ class PlanWorld {
   std::vector<Rank> ranks_;
   absl::Duration timeout_;
   int sms_ = 0;
+  int dtype_ = internal::kDevF32;
+  int elem_ = 4;
   internal::ChannelError* error_ = nullptr;  // host-mapped
   internal::ChannelError* error_device_ = nullptr;
 };

@@ -27,6 +27,9 @@ enum DeviceOpKind : int8_t { kDevPut, kDevGet, kDevCopy, kDevSignal, kDevWait, k
 enum DevicePortFlags : int8_t { kDevWithSignal = 1, kDevWithFlush = 2 };
 enum DeviceBuffer : int8_t { kDevInput, kDevOutput, kDevScratch };
 enum DeviceSync : int8_t { kDevSyncBefore = 1, kDevSyncAfter = 2 };
+// Element types of the sums (PlanLaunchArgs::dtype; elem is 4, 2, 2): f16 and bf16 sum in f32 and
+// round once per reduce op, as the host executor does.
+enum DeviceDType : int8_t { kDevF32, kDevF16, kDevBF16 };
 // Semaphore words per rank: kMaxChannelTags x kMaxWorkers.
 inline constexpr int kDeviceTags = 256;
 
@@ -142,7 +145,8 @@ struct PlanLaunchArgs {
   RegionLayout layout;
   uint64_t count = 0;
   int chunks_per_segment = 1;
-  int elem = 4;
+  int elem = 4;                          // bytes of one element of dtype
+  int dtype = kDevF32;                   // DeviceDType: picks the kernel's instance
   int rank = 0;
   unsigned long long timeout_ns = 8'000'000'000ull;
   ChannelError* error = nullptr;         // host-mapped
@@ -166,7 +170,7 @@ inline int PlanThreads(const PlanLaunchArgs& a) {
   return t < 128 ? 128 : t > kPlanThreads ? kPlanThreads : static_cast<int>(t);
 }
 
-// Enqueues one execution (f32 reductions). `programmatic`: programmatic dependent launch, as the
+// Enqueues one execution (sums of args.dtype). `programmatic`: programmatic dependent launch, as the
 // hand-written kernels use it.
 cudaError_t LaunchPlan(const PlanLaunchArgs& args, cudaStream_t stream, bool programmatic);
 // Bytes of a DevicePlan's table: kMaxPlanBlocks blocks of max_tb_ops resolved ops.

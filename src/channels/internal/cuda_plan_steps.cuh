@@ -1,4 +1,4 @@
-// The steps of the plan kernel (cuda_executor.cu): copies and f32 sums, LL packet sends and sums,
+// The steps of the plan kernel (cuda_executor.cu): copies and sums (f32, f16, bf16: in f32), LL packet sends and sums,
 // signals and waits, fused runs of puts, and port requests to the rank's proxy. Each is run by every
 // thread of a block (signals and waits: one thread each; port requests: thread 0). Device code,
 // included by cuda_executor.cu alone.
@@ -6,8 +6,15 @@
 #define VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_STEPS_CUH_
 
 #include "internal/cuda_plan_block.cuh"
+#include "src/runtime/internal/cuda_elem.cuh"
 
 namespace vdev::channels::internal {
+
+using ::vdev::internal::AddPack;
+using ::vdev::internal::Elem;
+using ::vdev::internal::kPer;
+using ::vdev::internal::StartSums;
+using ::vdev::internal::ToPack;
 
 // Independent 16-byte loads in flight per thread when copying.
 inline constexpr int kUnroll = 4;
@@ -41,8 +48,9 @@ __device__ inline void CopyBytes(char* dst, const char* src, uint64_t n) {
   for (uint64_t i = done + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
 }
 
-// dst = srcs[0] + srcs[1] + ... (f32), 16 bytes a thread when every pointer allows.
-template <int S>
+// dst = srcs[0] + srcs[1] + ... of elements T, summed in f32 from -0.0 and rounded once
+// (cuda_elem.cuh), 16 bytes a thread when every pointer allows.
+template <int S, typename T>
 __device__ __forceinline__ void SumPlain(char* dst, const char* const (&srcs)[S], int nsrcs, uint64_t n) {
   uintptr_t all = reinterpret_cast<uintptr_t>(dst);
 #pragma unroll
@@ -54,29 +62,25 @@ __device__ __forceinline__ void SumPlain(char* dst, const char* const (&srcs)[S]
     const uint64_t packs = n / 16;
     for (uint64_t i = threadIdx.x; i < packs; i += blockDim.x) {
       // Every source's load is issued before the first add: one memory round trip, not nsrcs.
-      float4 v[S];
+      uint4 v[S];
 #pragma unroll
       for (int j = 0; j < S; ++j) {
-        if (j < nsrcs) v[j] = reinterpret_cast<const float4*>(srcs[j])[i];
+        if (j < nsrcs) v[j] = reinterpret_cast<const uint4*>(srcs[j])[i];
       }
-      float4 acc = v[0];
+      float acc[kPer<T>];
+      StartSums(acc);
 #pragma unroll
-      for (int j = 1; j < S; ++j) {
-        if (j < nsrcs) {
-          acc.x += v[j].x;
-          acc.y += v[j].y;
-          acc.z += v[j].z;
-          acc.w += v[j].w;
-        }
+      for (int j = 0; j < S; ++j) {
+        if (j < nsrcs) AddPack<T>(acc, v[j]);
       }
-      reinterpret_cast<float4*>(dst)[i] = acc;
+      reinterpret_cast<uint4*>(dst)[i] = ToPack<T>(acc);
     }
     done = packs * 16;
   }
-  for (uint64_t i = done / 4 + threadIdx.x; i < n / 4; i += blockDim.x) {
-    float acc = reinterpret_cast<const float*>(srcs[0])[i];
-    for (int j = 1; j < nsrcs; ++j) acc += reinterpret_cast<const float*>(srcs[j])[i];
-    reinterpret_cast<float*>(dst)[i] = acc;
+  for (uint64_t i = done / sizeof(T) + threadIdx.x; i < n / sizeof(T); i += blockDim.x) {
+    float acc = -0.0f;
+    for (int j = 0; j < nsrcs; ++j) acc += Elem<T>::ToF(reinterpret_cast<const T*>(srcs[j])[i]);
+    reinterpret_cast<T*>(dst)[i] = Elem<T>::FromF(acc);
   }
 }
 
@@ -85,7 +89,7 @@ __device__ __forceinline__ void SumPlain(char* dst, const char* const (&srcs)[S]
 // order, so lines that already landed cost one memory round trip together. Source `own` (-1: none)
 // is taken from `own_data` instead of memory (a value this thread has just sent). False when the
 // block gave up.
-template <int S>
+template <int S, typename T>
 __device__ __forceinline__ bool SumPacketLine(const Block& b, const Operands<S>& op, uint64_t o, bool sum, int own,
                                               uint2 own_data) {
   const uint64_t n = op.bytes - o < 8 ? op.bytes - o : 8;
@@ -104,24 +108,24 @@ __device__ __forceinline__ bool SumPacketLine(const Block& b, const Operands<S>&
   for (int j = 0; j < S; ++j) {
     if (j < op.nsrcs && (op.packets & (1u << j)) && !b.AwaitLine(op.src[j] + 2 * o, op.peer, &v[j])) return false;
   }
-  float acc[2] = {__uint_as_float(v[0].x), __uint_as_float(v[0].z)};
-  if (sum) {
-#pragma unroll
-    for (int j = 1; j < S; ++j) {
-      if (j < op.nsrcs) {
-        acc[0] += __uint_as_float(v[j].x);
-        acc[1] += __uint_as_float(v[j].z);
-      }
-    }
+  if (!sum) {
+    Store8(op.dst + o, n, make_uint2(v[0].x, v[0].z));
+    return true;
   }
-  Store8(op.dst + o, n, make_uint2(__float_as_uint(acc[0]), __float_as_uint(acc[1])));
+  float acc[8 / sizeof(T)];
+  StartSums(acc);
+#pragma unroll
+  for (int j = 0; j < S; ++j) {
+    if (j < op.nsrcs) AddPack<T>(acc, make_uint2(v[j].x, v[j].z));
+  }
+  Store8(op.dst + o, n, ToPack<T, uint2>(acc));
   return true;
 }
 
-template <int S>
+template <int S, typename T>
 __device__ __forceinline__ void SumWithPackets(const Block& b, const Operands<S>& op, bool sum) {
   for (uint64_t o = 8 * threadIdx.x; o < op.bytes; o += 8 * blockDim.x) {
-    if (!SumPacketLine<S>(b, op, o, sum, -1, uint2{})) return;
+    if (!SumPacketLine<S, T>(b, op, o, sum, -1, uint2{})) return;
   }
 }
 
@@ -225,7 +229,7 @@ inline constexpr int kOwnLines = 2;
 // registers instead of loading it again — the order of sends and waits is the two ops' own (every
 // send before any wait), so nothing can wait on a send this step holds back. Larger parts run the
 // two ops one after the other.
-template <int S>
+template <int S, typename T>
 __device__ __forceinline__ void RunPacketsThenReduce(const Block& b, const ResolvedOp<S>* ops, int n, uint64_t shift) {
   const PutRun<S> run(ops, n, shift);
   const Operands<S> reduce(ops[n], shift);
@@ -237,7 +241,7 @@ __device__ __forceinline__ void RunPacketsThenReduce(const Block& b, const Resol
   const uint64_t stride = 8 * blockDim.x;
   if (run.bytes > kOwnLines * stride) {
     for (uint64_t o = 8 * threadIdx.x; o < run.bytes; o += stride) run.SendLine(o, n, b.flag);
-    SumWithPackets<S>(b, reduce, /*sum=*/true);
+    SumWithPackets<S, T>(b, reduce, /*sum=*/true);
     return;
   }
   uint2 mine[kOwnLines];
@@ -253,7 +257,7 @@ __device__ __forceinline__ void RunPacketsThenReduce(const Block& b, const Resol
     uint2 m = mine[0];
 #pragma unroll
     for (int k = 1; k < kOwnLines; ++k) m = l == k ? mine[k] : m;
-    if (o < run.bytes && !SumPacketLine<S>(b, reduce, o, /*sum=*/true, own, m)) return;
+    if (o < run.bytes && !SumPacketLine<S, T>(b, reduce, o, /*sum=*/true, own, m)) return;
   }
 }
 
@@ -295,7 +299,7 @@ __device__ __noinline__ void RunPort(const Block& b, const ResolvedOp<S>& op, ui
   }
 }
 
-template <int S>
+template <int S, typename T>
 __device__ __forceinline__ void RunOp(const Block& b, const ResolvedOp<S>& resolved, uint64_t shift) {
   const Operands<S> op(resolved, shift);
   switch (resolved.kind) {
@@ -303,16 +307,16 @@ __device__ __forceinline__ void RunOp(const Block& b, const ResolvedOp<S>& resol
     case kDevGet:
     case kDevCopy:
       if (op.packets & 1) {
-        SumWithPackets<S>(b, op, /*sum=*/false);
+        SumWithPackets<S, T>(b, op, /*sum=*/false);
       } else {
         CopyBytes(op.dst, op.src[0], op.bytes);
       }
       return;
     case kDevReduce:
       if (op.packets != 0) {
-        SumWithPackets<S>(b, op, /*sum=*/true);
+        SumWithPackets<S, T>(b, op, /*sum=*/true);
       } else {
-        SumPlain<S>(op.dst, op.src, op.nsrcs, op.bytes);
+        SumPlain<S, T>(op.dst, op.src, op.nsrcs, op.bytes);
       }
       return;
     case kDevPutPackets:

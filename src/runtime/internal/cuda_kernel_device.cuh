@@ -16,6 +16,7 @@
 #include "internal/allreduce_layout.h"
 #include "internal/cuda_kernel_families.h"
 #include "internal/cuda_kernels.h"
+#include "internal/cuda_elem.cuh"
 #include "internal/cuda_sync.cuh"
 #include "vdev/ipc_memory.h"
 
@@ -35,27 +36,6 @@
 
 namespace vdev::internal {
 namespace {
-
-template <typename T>
-struct Elem;
-template <>
-struct Elem<float> {
-  static __device__ __forceinline__ float ToF(float v) { return v; }
-  static __device__ __forceinline__ float FromF(float v) { return v; }
-};
-template <>
-struct Elem<__half> {
-  static __device__ __forceinline__ float ToF(__half v) { return __half2float(v); }
-  static __device__ __forceinline__ __half FromF(float v) { return __float2half_rn(v); }
-};
-template <>
-struct Elem<__nv_bfloat16> {
-  static __device__ __forceinline__ float ToF(__nv_bfloat16 v) { return __bfloat162float(v); }
-  static __device__ __forceinline__ __nv_bfloat16 FromF(float v) { return __float2bfloat16_rn(v); }
-};
-
-template <typename T>
-constexpr int kPer = 16 / sizeof(T);
 
 // This call's epoch: one more than the last. Every block also advances the counters of the blocks
 // congruent to it modulo the grid, so all kMaxBarrierBlocks counters stay equal whatever the grid.
@@ -88,30 +68,6 @@ __device__ void Barrier(const KernelArgs& a, uint64_t* const* flags, uint64_t ep
     }
   }
   __syncthreads();
-}
-
-// Sums start at -0.0, the identity of IEEE addition (-0 + x is x for every x, -0 and +0 included);
-// a +0 start would turn a sum of negative zeros into +0.
-template <int N>
-__device__ __forceinline__ void StartSums(float (&acc)[N]) {
-#pragma unroll
-  for (int k = 0; k < N; ++k) acc[k] = -0.0f;
-}
-
-template <typename T>
-__device__ __forceinline__ void AddPack(float (&acc)[kPer<T>], uint4 v) {
-  const T* e = reinterpret_cast<const T*>(&v);
-#pragma unroll
-  for (int k = 0; k < kPer<T>; ++k) acc[k] += Elem<T>::ToF(e[k]);
-}
-
-template <typename T>
-__device__ __forceinline__ uint4 ToPack(const float (&acc)[kPer<T>]) {
-  uint4 v;
-  T* e = reinterpret_cast<T*>(&v);
-#pragma unroll
-  for (int k = 0; k < kPer<T>; ++k) e[k] = Elem<T>::FromF(acc[k]);
-  return v;
 }
 
 // This block's share [lo, hi) of `packs` 16-byte packs.
