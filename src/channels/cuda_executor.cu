@@ -44,7 +44,9 @@ __device__ __noinline__ void Resolve(const PlanLaunchArgs& a, int instance, cons
     const Range p = PartOf(whole.size(), part, parts);
     r.bytes = p.size();
     r.dst = At(a, op.dst) + (op.dst.packets ? 2 * p.begin : p.begin);
-    for (int j = 0; j < op.nsrcs && j < S; ++j) r.src[j] = At(a, op.srcs[j]) + (op.srcs[j].packets ? 2 * p.begin : p.begin);
+    for (int j = 0; j < op.nsrcs && j < S; ++j) {
+      r.src[j] = At(a, op.srcs[j]) + (op.srcs[j].packets ? 2 * p.begin : p.begin);
+    }
   }
   *out = r;
 }

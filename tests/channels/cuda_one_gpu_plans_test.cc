@@ -1,7 +1,8 @@
 // The CUDA plan executor with 2..8 ranks sharing one GPU (PlanWorld): every shipped plan exact at
-// odd and large sizes (f32; f16 and bf16 with the host executor's rounding), with 1 and several instances, under programmatic launch (port channels
-// through each rank's PortProxy); many executions enqueued back to back; a rank that never launches reported by rank, thread block and op. What
-// it cannot check: NVLink's ordering (same-GPU traffic goes through one L2) and speed (the
+// odd and large sizes (f32; f16 and bf16 with the host executor's rounding), with 1 and several
+// instances, under programmatic launch (port channels through each rank's PortProxy); many
+// executions enqueued back to back; a rank that never launches reported by rank, thread block and
+// op. What it cannot check: NVLink's ordering (same-GPU traffic goes through one L2) and speed (the
 // benchmark bench/channels_one_gpu_bench compares with the hand-written kernels).
 #include <cuda_runtime_api.h>
 
