@@ -222,7 +222,7 @@ __device__ __forceinline__ void RunFusedPuts(const Block& b, const ResolvedOp<S>
 
 // Lines a thread keeps in registers between sending its own data and summing it
 // (RunPacketsThenReduce). 4 spilled more in the 8-source kernel and was slower on 2 ranks (LL 1.59-1.89x
-// the hand kernel against 1.50-1.86x, one H100, BENCHMARKS.md "Channels3").
+// the hand kernel against 1.50-1.86x, one H100, BENCHMARKS.md "Run 5/6").
 inline constexpr int kOwnLines = 2;
 
 // A run of n put_packets of one source and the reduce after it that sums that same source with
