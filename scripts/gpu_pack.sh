@@ -8,15 +8,16 @@ DEST=${1:-$SRC/.gpu}
 rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib" "$DEST/scripts" "$DEST/bench"
 cp "$SRC/build/tools/vdev" "$SRC/build/tests/runtime/runtime_cuda_test" \
   "$SRC/build/tests/runtime/runtime_cuda_one_gpu_test" "$SRC/build/bench/allreduce_bench" "$DEST/bin/"
-# The executor's GPU stage (scripts/gpu_exec_run.sh): the C++ frontend example and the layer benchmark.
-for extra in examples/run/frontend bench/layer_bench tests/kernels/cuda_kernels_test; do
+# The executor's GPU stage and scripts/gpu_verify.sh: the C++ frontend example, the layer benchmark, the
+# CUDA kernels' and the channel plans' one-GPU tests.
+for extra in examples/run/frontend bench/layer_bench tests/kernels/cuda_kernels_test tests/channels/channels_cuda_one_gpu_test; do
   if [ -x "$SRC/build/$extra" ]; then cp "$SRC/build/$extra" "$DEST/bin/"; fi
 done
 strip --strip-debug "$DEST"/bin/*  # debug info is most of their size; a device call carries at most 64 MiB
-for lib in $(ldd "$DEST"/bin/* | awk '/libabsl|libz3|libopenblas|libgfortran|libquadmath/ {print $3}' | sort -u); do
+for lib in $(ldd "$DEST"/bin/* | awk '/libabsl|libz3|libopenblas|libgfortran|libquadmath|libgtest|libgmock/ {print $3}' | sort -u); do
   cp -L "$lib" "$DEST/lib/"
 done
 for big in "$DEST"/lib/libopenblas*; do if [ -e "$big" ]; then xz -T0 -6 "$big"; fi; done
-cp "$SRC/scripts/gpu_run.sh" "$SRC/scripts/gpu_exec_run.sh" "$DEST/scripts/"
+cp "$SRC/scripts/gpu_run.sh" "$SRC/scripts/gpu_exec_run.sh" "$SRC/scripts/gpu_verify.sh" "$DEST/scripts/"
 cp "$SRC/bench/torch_symm_bench.py" "$SRC/bench/derive_auto_table.py" "$DEST/bench/"
 du -sh "$DEST"
