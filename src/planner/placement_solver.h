@@ -61,18 +61,35 @@ struct PlacementModel {
   std::vector<CapacityCut> capacity;
 };
 
+// What a slow solve reports: the variables left for Z3 and, before Z3 starts, the best assignment's
+// cost and the proven lower bound (model units).
+struct PlacementProgress {
+  size_t z3_variables = 0;
+  Cost best = 0;
+  Cost lower_bound = 0;
+};
+
 struct PlacementSolveOptions {
   double time_limit_seconds = 60;
-  // Called once when the Z3 part of a solve has run `slow_after_seconds`, with the number of Z3
-  // variables (a progress line).
-  std::function<void(size_t z3_variables)> on_slow_solve;
+  // Called once when the Z3 part of a solve has run `slow_after_seconds` (a progress line).
+  std::function<void(const PlacementProgress&)> on_slow_solve;
   double slow_after_seconds = 1;
+  // Each component first gets a lower bound (the LP dual, placement_bound.h) and a heuristic
+  // assignment; when they meet no Z3 runs, else devices priced above the assignment are dropped
+  // and the reparameterised rest is solved again (shrinking, then Z3). false: Z3 alone, as before
+  // (kept for measurements).
+  bool bound_first = true;
 };
 
 struct PlacementSolution {
   std::vector<int> device;  // by variable
   Cost cost = 0;            // recomputed in plain C++ from `device`
   bool optimal = true;      // false when a component hit the time limit (its best model so far)
+  // A proven lower bound on the cost of every assignment within the capacity cuts: equal to `cost`
+  // exactly when `optimal`.
+  Cost lower_bound = 0;
+  // A proven lower bound on every assignment's cost ignoring the capacity cuts (<= lower_bound).
+  Cost relaxation_bound = 0;
   size_t z3_variables = 0;  // variables left for Z3 after shrinking
   size_t components = 0;    // Z3 problems solved
   double seconds = 0;
