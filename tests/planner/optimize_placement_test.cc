@@ -82,11 +82,17 @@ RC_GTEST_PROP(OptimizePlacementTest, CostEqualsAnExhaustiveSearchAndAnnotationsH
       return model.status();
     }
     RC_ASSERT(model->unary.size() <= 12u);
-    absl::StatusOr<planner_internal::PlacementSolution> solved = planner_internal::SolvePlacement(*model, {});
-    RC_ASSERT(solved.ok());
-    RC_ASSERT(solved->optimal);
-    RC_ASSERT(solved->cost == Exhaustive(*model));
-    RC_CLASSIFY(solved->z3_variables > 0, "Z3 used");
+    const Cost optimum = Exhaustive(*model);
+    for (bool bound_first : {true, false}) {
+      planner_internal::PlacementSolveOptions options;
+      options.bound_first = bound_first;
+      absl::StatusOr<planner_internal::PlacementSolution> solved = planner_internal::SolvePlacement(*model, options);
+      RC_ASSERT(solved.ok());
+      RC_ASSERT(solved->optimal);
+      RC_ASSERT(solved->cost == optimum);
+      RC_ASSERT(solved->lower_bound == optimum);
+      RC_CLASSIFY(bound_first && solved->z3_variables > 0, "Z3 used after the bound");
+    }
     return std::vector<std::optional<VirtualDevice>>(classes.device.size());
   };
   (void)planner_internal::PlanWithPlacement(module->Clone(), PlanOptions{}, check, nullptr);
@@ -99,6 +105,8 @@ RC_GTEST_PROP(OptimizePlacementTest, CostEqualsAnExhaustiveSearchAndAnnotationsH
   }
   RC_ASSERT(plan.ok());
   RC_ASSERT(plan->optimal);
+  RC_ASSERT(plan->gap == 0);
+  RC_ASSERT(plan->lower_bound == plan->model_cost);
   const ir::Module& out = plan->plan.module;
   // Every annotation holds (an unused one constrains nothing): an annotated op runs on a device its
   // annotation joins with.
