@@ -3,8 +3,9 @@
 // among a machine's devices to minimise the roofline compute cost of every op call plus, for every
 // place where a copy may separate two classes (free and result-side on_device, kernel boundaries),
 // latency + bytes / link bandwidth when it does. Annotations always hold; an op runs only on device
-// types that implement it. The choice is proven optimal by Z3 (placement_solver.h) unless the time
-// limit cut it short, and re-checked in plain C++.
+// types that implement it. The choice is proven optimal (placement_solver.h: an LP bound that meets
+// it, or Z3) unless the time limit cut it short, then with a proven lower bound and the gap; it is
+// re-checked in plain C++.
 //
 // Example:
 //   Machine machine = DefaultMachine(2);

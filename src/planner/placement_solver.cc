@@ -1,5 +1,6 @@
-// SolvePlacement: shrink (fixed variables, leaves, chain links), then one Z3 MaxSAT problem per
-// component, with the capacity cuts as hard linear constraints.
+// SolvePlacement: shrink (fixed variables, leaves, chain links), then per component the LP bound and a
+// heuristic assignment (placement_bound.h), reduced-cost fixing and a nested solve of the rest, and
+// one Z3 MaxSAT problem for what is left, with the capacity cuts as hard linear constraints.
 #include "src/planner/placement_solver.h"
 
 #include <z3++.h>
@@ -96,7 +97,7 @@ void EliminateLink(Reduced& r, uint32_t v, uint32_t e1, uint32_t e2, std::vector
 // One component in Z3: devices as an enumeration sort, unary and pair costs as soft constraints
 // inside push()/pop() (check with assumptions returned non-optimal models), MaxRes.
 // `lower`: a lower bound on the component's cost proven by Z3 (its objective's lower bound, also
-// after a timeout), or 0.
+// after a timeout), at least the sum of its costs' minima.
 absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, const std::vector<uint32_t>& vars,
                             double seconds_left, std::vector<int>& device, bool& optimal, Cost& lower) {
   try {
@@ -193,11 +194,16 @@ absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, con
     }
     z3::model model = opt.get_model();
     optimal = result == z3::sat;
-    lower = 0;
+    lower = constant;  // every soft constraint's weight is >= 0
     if (objective) {
-      int64_t value = 0;
-      z3::expr bound = opt.lower(*objective);
-      if (bound.is_numeral_i64(value)) lower = constant + value;
+      // After a timeout Z3 may have been cancelled mid-way and throw here: the bound is then unknown.
+      try {
+        int64_t value = 0;
+        z3::expr bound = opt.lower(*objective);
+        if (bound.is_numeral_i64(value)) lower = constant + value;
+      } catch (const z3::exception&) {
+        lower = constant;
+      }
     }
     for (uint32_t v : vars) {
       z3::expr value = model.eval(x[index[v]], /*model_completion=*/true);
@@ -205,13 +211,26 @@ absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, con
       for (int i = 0; i < r.d && chosen < 0; ++i) {
         if (z3::eq(value, consts[i]())) chosen = i;
       }
-      if (chosen < 0) {
+      // A model cut short by the timeout may leave a variable unassigned (completed to any device)
+      // or on a forbidden one: no model, then.
+      if (chosen < 0 || r.unary[v][chosen] == kForbidden) {
         opt.pop();
         return absl::DeadlineExceededError("placement: no model within the time limit");
       }
       device[v] = chosen;
     }
     opt.pop();
+    for (size_t c = 0; c < cut_added.size(); ++c) {
+      if (!cut_added[c]) continue;
+      const PlacementModel::CapacityCut& cut = problem.capacity[c];
+      std::vector<int> placed(device.size(), -1);
+      for (const PlacementModel::CapacityCut::Term& t : cut.terms) {
+        for (uint32_t v : {t.var, t.other}) {
+          if (v != UINT32_MAX) placed[v] = r.fixed[v] >= 0 ? r.fixed[v] : device[v];
+        }
+      }
+      if (CutLoad(cut, placed) > cut.limit) return absl::DeadlineExceededError("placement: no model within the time limit");
+    }
     return absl::OkStatus();
   } catch (const z3::exception& e) {
     return absl::InternalError(absl::StrCat("placement: Z3: ", e.msg()));
@@ -496,7 +515,8 @@ absl::StatusOr<PlacementSolution> SolveModel(const PlacementModel& model, const 
         std::vector<int> z3_device = device;
         solution.z3_variables += component.size();
         absl::Status status = SolveComponent(r, model, component, left, z3_device, o.optimal, o.lower);
-        if (!status.ok() && !(absl::IsDeadlineExceeded(status) && !p.cuts && options.bound_first)) return status;
+        // With p.best in hand, a Z3 that found nothing (timeout, cancellation) leaves it unproven.
+        if (!status.ok() && !(options.bound_first && !p.cuts)) return status;
         if (!status.ok()) o.optimal = false, o.lower = 0;
         bool better = status.ok() && (p.cuts || !options.bound_first ||
                                       ComponentCost(r, component, z3_device) < ComponentCost(r, component, device));

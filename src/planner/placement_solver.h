@@ -4,9 +4,12 @@
 // Costs are integers (picoseconds), so that the solver's optimum and the plain C++ re-check compare
 // exactly. Before Z3 the problem shrinks: variables with one allowed device are fixed and folded
 // into their neighbours, leaves (one neighbour) are eliminated exactly into that neighbour's costs,
-// and what is left splits into independent components, each its own Z3 problem (device variables of
-// an enumeration sort; soft constraints asserted inside push()/pop(), MaxRes). Z3 stays inside
-// placement_solver.cc; no z3::exception leaves it.
+// and what is left splits into independent components. Each component is first bounded in plain C++
+// (placement_bound.h: the LP dual's bound and a heuristic assignment); when they meet, it is solved;
+// else the devices that cannot beat the assignment are dropped and the rest is solved the same way
+// as a model of its own, until Z3 gets what nothing closes (device variables of an enumeration sort;
+// soft constraints asserted inside push()/pop(), MaxRes). Z3 stays inside placement_solver.cc; no
+// z3::exception leaves it.
 //
 // Capacity cuts (hard: the bytes that an assignment puts on a device at one program point stay
 // within a limit) are added lazily by OptimizePlacement, only for points where a plan overflowed.

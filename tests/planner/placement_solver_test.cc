@@ -154,6 +154,7 @@ RC_GTEST_PROP(PlacementSolverTest, TheGapIsZeroExactlyWhenOptimal, ()) {
   options.bound_first = *rc::gen::arbitrary<bool>();
   absl::StatusOr<PlacementSolution> solution = SolvePlacement(model, options);
   if (!solution.ok()) {
+    RC_LOG() << solution.status().ToString() << "\n";
     RC_ASSERT(absl::IsDeadlineExceeded(solution.status()) && !options.bound_first);  // Z3 alone found no model
     return;
   }
