@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "optimize grid: %s\n", std::string(plan.status().message()).c_str());
         return 1;
       }
-      std::printf("%10zu %3dx%-3d %-9s %8zu %8zu %10.3f %10.3f %8d %12.4f %12.4f %9.4f%% %12.4f\n",
+      std::printf("%10zu %3dx%-3d %-9s %8zu %8zu %10.3f %10.3f %8d %12.4f %12.4f %9.3g%% %12.4f\n",
                   module->bindings.size(), side, side, bound_first ? "bound+z3" : "z3 alone", plan->classes,
                   plan->z3_variables, parse, plan->solve_seconds, plan->optimal ? 1 : 0, plan->model_cost * 1e3,
                   plan->lower_bound * 1e3, plan->gap * 100, plan->cost.total / plan->default_cost.total);
