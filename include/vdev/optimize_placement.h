@@ -63,9 +63,10 @@ struct OptimizedPlan {
   PlanCost default_cost;  // of PlanDevices' plan of the same module
   bool optimal = true;    // false: the time limit returned the best plan found so far
   // How far the plan may be from the optimum, by the optimiser's model (seconds; it counts a copy per
-  // place where two classes differ, so `model_cost` can exceed `cost.total`, which counts one per
-  // value and destination): `lower_bound` is proven (no placement within the capacity cuts costs
-  // less), `gap` = (model_cost − lower_bound) / model_cost, 0 exactly when `optimal`.
+  // place where two classes differ, and whole picoseconds per op and copy, so `model_cost` can
+  // exceed `cost.total`, which counts one copy per value and destination): `lower_bound` is proven
+  // (no placement within the capacity cuts costs less), `gap` = (model_cost − lower_bound) /
+  // model_cost, 0 exactly when `optimal`.
   double model_cost = 0;
   double lower_bound = 0;
   double gap = 0;
