@@ -6,6 +6,7 @@
 #include <string>
 #include <tuple>
 
+#include "absl/strings/str_format.h"
 #include "commands.h"
 #include "vdev/compile.h"
 #include "vdev/diagnostic.h"
@@ -104,6 +105,13 @@ int RunPlan(const PlanArgs& args) {
   int exit_code = kExitOk;
   std::optional<CompileResult> compiled = CompileForCommand(args.file, compile_options, args.json, &exit_code);
   if (!compiled) return exit_code;
+  if (compiled->optimization && !compiled->optimization->optimal) {
+    // How far the plan may be from the optimum (the JSON has the same as lower_bound and gap).
+    const OptimizedPlan& o = *compiled->optimization;
+    std::cerr << absl::StrFormat("vdev plan: not proven optimal within the time limit: the plan costs %.4g ms by the "
+                                 "optimiser's model, no plan costs less than %.4g ms (gap %.3g%%)\n",
+                                 o.model_cost * 1e3, o.lower_bound * 1e3, o.gap * 100);
+  }
   if (!args.json) {
     std::cout << ir::PrintModule(compiled->module());
   } else if (compiled->optimization) {

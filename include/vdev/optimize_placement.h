@@ -3,8 +3,9 @@
 // among a machine's devices to minimise the roofline compute cost of every op call plus, for every
 // place where a copy may separate two classes (free and result-side on_device, kernel boundaries),
 // latency + bytes / link bandwidth when it does. Annotations always hold; an op runs only on device
-// types that implement it. The choice is proven optimal by Z3 (placement_solver.h) unless the time
-// limit cut it short, and re-checked in plain C++.
+// types that implement it. The choice is proven optimal (placement_solver.h: an LP bound that meets
+// it, or Z3) unless the time limit cut it short, then with a proven lower bound and the gap; it is
+// re-checked in plain C++.
 //
 // Example:
 //   Machine machine = DefaultMachine(2);
@@ -39,9 +40,13 @@ struct OptimizeOptions {
   PlanOptions plan;
   double time_limit_seconds = 60;
   // A progress line for each solve that takes over `progress_after_seconds` (the CLI prints it on
-  // stderr: "vdev plan: optimising the placement of N classes (M left for Z3 after shrinking)…").
+  // stderr: "vdev plan: optimising the placement of N classes (M left for Z3 after shrinking; best so
+  // far X ms, lower bound Y ms, gap Z%)…"; the best and the gap only when a plan is known by then).
   std::function<void(const std::string&)> progress;
   double progress_after_seconds = 1;
+  // true: each component is first bounded (the LP dual) and given a heuristic plan, and Z3 solves
+  // only what the bound leaves open (docs/planner.md); false: Z3 alone, as before (measurements).
+  bool bound_first = true;
 };
 
 // Seconds, by the machine's roofline and links.
@@ -57,6 +62,14 @@ struct OptimizedPlan {
   PlanCost cost;          // of `plan`, evaluated by EvaluatePlanCost
   PlanCost default_cost;  // of PlanDevices' plan of the same module
   bool optimal = true;    // false: the time limit returned the best plan found so far
+  // How far the plan may be from the optimum, by the optimiser's model (seconds; it counts a copy per
+  // place where two classes differ, and whole picoseconds per op and copy, so `model_cost` can
+  // exceed `cost.total`, which counts one copy per value and destination): `lower_bound` is proven
+  // (no placement within the capacity cuts costs less), `gap` = (model_cost − lower_bound) /
+  // model_cost, 0 exactly when `optimal`.
+  double model_cost = 0;
+  double lower_bound = 0;
+  double gap = 0;
   size_t classes = 0;     // variables before shrinking
   size_t z3_variables = 0;
   double solve_seconds = 0;       // all rounds

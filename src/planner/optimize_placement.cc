@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "src/planner/internal/capacity.h"
 #include "src/planner/internal/placement_model.h"
 #include "src/planner/internal/planner.h"
@@ -66,6 +67,11 @@ Work WorkOf(const ir::Module& m, ir::BindingId b) {
 }
 
 Cost Picoseconds(double seconds) { return static_cast<Cost>(std::llround(seconds * 1e12)); }
+double Seconds(Cost picoseconds) { return static_cast<double>(picoseconds) * 1e-12; }
+std::string Milliseconds(Cost picoseconds) { return absl::StrFormat("%.4g ms", Seconds(picoseconds) * 1e3); }
+std::string GapPercent(Cost best, Cost lower) {
+  return absl::StrFormat("%.3g%%", best == 0 ? 0.0 : 100.0 * static_cast<double>(best - lower) / static_cast<double>(best));
+}
 
 std::string BindingLoc(const ir::Module& m, ir::BindingId b) {
   return absl::StrCat(m.bindings[b].expr.loc.line, ":", m.bindings[b].expr.loc.col);
@@ -275,6 +281,9 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
   std::vector<Overflow> overflows;
   std::optional<PlanError> capacity_error;
   double seconds_left = options.time_limit_seconds;
+  Cost model_cost = 0;  // of the last round's solution, and its bounds (placement_solver.h)
+  Cost lower_bound = 0;
+  Cost relaxation_bound = 0;
   auto choose = [&](const ir::Module& m,
                     const PlacementClasses& classes) -> absl::StatusOr<std::vector<std::optional<VirtualDevice>>> {
     VDEV_ASSIGN_OR_RETURN(PlacementModel model, planner_internal::BuildPlacementModel(m, classes, machine));
@@ -289,10 +298,18 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
     planner_internal::PlacementSolveOptions solve;
     solve.time_limit_seconds = seconds_left;
     solve.slow_after_seconds = options.progress_after_seconds;
+    solve.bound_first = options.bound_first;
     if (options.progress) {
-      solve.on_slow_solve = [&](size_t variables) {
-        options.progress(absl::StrCat("optimising the placement of ", classes.device.size(), " classes (",
-                                      variables, " left for Z3 after shrinking)…"));
+      solve.on_slow_solve = [&](const planner_internal::PlacementProgress& p) {
+        std::string line = absl::StrCat("optimising the placement of ", classes.device.size(), " classes (",
+                                        p.z3_variables, " left for Z3 after shrinking");
+        if (p.best != kForbidden) {
+          absl::StrAppend(&line, "; best so far ", Milliseconds(p.best), ", lower bound ", Milliseconds(p.lower_bound),
+                          ", gap ", GapPercent(p.best, p.lower_bound));
+        } else {
+          absl::StrAppend(&line, "; lower bound ", Milliseconds(p.lower_bound));
+        }
+        options.progress(line + ")…");
       };
     }
     absl::StatusOr<planner_internal::PlacementSolution> solution = planner_internal::SolvePlacement(model, solve);
@@ -302,6 +319,9 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
     }
     if (!solution.ok()) return solution.status();
     result.optimal = solution->optimal;
+    model_cost = solution->cost;
+    lower_bound = solution->lower_bound;
+    relaxation_bound = solution->relaxation_bound;
     result.classes = classes.device.size();
     result.z3_variables = solution->z3_variables;
     result.solve_seconds += solution->seconds;
@@ -380,7 +400,15 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
   // planner adds (conflicts, kernel boundaries) can end a value's life earlier than the cut counts.
   bool added_copies = std::any_of(plan->copies.begin(), plan->copies.end(),
                                   [&](const PlannedCopy& c) { return c.binding >= plan->input_bindings; });
-  if (!overflows.empty() && added_copies) result.optimal = false;
+  if (!overflows.empty() && added_copies) {
+    // The optimum under the cuts may then exceed the optimum under capacity: only the bound that
+    // ignores the cuts is proven; meeting the plan's cost, it still proves the plan optimal.
+    lower_bound = relaxation_bound;
+    result.optimal = lower_bound == model_cost;
+  }
+  result.model_cost = Seconds(model_cost);
+  result.lower_bound = Seconds(lower_bound);
+  result.gap = model_cost == 0 ? 0 : static_cast<double>(model_cost - lower_bound) / static_cast<double>(model_cost);
   // The re-check: every device within its capacity (the sweep above), every op call on a device
   // that implements it, every annotation kept (planning the optimised output again changes nothing
   // is tested separately), the cost recomputed.

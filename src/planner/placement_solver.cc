@@ -1,5 +1,6 @@
-// SolvePlacement: shrink (fixed variables, leaves, chain links), then one Z3 MaxSAT problem per
-// component, with the capacity cuts as hard linear constraints.
+// SolvePlacement: shrink (fixed variables, leaves, chain links), then per component the LP bound and a
+// heuristic assignment (placement_bound.h), reduced-cost fixing and a nested solve of the rest, and
+// one Z3 MaxSAT problem for what is left, with the capacity cuts as hard linear constraints.
 #include "src/planner/placement_solver.h"
 
 #include <z3++.h>
@@ -7,14 +8,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "src/planner/internal/slow_solve_watch.h"
+#include "src/planner/placement_bound.h"
 
 namespace vdev::planner_internal {
 namespace {
@@ -93,49 +94,12 @@ void EliminateLink(Reduced& r, uint32_t v, uint32_t e1, uint32_t e2, std::vector
   eliminated.push_back(std::move(elim));
 }
 
-// Prints a progress line through `on_slow` once the solve it guards has run `after` seconds: from a
-// watching thread while it runs, or, if that thread has not been scheduled by then, when it ends.
-class SlowSolveWatch {
- public:
-  SlowSolveWatch(const std::function<void(size_t)>& on_slow, size_t variables, double after)
-      : on_slow_(on_slow), variables_(variables), after_(after), start_(std::chrono::steady_clock::now()) {
-    if (!on_slow_) return;
-    thread_ = std::thread([this] {
-      std::unique_lock<std::mutex> lock(mutex_);
-      if (!cv_.wait_for(lock, std::chrono::duration<double>(after_), [this] { return done_; })) Report();
-    });
-  }
-  ~SlowSolveWatch() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_ = true;
-      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >= after_) Report();
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
- private:
-  void Report() {  // under mutex_
-    if (!reported_) on_slow_(variables_);
-    reported_ = true;
-  }
-  const std::function<void(size_t)>& on_slow_;
-  size_t variables_;
-  double after_;
-  std::chrono::steady_clock::time_point start_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  bool reported_ = false;
-  std::thread thread_;
-};
-
 // One component in Z3: devices as an enumeration sort, unary and pair costs as soft constraints
 // inside push()/pop() (check with assumptions returned non-optimal models), MaxRes.
+// `lower`: a lower bound on the component's cost proven by Z3 (its objective's lower bound, also
+// after a timeout), at least the sum of its costs' minima.
 absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, const std::vector<uint32_t>& vars,
-                            double seconds_left, std::vector<int>& device, bool& optimal) {
+                            double seconds_left, std::vector<int>& device, bool& optimal, Cost& lower) {
   try {
     z3::context ctx;
     std::vector<std::string> names;
@@ -157,16 +121,24 @@ absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, con
     params.set("timeout", static_cast<unsigned>(std::max(1.0, seconds_left * 1000)));
     opt.set(params);
     opt.push();
+    // The objective is Σ of the soft constraints' weights plus `constant` (unary minima; pairs'
+    // minima where a pair has a negative cost, which a soft constraint cannot carry).
+    Cost constant = 0;
+    std::optional<z3::optimize::handle> objective;
+    auto soft = [&](const z3::expr& e, Cost weight) {
+      if (weight > 0) objective = opt.add_soft(e, std::to_string(weight).c_str());
+    };
     for (uint32_t v : vars) {
       const z3::expr& xv = x[index[v]];
       Cost low = kForbidden;
       for (int i = 0; i < r.d; ++i) low = std::min(low, r.unary[v][i]);
+      constant += low;
       for (int i = 0; i < r.d; ++i) {
         z3::expr is_i = xv == consts[i]();
         if (r.unary[v][i] == kForbidden) {
           opt.add(!is_i);
-        } else if (r.unary[v][i] > low) {
-          opt.add_soft(!is_i, std::to_string(r.unary[v][i] - low).c_str());
+        } else {
+          soft(!is_i, r.unary[v][i] - low);
         }
       }
     }
@@ -175,10 +147,19 @@ absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, con
       const PlacementModel::Pair& p = r.pairs[e];
       const z3::expr& xa = x[index[p.a]];
       const z3::expr& xb = x[index[p.b]];
+      auto allowed = [&](uint32_t v, int i) { return r.unary[v][i] != kForbidden; };
+      Cost low = 0;
       for (int i = 0; i < r.d; ++i) {
         for (int j = 0; j < r.d; ++j) {
-          Cost c = p.cost[i * r.d + j];
-          if (c > 0) opt.add_soft(!(xa == consts[i]() && xb == consts[j]()), std::to_string(c).c_str());
+          if (allowed(p.a, i) && allowed(p.b, j)) low = std::min(low, p.cost[i * r.d + j]);
+        }
+      }
+      constant += low;
+      for (int i = 0; i < r.d; ++i) {
+        for (int j = 0; j < r.d; ++j) {
+          if (allowed(p.a, i) && allowed(p.b, j)) {
+            soft(!(xa == consts[i]() && xb == consts[j]()), p.cost[i * r.d + j] - low);
+          }
         }
       }
     }
@@ -213,19 +194,43 @@ absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, con
     }
     z3::model model = opt.get_model();
     optimal = result == z3::sat;
+    lower = constant;  // every soft constraint's weight is >= 0
+    if (objective) {
+      // After a timeout Z3 may have been cancelled mid-way and throw here: the bound is then unknown.
+      try {
+        int64_t value = 0;
+        z3::expr bound = opt.lower(*objective);
+        if (bound.is_numeral_i64(value)) lower = constant + value;
+      } catch (const z3::exception&) {
+        lower = constant;
+      }
+    }
     for (uint32_t v : vars) {
       z3::expr value = model.eval(x[index[v]], /*model_completion=*/true);
       int chosen = -1;
       for (int i = 0; i < r.d && chosen < 0; ++i) {
         if (z3::eq(value, consts[i]())) chosen = i;
       }
-      if (chosen < 0) {
+      // A model cut short by the timeout may leave a variable unassigned (completed to any device)
+      // or on a forbidden one: no model, then.
+      if (chosen < 0 || r.unary[v][chosen] == kForbidden) {
         opt.pop();
         return absl::DeadlineExceededError("placement: no model within the time limit");
       }
       device[v] = chosen;
     }
     opt.pop();
+    for (size_t c = 0; c < cut_added.size(); ++c) {
+      if (!cut_added[c]) continue;
+      const PlacementModel::CapacityCut& cut = problem.capacity[c];
+      std::vector<int> placed(device.size(), -1);
+      for (const PlacementModel::CapacityCut::Term& t : cut.terms) {
+        for (uint32_t v : {t.var, t.other}) {
+          if (v != UINT32_MAX) placed[v] = r.fixed[v] >= 0 ? r.fixed[v] : device[v];
+        }
+      }
+      if (CutLoad(cut, placed) > cut.limit) return absl::DeadlineExceededError("placement: no model within the time limit");
+    }
     return absl::OkStatus();
   } catch (const z3::exception& e) {
     return absl::InternalError(absl::StrCat("placement: Z3: ", e.msg()));
@@ -257,7 +262,66 @@ Cost PlacementCost(const PlacementModel& model, const std::vector<int>& device) 
   return total;
 }
 
-absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, const PlacementSolveOptions& options) {
+namespace {
+
+bool HasCuts(const Reduced& r, const std::vector<uint32_t>& vars) {
+  return std::any_of(vars.begin(), vars.end(), [&](uint32_t v) { return !r.cuts_of[v].empty(); });
+}
+
+// A component's share of the reduced problem's cost: its variables' and its live pairs' costs.
+Cost ComponentCost(const Reduced& r, const std::vector<uint32_t>& vars, const std::vector<int>& device) {
+  Cost total = 0;
+  for (uint32_t v : vars) {
+    total = Add(total, r.unary[v][device[v]]);
+    for (uint32_t e : r.incident[v]) {
+      const PlacementModel::Pair& p = r.pairs[e];
+      if (r.pair_live[e] && p.a == v) total = Add(total, r.PairCost(p, p.a, device[p.a], device[p.b]));
+    }
+  }
+  return total;
+}
+
+// A component before Z3: its own model (variables in `vars` order; none of its pairs leave it), its
+// LP bound and best assignment (kForbidden cost: none, for a component with capacity cuts).
+struct Prepared {
+  bool cuts = false;
+  PlacementModel sub;
+  DualBound dual;
+  std::vector<int> best;
+  Cost upper = kForbidden;
+};
+
+Prepared Prepare(const Reduced& r, const std::vector<uint32_t>& vars, bool cuts, double seconds_left) {
+  Prepared p;
+  p.cuts = cuts;
+  absl::flat_hash_map<uint32_t, uint32_t> local;
+  for (uint32_t k = 0; k < vars.size(); ++k) local[vars[k]] = k;
+  p.sub.num_devices = r.d;
+  for (uint32_t v : vars) {
+    p.sub.unary.push_back(r.unary[v]);
+    for (uint32_t e : r.incident[v]) {
+      const PlacementModel::Pair& pair = r.pairs[e];
+      if (r.pair_live[e] && pair.a == v) p.sub.pairs.push_back({local.at(pair.a), local.at(pair.b), pair.cost});
+    }
+  }
+  // The bound gets a share of the time; it usually converges far sooner.
+  p.dual = LowerBound(p.sub, {.max_iterations = 2000, .seconds = std::max(0.05, seconds_left / 4)});
+  if (cuts) return p;
+  p.best = HeuristicAssignment(p.sub, p.dual);
+  p.upper = PlacementCost(p.sub, p.best);
+  return p;
+}
+
+// How a component was solved: proven optimal, or bounded by `lower` (capacity cuts included) and
+// `relaxation` (ignoring them).
+struct Outcome {
+  bool optimal = true;
+  Cost lower = 0;
+  Cost relaxation = 0;
+};
+
+absl::StatusOr<PlacementSolution> SolveModel(const PlacementModel& model, const PlacementSolveOptions& options,
+                                             int depth) {
   auto start = std::chrono::steady_clock::now();
   const size_t n = model.unary.size();
   const int d = model.num_devices;
@@ -403,16 +467,77 @@ absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, co
   }
   PlacementSolution solution;
   solution.components = components.size();
-  for (const std::vector<uint32_t>& component : components) solution.z3_variables += component.size();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  // Each component's bound and best assignment before Z3 (those with capacity cuts: only the bound,
+  // which ignores the cuts); a component whose bound meets its assignment's cost needs no Z3.
+  std::vector<Prepared> prepared(components.size());
+  std::vector<Outcome> outcome(components.size());
+  size_t open = 0;  // variables of components that the bound does not close
+  for (size_t c = 0; c < components.size(); ++c) {
+    if (options.bound_first) {
+      prepared[c] = Prepare(r, components[c], HasCuts(r, components[c]), options.time_limit_seconds - elapsed());
+    }
+    bool closed = prepared[c].upper != kForbidden && prepared[c].dual.bound >= prepared[c].upper;
+    if (!closed) open += components[c].size();
+  }
   {
-    SlowSolveWatch watch(options.on_slow_solve, solution.z3_variables, options.slow_after_seconds);
-    for (const std::vector<uint32_t>& component : components) {
-      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      bool optimal = true;
-      absl::Status status =
-          SolveComponent(r, model, component, options.time_limit_seconds - elapsed, device, optimal);
-      if (!status.ok()) return status;
-      solution.optimal = solution.optimal && optimal;
+    // The progress line's numbers: the variables outside components, then each component's.
+    PlacementProgress progress{open, 0, 0};
+    for (uint32_t v = 0; v < n; ++v) {  // fixed and isolated variables
+      if (r.fixed[v] >= 0 || device[v] >= 0) progress.best += r.unary[v][r.fixed[v] >= 0 ? r.fixed[v] : device[v]];
+    }
+    progress.lower_bound = progress.best;
+    for (const Prepared& p : prepared) {
+      progress.best = Add(progress.best, options.bound_first ? p.upper : kForbidden);
+      progress.lower_bound += p.dual.bound;
+    }
+    SlowSolveWatch watch(options.on_slow_solve, progress,
+                         std::max(0.0, options.slow_after_seconds - elapsed()));
+    for (size_t c = 0; c < components.size(); ++c) {
+      const std::vector<uint32_t>& component = components[c];
+      Outcome& o = outcome[c];
+      const Prepared& p = prepared[c];
+      double left = options.time_limit_seconds - elapsed();
+      o.relaxation = p.dual.bound;
+      bool z3 = !options.bound_first || p.cuts;
+      PlacementModel restricted;
+      if (!z3) {
+        o.optimal = true;
+        for (size_t k = 0; k < component.size(); ++k) device[component[k]] = p.best[k];
+        if (p.dual.bound >= p.upper) continue;
+        bool pruned = false;
+        if (!RestrictByPrices(p.sub, p.dual, p.upper, restricted, pruned)) continue;  // no assignment beats p.best
+        z3 = !pruned && depth > 0;  // reparameterised already and nothing left to drop
+        o.optimal = false;
+        o.lower = p.dual.bound;
+      }
+      if (z3) {
+        std::vector<int> z3_device = device;
+        solution.z3_variables += component.size();
+        absl::Status status = SolveComponent(r, model, component, left, z3_device, o.optimal, o.lower);
+        // With p.best in hand, a Z3 that found nothing (timeout, cancellation) leaves it unproven.
+        if (!status.ok() && !(options.bound_first && !p.cuts)) return status;
+        if (!status.ok()) o.optimal = false, o.lower = 0;
+        bool better = status.ok() && (p.cuts || !options.bound_first ||
+                                      ComponentCost(r, component, z3_device) < ComponentCost(r, component, device));
+        if (better) device = std::move(z3_device);
+        o.lower = std::max(o.lower, p.dual.bound);
+        continue;
+      }
+      // The devices that no assignment cheaper than p.best uses are gone: solve the rest as a model
+      // of its own (it shrinks again, and its components are bounded again).
+      PlacementSolveOptions nested;
+      nested.time_limit_seconds = left;
+      absl::StatusOr<PlacementSolution> rest = SolveModel(restricted, nested, depth + 1);
+      if (!rest.ok() && !absl::IsDeadlineExceeded(rest.status())) return rest.status();
+      if (!rest.ok()) continue;  // p.best, not proven
+      o.optimal = rest->optimal;
+      // Dropped devices cost p.upper or more, so the optimum is min(p.upper, the rest's optimum).
+      o.lower = std::max(o.lower, std::min(p.upper, rest->lower_bound + p.dual.bound));
+      if (rest->cost + p.dual.bound < p.upper) {
+        for (size_t k = 0; k < component.size(); ++k) device[component[k]] = rest->device[k];
+      }
+      solution.z3_variables += rest->z3_variables;
     }
   }
   for (uint32_t v = 0; v < n; ++v) {
@@ -447,8 +572,26 @@ absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, co
     return absl::InternalError(absl::StrCat("placement: re-check: the assignment costs ", solution.cost,
                                             ", the solved problem said ", reduced));
   }
-  solution.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Bounds: each component's share of the cost is its chosen cost when proven optimal, else its bound.
+  solution.lower_bound = solution.relaxation_bound = solution.cost;
+  for (size_t c = 0; c < components.size(); ++c) {
+    Cost share = ComponentCost(r, components[c], solution.device);
+    const Outcome& o = outcome[c];
+    solution.optimal = solution.optimal && o.optimal;
+    solution.lower_bound -= share - (o.optimal ? share : std::min(share, o.lower));
+    Cost relaxation = prepared[c].cuts ? o.relaxation : o.optimal ? share : o.lower;
+    solution.relaxation_bound -= share - std::min(share, relaxation);
+  }
+  if (solution.lower_bound == solution.cost) solution.optimal = true;  // the bound met the assignment
+  solution.relaxation_bound = std::min(solution.relaxation_bound, solution.lower_bound);
+  solution.seconds = elapsed();
   return solution;
+}
+
+}  // namespace
+
+absl::StatusOr<PlacementSolution> SolvePlacement(const PlacementModel& model, const PlacementSolveOptions& options) {
+  return SolveModel(model, options, 0);
 }
 
 }  // namespace vdev::planner_internal

@@ -4,9 +4,12 @@
 // Costs are integers (picoseconds), so that the solver's optimum and the plain C++ re-check compare
 // exactly. Before Z3 the problem shrinks: variables with one allowed device are fixed and folded
 // into their neighbours, leaves (one neighbour) are eliminated exactly into that neighbour's costs,
-// and what is left splits into independent components, each its own Z3 problem (device variables of
-// an enumeration sort; soft constraints asserted inside push()/pop(), MaxRes). Z3 stays inside
-// placement_solver.cc; no z3::exception leaves it.
+// and what is left splits into independent components. Each component is first bounded in plain C++
+// (placement_bound.h: the LP dual's bound and a heuristic assignment); when they meet, it is solved;
+// else the devices that cannot beat the assignment are dropped and the rest is solved the same way
+// as a model of its own, until Z3 gets what nothing closes (device variables of an enumeration sort;
+// soft constraints asserted inside push()/pop(), MaxRes). Z3 stays inside placement_solver.cc; no
+// z3::exception leaves it.
 //
 // Capacity cuts (hard: the bytes that an assignment puts on a device at one program point stay
 // within a limit) are added lazily by OptimizePlacement, only for points where a plan overflowed.
@@ -61,18 +64,35 @@ struct PlacementModel {
   std::vector<CapacityCut> capacity;
 };
 
+// What a slow solve reports: the variables left for Z3 and, before Z3 starts, the best assignment's
+// cost and the proven lower bound (model units).
+struct PlacementProgress {
+  size_t z3_variables = 0;
+  Cost best = 0;
+  Cost lower_bound = 0;
+};
+
 struct PlacementSolveOptions {
   double time_limit_seconds = 60;
-  // Called once when the Z3 part of a solve has run `slow_after_seconds`, with the number of Z3
-  // variables (a progress line).
-  std::function<void(size_t z3_variables)> on_slow_solve;
+  // Called once when the Z3 part of a solve has run `slow_after_seconds` (a progress line).
+  std::function<void(const PlacementProgress&)> on_slow_solve;
   double slow_after_seconds = 1;
+  // Each component first gets a lower bound (the LP dual, placement_bound.h) and a heuristic
+  // assignment; when they meet no Z3 runs, else devices priced above the assignment are dropped
+  // and the reparameterised rest is solved again (shrinking, then Z3). false: Z3 alone, as before
+  // (kept for measurements).
+  bool bound_first = true;
 };
 
 struct PlacementSolution {
   std::vector<int> device;  // by variable
   Cost cost = 0;            // recomputed in plain C++ from `device`
   bool optimal = true;      // false when a component hit the time limit (its best model so far)
+  // A proven lower bound on the cost of every assignment within the capacity cuts: equal to `cost`
+  // exactly when `optimal`.
+  Cost lower_bound = 0;
+  // A proven lower bound on every assignment's cost ignoring the capacity cuts (<= lower_bound).
+  Cost relaxation_bound = 0;
   size_t z3_variables = 0;  // variables left for Z3 after shrinking
   size_t components = 0;    // Z3 problems solved
   double seconds = 0;

@@ -86,6 +86,9 @@ std::string OptimizedReportJson(const PlanResult& plan, const OptimizedPlan& opt
   // searches each object's keys linearly, O(n²) in the bindings of a function.
   report["cost"] = CostJson(optimized.cost);
   report["optimal"] = optimized.optimal;
+  report["lower_bound"] = optimized.lower_bound;
+  report["gap"] = optimized.gap;
+  report["model_cost"] = optimized.model_cost;
   report["default_cost"] = CostJson(optimized.default_cost);
   JsonObject peaks;
   for (size_t d = 0; d < optimized.peak_bytes.size() && d < machine.devices.size(); ++d) {

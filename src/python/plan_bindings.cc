@@ -416,6 +416,13 @@ void BindPlan(py::module_& m) {
       .def_property_readonly("optimal", [](const PyPlan& p) {
         return p.optimization ? py::object(py::bool_(p.optimization->optimized.optimal)) : py::object(py::none());
       }, "optimize=True: whether the solver proved the plan optimal (False: the time limit cut it short).")
+      .def_property_readonly("lower_bound", [](const PyPlan& p) {
+        return p.optimization ? py::object(py::float_(p.optimization->optimized.lower_bound)) : py::object(py::none());
+      }, "optimize=True: seconds, proven: no placement costs less by the optimiser's model.")
+      .def_property_readonly("gap", [](const PyPlan& p) {
+        return p.optimization ? py::object(py::float_(p.optimization->optimized.gap)) : py::object(py::none());
+      }, "optimize=True: how far the plan may be from the optimum, (model cost - lower_bound) / model cost;\n"
+         "0 exactly when optimal.")
       .def_property_readonly("cost", [](const PyPlan& p) {
         return p.optimization ? CostRecord(p.optimization->optimized.cost) : py::object(py::none());
       }, "optimize=True: the plan's cost on the machine (vdev.PlanCost, seconds); None otherwise.")

@@ -240,6 +240,10 @@ RC_GTEST_PROP(OptimizeCapacityTest, CostEqualsAnExhaustiveSearchOverPlansThatFit
   } else {
     RC_ASSERT(chosen >= best);
   }
+  // The reported bound is proven against the true capacity optimum, the gap 0 exactly when optimal.
+  RC_ASSERT(plan->model_cost == static_cast<double>(chosen) * 1e-12);
+  RC_ASSERT(plan->lower_bound <= static_cast<double>(best) * 1e-12);
+  RC_ASSERT(plan->optimal == (plan->gap == 0));
 }
 
 }  // namespace

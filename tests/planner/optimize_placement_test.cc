@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -82,11 +83,17 @@ RC_GTEST_PROP(OptimizePlacementTest, CostEqualsAnExhaustiveSearchAndAnnotationsH
       return model.status();
     }
     RC_ASSERT(model->unary.size() <= 12u);
-    absl::StatusOr<planner_internal::PlacementSolution> solved = planner_internal::SolvePlacement(*model, {});
-    RC_ASSERT(solved.ok());
-    RC_ASSERT(solved->optimal);
-    RC_ASSERT(solved->cost == Exhaustive(*model));
-    RC_CLASSIFY(solved->z3_variables > 0, "Z3 used");
+    const Cost optimum = Exhaustive(*model);
+    for (bool bound_first : {true, false}) {
+      planner_internal::PlacementSolveOptions options;
+      options.bound_first = bound_first;
+      absl::StatusOr<planner_internal::PlacementSolution> solved = planner_internal::SolvePlacement(*model, options);
+      RC_ASSERT(solved.ok());
+      RC_ASSERT(solved->optimal);
+      RC_ASSERT(solved->cost == optimum);
+      RC_ASSERT(solved->lower_bound == optimum);
+      RC_CLASSIFY(bound_first && solved->z3_variables > 0, "Z3 used after the bound");
+    }
     return std::vector<std::optional<VirtualDevice>>(classes.device.size());
   };
   (void)planner_internal::PlanWithPlacement(module->Clone(), PlanOptions{}, check, nullptr);
@@ -99,6 +106,8 @@ RC_GTEST_PROP(OptimizePlacementTest, CostEqualsAnExhaustiveSearchAndAnnotationsH
   }
   RC_ASSERT(plan.ok());
   RC_ASSERT(plan->optimal);
+  RC_ASSERT(plan->gap == 0);
+  RC_ASSERT(plan->lower_bound == plan->model_cost);
   const ir::Module& out = plan->plan.module;
   // Every annotation holds (an unused one constrains nothing): an annotated op runs on a device its
   // annotation joins with.
@@ -161,6 +170,38 @@ TEST(OptimizePlacementTest, CpuOnlyOpPullsItsNeighboursWhenCopiesCostMore) {
   EXPECT_EQ(plan->plan.copies.size(), 1u);
   EXPECT_EQ(plan->cost.unsupported, 0);
   EXPECT_EQ(plan->default_cost.unsupported, 1);  // the default plan puts topk on cuda:0
+}
+
+// Every solve is "slow" at 0 s: the one progress line names the classes, the best plan so far,
+// the lower bound and the gap (0: the bound proved it), and the result carries the same bound.
+TEST(OptimizePlacementTest, TheProgressLineAndTheResultCarryTheBoundAndTheGap) {
+  absl::StatusOr<ir::Module> module = ir::ParseModule(R"(def @main(%x: f32[1024,1024], %w: f32[1024,1024]) -> f32[1024,1024] {
+  %0 = matmul(%x, %w)
+  %1 = on_device(%0, ?, constrain_body=false, constrain_result=false)
+  %2 = topk(%1)
+  return %2
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  Machine machine = DefaultMachine(2);
+  machine.support["topk"] = {DeviceType::kCPU};
+  std::vector<std::string> lines;
+  OptimizeOptions options;
+  options.progress = [&](const std::string& line) { lines.push_back(line); };
+  options.progress_after_seconds = 0;
+  absl::StatusOr<OptimizedPlan> plan = OptimizePlacement(*module, machine, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(absl::StartsWith(lines[0], "optimising the placement of ")) << lines[0];
+  EXPECT_TRUE(absl::StrContains(lines[0], "best so far ")) << lines[0];
+  EXPECT_TRUE(absl::StrContains(lines[0], ", lower bound ")) << lines[0];
+  EXPECT_TRUE(absl::StrContains(lines[0], ", gap 0%")) << lines[0];
+  EXPECT_TRUE(plan->optimal);
+  EXPECT_EQ(plan->gap, 0);
+  EXPECT_GT(plan->lower_bound, 0);
+  EXPECT_EQ(plan->lower_bound, plan->model_cost);
+  // One copy, no value copied twice: the model's cost is the program's, each term rounded to a ps.
+  EXPECT_NEAR(plan->model_cost, plan->cost.total, 1e-11);
 }
 
 TEST(OptimizePlacementTest, CpuOnlyOpAgainstAGpuAnnotationIsAnErrorNamingBoth) {

@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "src/planner/placement_bound.h"
+
 #include "gtest/gtest.h"
 #include "rapidcheck.h"
 #include "rapidcheck/gtest.h"
@@ -50,15 +52,23 @@ PlacementModel RandomModel(bool dense) {
   return m;
 }
 
+// Both ways: the bound first (the default), and Z3 alone.
 void CheckAgainstExhaustive(bool dense) {
   PlacementModel model = RandomModel(dense);
-  absl::StatusOr<PlacementSolution> solution = SolvePlacement(model, {});
-  RC_ASSERT(solution.ok());
-  RC_ASSERT(solution->optimal);
-  RC_ASSERT(solution->device.size() == model.unary.size());
-  RC_ASSERT(solution->cost == PlacementCost(model, solution->device));
-  RC_ASSERT(solution->cost == ExhaustiveOptimum(model));
-  RC_CLASSIFY(solution->z3_variables > 0, "Z3 used");
+  const Cost expected = ExhaustiveOptimum(model);
+  for (bool bound_first : {true, false}) {
+    PlacementSolveOptions options;
+    options.bound_first = bound_first;
+    absl::StatusOr<PlacementSolution> solution = SolvePlacement(model, options);
+    RC_ASSERT(solution.ok());
+    RC_ASSERT(solution->optimal);
+    RC_ASSERT(solution->device.size() == model.unary.size());
+    RC_ASSERT(solution->cost == PlacementCost(model, solution->device));
+    RC_ASSERT(solution->cost == expected);
+    RC_ASSERT(solution->lower_bound == solution->cost);
+    RC_ASSERT(solution->relaxation_bound <= solution->lower_bound);
+    RC_CLASSIFY(bound_first && solution->z3_variables > 0, "Z3 used after the bound");
+  }
 }
 
 RC_GTEST_PROP(PlacementSolverTest, CostEqualsAnExhaustiveSearch, ()) { CheckAgainstExhaustive(/*dense=*/false); }
@@ -98,6 +108,80 @@ RC_GTEST_PROP(PlacementSolverTest, WithCapacityCutsCostEqualsAnExhaustiveSearch,
   RC_ASSERT(CapacityHolds(model, solution->device));
   RC_ASSERT(solution->cost == PlacementCost(model, solution->device));
   RC_ASSERT(solution->cost == expected);
+  RC_ASSERT(solution->lower_bound == expected);
+  // The relaxation ignores the cuts: at most the optimum without them.
+  model.capacity.clear();
+  RC_ASSERT(solution->relaxation_bound <= ExhaustiveOptimum(model));
+}
+
+// The LP dual's bound is at most the optimum; the reparameterised costs give every assignment its
+// own cost; no assignment that puts v on i costs less than v's price for i.
+RC_GTEST_PROP(PlacementBoundTest, TheBoundAndThePricesHoldForEveryAssignment, ()) {
+  PlacementModel model = RandomModel(*rc::gen::arbitrary<bool>());
+  DualBound dual = LowerBound(model, {});
+  std::vector<std::vector<Cost>> price = DevicePrices(model, dual);
+  const size_t n = model.unary.size();
+  std::vector<int> device(n, 0);
+  Cost optimum = kForbidden;
+  while (true) {
+    Cost cost = PlacementCost(model, device);
+    if (cost != kForbidden) {
+      optimum = std::min(optimum, cost);
+      Cost reparameterised = 0;
+      for (size_t v = 0; v < n; ++v) reparameterised += dual.unary[v][device[v]];
+      for (size_t e = 0; e < model.pairs.size(); ++e) {
+        reparameterised += dual.pair[e][device[model.pairs[e].a] * model.num_devices + device[model.pairs[e].b]];
+      }
+      RC_ASSERT(reparameterised == cost);
+      for (size_t v = 0; v < n; ++v) RC_ASSERT(price[v][device[v]] <= cost);
+    }
+    size_t k = 0;
+    while (k < n && ++device[k] == model.num_devices) device[k++] = 0;
+    if (k == n) break;
+  }
+  RC_ASSERT(dual.bound <= optimum);
+  RC_CLASSIFY(dual.bound == optimum, "tight");
+  std::vector<int> heuristic = HeuristicAssignment(model, dual);
+  RC_ASSERT(PlacementCost(model, heuristic) != kForbidden);
+}
+
+// Under a time limit too short for Z3 the plan may be unproven: the bound stays at most the optimum,
+// and the gap is 0 exactly when the plan is reported optimal.
+RC_GTEST_PROP(PlacementSolverTest, TheGapIsZeroExactlyWhenOptimal, ()) {
+  PlacementModel model = RandomModel(/*dense=*/true);
+  PlacementSolveOptions options;
+  options.time_limit_seconds = *rc::gen::element(1e-9, 1e-3, 60.0);
+  options.bound_first = *rc::gen::arbitrary<bool>();
+  absl::StatusOr<PlacementSolution> solution = SolvePlacement(model, options);
+  if (!solution.ok()) {
+    RC_LOG() << solution.status().ToString() << "\n";
+    RC_ASSERT(absl::IsDeadlineExceeded(solution.status()) && !options.bound_first);  // Z3 alone found no model
+    return;
+  }
+  const Cost optimum = ExhaustiveOptimum(model);
+  RC_ASSERT(solution->cost == PlacementCost(model, solution->device));
+  RC_ASSERT(solution->lower_bound <= optimum);
+  RC_ASSERT(optimum <= solution->cost);
+  RC_ASSERT(solution->optimal == (solution->lower_bound == solution->cost));
+  RC_CLASSIFY(!solution->optimal, "not proven");
+}
+
+// Five variables of two devices, each pair 10 when equal (a frustrated graph): the LP's bound is
+// 0 (every variable half on each device), the optimum 40 (a 2-3 split leaves 4 equal pairs).
+TEST(PlacementSolverTest, AFrustratedCompleteGraphNeedsZ3AfterTheBound) {
+  PlacementModel m;
+  m.num_devices = 2;
+  m.unary.assign(5, {0, 0});
+  for (uint32_t a = 0; a < 5; ++a) {
+    for (uint32_t b = a + 1; b < 5; ++b) m.pairs.push_back({a, b, {10, 0, 0, 10}});
+  }
+  EXPECT_LE(LowerBound(m, {}).bound, 0);
+  absl::StatusOr<PlacementSolution> s = SolvePlacement(m, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->cost, 40);
+  EXPECT_EQ(s->cost, ExhaustiveOptimum(m));
+  EXPECT_TRUE(s->optimal);
+  EXPECT_GT(s->z3_variables, 0u);
 }
 
 TEST(PlacementSolverTest, ACapacityCutSplitsTwoVariablesThatPreferOneDevice) {
@@ -155,26 +239,43 @@ PlacementModel CompleteGraphOfFour() {
   return m;
 }
 
-TEST(PlacementSolverTest, ACompleteGraphOfFourGoesToZ3) {
+TEST(PlacementSolverTest, ACompleteGraphOfFourGoesToZ3OrIsClosedByTheBound) {
   PlacementModel m = CompleteGraphOfFour();
-  absl::StatusOr<PlacementSolution> s = SolvePlacement(m, {});
+  PlacementSolveOptions z3_alone;
+  z3_alone.bound_first = false;
+  absl::StatusOr<PlacementSolution> s = SolvePlacement(m, z3_alone);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->z3_variables, 4u);
   EXPECT_TRUE(s->optimal);
   EXPECT_EQ(s->cost, ExhaustiveOptimum(m));
   EXPECT_EQ(s->cost, 18);  // all on device 2
+  // The LP is tight here: the bound meets the heuristic's assignment and Z3 is not needed.
+  s = SolvePlacement(m, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->z3_variables, 0u);
+  EXPECT_TRUE(s->optimal);
+  EXPECT_EQ(s->cost, 18);
+  EXPECT_EQ(s->lower_bound, 18);
 }
 
 TEST(PlacementSolverTest, ASlowSolveReportsProgressOnce) {
   PlacementModel m = CompleteGraphOfFour();
-  std::vector<size_t> reported;
+  std::vector<PlacementProgress> reported;
   PlacementSolveOptions options;
-  options.on_slow_solve = [&](size_t variables) { reported.push_back(variables); };
+  options.on_slow_solve = [&](const PlacementProgress& p) { reported.push_back(p); };
   ASSERT_TRUE(SolvePlacement(m, options).ok());
   EXPECT_TRUE(reported.empty());  // well under the default second
   options.slow_after_seconds = 0;  // every solve is "slow"
   ASSERT_TRUE(SolvePlacement(m, options).ok());
-  EXPECT_EQ(reported, (std::vector<size_t>{4}));
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_EQ(reported[0].z3_variables, 0u);  // the bound closed it
+  EXPECT_EQ(reported[0].best, 18);
+  EXPECT_EQ(reported[0].lower_bound, 18);
+  reported.clear();
+  options.bound_first = false;
+  ASSERT_TRUE(SolvePlacement(m, options).ok());
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_EQ(reported[0].z3_variables, 4u);
 }
 
 TEST(PlacementSolverTest, AVariableWithoutAnAllowedDeviceIsAnError) {

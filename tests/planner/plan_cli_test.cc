@@ -114,7 +114,10 @@ TEST(PlanCliTest, OptimizeReportsCostsAndRejectsAnUnsupportedAnnotation) {
   nlohmann::json report = nlohmann::json::parse(ok.out);
   EXPECT_EQ(ValidateReport(report), "");
   EXPECT_EQ(report["optimal"], true);
+  EXPECT_EQ(report["gap"], 0);
+  EXPECT_EQ(report["lower_bound"], report["model_cost"]);
   EXPECT_GT(report["cost"]["total"].get<double>(), 0);
+  EXPECT_EQ(ok.err.find("not proven optimal"), std::string::npos) << ok.err;
   EXPECT_EQ(report["default_cost"]["unsupported_ops"], 1);  // topk on cuda:0
   EXPECT_EQ(report["functions"]["main"]["bindings"]["2"], "cpu:0");
   CliRun bad = Plan("--optimize --machine " + machine, R"(def @main(%x: f32[4]) -> f32[4] {

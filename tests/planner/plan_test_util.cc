@@ -99,6 +99,14 @@ std::string ValidateReport(const json& report) {
       }
     } else if (key == "optimal") {
       if (!value.is_boolean()) fail("optimal is not a boolean");
+    } else if (key == "lower_bound" || key == "model_cost") {  // `--optimize`: seconds
+      if (!value.is_number() || value.get<double>() < 0) fail(key + " is not a number of seconds");
+    } else if (key == "gap") {  // `--optimize`: 0 exactly when optimal
+      if (!value.is_number() || value.get<double>() < 0 || value.get<double>() > 1) fail("gap is not in [0, 1]");
+      if (report.contains("optimal") && report["optimal"].is_boolean() &&
+          report["optimal"].get<bool>() != (value.get<double>() == 0)) {
+        fail("gap is 0 but optimal is false, or the reverse");
+      }
     } else if (key == "peak_bytes") {  // `--optimize`: by device of the machine
       if (!value.is_object()) fail("peak_bytes is not an object");
       for (auto& [device, bytes] : value.items()) {
