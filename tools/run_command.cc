@@ -38,6 +38,10 @@ struct RunArgs {
   RunOptions options;
   std::string outputs;
   bool check = false;
+  // Bound on each wait for a worker and on the workers' collectives. A worker that dies is named at
+  // once whatever this is; the bound only ends runs that hang. Ten minutes, as PyTorch's default
+  // collective timeout: a run of a large program on CPU workers can take minutes.
+  double timeout_seconds = 600;
 };
 
 // On each worker: RunWorker with the options the controller sends, over the session InitCCL made.
@@ -61,8 +65,9 @@ VDEV_REGISTER_WORKER_FUNCTION(
     });
 
 // Starts the workers and runs the program on them; the session names a worker that fails or dies.
-absl::Status RunOnWorkers(const RunOptions& o, const std::string& output_dir) {
+absl::Status RunOnWorkers(const RunOptions& o, double timeout_seconds, const std::string& output_dir) {
   ControllerOptions options;
+  options.timeout = absl::Seconds(timeout_seconds);
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<ControllerSession> session, ControllerSession::Process(o.workers, options));
   VDEV_RETURN_IF_ERROR(session->InitCCL("host", {}));
   VDEV_ASSIGN_OR_RETURN(RemoteFunc run, session->GetGlobalFunc("vdev.run.worker"));
@@ -135,7 +140,7 @@ int RunAsController(const RunArgs& args) {
     return kExitUsage;
   }
   std::cout.flush();
-  if (absl::Status s = RunOnWorkers(o, dir->path()); !s.ok()) {
+  if (absl::Status s = RunOnWorkers(o, args.timeout_seconds, dir->path()); !s.ok()) {
     std::cerr << "vdev run: failed: " << s.message() << "\n";
     return kExitNegative;
   }
@@ -185,6 +190,9 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--allreduce-strategy", args->options.allreduce_strategy,
                   "strategy of the IPC all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
   run->add_flag("--profile", args->options.profile, "print per-op time and the share of copies and all-reduces");
+  run->add_option("--timeout", args->timeout_seconds,
+                  "seconds a worker may take per step and a collective may wait before the run fails (default 600)")
+      ->check(CLI::Range(1.0, 86400.0));
   run->callback([args, exit_code] { *exit_code = RunAsController(*args); });
 
   // What scripts ask before choosing a backend (scripts/demo.sh): a GPU is no use to a vdev built

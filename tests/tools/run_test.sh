@@ -45,6 +45,10 @@ for workers in 1 2 4; do
       "$vdev" run "$examples/$example" --backend host --workers "$workers" --check
   done
 done
+# A run that outlasts --timeout fails, naming the worker and the bound; the bound is checked.
+expect timeout 1 '' 'vdev run: failed: worker [0-9] did not finish .* within 1s' -- \
+  "$vdev" run "$examples/memory/tp_transformer_10.vdev" --workers 2 --timeout 1
+expect timeout_zero 2 '' 'timeout' -- "$vdev" run "$examples/run/tp_mlp.vdev" --timeout 0
 expect frontend 0 'backend host: y = f32\[4,8\].*row 3 sums to 1' '' -- "$frontend"
 # The same seed gives the same checksums; another seed others.
 a=$("$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --inputs random:3 2>&1 | grep output)
