@@ -1,5 +1,6 @@
-// What the CPU kernel families share: element types, dtype dispatch, argument checks, broadcasting
-// and the f32 panels the f16/bf16 kernels compute in.
+// What the CPU kernel families share: element types, dtype dispatch, broadcasting and the f32
+// panels the f16/bf16 kernels compute in. Their argument checks are internal/op_checks.h's (shared
+// with the CUDA op wrappers).
 //
 // A float kernel is written once over an element type T (float, F16 or BF16): it widens with
 // ToFloat, computes in f32 and stores with FromFloat<T>, the one rounding (half.h's RNE) per value.
@@ -15,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "internal/op_checks.h"
 #include "vdev/half.h"
 #include "vdev/kernels.h"
 #include "vdev/tensor.h"
@@ -46,33 +48,10 @@ struct Tag {
   using type = T;
 };
 
-// "'op': message" as InvalidArgument, the form every kernel error takes.
-template <typename... Args>
-absl::Status Invalid(absl::string_view op, const Args&... args) {
-  return absl::InvalidArgumentError(absl::StrCat("'", op, "': ", args...));
-}
-
-std::string ShapeString(const Shape& shape);
-
-// InvalidArgument unless the call has `inputs` inputs and `outputs` outputs (-1: any number >= 1).
-absl::Status CheckArity(absl::string_view op, const KernelCall& call, int inputs, int outputs);
-
-// InvalidArgument unless `tensor` has `dtype`; `what` names it ("operand 2", "the output").
-absl::Status CheckDType(absl::string_view op, const TensorRef& tensor, ir::DType dtype, absl::string_view what);
-
-// InvalidArgument unless `tensor` has `shape`.
-absl::Status CheckShape(absl::string_view op, const TensorRef& tensor, const Shape& shape, absl::string_view what);
-
-// The call's attributes; an empty set when it has none.
-const KernelAttrs& AttrsOf(const KernelCall& call);
-
-// Normalises a possibly negative axis against `rank`; InvalidArgument when out of range.
-absl::StatusOr<int64_t> NormalizeAxis(absl::string_view op, int64_t axis, size_t rank);
-
 // Calls f(Tag<T>{}) with T the element type of a float dtype (f32, f16, bf16); InvalidArgument
 // naming the op for any other dtype.
 template <typename F>
-absl::Status DispatchFloat(absl::string_view op, ir::DType dtype, F&& f) {
+absl::Status DispatchFloat(const KernelOp& op, ir::DType dtype, F&& f) {
   switch (dtype) {
     case ir::DType::kF32: return f(Tag<float>{});
     case ir::DType::kF16: return f(Tag<F16>{});
@@ -83,7 +62,7 @@ absl::Status DispatchFloat(absl::string_view op, ir::DType dtype, F&& f) {
 
 // Like DispatchFloat, and also i32 and i64 (T = int32_t, int64_t).
 template <typename F>
-absl::Status DispatchNumeric(absl::string_view op, ir::DType dtype, F&& f) {
+absl::Status DispatchNumeric(const KernelOp& op, ir::DType dtype, F&& f) {
   switch (dtype) {
     case ir::DType::kF32: return f(Tag<float>{});
     case ir::DType::kF16: return f(Tag<F16>{});
@@ -110,7 +89,7 @@ float* Scratch(int slot, int64_t n);
 class BroadcastWalk {
  public:
   // a and b must broadcast to out (NumPy rules; checked by Make).
-  static absl::StatusOr<BroadcastWalk> Make(absl::string_view op, const Shape& out, const Shape& a, const Shape& b);
+  static absl::StatusOr<BroadcastWalk> Make(const KernelOp& op, const Shape& out, const Shape& a, const Shape& b);
 
   // Calls fn(out_offset, a_offset, b_offset, run, a_step, b_step) for each run, in output order.
   template <typename Fn>
