@@ -49,14 +49,20 @@ void Barrier(Pairs<MemoryChannel>& ch, int r) {
   WaitAll(ch, r);
 }
 
+// `out` (on its rank, thread block 0) as the sum over every rank q of `source(q)`, in rank order.
+template <typename Source>
+void ReduceOverRanks(Program& p, int n, ChunkRef out, Source source) {
+  std::vector<ChunkRef> sources;
+  for (int q = 0; q < n; ++q) sources.push_back(source(q));
+  p.Reduce(0, out, std::move(sources));
+}
+
 absl::StatusOr<ProgramSpec> OneShot(int n) {
   Program p("one_shot", Collective::kAllReduce, n);
   auto ch = MemoryPairs(p);
   for (int r = 0; r < n; ++r) {
     Barrier(ch, r);
-    std::vector<ChunkRef> all;
-    for (int q = 0; q < n; ++q) all.push_back(p.Input(q, 0));
-    p.Reduce(0, p.Output(r, 0), all);
+    ReduceOverRanks(p, n, p.Output(r, 0), [&](int q) { return p.Input(q, 0); });
     Barrier(ch, r);
   }
   return std::move(p).Build();
@@ -70,9 +76,7 @@ absl::StatusOr<ProgramSpec> OneShotPush(int n) {
   for (int r = 0; r < n; ++r) {
     for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r), p.Input(r, 0));
     Barrier(ch, r);
-    std::vector<ChunkRef> all;
-    for (int q = 0; q < n; ++q) all.push_back(q == r ? p.Input(r, 0) : p.Scratch(r, q));
-    p.Reduce(0, p.Output(r, 0), all);
+    ReduceOverRanks(p, n, p.Output(r, 0), [&](int q) { return q == r ? p.Input(r, 0) : p.Scratch(r, q); });
   }
   return std::move(p).Build();
 }
@@ -84,9 +88,8 @@ absl::StatusOr<ProgramSpec> TwoShot(int n) {
   for (int r = 0; r < n; ++r) {
     for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r * n + q), p.Input(r, q));
     Barrier(ch, r);
-    std::vector<ChunkRef> parts;
-    for (int q = 0; q < n; ++q) parts.push_back(q == r ? p.Input(r, r) : p.Scratch(r, q * n + r));
-    p.Reduce(0, p.Output(r, r), parts);
+    ReduceOverRanks(p, n, p.Output(r, r),
+                    [&](int q) { return q == r ? p.Input(r, r) : p.Scratch(r, q * n + r); });
     bool first = true;  // one sync after the sum, before the first put reads it
     for (auto& [q, c] : ch[r]) {
       c.Put(0, p.Output(q, r), p.Output(r, r), first ? Sync::kBefore : Sync::kNone);
@@ -104,9 +107,8 @@ absl::StatusOr<ProgramSpec> OneShotLL(int n) {
     for (int q = 0; q < n; ++q) {
       if (q != r) ch[r].at(q).PutPackets(0, p.Scratch(q, r), p.Input(r, 0));
     }
-    std::vector<ChunkRef> all;
-    for (int q = 0; q < n; ++q) all.push_back(q == r ? p.Input(r, 0) : p.Scratch(r, q).AsPackets());
-    p.Reduce(0, p.Output(r, 0), all);
+    ReduceOverRanks(p, n, p.Output(r, 0),
+                    [&](int q) { return q == r ? p.Input(r, 0) : p.Scratch(r, q).AsPackets(); });
   }
   return std::move(p).Build();
 }
@@ -117,9 +119,7 @@ absl::StatusOr<ProgramSpec> ReduceScatter(int n) {
   for (int r = 0; r < n; ++r) {
     for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r), p.Input(r, q));
     Barrier(ch, r);
-    std::vector<ChunkRef> all;
-    for (int q = 0; q < n; ++q) all.push_back(q == r ? p.Input(r, r) : p.Scratch(r, q));
-    p.Reduce(0, p.Output(r, 0), all);
+    ReduceOverRanks(p, n, p.Output(r, 0), [&](int q) { return q == r ? p.Input(r, r) : p.Scratch(r, q); });
   }
   return std::move(p).Build();
 }
