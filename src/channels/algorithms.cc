@@ -2,6 +2,7 @@
 // Every sum runs in rank order 0..N-1 wherever it is taken, so all ranks get bitwise-equal results.
 #include <functional>
 #include <map>
+#include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -68,17 +69,24 @@ absl::StatusOr<ProgramSpec> OneShot(int n) {
   return std::move(p).Build();
 }
 
-absl::StatusOr<ProgramSpec> OneShotPush(int n) {
-  // Rank r's scratch chunk q receives rank q's input; the scratch halves alternate, so no exit
-  // barrier is needed (a rank reaches execution e + 2 only after every peer finished e).
-  Program p("one_shot_push", Collective::kAllReduce, n, 1, /*scratch_chunks=*/n);
+// Rank r puts chunk `chunk_for(q)` of its input into rank q's scratch chunk r, and sums its own
+// chunk `chunk_for(r)` from every rank into its output. The scratch halves alternate, so no exit
+// barrier is needed (a rank reaches execution e + 2 only after every peer finished e).
+template <typename ChunkFor>
+absl::StatusOr<ProgramSpec> PushThenReduce(absl::string_view name, Collective collective, int n, ChunkFor chunk_for) {
+  Program p(std::string(name), collective, n, 1, /*scratch_chunks=*/n);
   auto ch = MemoryPairs(p);
   for (int r = 0; r < n; ++r) {
-    for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r), p.Input(r, 0));
+    for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r), p.Input(r, chunk_for(q)));
     Barrier(ch, r);
-    ReduceOverRanks(p, n, p.Output(r, 0), [&](int q) { return q == r ? p.Input(r, 0) : p.Scratch(r, q); });
+    ReduceOverRanks(p, n, p.Output(r, 0),
+                    [&](int q) { return q == r ? p.Input(r, chunk_for(r)) : p.Scratch(r, q); });
   }
   return std::move(p).Build();
+}
+
+absl::StatusOr<ProgramSpec> OneShotPush(int n) {
+  return PushThenReduce("one_shot_push", Collective::kAllReduce, n, [](int) { return 0; });
 }
 
 absl::StatusOr<ProgramSpec> TwoShot(int n) {
@@ -114,14 +122,7 @@ absl::StatusOr<ProgramSpec> OneShotLL(int n) {
 }
 
 absl::StatusOr<ProgramSpec> ReduceScatter(int n) {
-  Program p("reduce_scatter", Collective::kReduceScatter, n, 1, /*scratch_chunks=*/n);
-  auto ch = MemoryPairs(p);
-  for (int r = 0; r < n; ++r) {
-    for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r), p.Input(r, q));
-    Barrier(ch, r);
-    ReduceOverRanks(p, n, p.Output(r, 0), [&](int q) { return q == r ? p.Input(r, r) : p.Scratch(r, q); });
-  }
-  return std::move(p).Build();
+  return PushThenReduce("reduce_scatter", Collective::kReduceScatter, n, [](int rank) { return rank; });
 }
 
 absl::StatusOr<ProgramSpec> AllGather(int n, bool port) {
