@@ -22,21 +22,23 @@ constexpr KernelOp BinaryName(BinaryOp op) {
   return KernelOp::Cpu("?");
 }
 
+template <BinaryOp kOp, typename V>
+V Arithmetic(V a, V b) {
+  if constexpr (kOp == BinaryOp::kAdd) return a + b;
+  if constexpr (kOp == BinaryOp::kSubtract) return a - b;
+  if constexpr (kOp == BinaryOp::kMultiply) return a * b;
+  if constexpr (kOp == BinaryOp::kDivide) return a / b;
+}
+
+// Integers compute in their unsigned type, so they wrap; floats compute in f32, rounded once.
 template <BinaryOp kOp, typename T>
 T ApplyBinary(T x, T y) {
   if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    const U a = static_cast<U>(x), b = static_cast<U>(y);
-    if constexpr (kOp == BinaryOp::kAdd) return static_cast<T>(a + b);
-    if constexpr (kOp == BinaryOp::kSubtract) return static_cast<T>(a - b);
-    if constexpr (kOp == BinaryOp::kMultiply) return static_cast<T>(a * b);
     static_assert(kOp != BinaryOp::kDivide, "integer division has no kernel");
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(Arithmetic<kOp>(static_cast<U>(x), static_cast<U>(y)));
   } else {
-    const float a = ToFloat(x), b = ToFloat(y);
-    if constexpr (kOp == BinaryOp::kAdd) return FromFloat<T>(a + b);
-    if constexpr (kOp == BinaryOp::kSubtract) return FromFloat<T>(a - b);
-    if constexpr (kOp == BinaryOp::kMultiply) return FromFloat<T>(a * b);
-    if constexpr (kOp == BinaryOp::kDivide) return FromFloat<T>(a / b);
+    return FromFloat<T>(Arithmetic<kOp>(ToFloat(x), ToFloat(y)));
   }
 }
 

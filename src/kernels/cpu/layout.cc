@@ -12,19 +12,14 @@
 namespace vdev::kernels_internal {
 namespace {
 
-// Unsigned integer of `bytes` bytes, so a copy moves an element in one load and store.
-template <size_t kBytes>
-using Word = std::conditional_t<kBytes == 1, uint8_t,
-             std::conditional_t<kBytes == 2, uint16_t, std::conditional_t<kBytes == 4, uint32_t, uint64_t>>>;
-
+// Calls f with an unsigned integer of `bytes` bytes (1, 2, 4, 8), so a copy moves an element in
+// one load and store.
 template <typename F>
 void WithWord(size_t bytes, F&& f) {
-  switch (bytes) {
-    case 1: return f(Word<1>{});
-    case 2: return f(Word<2>{});
-    case 4: return f(Word<4>{});
-    default: return f(Word<8>{});
-  }
+  if (bytes == 1) return f(uint8_t{});
+  if (bytes == 2) return f(uint16_t{});
+  if (bytes == 4) return f(uint32_t{});
+  return f(uint64_t{});
 }
 
 // out[i0, ..., ir] = in[sum i_d * in_strides[d]] over the output's dims, in output order.
@@ -169,11 +164,11 @@ absl::Status TakeKernel(const KernelCall& call) {
 }  // namespace
 
 void RegisterLayoutKernels(KernelRegistry& r) {
+  AddCpuKernel(r, "cast", CastKernel);  // the one that converts; the others move elements as they are
   AddCpuKernel(r, "transpose", TransposeKernel);
   AddCpuKernel(r, "concatenate", [](const KernelCall& c) { return ConcatenateKernel("concatenate", c); });
   AddCpuKernel(r, "concat", [](const KernelCall& c) { return ConcatenateKernel("concat", c); });
   AddCpuKernel(r, "split", SplitKernel);
-  AddCpuKernel(r, "cast", CastKernel);
   AddCpuKernel(r, "take", TakeKernel);
 }
 

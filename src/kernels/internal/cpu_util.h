@@ -19,6 +19,7 @@
 #include "internal/op_checks.h"
 #include "vdev/half.h"
 #include "vdev/kernels.h"
+#include "vdev/status_macros.h"
 #include "vdev/tensor.h"
 
 namespace vdev::kernels_internal {
@@ -56,21 +57,17 @@ absl::Status DispatchFloat(const KernelOp& op, ir::DType dtype, F&& f) {
     case ir::DType::kF32: return f(Tag<float>{});
     case ir::DType::kF16: return f(Tag<F16>{});
     case ir::DType::kBF16: return f(Tag<BF16>{});
-    default: return Invalid(op, "dtype ", ir::DTypeName(dtype), " is not supported (f32, f16, bf16)");
+    default: return CheckNumeric(op, dtype, /*integers=*/false);  // the error: not a float dtype
   }
 }
 
 // Like DispatchFloat, and also i32 and i64 (T = int32_t, int64_t).
 template <typename F>
 absl::Status DispatchNumeric(const KernelOp& op, ir::DType dtype, F&& f) {
-  switch (dtype) {
-    case ir::DType::kF32: return f(Tag<float>{});
-    case ir::DType::kF16: return f(Tag<F16>{});
-    case ir::DType::kBF16: return f(Tag<BF16>{});
-    case ir::DType::kI32: return f(Tag<int32_t>{});
-    case ir::DType::kI64: return f(Tag<int64_t>{});
-    default: return Invalid(op, "dtype ", ir::DTypeName(dtype), " is not supported (f32, f16, bf16, i32, i64)");
-  }
+  if (dtype == ir::DType::kI32) return f(Tag<int32_t>{});
+  if (dtype == ir::DType::kI64) return f(Tag<int64_t>{});
+  VDEV_RETURN_IF_ERROR(CheckNumeric(op, dtype, /*integers=*/true));
+  return DispatchFloat(op, dtype, std::forward<F>(f));
 }
 
 // Widens n elements of a float dtype (f32, f16, bf16) to f32; f16 uses the CPU's F16C instructions
