@@ -109,7 +109,7 @@ absl::Status CheckPieces(const KernelOp& op, const TensorRef& whole, absl::Span<
     extent += p.shape[axis];
   }
   if (extent != whole.shape[axis])
-    return Invalid(op, "the parts sum to ", extent, " along axis ", axis, ", not ", whole.shape[axis]);
+    return Invalid(op, "the parts' sizes along axis ", axis, " add up to ", extent, ", not ", whole.shape[axis]);
   return absl::OkStatus();
 }
 
