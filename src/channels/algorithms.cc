@@ -2,6 +2,7 @@
 // Every sum runs in rank order 0..N-1 wherever it is taken, so all ranks get bitwise-equal results.
 #include <functional>
 #include <map>
+#include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -49,32 +50,43 @@ void Barrier(Pairs<MemoryChannel>& ch, int r) {
   WaitAll(ch, r);
 }
 
+// `out` (on its rank, thread block 0) as the sum over every rank q of `source(q)`, in rank order.
+template <typename Source>
+void ReduceOverRanks(Program& p, int n, ChunkRef out, Source source) {
+  std::vector<ChunkRef> sources;
+  for (int q = 0; q < n; ++q) sources.push_back(source(q));
+  p.Reduce(0, out, std::move(sources));
+}
+
 absl::StatusOr<ProgramSpec> OneShot(int n) {
   Program p("one_shot", Collective::kAllReduce, n);
   auto ch = MemoryPairs(p);
   for (int r = 0; r < n; ++r) {
     Barrier(ch, r);
-    std::vector<ChunkRef> all;
-    for (int q = 0; q < n; ++q) all.push_back(p.Input(q, 0));
-    p.Reduce(0, p.Output(r, 0), all);
+    ReduceOverRanks(p, n, p.Output(r, 0), [&](int q) { return p.Input(q, 0); });
     Barrier(ch, r);
   }
   return std::move(p).Build();
 }
 
-absl::StatusOr<ProgramSpec> OneShotPush(int n) {
-  // Rank r's scratch chunk q receives rank q's input; the scratch halves alternate, so no exit
-  // barrier is needed (a rank reaches execution e + 2 only after every peer finished e).
-  Program p("one_shot_push", Collective::kAllReduce, n, 1, /*scratch_chunks=*/n);
+// Rank r puts chunk `chunk_for(q)` of its input into rank q's scratch chunk r, and sums its own
+// chunk `chunk_for(r)` from every rank into its output. The scratch halves alternate, so no exit
+// barrier is needed (a rank reaches execution e + 2 only after every peer finished e).
+template <typename ChunkFor>
+absl::StatusOr<ProgramSpec> PushThenReduce(absl::string_view name, Collective collective, int n, ChunkFor chunk_for) {
+  Program p(std::string(name), collective, n, 1, /*scratch_chunks=*/n);
   auto ch = MemoryPairs(p);
   for (int r = 0; r < n; ++r) {
-    for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r), p.Input(r, 0));
+    for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r), p.Input(r, chunk_for(q)));
     Barrier(ch, r);
-    std::vector<ChunkRef> all;
-    for (int q = 0; q < n; ++q) all.push_back(q == r ? p.Input(r, 0) : p.Scratch(r, q));
-    p.Reduce(0, p.Output(r, 0), all);
+    ReduceOverRanks(p, n, p.Output(r, 0),
+                    [&](int q) { return q == r ? p.Input(r, chunk_for(r)) : p.Scratch(r, q); });
   }
   return std::move(p).Build();
+}
+
+absl::StatusOr<ProgramSpec> OneShotPush(int n) {
+  return PushThenReduce("one_shot_push", Collective::kAllReduce, n, [](int) { return 0; });
 }
 
 absl::StatusOr<ProgramSpec> TwoShot(int n) {
@@ -84,9 +96,8 @@ absl::StatusOr<ProgramSpec> TwoShot(int n) {
   for (int r = 0; r < n; ++r) {
     for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r * n + q), p.Input(r, q));
     Barrier(ch, r);
-    std::vector<ChunkRef> parts;
-    for (int q = 0; q < n; ++q) parts.push_back(q == r ? p.Input(r, r) : p.Scratch(r, q * n + r));
-    p.Reduce(0, p.Output(r, r), parts);
+    ReduceOverRanks(p, n, p.Output(r, r),
+                    [&](int q) { return q == r ? p.Input(r, r) : p.Scratch(r, q * n + r); });
     bool first = true;  // one sync after the sum, before the first put reads it
     for (auto& [q, c] : ch[r]) {
       c.Put(0, p.Output(q, r), p.Output(r, r), first ? Sync::kBefore : Sync::kNone);
@@ -104,24 +115,14 @@ absl::StatusOr<ProgramSpec> OneShotLL(int n) {
     for (int q = 0; q < n; ++q) {
       if (q != r) ch[r].at(q).PutPackets(0, p.Scratch(q, r), p.Input(r, 0));
     }
-    std::vector<ChunkRef> all;
-    for (int q = 0; q < n; ++q) all.push_back(q == r ? p.Input(r, 0) : p.Scratch(r, q).AsPackets());
-    p.Reduce(0, p.Output(r, 0), all);
+    ReduceOverRanks(p, n, p.Output(r, 0),
+                    [&](int q) { return q == r ? p.Input(r, 0) : p.Scratch(r, q).AsPackets(); });
   }
   return std::move(p).Build();
 }
 
 absl::StatusOr<ProgramSpec> ReduceScatter(int n) {
-  Program p("reduce_scatter", Collective::kReduceScatter, n, 1, /*scratch_chunks=*/n);
-  auto ch = MemoryPairs(p);
-  for (int r = 0; r < n; ++r) {
-    for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r), p.Input(r, q));
-    Barrier(ch, r);
-    std::vector<ChunkRef> all;
-    for (int q = 0; q < n; ++q) all.push_back(q == r ? p.Input(r, r) : p.Scratch(r, q));
-    p.Reduce(0, p.Output(r, 0), all);
-  }
-  return std::move(p).Build();
+  return PushThenReduce("reduce_scatter", Collective::kReduceScatter, n, [](int rank) { return rank; });
 }
 
 absl::StatusOr<ProgramSpec> AllGather(int n, bool port) {

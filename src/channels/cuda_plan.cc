@@ -6,10 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/cuda_plan.h"
+#include "src/runtime/internal/cuda_common.h"
 #include "vdev/channel_program.h"
 
 namespace vdev::channels::internal {
 namespace {
+
+using vdev::internal::CudaStatus;
 
 DeviceRef ToDevice(const ChunkRef& c) {
   DeviceRef d;
@@ -19,11 +22,6 @@ DeviceRef ToDevice(const ChunkRef& c) {
   d.buffer = c.buffer == BufferKind::kInput ? kDevInput : c.buffer == BufferKind::kOutput ? kDevOutput : kDevScratch;
   d.packets = c.packets ? 1 : 0;
   return d;
-}
-
-absl::Status Cuda(cudaError_t e, absl::string_view what) {
-  if (e == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
 }
 
 int8_t ToDevice(OpKind k) {
@@ -174,25 +172,25 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
   uses_ports = flat->uses_ports;
   tbs = static_cast<int>(plan.ranks[rank].size());
   if (!ops.empty()) {
-    if (absl::Status s = Cuda(cudaMalloc(reinterpret_cast<void**>(&this->ops), ops.size() * sizeof(DeviceOp)), "cudaMalloc"); !s.ok()) return s;
-    if (absl::Status s = Cuda(cudaMemcpy(this->ops, ops.data(), ops.size() * sizeof(DeviceOp), cudaMemcpyHostToDevice),
+    if (absl::Status s = CudaStatus(cudaMalloc(reinterpret_cast<void**>(&this->ops), ops.size() * sizeof(DeviceOp)), "cudaMalloc"); !s.ok()) return s;
+    if (absl::Status s = CudaStatus(cudaMemcpy(this->ops, ops.data(), ops.size() * sizeof(DeviceOp), cudaMemcpyHostToDevice),
                               "cudaMemcpy");
         !s.ok()) {
       return s;
     }
   }
-  if (absl::Status s = Cuda(cudaMalloc(reinterpret_cast<void**>(&tb_begin), begin.size() * sizeof(int)), "cudaMalloc"); !s.ok()) return s;
-  if (absl::Status s = Cuda(cudaMemcpy(tb_begin, begin.data(), begin.size() * sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy");
+  if (absl::Status s = CudaStatus(cudaMalloc(reinterpret_cast<void**>(&tb_begin), begin.size() * sizeof(int)), "cudaMalloc"); !s.ok()) return s;
+  if (absl::Status s = CudaStatus(cudaMemcpy(tb_begin, begin.data(), begin.size() * sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy");
       !s.ok()) {
     return s;
   }
   const size_t keys = sizeof(ResolvedTableKey) * kMaxPlanBlocks;
-  if (absl::Status s = Cuda(cudaMalloc(&table, std::max<size_t>(16, ResolvedTableBytes(max_srcs, max_tb_ops))), "cudaMalloc");
+  if (absl::Status s = CudaStatus(cudaMalloc(&table, std::max<size_t>(16, ResolvedTableBytes(max_srcs, max_tb_ops))), "cudaMalloc");
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = Cuda(cudaMalloc(reinterpret_cast<void**>(&table_keys), keys), "cudaMalloc"); !s.ok()) return s;
-  return Cuda(cudaMemset(table_keys, 0, keys), "cudaMemset");
+  if (absl::Status s = CudaStatus(cudaMalloc(reinterpret_cast<void**>(&table_keys), keys), "cudaMalloc"); !s.ok()) return s;
+  return CudaStatus(cudaMemset(table_keys, 0, keys), "cudaMemset");
 }
 
 void DevicePlan::Free() {

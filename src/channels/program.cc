@@ -1,4 +1,5 @@
 // The channel language's builder and names; validation is in validate.cc.
+#include <cstddef>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -7,52 +8,42 @@
 
 namespace vdev::channels {
 
-absl::string_view CollectiveName(Collective c) {
-  switch (c) {
-    case Collective::kAllReduce: return "allreduce";
-    case Collective::kReduceScatter: return "reducescatter";
-    case Collective::kAllGather: return "allgather";
-    case Collective::kBroadcast: return "broadcast";
+namespace {
+
+// Each value of an enum with its name in plans, messages and the Python API.
+template <typename Enum>
+struct Named {
+  Enum value;
+  absl::string_view name;
+};
+
+template <typename Enum, size_t N>
+absl::string_view NameIn(const Named<Enum> (&names)[N], Enum value) {
+  for (const Named<Enum>& n : names) {
+    if (n.value == value) return n.name;
   }
   return "?";
 }
 
-absl::string_view BufferName(BufferKind b) {
-  switch (b) {
-    case BufferKind::kInput: return "input";
-    case BufferKind::kOutput: return "output";
-    case BufferKind::kScratch: return "scratch";
-  }
-  return "?";
-}
+constexpr Named<Collective> kCollectiveNames[] = {
+    {Collective::kAllReduce, "allreduce"}, {Collective::kReduceScatter, "reducescatter"},
+    {Collective::kAllGather, "allgather"}, {Collective::kBroadcast, "broadcast"}};
+constexpr Named<BufferKind> kBufferKindNames[] = {
+    {BufferKind::kInput, "input"}, {BufferKind::kOutput, "output"}, {BufferKind::kScratch, "scratch"}};
+constexpr Named<Sync> kSyncNames[] = {
+    {Sync::kNone, "none"}, {Sync::kBefore, "before"}, {Sync::kAfter, "after"}, {Sync::kBoth, "both"}};
+constexpr Named<OpKind> kOpKindNames[] = {
+    {OpKind::kPut, "put"}, {OpKind::kGet, "get"}, {OpKind::kSignal, "signal"}, {OpKind::kWait, "wait"},
+    {OpKind::kReduce, "reduce"}, {OpKind::kCopy, "copy"}, {OpKind::kPutPackets, "put_packets"},
+    {OpKind::kReadPutPackets, "read_put_packets"}, {OpKind::kPortPut, "port_put"},
+    {OpKind::kPortSignal, "port_signal"}, {OpKind::kPortWait, "port_wait"}, {OpKind::kPortFlush, "port_flush"}};
 
-absl::string_view SyncName(Sync s) {
-  switch (s) {
-    case Sync::kNone: return "none";
-    case Sync::kBefore: return "before";
-    case Sync::kAfter: return "after";
-    case Sync::kBoth: return "both";
-  }
-  return "?";
-}
+}  // namespace
 
-absl::string_view OpName(OpKind k) {
-  switch (k) {
-    case OpKind::kPut: return "put";
-    case OpKind::kGet: return "get";
-    case OpKind::kSignal: return "signal";
-    case OpKind::kWait: return "wait";
-    case OpKind::kReduce: return "reduce";
-    case OpKind::kCopy: return "copy";
-    case OpKind::kPutPackets: return "put_packets";
-    case OpKind::kReadPutPackets: return "read_put_packets";
-    case OpKind::kPortPut: return "port_put";
-    case OpKind::kPortSignal: return "port_signal";
-    case OpKind::kPortWait: return "port_wait";
-    case OpKind::kPortFlush: return "port_flush";
-  }
-  return "?";
-}
+absl::string_view CollectiveName(Collective c) { return NameIn(kCollectiveNames, c); }
+absl::string_view BufferName(BufferKind b) { return NameIn(kBufferKindNames, b); }
+absl::string_view SyncName(Sync s) { return NameIn(kSyncNames, s); }
+absl::string_view OpName(OpKind k) { return NameIn(kOpKindNames, k); }
 
 int InputSegments(Collective c, int world_size) { return c == Collective::kReduceScatter ? world_size : 1; }
 int OutputSegments(Collective c, int world_size) { return c == Collective::kAllGather ? world_size : 1; }

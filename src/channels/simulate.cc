@@ -76,6 +76,14 @@ struct Proxy {
   Clock vc;
 };
 
+// Starts the next phase of a thread (a thread block, a port channel's proxy, a rank's host): a
+// tick of its own entry in its vector clock.
+template <typename Thread>
+void NextPhase(Thread& t) {
+  ++t.phase;
+  t.vc[t.id] = t.phase;
+}
+
 struct Semaphore {
   int signals = 0;
   int waits = 0;
@@ -266,8 +274,7 @@ class Simulation {
   absl::Status StartCall(int r) {
     const int call = ++call_[r];
     Proxy& host = hosts_[r];
-    ++host.phase;
-    host.vc[host.id] = host.phase;
+    NextPhase(host);
     const ChunkRef input{r, BufferKind::kInput, 0, in_chunks_};
     Access a = MakeAccess(host.id, host.phase, ++op_seq_, call, nullptr, input, false, {.rank = r});
     for (int k = 0; k < in_chunks_; ++k) {
@@ -276,8 +283,7 @@ class Simulation {
       VDEV_RETURN_IF_ERROR(Touch(input, k, call, a, host.vc, true));
       cells_[CellIndex(input, k, call)].value = {call, {r * in_chunks_ + k}};
     }
-    ++host.phase;
-    host.vc[host.id] = host.phase;
+    NextPhase(host);
     for (ThreadBlockState& tb : tbs_[r]) {
       JoinInto(tb.vc, host.vc);
       Sync(tb);
@@ -317,8 +323,7 @@ class Simulation {
     for (size_t i = 0; i < p_.port_channels.size(); ++i) {
       if (p_.port_channels[i].src == r) JoinInto(host.vc, proxies_[i].vc);
     }
-    ++host.phase;
-    host.vc[host.id] = host.phase;
+    NextPhase(host);
     const ChunkRef output{r, BufferKind::kOutput, 0, out_chunks_};
     Access a = MakeAccess(host.id, host.phase, ++op_seq_, call, nullptr, output, false, {.rank = r});
     for (int k = 0; k < out_chunks_; ++k) {
@@ -332,16 +337,14 @@ class Simulation {
             ValueText(want, in_chunks_), " (rX.k: chunk k of rank X's input)"));
       }
     }
-    ++host.phase;
-    host.vc[host.id] = host.phase;
+    NextPhase(host);
     return absl::OkStatus();
   }
 
   static void Sync(ThreadBlockState& tb) {
     JoinInto(tb.vc, tb.pending);
     std::fill(tb.pending.begin(), tb.pending.end(), 0);
-    ++tb.phase;
-    tb.vc[tb.id] = tb.phase;
+    NextPhase(tb);
   }
 
   // Copies or sums the sources' values cell by cell into dst, recording every access.
@@ -420,8 +423,7 @@ class Simulation {
         if (op.kind == OpKind::kPortPut) {
           VDEV_RETURN_IF_ERROR(Move(op, x.id, x.phase, x.vc, {r, -2, -1, op.kind, op.channel}, call, nullptr));
         }
-        ++x.phase;
-        x.vc[x.id] = x.phase;
+        NextPhase(x);
         if (Signals(op)) {
           Semaphore& s = semaphores_[SignalKey(*ch)];
           ++s.signals;

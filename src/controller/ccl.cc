@@ -24,13 +24,12 @@ absl::StatusOr<DataType> HostDataType(ir::DType dtype) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CclState>> CreateCcl(const CclRequest& request) {
-  SessionOptions options;
-  options.rank = request.rank;
-  options.world_size = request.world_size;
-  options.local_rank = request.local_rank;
-  options.rendezvous_dir = request.rendezvous_dir;
-  options.session_id = request.session_id;
-  options.timeout = request.timeout;
+  const SessionOptions options{.rank = request.rank,
+                               .world_size = request.world_size,
+                               .local_rank = request.local_rank,
+                               .rendezvous_dir = request.rendezvous_dir,
+                               .session_id = request.session_id,
+                               .timeout = request.timeout};
   auto state = std::make_unique<CclState>();
   state->kind = request.kind;
   VDEV_ASSIGN_OR_RETURN(state->session, Session::Create(options));

@@ -5,26 +5,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/ccl.h"
+#include "src/runtime/internal/cuda_common.h"
 #include "vdev/cuda_allreduce.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::internal {
 namespace {
 
-absl::Status Check(cudaError_t err, absl::string_view what) {
-  if (err == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err)));
-}
-
 absl::StatusOr<DataType> CudaDataType(ir::DType dtype) {
-  switch (dtype) {
-    case ir::DType::kF32: return DataType::kF32;
-    case ir::DType::kF16: return DataType::kF16;
-    case ir::DType::kBF16: return DataType::kBF16;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("the CUDA all-reduce takes f32, f16 and bf16, not ", ir::DTypeName(dtype)));
-  }
+  if (std::optional<DataType> type = CudaKernelDataType(dtype)) return *type;
+  return absl::InvalidArgumentError(
+      absl::StrCat("the CUDA all-reduce takes f32, f16 and bf16, not ", ir::DTypeName(dtype)));
 }
 
 // Device staging buffers for the all-reduce's input and output, grown on demand.
@@ -46,7 +37,7 @@ absl::Status AddCudaCcl(const CclRequest& request, CclState* state) {
   if (request.kind != "vdev" && request.kind != "nccl") {
     return absl::InvalidArgumentError(absl::StrCat("unknown collective library \"", request.kind, "\""));
   }
-  VDEV_RETURN_IF_ERROR(Check(cudaSetDevice(request.device), absl::StrCat("cudaSetDevice(", request.device, ")")));
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(request.device), absl::StrCat("cudaSetDevice(", request.device, ")")));
   state->device = request.device;
   VDEV_ASSIGN_OR_RETURN(state->allocator, CreateCudaIPCAllocator(state->session.get(), request.device));
   CudaCommunicatorOptions options;
@@ -66,14 +57,14 @@ absl::Status AddCudaCcl(const CclRequest& request, CclState* state) {
       cudaFree(staging->out);
       staging->in = staging->out = nullptr;
       staging->bytes = 0;
-      VDEV_RETURN_IF_ERROR(Check(cudaMalloc(&staging->in, bytes), "cudaMalloc"));
-      VDEV_RETURN_IF_ERROR(Check(cudaMalloc(&staging->out, bytes), "cudaMalloc"));
+      VDEV_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&staging->in, bytes), "cudaMalloc"));
+      VDEV_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&staging->out, bytes), "cudaMalloc"));
       staging->bytes = bytes;
     }
-    VDEV_RETURN_IF_ERROR(Check(cudaMemcpy(staging->in, in.bytes.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy"));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(staging->in, in.bytes.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy"));
     VDEV_RETURN_IF_ERROR(comm->AllReduce(staging->in, staging->out, static_cast<size_t>(in.NumElements()), type,
                                          AllReduceAlgorithm::kAuto, nullptr));
-    VDEV_RETURN_IF_ERROR(Check(cudaMemcpy(out->bytes.data(), staging->out, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy"));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(out->bytes.data(), staging->out, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy"));
     return comm->CheckErrors();
   };
   return absl::OkStatus();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "prepared_op.h"
 #include "session_reduce.h"
+#include "src/runtime/internal/cuda_common.h"
 #include "vdev/cuda_allreduce.h"
 #include "vdev/cuda_kernels.h"
 #include "vdev/executor.h"
@@ -16,19 +17,8 @@
 namespace vdev {
 namespace {
 
-absl::Status Cuda(cudaError_t e, absl::string_view what) {
-  if (e == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
-}
-
-std::optional<DataType> KernelType(ir::DType dtype) {
-  switch (dtype) {
-    case ir::DType::kF32: return DataType::kF32;
-    case ir::DType::kF16: return DataType::kF16;
-    case ir::DType::kBF16: return DataType::kBF16;
-    default: return std::nullopt;
-  }
-}
+using internal::CudaKernelDataType;
+using internal::CudaStatus;
 
 // One GPU a worker uses: its stream (all of the worker's work on it, in program order), the
 // kernels' state, and — created on first need, collectively — IPC memory and the communicator.
@@ -68,7 +58,7 @@ class CudaBackend final : public ExecutionBackend {
   absl::StatusOr<KernelContext*> Context(const VirtualDevice& d) override {
     if (KernelDevice(d) == DeviceType::kCPU) return &cpu_;
     VDEV_ASSIGN_OR_RETURN(Gpu * gpu, GpuOf(d));
-    VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(gpu->device), "cudaSetDevice"));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(gpu->device), "cudaSetDevice"));
     return &gpu->context;
   }
 
@@ -78,7 +68,7 @@ class CudaBackend final : public ExecutionBackend {
     if (KernelDevice(d) == DeviceType::kCPU) {
       // Pinned, so copies to and from it are asynchronous and a graph can hold them.
       void* data = nullptr;
-      VDEV_RETURN_IF_ERROR(Cuda(cudaHostAlloc(&data, std::max<size_t>(bytes, 1), cudaHostAllocPortable),
+      VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostAlloc(&data, std::max<size_t>(bytes, 1), cudaHostAllocPortable),
                                 absl::StrCat("cudaHostAlloc of ", bytes, " bytes")));
       std::memset(data, 0, bytes);
       buffer->data = data;
@@ -86,7 +76,7 @@ class CudaBackend final : public ExecutionBackend {
       return buffer;
     }
     VDEV_ASSIGN_OR_RETURN(Gpu * gpu, GpuOf(d));
-    VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(gpu->device), "cudaSetDevice"));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(gpu->device), "cudaSetDevice"));
     if (d.memory_scope() == "ipc_memory" && world_size_ > 1) {
       if (gpu->ipc == nullptr) {
         VDEV_ASSIGN_OR_RETURN(gpu->ipc, CreateCudaIPCAllocator(session_, gpu->device));
@@ -98,10 +88,10 @@ class CudaBackend final : public ExecutionBackend {
       return buffer;
     }
     void* data = nullptr;
-    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&data, bytes), absl::StrCat("cudaMalloc of ", bytes, " bytes on GPU ", gpu->device)));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&data, bytes), absl::StrCat("cudaMalloc of ", bytes, " bytes on GPU ", gpu->device)));
     // On the worker's stream: the legacy stream's cudaMemset would not be ordered before the
     // kernels that write this buffer next (the stream is non-blocking), and could land after them.
-    VDEV_RETURN_IF_ERROR(Cuda(cudaMemsetAsync(data, 0, bytes, gpu->stream), "cudaMemsetAsync"));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(data, 0, bytes, gpu->stream), "cudaMemsetAsync"));
     buffer->data = data;
     buffer->release = [data] { cudaFree(data); };
     return buffer;
@@ -112,16 +102,16 @@ class CudaBackend final : public ExecutionBackend {
   absl::Status Copy(void* dst, const void* src, size_t bytes) override {
     if (dst == src || bytes == 0) return absl::OkStatus();
     cudaStream_t stream = MainStream();
-    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync"));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync"));
     // Inside a capture no CPU kernel runs (Executor's rule), so nothing on the host waits for it.
-    if (!capturing_ && (IsHost(dst) || IsHost(src))) return Cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    if (!capturing_ && (IsHost(dst) || IsHost(src))) return CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     return absl::OkStatus();
   }
   absl::Status CopyToHost(void* host, const void* src, size_t bytes) override { return Copy(host, src, bytes); }
   absl::Status CopyFromHost(void* dst, const void* host, size_t bytes) override {
     if (IsHost(dst)) {
       // A replayed graph may still read this pinned buffer (a parameter): wait for it first.
-      VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(MainStream()), "cudaStreamSynchronize"));
+      VDEV_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(MainStream()), "cudaStreamSynchronize"));
       std::memcpy(dst, host, bytes);
       return absl::OkStatus();
     }
@@ -132,7 +122,7 @@ class CudaBackend final : public ExecutionBackend {
                          AllReduceStrategy strategy, const VirtualDevice& d) override {
     const size_t bytes = static_cast<size_t>(in.NumBytes());
     if (world_size_ == 1) return Copy(out.data, in.data, bytes);
-    std::optional<DataType> type = KernelType(in.dtype);
+    std::optional<DataType> type = CudaKernelDataType(in.dtype);
     if (KernelDevice(d) != DeviceType::kCUDA || op != ReduceOp::kSum || !type || strategy.kind == AllReduceStrategy::kPlan)
       return StagedAllReduce(in, out, op);
     VDEV_ASSIGN_OR_RETURN(Gpu * gpu, GpuOf(d));
@@ -153,13 +143,13 @@ class CudaBackend final : public ExecutionBackend {
   }
 
   bool CanCaptureAllReduce(ReduceOp op, ir::DType dtype) const override {
-    return op == ReduceOp::kSum && KernelType(dtype).has_value();
+    return op == ReduceOp::kSum && CudaKernelDataType(dtype).has_value();
   }
 
   absl::Status Synchronize() override {
     for (auto& [device, gpu] : by_device_) {
-      VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(device), "cudaSetDevice"));
-      VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(gpu->stream), "running the program"));
+      VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
+      VDEV_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(gpu->stream), "running the program"));
       VDEV_RETURN_IF_ERROR(gpu->kernels->CheckErrors());
       if (gpu->comm != nullptr) VDEV_RETURN_IF_ERROR(gpu->comm->CheckErrors());
     }
@@ -170,14 +160,14 @@ class CudaBackend final : public ExecutionBackend {
   bool SupportsCapture() const override { return by_device_.size() == 1; }
   absl::Status BeginCapture() override {
     capturing_ = true;
-    return Cuda(cudaStreamBeginCapture(MainStream(), cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+    return CudaStatus(cudaStreamBeginCapture(MainStream(), cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
   }
   absl::Status EndCapture() override {
     capturing_ = false;
-    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamEndCapture(MainStream(), &graph_), "cudaStreamEndCapture"));
-    return Cuda(cudaGraphInstantiate(&graph_exec_, graph_, 0), "cudaGraphInstantiate");
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaStreamEndCapture(MainStream(), &graph_), "cudaStreamEndCapture"));
+    return CudaStatus(cudaGraphInstantiate(&graph_exec_, graph_, 0), "cudaGraphInstantiate");
   }
-  absl::Status Replay() override { return Cuda(cudaGraphLaunch(graph_exec_, MainStream()), "cudaGraphLaunch"); }
+  absl::Status Replay() override { return CudaStatus(cudaGraphLaunch(graph_exec_, MainStream()), "cudaGraphLaunch"); }
 
   int Mark() override {
     cudaEvent_t e;
@@ -204,8 +194,8 @@ class CudaBackend final : public ExecutionBackend {
     if (it != by_device_.end()) return it->second.get();
     auto gpu = std::make_unique<Gpu>();
     gpu->device = device;
-    VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(device), "cudaSetDevice"));
-    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking), "cudaStreamCreate"));
     VDEV_ASSIGN_OR_RETURN(gpu->kernels, CudaKernelBackend::Create(device));
     gpu->context = KernelContext{DeviceType::kCUDA, device, gpu->stream, gpu->kernels.get()};
     if (first_device_ < 0) first_device_ = device;
@@ -271,7 +261,7 @@ bool HasCudaBackend() { return true; }
 absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session* session, int virtual_cuda_devices) {
   VDEV_RETURN_IF_ERROR(internal::PrepareCudaBackend());
   int gpus = 0;
-  VDEV_RETURN_IF_ERROR(Cuda(cudaGetDeviceCount(&gpus), "cudaGetDeviceCount"));
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaGetDeviceCount(&gpus), "cudaGetDeviceCount"));
   const int workers = session == nullptr ? 1 : session->world_size();
   const int v = std::max(1, virtual_cuda_devices);
   // Workers share a GPU when the program's devices of all workers outnumber the GPUs.

@@ -4,8 +4,11 @@
 namespace vdev::ir {
 namespace {
 
-bool IsOp(const Module& m, const Expr& e, absl::string_view name) {
-  return e.kind == ExprKind::kOpCall && m.OpName(e) == name;
+// The arguments of `e` when it calls op `name` with `count` of them; nullopt otherwise.
+std::optional<absl::Span<const Operand>> ArgsOfOp(const Module& m, const Expr& e, absl::string_view name,
+                                                  uint32_t count) {
+  if (e.kind != ExprKind::kOpCall || m.OpName(e) != name || e.args.count != count) return std::nullopt;
+  return m.Args(e);
 }
 
 // The device of attribute `key`, kNoDevice when absent; false when present but not a device.
@@ -29,12 +32,9 @@ bool BoolAttr(const Module& m, const Expr& e, absl::string_view key, bool* out) 
 }  // namespace
 
 std::optional<OnDeviceCall> AsOnDevice(const Module& m, const Expr& e) {
-  if (!IsOp(m, e, "on_device") || e.args.count != 2) return std::nullopt;
-  OnDeviceCall call;
-  call.value = m.Args(e)[0];
-  const Operand& vd = m.Args(e)[1];
-  if (!vd.is_device()) return std::nullopt;
-  call.device = vd.index;
+  const std::optional<absl::Span<const Operand>> args = ArgsOfOp(m, e, "on_device", 2);
+  if (!args || !(*args)[1].is_device()) return std::nullopt;
+  OnDeviceCall call{.value = (*args)[0], .device = (*args)[1].index};
   if (!BoolAttr(m, e, "constrain_body", &call.constrain_body) ||
       !BoolAttr(m, e, "constrain_result", &call.constrain_result))
     return std::nullopt;
@@ -42,9 +42,9 @@ std::optional<OnDeviceCall> AsOnDevice(const Module& m, const Expr& e) {
 }
 
 std::optional<DeviceCopyCall> AsDeviceCopy(const Module& m, const Expr& e) {
-  if (!IsOp(m, e, "device_copy") || e.args.count != 1) return std::nullopt;
-  DeviceCopyCall call;
-  call.value = m.Args(e)[0];
+  const std::optional<absl::Span<const Operand>> args = ArgsOfOp(m, e, "device_copy", 1);
+  if (!args) return std::nullopt;
+  DeviceCopyCall call{.value = (*args)[0]};
   if (!DeviceAttr(m, e, "src", &call.src) || !DeviceAttr(m, e, "dst", &call.dst) || call.src == kNoDevice ||
       call.dst == kNoDevice)
     return std::nullopt;
@@ -52,10 +52,9 @@ std::optional<DeviceCopyCall> AsDeviceCopy(const Module& m, const Expr& e) {
 }
 
 std::optional<AllocStorageCall> AsAllocStorage(const Module& m, const Expr& e) {
-  if (!IsOp(m, e, "memory.alloc_storage") || e.args.count != 2) return std::nullopt;
-  AllocStorageCall call;
-  call.size = m.Args(e)[0];
-  call.alignment = m.Args(e)[1];
+  const std::optional<absl::Span<const Operand>> args = ArgsOfOp(m, e, "memory.alloc_storage", 2);
+  if (!args) return std::nullopt;
+  AllocStorageCall call{.size = (*args)[0], .alignment = (*args)[1]};
   if (!DeviceAttr(m, e, "device", &call.device) || call.device == kNoDevice) return std::nullopt;
   return call;
 }

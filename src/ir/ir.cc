@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
@@ -132,8 +133,8 @@ Symbol SymbolTable::Intern(absl::string_view text) {
 Symbol SymbolTable::Find(absl::string_view text) const {
   uint64_t key;
   size_t slot;
-  bool cacheable = CacheKey(text, &key, &slot);
-  if (cacheable && cache_[slot].key == key && cache_[slot].size == text.size()) return cache_[slot].symbol;
+  if (CacheKey(text, &key, &slot) && cache_[slot].key == key && cache_[slot].size == text.size())
+    return cache_[slot].symbol;  // only Intern fills the cache
   uint64_t prefix;
   uint32_t prefix_size, number;
   if (SplitNumbered(text, &prefix, &prefix_size, &number)) {
@@ -334,18 +335,10 @@ Module Module::Clone() const {
   // Interning the spellings in order gives every symbol its id again.
   c.symbols.Reserve(symbols.size());
   for (Symbol s = 0; s < symbols.size(); ++s) c.symbols.Intern(symbols.Name(s));
-  c.types = types;
-  c.devices = devices;
-  c.config = config;
-  c.items = items;
-  c.globals = globals;
-  c.functions = functions;
-  c.params = params;
-  c.blocks = blocks;
-  c.bindings = bindings;
-  c.operands = operands;
-  c.attrs = attrs;
-  c.ints = ints;
+  // Every other member is a plain copy.
+  std::tie(c.types, c.devices, c.config, c.items, c.globals, c.functions, c.params, c.blocks, c.bindings, c.operands,
+           c.attrs, c.ints) = std::tie(types, devices, config, items, globals, functions, params, blocks, bindings,
+                                       operands, attrs, ints);
   return c;
 }
 
@@ -365,39 +358,44 @@ const Attr* Module::FindAttr(const Expr& e, absl::string_view key) const {
   return nullptr;
 }
 
-Symbol Module::ValueName(ValueRef v) const {
+namespace {
+
+// `field` of the parameter or binding that `v` names; `none` for no value.
+template <typename T, typename Field>
+T OfValue(const Module& m, ValueRef v, T none, Field field) {
   switch (v.kind) {
-    case ValueKind::kParam: return params[v.index].name;
-    case ValueKind::kBinding: return bindings[v.index].name;
+    case ValueKind::kParam: return field(m.params[v.index]);
+    case ValueKind::kBinding: return field(m.bindings[v.index]);
     case ValueKind::kNone: break;
   }
-  return kNoSymbol;
+  return none;
+}
+
+// Appends `items` to one of the module's pools; the range they take there.
+template <typename T>
+Range Append(std::vector<T>& pool, absl::Span<const T> items) {
+  Range r{static_cast<uint32_t>(pool.size()), static_cast<uint32_t>(items.size())};
+  pool.insert(pool.end(), items.begin(), items.end());
+  return r;
+}
+
+}  // namespace
+
+Symbol Module::ValueName(ValueRef v) const {
+  return OfValue(*this, v, kNoSymbol, [](const auto& value) { return value.name; });
 }
 
 SourceLoc Module::ValueLoc(ValueRef v) const {
-  switch (v.kind) {
-    case ValueKind::kParam: return params[v.index].loc;
-    case ValueKind::kBinding: return bindings[v.index].loc;
-    case ValueKind::kNone: break;
-  }
-  return {};
+  return OfValue(*this, v, SourceLoc{}, [](const auto& value) { return value.loc; });
 }
 
 absl::string_view Module::OpName(const Expr& e) const {
   return e.kind == ExprKind::kOpCall ? Name(e.op) : absl::string_view();
 }
 
-Range Module::AddOperands(absl::Span<const Operand> ops) {
-  Range r{static_cast<uint32_t>(operands.size()), static_cast<uint32_t>(ops.size())};
-  operands.insert(operands.end(), ops.begin(), ops.end());
-  return r;
-}
+Range Module::AddOperands(absl::Span<const Operand> ops) { return Append(operands, ops); }
 
-Range Module::AddAttrs(absl::Span<const Attr> as) {
-  Range r{static_cast<uint32_t>(attrs.size()), static_cast<uint32_t>(as.size())};
-  attrs.insert(attrs.end(), as.begin(), as.end());
-  return r;
-}
+Range Module::AddAttrs(absl::Span<const Attr> as) { return Append(attrs, as); }
 
 namespace {
 Operand OperandAt(OperandKind kind, SourceLoc loc) {

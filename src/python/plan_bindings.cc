@@ -233,32 +233,36 @@ std::string PlanJson(const PyPlan& p) {
   return OptimizedReportJson(p.result, p.optimization->optimized, p.optimization->machine);
 }
 
-py::list LoweredPools(const PyLowered& l) {
-  const ir::Module& module = l.module;
-  const MemoryPlan& memory = l.memory;
-  py::object pool = Record("Pool");
+// One Python record per item of each function of a lowered module: `items(f)` lists a function's
+// items, `record(path, item)` makes the record of one (`path`: the function's, as plans name it).
+template <typename Items, typename MakeRecord>
+py::list PerFunctionRecords(const PyLowered& l, Items items, MakeRecord record) {
   py::list out;
-  for (const FunctionMemory& f : memory.functions) {
-    for (const PoolSize& p : f.plan.pools) {
-      out.append(pool(ir::FunctionPath(module, f.func), VirtualDevice::ForDevice(p.pool.device.type, p.pool.device.id),
-                      p.pool.scope, p.bytes, p.storages));
-    }
+  for (const FunctionMemory& f : l.memory.functions) {
+    const std::string path = ir::FunctionPath(l.module, f.func);
+    for (const auto& item : items(f)) out.append(record(path, item));
   }
   return out;
 }
 
+py::list LoweredPools(const PyLowered& l) {
+  py::object pool = Record("Pool");
+  return PerFunctionRecords(
+      l, [](const FunctionMemory& f) -> const auto& { return f.plan.pools; },
+      [&](const std::string& path, const PoolSize& p) {
+        return pool(path, VirtualDevice::ForDevice(p.pool.device.type, p.pool.device.id), p.pool.scope, p.bytes,
+                    p.storages);
+      });
+}
+
 py::list LoweredAllReduces(const PyLowered& l) {
-  const ir::Module& module = l.module;
-  const MemoryPlan& memory = l.memory;
   py::object allreduce = Record("AllReduce");
-  py::list out;
-  for (const FunctionMemory& f : memory.functions) {
-    for (const AllReduceInfo& a : f.allreduces) {
-      out.append(allreduce(ir::FunctionPath(module, f.func), std::string(module.Name(module.bindings[a.binding].name)),
-                           a.op, std::string(AllReduceStrategyName(a.strategy)), a.ipc, a.reason));
-    }
-  }
-  return out;
+  return PerFunctionRecords(
+      l, [](const FunctionMemory& f) -> const auto& { return f.allreduces; },
+      [&](const std::string& path, const AllReduceInfo& a) {
+        return allreduce(path, std::string(l.module.Name(l.module.bindings[a.binding].name)), a.op,
+                         std::string(AllReduceStrategyName(a.strategy)), a.ipc, a.reason);
+      });
 }
 
 LowerOptions LowerOptionsOf(const std::string& strategy, bool ipc_allreduce, int64_t alignment) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "internal/allreduce_layout.h"
+#include "internal/cuda_common.h"
 #include "internal/cuda_kernels.h"
 #include "vdev/cuda_allreduce.h"
 #include "vdev/status_macros.h"
@@ -18,10 +19,7 @@
 namespace vdev {
 namespace {
 
-absl::Status CudaStatus(cudaError_t e, absl::string_view what) {
-  if (e == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
-}
+using internal::CudaStatus;
 
 absl::Status NcclStatus(ncclResult_t r, absl::string_view what) {
   if (r == ncclSuccess) return absl::OkStatus();

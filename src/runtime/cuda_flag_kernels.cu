@@ -7,10 +7,8 @@ namespace {
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) OneShotKernel(const __grid_constant__ KernelArgs a) {
-  FollowPreviousGrid();
+  const FlagCall call = StartFlagCall(a);
   constexpr int P = kPer<T>;
-  const uint64_t epoch = NextEpoch(a.epochs);
-  const size_t parity = epoch & 1;
   const Range r = BlockRange((a.count + P - 1) / P);
   const T* in = static_cast<const T*>(a.in);
   T* peers[kMaxWorkers];
@@ -18,17 +16,17 @@ __global__ void __launch_bounds__(kThreads) OneShotKernel(const __grid_constant_
   for (int k = 1; k < kMaxWorkers; ++k) {
     if (k < a.world) {
       peers[k - 1] = reinterpret_cast<T*>(a.data[(a.rank + k) % a.world] +
-                                          OneShotSlotOffset(a.half_bytes, a.slot_bytes, parity, a.rank));
+                                          OneShotSlotOffset(a.half_bytes, a.slot_bytes, call.parity, a.rank));
     }
   }
   CopyRange<T>(r, a.count, in, peers, a.world - 1);
-  Barrier(a, a.flags_in, epoch);
+  Barrier(a, a.flags_in, call.epoch);
   const T* sources[kMaxWorkers];
 #pragma unroll
   for (int j = 0; j < kMaxWorkers; ++j) {
     if (j < a.world) sources[j] = j == a.rank ? in
                              : reinterpret_cast<const T*>(a.data[a.rank] +
-                                                          OneShotSlotOffset(a.half_bytes, a.slot_bytes, parity, j));
+                                                          OneShotSlotOffset(a.half_bytes, a.slot_bytes, call.parity, j));
   }
   T* out = static_cast<T*>(a.out);
   ReduceRange<T>(r, a.count, sources, a.world, a.rank, &out, 1);
@@ -36,10 +34,8 @@ __global__ void __launch_bounds__(kThreads) OneShotKernel(const __grid_constant_
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) TwoShotKernel(const __grid_constant__ KernelArgs a) {
-  FollowPreviousGrid();
+  const FlagCall call = StartFlagCall(a);
   constexpr int P = kPer<T>;
-  const uint64_t epoch = NextEpoch(a.epochs);
-  const size_t parity = epoch & 1;
   const size_t chunk = a.chunk_elems;
   const Range r = BlockRange(chunk / P);
   auto length = [&](int j) -> size_t {
@@ -48,7 +44,7 @@ __global__ void __launch_bounds__(kThreads) TwoShotKernel(const __grid_constant_
   };
   auto slot = [&](int owner, int stage, int source) {
     return reinterpret_cast<T*>(a.data[owner] +
-                                TwoShotSlotOffset(a.half_bytes, a.slot_bytes, a.world, stage, parity, source));
+                                TwoShotSlotOffset(a.half_bytes, a.slot_bytes, a.world, stage, call.parity, source));
   };
   const T* in = static_cast<const T*>(a.in);
   T* out = static_cast<T*>(a.out);
@@ -58,7 +54,7 @@ __global__ void __launch_bounds__(kThreads) TwoShotKernel(const __grid_constant_
     T* dst = slot(q, 0, a.rank);
     CopyRange<T>(r, length(q), in + q * chunk, &dst, 1);
   }
-  Barrier(a, a.flags_in, epoch);
+  Barrier(a, a.flags_in, call.epoch);
   const T* sources[kMaxWorkers];
 #pragma unroll
   for (int j = 0; j < kMaxWorkers; ++j) {
@@ -71,7 +67,7 @@ __global__ void __launch_bounds__(kThreads) TwoShotKernel(const __grid_constant_
     if (k < a.world) dsts[k] = slot((a.rank + k) % a.world, 1, a.rank);
   }
   ReduceRange<T>(r, length(a.rank), sources, a.world, a.rank, dsts, a.world);
-  Barrier(a, a.flags_out, epoch);
+  Barrier(a, a.flags_out, call.epoch);
   // All-gather: the sums the peers wrote into this worker's slots.
   for (int j = 0; j < a.world; ++j) {
     if (j == a.rank) continue;
@@ -87,10 +83,9 @@ __global__ void __launch_bounds__(kThreads) TwoShotKernel(const __grid_constant_
 // worker's input any more and the next producer on this stream may overwrite it.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) ZeroCopyOneShotKernel(const __grid_constant__ KernelArgs a) {
-  FollowPreviousGrid();
+  const FlagCall call = StartFlagCall(a);
   constexpr int P = kPer<T>;
-  const uint64_t epoch = NextEpoch(a.epochs);
-  Barrier(a, a.flags_in, epoch);
+  Barrier(a, a.flags_in, call.epoch);
   const T* sources[kMaxWorkers];
 #pragma unroll
   for (int j = 0; j < kMaxWorkers; ++j) {
@@ -98,7 +93,7 @@ __global__ void __launch_bounds__(kThreads) ZeroCopyOneShotKernel(const __grid_c
   }
   T* out = static_cast<T*>(a.out);
   ReduceRange<T>(BlockRange((a.count + P - 1) / P), a.count, sources, a.world, a.rank, &out, 1);
-  Barrier(a, a.flags_out, epoch);
+  Barrier(a, a.flags_out, call.epoch);
 }
 
 }  // namespace

@@ -4,16 +4,14 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "internal/cuda_common.h"
 #include "internal/pooled_allocator.h"
 #include "vdev/cuda_allreduce.h"
 
 namespace vdev {
 namespace {
 
-absl::Status CudaStatus(cudaError_t e, absl::string_view what) {
-  if (e == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
-}
+using internal::CudaStatus;
 
 class CudaIPCAllocator final : public internal::PooledIPCAllocator {
  public:

@@ -78,7 +78,7 @@ std::optional<RegionLayout> LayoutFor(size_t bytes) {
   // The barrier words and epochs after the data are a fixed 34 KiB: only the data's rounding and
   // the sums after it can overflow.
   constexpr size_t kFlagBytes = (2 * kBarrierWords + kMaxBarrierBlocks) * sizeof(uint64_t);
-  const std::optional<size_t> data = CheckedRoundUp(bytes, 256);
+  const std::optional<size_t> data = CheckedRoundUp(bytes, kRegionAlignment);
   const std::optional<size_t> flags_end = data ? CheckedAdd(*data, kFlagBytes) : std::nullopt;
   const std::optional<size_t> total = flags_end ? CheckedRoundUp(*flags_end, 4096) : std::nullopt;
   if (!total) return std::nullopt;

@@ -18,17 +18,11 @@ namespace {
 constexpr int64_t kQueryBlock = 128;
 
 absl::Status AttentionKernel(const KernelCall& call) {
-  constexpr absl::string_view op = "attention";
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+  constexpr KernelOp op = KernelOp::Cpu("attention");
+  VDEV_ASSIGN_OR_RETURN(AttentionShape shape, CheckAttention(op, call));
   const TensorRef &qkv = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(DispatchFloat(op, qkv.dtype, [](auto) { return absl::OkStatus(); }));
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, qkv.dtype, "the output"));
-  if (qkv.shape.size() != 4 || qkv.shape[1] != 3)
-    return Invalid(op, "qkv must have shape [T,3,H,D], not ", ShapeString(qkv.shape));
-  const int64_t t = qkv.shape[0], heads = qkv.shape[2], d = qkv.shape[3];
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, Shape{t, heads, d}, "the output"));
-  if (t * 3 * heads * d > INT32_MAX) return Invalid(op, "qkv has more than 2^31-1 elements");
-  const bool causal = AttrsOf(call).BoolOr("causal", false);
+  const int64_t t = shape.tokens, heads = shape.heads, d = shape.head_dim;
+  const bool causal = shape.causal;
   if (t == 0 || heads == 0 || d == 0) return absl::OkStatus();
   const int64_t elem = static_cast<int64_t>(DTypeBytes(qkv.dtype));
   const int64_t row = 3 * heads * d;  // qkv's stride between tokens
@@ -83,17 +77,10 @@ absl::Status AttentionKernel(const KernelCall& call) {
 
 // silu_mul(x[..., 2F]) -> [..., F]: silu(x[..., :F]) * x[..., F:], rounded once.
 absl::Status SiluMulKernel(const KernelCall& call) {
-  constexpr absl::string_view op = "silu_mul";
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+  constexpr KernelOp op = KernelOp::Cpu("silu_mul");
+  VDEV_ASSIGN_OR_RETURN(Rows shape, CheckSiluMul(op, call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  if (x.shape.empty() || x.shape.back() % 2 != 0)
-    return Invalid(op, "the last axis must have an even size, not shape ", ShapeString(x.shape));
-  Shape shape = x.shape;
-  const int64_t f = shape.back() / 2;
-  shape.back() = f;
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, shape, "the output"));
-  const int64_t rows = f == 0 ? 0 : out.NumElements() / f;
+  const int64_t rows = shape.rows, f = shape.len;
   return DispatchFloat(op, x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     for (int64_t r = 0; r < rows; ++r) {

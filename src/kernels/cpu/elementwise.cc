@@ -12,31 +12,33 @@ namespace {
 
 enum class BinaryOp { kAdd, kSubtract, kMultiply, kDivide };
 
-constexpr absl::string_view BinaryName(BinaryOp op) {
+constexpr KernelOp BinaryName(BinaryOp op) {
   switch (op) {
-    case BinaryOp::kAdd: return "add";
-    case BinaryOp::kSubtract: return "subtract";
-    case BinaryOp::kMultiply: return "multiply";
-    case BinaryOp::kDivide: return "divide";
+    case BinaryOp::kAdd: return KernelOp::Cpu("add");
+    case BinaryOp::kSubtract: return KernelOp::Cpu("subtract");
+    case BinaryOp::kMultiply: return KernelOp::Cpu("multiply");
+    case BinaryOp::kDivide: return KernelOp::Cpu("divide");
   }
-  return "?";
+  return KernelOp::Cpu("?");
 }
 
+template <BinaryOp kOp, typename V>
+V Arithmetic(V a, V b) {
+  if constexpr (kOp == BinaryOp::kAdd) return a + b;
+  if constexpr (kOp == BinaryOp::kSubtract) return a - b;
+  if constexpr (kOp == BinaryOp::kMultiply) return a * b;
+  if constexpr (kOp == BinaryOp::kDivide) return a / b;
+}
+
+// Integers compute in their unsigned type, so they wrap; floats compute in f32, rounded once.
 template <BinaryOp kOp, typename T>
 T ApplyBinary(T x, T y) {
   if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    const U a = static_cast<U>(x), b = static_cast<U>(y);
-    if constexpr (kOp == BinaryOp::kAdd) return static_cast<T>(a + b);
-    if constexpr (kOp == BinaryOp::kSubtract) return static_cast<T>(a - b);
-    if constexpr (kOp == BinaryOp::kMultiply) return static_cast<T>(a * b);
     static_assert(kOp != BinaryOp::kDivide, "integer division has no kernel");
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(Arithmetic<kOp>(static_cast<U>(x), static_cast<U>(y)));
   } else {
-    const float a = ToFloat(x), b = ToFloat(y);
-    if constexpr (kOp == BinaryOp::kAdd) return FromFloat<T>(a + b);
-    if constexpr (kOp == BinaryOp::kSubtract) return FromFloat<T>(a - b);
-    if constexpr (kOp == BinaryOp::kMultiply) return FromFloat<T>(a * b);
-    if constexpr (kOp == BinaryOp::kDivide) return FromFloat<T>(a / b);
+    return FromFloat<T>(Arithmetic<kOp>(ToFloat(x), ToFloat(y)));
   }
 }
 
@@ -59,7 +61,7 @@ void RunBinary(const BroadcastWalk& walk, const T* a, const T* b, T* out) {
 
 template <BinaryOp kOp>
 absl::Status BinaryKernel(const KernelCall& call) {
-  constexpr absl::string_view op = BinaryName(kOp);
+  constexpr KernelOp op = BinaryName(kOp);
   VDEV_RETURN_IF_ERROR(CheckArity(op, call, 2, 1));
   const TensorRef &a = call.inputs[0], &b = call.inputs[1], &out = call.outputs[0];
   VDEV_RETURN_IF_ERROR(CheckDType(op, b, a.dtype, "operand 2"));
@@ -100,11 +102,10 @@ float ApplyUnary(float x) {
 }
 
 template <UnaryOp kOp>
-absl::Status RunUnary(absl::string_view op, const KernelCall& call) {
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+absl::Status RunUnary(absl::string_view name, const KernelCall& call) {
+  const KernelOp op = KernelOp::Cpu(name);
+  VDEV_RETURN_IF_ERROR(CheckUnary(op, call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, x.shape, "the output"));
   return DispatchFloat(op, x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* in = static_cast<const T*>(x.data);
@@ -120,7 +121,7 @@ absl::Status GeluKernel(const KernelCall& call) {
   std::optional<std::string> approximate = AttrsOf(call).Text("approximate");
   if (!approximate || *approximate == "none") return RunUnary<UnaryOp::kGeluErf>("gelu", call);
   if (*approximate == "tanh") return RunUnary<UnaryOp::kGeluTanh>("gelu", call);
-  return Invalid("gelu", "approximate must be \"none\" or \"tanh\", not \"", *approximate, "\"");
+  return Invalid(KernelOp::Cpu("gelu"), "approximate must be \"none\" or \"tanh\", not \"", *approximate, "\"");
 }
 
 }  // namespace

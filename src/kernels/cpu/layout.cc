@@ -12,19 +12,14 @@
 namespace vdev::kernels_internal {
 namespace {
 
-// Unsigned integer of `bytes` bytes, so a copy moves an element in one load and store.
-template <size_t kBytes>
-using Word = std::conditional_t<kBytes == 1, uint8_t,
-             std::conditional_t<kBytes == 2, uint16_t, std::conditional_t<kBytes == 4, uint32_t, uint64_t>>>;
-
+// Calls f with an unsigned integer of `bytes` bytes (1, 2, 4, 8), so a copy moves an element in
+// one load and store.
 template <typename F>
 void WithWord(size_t bytes, F&& f) {
-  switch (bytes) {
-    case 1: return f(Word<1>{});
-    case 2: return f(Word<2>{});
-    case 4: return f(Word<4>{});
-    default: return f(Word<8>{});
-  }
+  if (bytes == 1) return f(uint8_t{});
+  if (bytes == 2) return f(uint16_t{});
+  if (bytes == 4) return f(uint32_t{});
+  return f(uint64_t{});
 }
 
 // out[i0, ..., ir] = in[sum i_d * in_strides[d]] over the output's dims, in output order.
@@ -53,64 +48,22 @@ void GatherStrided(const W* in, W* out, const Shape& dims, const std::vector<int
 
 // transpose(x, axes=[...]): out.shape[i] = x.shape[axes[i]]; default: reversed axes.
 absl::Status TransposeKernel(const KernelCall& call) {
-  constexpr absl::string_view op = "transpose";
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+  VDEV_ASSIGN_OR_RETURN(Permutation p, CheckTranspose(KernelOp::Cpu("transpose"), call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  const size_t rank = x.shape.size();
-  std::vector<int64_t> axes;
-  if (std::optional<std::vector<int64_t>> given = AttrsOf(call).Ints("axes")) {
-    axes = *given;
-  } else {
-    for (size_t i = rank; i-- > 0;) axes.push_back(static_cast<int64_t>(i));
-  }
-  if (axes.size() != rank) return Invalid(op, "axes has ", axes.size(), " entries for rank ", rank);
-  std::vector<bool> seen(rank, false);
-  std::vector<int64_t> strides(rank, 1), in_strides(rank);
-  for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * x.shape[d];
-  Shape shape;
-  for (size_t i = 0; i < rank; ++i) {
-    VDEV_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(op, axes[i], rank));
-    if (seen[a]) return Invalid(op, "axes is not a permutation: ", axes[i], " repeats");
-    seen[a] = true;
-    shape.push_back(x.shape[a]);
-    in_strides[i] = strides[a];
-  }
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, shape, "the output"));
   WithWord(DTypeBytes(x.dtype), [&](auto word) {
     using W = decltype(word);
-    GatherStrided(static_cast<const W*>(x.data), static_cast<W*>(out.data), shape, in_strides);
+    GatherStrided(static_cast<const W*>(x.data), static_cast<W*>(out.data), p.shape, p.in_strides);
   });
-  return absl::OkStatus();
-}
-
-// Checks that `pieces` joined along `axis` make `whole` (same dtype and rank, other dims equal).
-absl::Status CheckPieces(absl::string_view op, const TensorRef& whole, absl::Span<const TensorRef> pieces,
-                         int64_t axis, absl::string_view piece_name) {
-  int64_t extent = 0;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    const TensorRef& p = pieces[i];
-    const std::string what = absl::StrCat(piece_name, " ", i + 1);
-    VDEV_RETURN_IF_ERROR(CheckDType(op, p, whole.dtype, what));
-    Shape expected = whole.shape;
-    if (p.shape.size() == expected.size()) expected[axis] = p.shape[axis];
-    VDEV_RETURN_IF_ERROR(CheckShape(op, p, expected, what));
-    extent += p.shape[axis];
-  }
-  if (extent != whole.shape[axis])
-    return Invalid(op, "the parts sum to ", extent, " along axis ", axis, ", not ", whole.shape[axis]);
   return absl::OkStatus();
 }
 
 // Copies between `whole` and its `pieces` along `axis`: into the whole (concatenate) or out of it.
 void MovePieces(const TensorRef& whole, absl::Span<const TensorRef> pieces, int64_t axis, bool into_whole) {
-  int64_t outer = 1, inner = static_cast<int64_t>(DTypeBytes(whole.dtype));
-  for (int64_t d = 0; d < axis; ++d) outer *= whole.shape[d];
-  for (size_t d = axis + 1; d < whole.shape.size(); ++d) inner *= whole.shape[d];
+  const AroundAxis view = ViewAround(whole.shape, axis, static_cast<int64_t>(DTypeBytes(whole.dtype)));
   char* w = static_cast<char*>(whole.data);
-  for (int64_t o = 0; o < outer; ++o) {
+  for (int64_t o = 0; o < view.outer; ++o) {
     for (const TensorRef& p : pieces) {
-      const int64_t bytes = p.shape[axis] * inner;
+      const int64_t bytes = p.shape[axis] * view.inner;
       char* q = static_cast<char*>(p.data) + o * bytes;
       if (bytes > 0) std::memcpy(into_whole ? w : q, into_whole ? q : w, static_cast<size_t>(bytes));
       w += bytes;
@@ -118,44 +71,17 @@ void MovePieces(const TensorRef& whole, absl::Span<const TensorRef> pieces, int6
   }
 }
 
-absl::Status ConcatenateKernel(absl::string_view op, const KernelCall& call) {
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, -1, 1));
-  const TensorRef& out = call.outputs[0];
-  if (out.shape.empty()) return Invalid(op, "cannot concatenate 0-d tensors");
-  VDEV_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(op, AttrsOf(call).IntOr("axis", 0), out.shape.size()));
-  VDEV_RETURN_IF_ERROR(CheckPieces(op, out, call.inputs, axis, "operand"));
-  MovePieces(out, call.inputs, axis, /*into_whole=*/true);
+absl::Status ConcatenateKernel(absl::string_view name, const KernelCall& call) {
+  VDEV_ASSIGN_OR_RETURN(int64_t axis, CheckConcatenate(KernelOp::Cpu(name), call));
+  MovePieces(call.outputs[0], call.inputs, axis, /*into_whole=*/true);
   return absl::OkStatus();
 }
 
 // split(x, indices_or_sections=N | [i, ...], axis=0): the outputs are the parts, checked against
 // the attribute when it is given.
 absl::Status SplitKernel(const KernelCall& call) {
-  constexpr absl::string_view op = "split";
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, -1));
-  const TensorRef& x = call.inputs[0];
-  if (x.shape.empty()) return Invalid(op, "cannot split a 0-d tensor");
-  VDEV_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(op, AttrsOf(call).IntOr("axis", 0), x.shape.size()));
-  VDEV_RETURN_IF_ERROR(CheckPieces(op, x, call.outputs, axis, "output"));
-  const KernelAttr* sections = AttrsOf(call).Find("indices_or_sections");
-  if (sections != nullptr && std::holds_alternative<int64_t>(*sections)) {
-    const int64_t n = std::get<int64_t>(*sections);
-    if (static_cast<int64_t>(call.outputs.size()) != n || x.shape[axis] % n != 0)
-      return Invalid(op, "an axis of ", x.shape[axis], " does not split into ", call.outputs.size(), " outputs of ",
-                     n, " equal sections");
-    for (const TensorRef& p : call.outputs)
-      if (p.shape[axis] != x.shape[axis] / n) return Invalid(op, "the sections are not equal");
-  } else if (sections != nullptr && std::holds_alternative<std::vector<int64_t>>(*sections)) {
-    const std::vector<int64_t>& at = std::get<std::vector<int64_t>>(*sections);
-    if (call.outputs.size() != at.size() + 1) return Invalid(op, at.size(), " indices need ", at.size() + 1, " outputs");
-    int64_t start = 0;
-    for (size_t i = 0; i < at.size(); ++i) {
-      if (call.outputs[i].shape[axis] != at[i] - start)
-        return Invalid(op, "output ", i + 1, " does not end at index ", at[i]);
-      start = at[i];
-    }
-  }
-  MovePieces(x, call.outputs, axis, /*into_whole=*/false);
+  VDEV_ASSIGN_OR_RETURN(int64_t axis, CheckSplit(KernelOp::Cpu("split"), call));
+  MovePieces(call.inputs[0], call.outputs, axis, /*into_whole=*/false);
   return absl::OkStatus();
 }
 
@@ -194,12 +120,9 @@ To Convert(From v) {
 }
 
 absl::Status CastKernel(const KernelCall& call) {
-  constexpr absl::string_view op = "cast";
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+  constexpr KernelOp op = KernelOp::Cpu("cast");
+  VDEV_RETURN_IF_ERROR(CheckCast(op, call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, x.shape, "the output"));
-  if (std::optional<std::string> name = AttrsOf(call).Text("dtype"); name && *name != ir::DTypeName(out.dtype))
-    return Invalid(op, "dtype=", *name, " but the output has dtype ", ir::DTypeName(out.dtype));
   const int64_t n = x.NumElements();
   return DispatchNumeric(op, x.dtype, [&](auto from_tag) {
     using From = typename decltype(from_tag)::type;
@@ -215,18 +138,9 @@ absl::Status CastKernel(const KernelCall& call) {
 
 // take(table, indices, axis=0): out = table[:axis] + indices.shape + table[axis+1:].
 absl::Status TakeKernel(const KernelCall& call) {
-  constexpr absl::string_view op = "take";
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 2, 1));
+  constexpr KernelOp op = KernelOp::Cpu("take");
+  VDEV_ASSIGN_OR_RETURN(int64_t axis, CheckTake(op, call));
   const TensorRef &table = call.inputs[0], &indices = call.inputs[1], &out = call.outputs[0];
-  if (indices.dtype != ir::DType::kI32 && indices.dtype != ir::DType::kI64)
-    return Invalid(op, "indices must be i32 or i64, not ", ir::DTypeName(indices.dtype));
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, table.dtype, "the output"));
-  if (table.shape.empty()) return Invalid(op, "cannot take from a 0-d table");
-  VDEV_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(op, AttrsOf(call).IntOr("axis", 0), table.shape.size()));
-  Shape shape(table.shape.begin(), table.shape.begin() + axis);
-  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
-  shape.insert(shape.end(), table.shape.begin() + axis + 1, table.shape.end());
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, shape, "the output"));
   const int64_t count = indices.NumElements(), size = table.shape[axis];
   std::vector<int64_t> at(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
@@ -235,13 +149,12 @@ absl::Status TakeKernel(const KernelCall& call) {
     if (at[i] < 0 || at[i] >= size)
       return Invalid(op, "index ", at[i], " (element ", i, " of the indices) is out of range [0, ", size, ")");
   }
-  int64_t outer = 1, inner = static_cast<int64_t>(DTypeBytes(table.dtype));
-  for (int64_t d = 0; d < axis; ++d) outer *= table.shape[d];
-  for (size_t d = axis + 1; d < table.shape.size(); ++d) inner *= table.shape[d];
+  const AroundAxis view = ViewAround(table.shape, axis, static_cast<int64_t>(DTypeBytes(table.dtype)));
+  const int64_t inner = view.inner;
   const char* src = static_cast<const char*>(table.data);
   char* dst = static_cast<char*>(out.data);
   if (inner == 0) return absl::OkStatus();
-  for (int64_t o = 0; o < outer; ++o) {
+  for (int64_t o = 0; o < view.outer; ++o) {
     for (int64_t i = 0; i < count; ++i, dst += inner)
       std::memcpy(dst, src + (o * size + at[i]) * inner, static_cast<size_t>(inner));
   }
@@ -251,11 +164,11 @@ absl::Status TakeKernel(const KernelCall& call) {
 }  // namespace
 
 void RegisterLayoutKernels(KernelRegistry& r) {
+  AddCpuKernel(r, "cast", CastKernel);  // the one that converts; the others move elements as they are
   AddCpuKernel(r, "transpose", TransposeKernel);
   AddCpuKernel(r, "concatenate", [](const KernelCall& c) { return ConcatenateKernel("concatenate", c); });
   AddCpuKernel(r, "concat", [](const KernelCall& c) { return ConcatenateKernel("concat", c); });
   AddCpuKernel(r, "split", SplitKernel);
-  AddCpuKernel(r, "cast", CastKernel);
   AddCpuKernel(r, "take", TakeKernel);
 }
 

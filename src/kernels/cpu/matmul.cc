@@ -12,7 +12,7 @@
 namespace vdev::kernels_internal {
 namespace {
 
-constexpr absl::string_view kOp = "matmul";
+constexpr KernelOp kOp = KernelOp::Cpu("matmul");
 // Columns of the right operand widened per sgemm: bounds the panel at K x 1024 floats.
 constexpr int64_t kPanelColumns = 1024;
 
@@ -57,7 +57,7 @@ void RunOne(const Gemm& g, const void* a, const void* b, void* c) {
 absl::Status MatmulKernel(const KernelCall& call) {
   VDEV_RETURN_IF_ERROR(CheckArity(kOp, call, 2, 1));
   const TensorRef &a = call.inputs[0], &b = call.inputs[1], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(DispatchFloat(kOp, a.dtype, [](auto) { return absl::OkStatus(); }));
+  VDEV_RETURN_IF_ERROR(CheckNumeric(kOp, a.dtype, /*integers=*/false));
   VDEV_RETURN_IF_ERROR(CheckDType(kOp, b, a.dtype, "operand 2"));
   VDEV_RETURN_IF_ERROR(CheckDType(kOp, out, a.dtype, "the output"));
   const size_t ra = a.shape.size(), rb = b.shape.size();
@@ -91,7 +91,7 @@ absl::Status MatmulKernel(const KernelCall& call) {
 
 }  // namespace
 
-void RegisterMatmulKernels(KernelRegistry& r) { AddCpuKernel(r, kOp, MatmulKernel); }
+void RegisterMatmulKernels(KernelRegistry& r) { AddCpuKernel(r, kOp.name(), MatmulKernel); }
 
 }  // namespace vdev::kernels_internal
 

@@ -10,17 +10,11 @@ namespace vdev::kernels_internal {
 namespace {
 
 // softmax(x, axis=-1): any axis; the axis is gathered into a contiguous f32 row.
-absl::Status SoftmaxKernel(absl::string_view op, const KernelCall& call) {
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+absl::Status SoftmaxKernel(absl::string_view name, const KernelCall& call) {
+  const KernelOp op = KernelOp::Cpu(name);
+  VDEV_ASSIGN_OR_RETURN(AroundAxis view, CheckSoftmax(op, call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, x.shape, "the output"));
-  if (x.shape.empty()) return Invalid(op, "needs a tensor of rank >= 1");
-  VDEV_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(op, AttrsOf(call).IntOr("axis", -1), x.shape.size()));
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
-  for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
-  const int64_t len = x.shape[axis];
+  const int64_t outer = view.outer, len = view.extent, inner = view.inner;
   return DispatchFloat(op, x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* in = static_cast<const T*>(x.data);
@@ -50,20 +44,11 @@ absl::Status SoftmaxKernel(absl::string_view op, const KernelCall& call) {
 // layer_norm(x, gamma, beta, epsilon=1e-5) and rms_norm(x, gamma, epsilon=1e-6) over the last axis.
 template <bool kRms>
 absl::Status NormKernel(const KernelCall& call) {
-  constexpr absl::string_view op = kRms ? "rms_norm" : "layer_norm";
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, kRms ? 2 : 3, 1));
+  constexpr KernelOp op = KernelOp::Cpu(kRms ? "rms_norm" : "layer_norm");
+  VDEV_ASSIGN_OR_RETURN(NormRows norm, CheckNorm(op, call, kRms));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, x.shape, "the output"));
-  if (x.shape.empty()) return Invalid(op, "needs a tensor of rank >= 1");
-  const int64_t len = x.shape.back();
-  for (size_t i = 1; i < call.inputs.size(); ++i) {
-    const std::string what = i == 1 ? "gamma" : "beta";
-    VDEV_RETURN_IF_ERROR(CheckDType(op, call.inputs[i], x.dtype, what));
-    VDEV_RETURN_IF_ERROR(CheckShape(op, call.inputs[i], Shape{len}, what));
-  }
-  const float eps = static_cast<float>(AttrsOf(call).FloatOr("epsilon", kRms ? 1e-6 : 1e-5));
-  const int64_t rows = len == 0 ? 0 : x.NumElements() / len;
+  const int64_t rows = norm.rows, len = norm.len;
+  const float eps = norm.epsilon;
   return DispatchFloat(op, x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* in = static_cast<const T*>(x.data);

@@ -217,11 +217,11 @@ __global__ void __launch_bounds__(kMmaThreads) MmaAttentionKernel(const T* __res
   T* vt = ks + kMmaKeys * kStride;          // [kD][kVStride]: V transposed
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const int h = blockIdx.y;
-  const int q0 = (gridDim.x - 1 - blockIdx.x) * kMmaQueries;  // the causal blocks with the most keys first
   const int64_t token_stride = 3LL * heads * kD;
   const T* q_base = qkv + static_cast<int64_t>(h) * kD;
   const T* k_base = q_base + static_cast<int64_t>(heads) * kD;
   const T* v_base = k_base + static_cast<int64_t>(heads) * kD;
+  const int q0 = (gridDim.x - 1 - blockIdx.x) * kMmaQueries;  // the causal blocks with the most keys first
 
   for (int e = threadIdx.x; e < kMmaQueries * kPacks; e += kMmaThreads) {
     const int r = e / kPacks, c = e % kPacks;

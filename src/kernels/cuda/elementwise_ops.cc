@@ -14,7 +14,7 @@ using cuda_ops::Unary;
 
 // The strided view of `out = a op b` under NumPy broadcasting; nullopt when a and b are both dense
 // and of out's element count (the packed fast path).
-absl::StatusOr<std::optional<cuda_ops::Strided>> BroadcastOf(absl::string_view op, const TensorRef& out,
+absl::StatusOr<std::optional<cuda_ops::Strided>> BroadcastOf(const KernelOp& op, const TensorRef& out,
                                                               const TensorRef& a, const TensorRef& b) {
   const int rank = static_cast<int>(out.shape.size());
   if (static_cast<int>(a.shape.size()) > rank || static_cast<int>(b.shape.size()) > rank)
@@ -55,7 +55,8 @@ absl::StatusOr<std::optional<cuda_ops::Strided>> BroadcastOf(absl::string_view o
 }
 
 template <Binary kOp>
-absl::Status BinaryOp(absl::string_view op, const KernelCall& call) {
+absl::Status BinaryOp(absl::string_view name, const KernelCall& call) {
+  const KernelOp op = KernelOp::Cuda(name);
   VDEV_RETURN_IF_ERROR(CheckArity(op, call, 2, 1));
   const TensorRef &a = call.inputs[0], &b = call.inputs[1], &out = call.outputs[0];
   VDEV_RETURN_IF_ERROR(CheckDType(op, b, a.dtype, "operand 2"));
@@ -66,11 +67,10 @@ absl::Status BinaryOp(absl::string_view op, const KernelCall& call) {
                                              shape ? &*shape : nullptr, StreamOf(call)));
 }
 
-absl::Status UnaryOp(absl::string_view op, Unary kind, const KernelCall& call) {
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+absl::Status UnaryOp(absl::string_view name, Unary kind, const KernelCall& call) {
+  const KernelOp op = KernelOp::Cuda(name);
+  VDEV_RETURN_IF_ERROR(kernels_internal::CheckUnary(op, call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, x.shape, "the output"));
   VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem t, ElemOf(op, x.dtype));
   return Launched(op, cuda_ops::LaunchUnary(kind, t, x.data, out.data, x.NumElements(), StreamOf(call)));
 }
@@ -79,70 +79,43 @@ absl::Status Gelu(const KernelCall& call) {
   std::optional<std::string> approximate = AttrsOf(call).Text("approximate");
   if (!approximate || *approximate == "none") return UnaryOp("gelu", Unary::kGeluErf, call);
   if (*approximate == "tanh") return UnaryOp("gelu", Unary::kGeluTanh, call);
-  return Invalid("gelu", "approximate must be \"none\" or \"tanh\", not \"", *approximate, "\"");
+  return Invalid(KernelOp::Cuda("gelu"), "approximate must be \"none\" or \"tanh\", not \"", *approximate, "\"");
 }
 
 absl::Status SiluMul(const KernelCall& call) {
-  constexpr absl::string_view op = "silu_mul";
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+  constexpr KernelOp op = KernelOp::Cuda("silu_mul");
+  VDEV_ASSIGN_OR_RETURN(kernels_internal::Rows shape, kernels_internal::CheckSiluMul(op, call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  if (x.shape.empty() || x.shape.back() % 2 != 0)
-    return Invalid(op, "the last axis must have an even size, not shape ", ShapeString(x.shape));
-  Shape shape = x.shape;
-  const int64_t f = shape.back() / 2;
-  shape.back() = f;
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, shape, "the output"));
   VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem t, ElemOf(op, x.dtype));
-  const int64_t rows = f == 0 ? 0 : out.NumElements() / f;
-  return Launched(op, cuda_ops::LaunchSiluMul(t, x.data, out.data, rows, f, StreamOf(call)));
+  return Launched(op, cuda_ops::LaunchSiluMul(t, x.data, out.data, shape.rows, shape.len, StreamOf(call)));
 }
 
 absl::Status Cast(const KernelCall& call) {
-  constexpr absl::string_view op = "cast";
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+  constexpr KernelOp op = KernelOp::Cuda("cast");
+  VDEV_RETURN_IF_ERROR(kernels_internal::CheckCast(op, call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, x.shape, "the output"));
-  if (std::optional<std::string> name = AttrsOf(call).Text("dtype"); name && *name != ir::DTypeName(out.dtype))
-    return Invalid(op, "dtype=", *name, " but the output has dtype ", ir::DTypeName(out.dtype));
   VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem from, ElemOf(op, x.dtype, /*integers=*/true));
   VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem to, ElemOf(op, out.dtype, /*integers=*/true));
   return Launched(op, cuda_ops::LaunchCast(from, to, x.data, out.data, x.NumElements(), StreamOf(call)));
 }
 
-absl::Status Softmax(absl::string_view op, const KernelCall& call) {
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+absl::Status Softmax(absl::string_view name, const KernelCall& call) {
+  const KernelOp op = KernelOp::Cuda(name);
+  VDEV_ASSIGN_OR_RETURN(AroundAxis view, kernels_internal::CheckSoftmax(op, call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, x.shape, "the output"));
-  if (x.shape.empty()) return Invalid(op, "needs a tensor of rank >= 1");
   VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem t, ElemOf(op, x.dtype));
-  VDEV_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(op, AttrsOf(call).IntOr("axis", -1), x.shape.size()));
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
-  for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
-  return Launched(op, cuda_ops::LaunchSoftmax(t, x.data, out.data, outer, x.shape[axis], inner, StreamOf(call)));
+  return Launched(op,
+                  cuda_ops::LaunchSoftmax(t, x.data, out.data, view.outer, view.extent, view.inner, StreamOf(call)));
 }
 
 template <bool kRms>
 absl::Status Norm(const KernelCall& call) {
-  constexpr absl::string_view op = kRms ? "rms_norm" : "layer_norm";
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, kRms ? 2 : 3, 1));
+  constexpr KernelOp op = KernelOp::Cuda(kRms ? "rms_norm" : "layer_norm");
+  VDEV_ASSIGN_OR_RETURN(kernels_internal::NormRows norm, kernels_internal::CheckNorm(op, call, kRms));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  VDEV_RETURN_IF_ERROR(CheckShape(op, out, x.shape, "the output"));
-  if (x.shape.empty()) return Invalid(op, "needs a tensor of rank >= 1");
-  const int64_t len = x.shape.back();
-  for (size_t i = 1; i < call.inputs.size(); ++i) {
-    const absl::string_view what = i == 1 ? "gamma" : "beta";
-    VDEV_RETURN_IF_ERROR(CheckDType(op, call.inputs[i], x.dtype, what));
-    VDEV_RETURN_IF_ERROR(CheckShape(op, call.inputs[i], Shape{len}, what));
-  }
   VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem t, ElemOf(op, x.dtype));
-  const float eps = static_cast<float>(AttrsOf(call).FloatOr("epsilon", kRms ? 1e-6 : 1e-5));
-  const int64_t rows = len == 0 ? 0 : x.NumElements() / len;
   return Launched(op, cuda_ops::LaunchNorm(t, x.data, call.inputs[1].data, kRms ? nullptr : call.inputs[2].data,
-                                           out.data, rows, len, eps, StreamOf(call)));
+                                           out.data, norm.rows, norm.len, norm.epsilon, StreamOf(call)));
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 namespace vdev::cuda_internal {
 namespace {
 
-constexpr absl::string_view kOp = "matmul";
+constexpr KernelOp kOp = KernelOp::Cuda("matmul");
 
 struct BatchDim {
   int64_t extent, a_stride, b_stride;  // strides in matrices, 0 where broadcast

@@ -7,43 +7,7 @@
 #include <immintrin.h>
 #endif
 
-#include "absl/strings/str_join.h"
-
 namespace vdev::kernels_internal {
-
-std::string ShapeString(const Shape& shape) { return absl::StrCat("[", absl::StrJoin(shape, ","), "]"); }
-
-absl::Status CheckArity(absl::string_view op, const KernelCall& call, int inputs, int outputs) {
-  auto wrong = [](size_t have, int want) { return want < 0 ? have == 0 : have != static_cast<size_t>(want); };
-  if (wrong(call.inputs.size(), inputs))
-    return Invalid(op, "takes ", inputs < 0 ? "at least 1" : absl::StrCat(inputs), " input(s), not ",
-                   call.inputs.size());
-  if (wrong(call.outputs.size(), outputs))
-    return Invalid(op, "writes ", outputs < 0 ? "at least 1" : absl::StrCat(outputs), " output(s), not ",
-                   call.outputs.size());
-  return absl::OkStatus();
-}
-
-absl::Status CheckDType(absl::string_view op, const TensorRef& tensor, ir::DType dtype, absl::string_view what) {
-  if (tensor.dtype == dtype) return absl::OkStatus();
-  return Invalid(op, what, " has dtype ", ir::DTypeName(tensor.dtype), ", expected ", ir::DTypeName(dtype));
-}
-
-absl::Status CheckShape(absl::string_view op, const TensorRef& tensor, const Shape& shape, absl::string_view what) {
-  if (tensor.shape == shape) return absl::OkStatus();
-  return Invalid(op, what, " has shape ", ShapeString(tensor.shape), ", expected ", ShapeString(shape));
-}
-
-const KernelAttrs& AttrsOf(const KernelCall& call) {
-  static const KernelAttrs* empty = new KernelAttrs();
-  return call.attrs != nullptr ? *call.attrs : *empty;
-}
-
-absl::StatusOr<int64_t> NormalizeAxis(absl::string_view op, int64_t axis, size_t rank) {
-  const int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) return Invalid(op, "axis ", axis, " is out of range for rank ", rank);
-  return axis < 0 ? axis + r : axis;
-}
 
 namespace {
 
@@ -111,7 +75,7 @@ float* Scratch(int slot, int64_t n) {
   return b.data();
 }
 
-absl::StatusOr<BroadcastWalk> BroadcastWalk::Make(absl::string_view op, const Shape& out, const Shape& a,
+absl::StatusOr<BroadcastWalk> BroadcastWalk::Make(const KernelOp& op, const Shape& out, const Shape& a,
                                                   const Shape& b) {
   const size_t rank = out.size();
   if (a.size() > rank || b.size() > rank)

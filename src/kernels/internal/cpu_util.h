@@ -1,5 +1,6 @@
-// What the CPU kernel families share: element types, dtype dispatch, argument checks, broadcasting
-// and the f32 panels the f16/bf16 kernels compute in.
+// What the CPU kernel families share: element types, dtype dispatch, broadcasting and the f32
+// panels the f16/bf16 kernels compute in. Their argument checks are internal/op_checks.h's (shared
+// with the CUDA op wrappers).
 //
 // A float kernel is written once over an element type T (float, F16 or BF16): it widens with
 // ToFloat, computes in f32 and stores with FromFloat<T>, the one rounding (half.h's RNE) per value.
@@ -15,8 +16,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "internal/op_checks.h"
 #include "vdev/half.h"
 #include "vdev/kernels.h"
+#include "vdev/status_macros.h"
 #include "vdev/tensor.h"
 
 namespace vdev::kernels_internal {
@@ -46,52 +49,25 @@ struct Tag {
   using type = T;
 };
 
-// "'op': message" as InvalidArgument, the form every kernel error takes.
-template <typename... Args>
-absl::Status Invalid(absl::string_view op, const Args&... args) {
-  return absl::InvalidArgumentError(absl::StrCat("'", op, "': ", args...));
-}
-
-std::string ShapeString(const Shape& shape);
-
-// InvalidArgument unless the call has `inputs` inputs and `outputs` outputs (-1: any number >= 1).
-absl::Status CheckArity(absl::string_view op, const KernelCall& call, int inputs, int outputs);
-
-// InvalidArgument unless `tensor` has `dtype`; `what` names it ("operand 2", "the output").
-absl::Status CheckDType(absl::string_view op, const TensorRef& tensor, ir::DType dtype, absl::string_view what);
-
-// InvalidArgument unless `tensor` has `shape`.
-absl::Status CheckShape(absl::string_view op, const TensorRef& tensor, const Shape& shape, absl::string_view what);
-
-// The call's attributes; an empty set when it has none.
-const KernelAttrs& AttrsOf(const KernelCall& call);
-
-// Normalises a possibly negative axis against `rank`; InvalidArgument when out of range.
-absl::StatusOr<int64_t> NormalizeAxis(absl::string_view op, int64_t axis, size_t rank);
-
 // Calls f(Tag<T>{}) with T the element type of a float dtype (f32, f16, bf16); InvalidArgument
 // naming the op for any other dtype.
 template <typename F>
-absl::Status DispatchFloat(absl::string_view op, ir::DType dtype, F&& f) {
+absl::Status DispatchFloat(const KernelOp& op, ir::DType dtype, F&& f) {
   switch (dtype) {
     case ir::DType::kF32: return f(Tag<float>{});
     case ir::DType::kF16: return f(Tag<F16>{});
     case ir::DType::kBF16: return f(Tag<BF16>{});
-    default: return Invalid(op, "dtype ", ir::DTypeName(dtype), " is not supported (f32, f16, bf16)");
+    default: return CheckNumeric(op, dtype, /*integers=*/false);  // the error: not a float dtype
   }
 }
 
 // Like DispatchFloat, and also i32 and i64 (T = int32_t, int64_t).
 template <typename F>
-absl::Status DispatchNumeric(absl::string_view op, ir::DType dtype, F&& f) {
-  switch (dtype) {
-    case ir::DType::kF32: return f(Tag<float>{});
-    case ir::DType::kF16: return f(Tag<F16>{});
-    case ir::DType::kBF16: return f(Tag<BF16>{});
-    case ir::DType::kI32: return f(Tag<int32_t>{});
-    case ir::DType::kI64: return f(Tag<int64_t>{});
-    default: return Invalid(op, "dtype ", ir::DTypeName(dtype), " is not supported (f32, f16, bf16, i32, i64)");
-  }
+absl::Status DispatchNumeric(const KernelOp& op, ir::DType dtype, F&& f) {
+  if (dtype == ir::DType::kI32) return f(Tag<int32_t>{});
+  if (dtype == ir::DType::kI64) return f(Tag<int64_t>{});
+  VDEV_RETURN_IF_ERROR(CheckNumeric(op, dtype, /*integers=*/true));
+  return DispatchFloat(op, dtype, std::forward<F>(f));
 }
 
 // Widens n elements of a float dtype (f32, f16, bf16) to f32; f16 uses the CPU's F16C instructions
@@ -110,7 +86,7 @@ float* Scratch(int slot, int64_t n);
 class BroadcastWalk {
  public:
   // a and b must broadcast to out (NumPy rules; checked by Make).
-  static absl::StatusOr<BroadcastWalk> Make(absl::string_view op, const Shape& out, const Shape& a, const Shape& b);
+  static absl::StatusOr<BroadcastWalk> Make(const KernelOp& op, const Shape& out, const Shape& a, const Shape& b);
 
   // Calls fn(out_offset, a_offset, b_offset, run, a_step, b_step) for each run, in output order.
   template <typename Fn>

@@ -70,6 +70,31 @@ __device__ void Barrier(const KernelArgs& a, uint64_t* const* flags, uint64_t ep
   __syncthreads();
 }
 
+// How a flag-barrier kernel starts: after the previous grid (programmatic launch), this call's
+// epoch (NextEpoch) and the workspace half it uses.
+struct FlagCall {
+  uint64_t epoch;
+  size_t parity;
+};
+__device__ __forceinline__ FlagCall StartFlagCall(const KernelArgs& a) {
+  FollowPreviousGrid();
+  const uint64_t epoch = NextEpoch(a.epochs);
+  return {epoch, epoch & 1};
+}
+
+// How a low-latency kernel starts: after the previous grid, this call's number (its block's epoch
+// + 1; FinishEpoch stores it at the end), the flag its lines carry and the workspace half it uses.
+struct LLCall {
+  uint64_t call;
+  uint32_t flag;
+  size_t parity;
+};
+__device__ __forceinline__ LLCall StartLLCall(const KernelArgs& a) {
+  FollowPreviousGrid();
+  const uint64_t call = a.epochs[blockIdx.x] + 1;
+  return {call, LLFlag(call), call & 1};
+}
+
 // This block's share [lo, hi) of `packs` 16-byte packs.
 struct Range {
   size_t lo, hi;

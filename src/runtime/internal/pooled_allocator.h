@@ -16,7 +16,10 @@
 
 namespace vdev::internal {
 
-// Where the parts of one worker's region lie; every offset is 256-byte aligned.
+// Every part of a region (its data, barrier words and epochs) starts at a multiple of this.
+constexpr size_t kRegionAlignment = 256;
+
+// Where the parts of one worker's region lie.
 struct RegionLayout {
   size_t data_bytes = 0;
   size_t barrier_in_offset = 0;
