@@ -38,6 +38,14 @@ namespace vdev::planner_internal {
 using Cost = int64_t;
 inline constexpr Cost kForbidden = std::numeric_limits<Cost>::max();
 
+// Bytes that count against a capacity cut when `var` is on the cut's device and, if `other` is set,
+// `other` is not (a copy of other's value made for var exists only then).
+struct CapacityTerm {
+  uint32_t var = 0;
+  uint32_t other = UINT32_MAX;
+  int64_t bytes = 0;
+};
+
 struct PlacementModel {
   int num_devices = 0;
   // unary[v][d]: the cost of variable v on device d (kForbidden: not allowed).
@@ -49,16 +57,11 @@ struct PlacementModel {
     std::vector<Cost> cost;
   };
   std::vector<Pair> pairs;
-  // Σ bytes of the terms that hold <= limit. A term holds when `var` is on `device` and, if `other`
-  // is set, `other` is not (a copy of other's value made for var exists only then).
+  // Σ bytes of the terms that hold <= limit (CapacityTerm).
   struct CapacityCut {
+    using Term = CapacityTerm;
     int device = 0;
     int64_t limit = 0;
-    struct Term {
-      uint32_t var = 0;
-      uint32_t other = UINT32_MAX;
-      int64_t bytes = 0;
-    };
     std::vector<Term> terms;
   };
   std::vector<CapacityCut> capacity;

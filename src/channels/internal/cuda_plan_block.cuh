@@ -7,14 +7,22 @@
 #include <cuda_runtime.h>
 
 #include "internal/cuda_plan.h"
+#include "src/runtime/internal/cuda_elem.cuh"
 #include "src/runtime/internal/cuda_sync.cuh"
 
 namespace vdev::channels::internal {
 
+// The runtime's device helpers that the plan kernel's block state and steps (cuda_plan_steps.cuh)
+// build on, shared with the hand-written all-reduce kernels.
+using ::vdev::internal::AddPack;
+using ::vdev::internal::Elem;
 using ::vdev::internal::GlobalTimer;
+using ::vdev::internal::kPer;
 using ::vdev::internal::LoadAcquire;
 using ::vdev::internal::LoadLine;
+using ::vdev::internal::StartSums;
 using ::vdev::internal::StoreLine;
+using ::vdev::internal::ToPack;
 
 __device__ __forceinline__ uint64_t LoadRelaxed(const uint64_t* p) {
   uint64_t v;

@@ -6,15 +6,8 @@
 #define VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_STEPS_CUH_
 
 #include "internal/cuda_plan_block.cuh"
-#include "src/runtime/internal/cuda_elem.cuh"
 
 namespace vdev::channels::internal {
-
-using ::vdev::internal::AddPack;
-using ::vdev::internal::Elem;
-using ::vdev::internal::kPer;
-using ::vdev::internal::StartSums;
-using ::vdev::internal::ToPack;
 
 // Independent 16-byte loads in flight per thread when copying.
 inline constexpr int kUnroll = 4;
