@@ -222,6 +222,15 @@ void Planner::NoteUse(const Operand& o, DomainId site, BindingId user) {
   }
 }
 
+void Planner::NoteAttributeUses(BindingId b) {
+  for (const ir::Attr& a : m_.Attrs(B(b).expr)) {
+    const Operand& o = a.value;
+    if (o.is_local() && o.value.is_binding() && first_use_[o.value.index] == kNoDomain) {
+      first_use_[o.value.index] = binding_domain_[b];
+    }
+  }
+}
+
 DomainId Planner::PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref) {
   DomainId d = domains_.MakeFirstOrder(device, static_cast<uint32_t>(pins_.size()));
   pins_.push_back({d, device, kind, ref});
@@ -370,8 +379,11 @@ absl::Status Planner::CollectBinding(BindingId b) {
   const ir::Expr& e = binding.expr;
   auto args = m_.Args(e);
   switch (e.kind) {
-    case ExprKind::kOpCall:
-      return CollectOpCall(b);
+    case ExprKind::kOpCall: {
+      VDEV_RETURN_IF_ERROR(CollectOpCall(b));
+      if (e.attrs.count > 0) NoteAttributeUses(b);
+      return absl::OkStatus();
+    }
     case ExprKind::kCallGlobal: {
       const ir::Function& callee = m_.functions[e.func];
       auto params = m_.Params(callee);

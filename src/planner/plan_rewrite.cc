@@ -34,7 +34,8 @@ void Planner::MarkLive() {
     bool move = IsMove(b);
     if (move && !Has(b, kLive)) continue;
     if (move) NoteAnnotation(b);  // its users, later in program order, are marked already
-    for (const Operand& o : m_.Args(B(b).expr)) mark(o);
+    // An attribute that names a value reads it too (kept verbatim, so it must stay defined).
+    ir::ForEachLocalRead(m_, B(b).expr, mark);
   }
   FinishAnnotations();
 }
@@ -73,6 +74,21 @@ ir::Expr Planner::RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex 
     copy.attrs = m_.AddAttrs(kept);
   }
   return copy;
+}
+
+void Planner::ResolveAttrs(BindingId b) {
+  ir::Expr& e = m_.bindings[b].expr;
+  absl::Span<const ir::Attr> attrs = m_.Attrs(e);
+  std::vector<ir::Attr> resolved;
+  for (size_t k = 0; k < attrs.size(); ++k) {
+    const Operand& o = attrs[k].value;
+    if (!o.is_local() || !o.value.is_binding()) continue;
+    ValueRef v = Resolve(o.value);
+    if (v == o.value) continue;
+    if (resolved.empty()) resolved.assign(attrs.begin(), attrs.end());
+    resolved[k].value = m_.LocalOperand(v, o.loc);
+  }
+  if (!resolved.empty()) e.attrs = m_.AddAttrs(resolved);
 }
 
 void Planner::NoteConsumer(const Operand& o, BindingId consumer) {
@@ -142,9 +158,7 @@ void Planner::DropUnreadCopies(std::vector<std::vector<BindingId>>& lists) {
     if (o.is_local() && o.value.is_binding() && maybe_unread_.contains(o.value.index)) read.insert(o.value.index);
   };
   for (const std::vector<BindingId>& list : lists) {
-    for (BindingId b : list) {
-      for (const Operand& o : m_.Args(B(b).expr)) note(o);
-    }
+    for (BindingId b : list) ir::ForEachLocalRead(m_, B(b).expr, note);
   }
   for (const ir::Block& block : m_.blocks) {
     if (analysed_[block.func]) note(block.result);
@@ -204,6 +218,7 @@ void Planner::Capture() {
   for (BindingId b : order_) {
     BlockId block = B(b).block;
     std::vector<BindingId>& out = lists[block];
+    if (B(b).expr.attrs.count > 0) ResolveAttrs(b);
     const ir::Expr e = B(b).expr;
     ValueRef first_operand = e.args.count > 0 ? m_.operands[e.args.begin].value : ValueRef();
     // Operands read through removed bindings.
@@ -269,6 +284,7 @@ void Planner::Capture() {
         continue;
       }
       NoteConsumer(x, b);
+      for (const ir::Attr& a : m_.Attrs(e)) NoteConsumer(a.value, b);  // RewriteAsCopy keeps them
       m_.bindings[b].expr = RewriteAsCopy(e, src, dst);
       result_.copies.push_back({FuncOf(b), x.value, ToModule(src), ToModule(dst), b,
                                 written ? b : ir::kNoBinding, written});
@@ -293,7 +309,7 @@ void Planner::Capture() {
         set_operand(e, k, ValueRef::Binding(CopyFor(block, b, o.value, src, dst, out)));
       }
     }
-    for (const Operand& o : m_.Args(e)) NoteConsumer(o, b);
+    ir::ForEachLocalRead(m_, e, [&](const Operand& o) { NoteConsumer(o, b); });
     if (e.kind == ExprKind::kIf) {
       for (BlockId arm : {e.then_block, e.else_block}) NoteConsumer(m_.blocks[arm].result, b);
     }

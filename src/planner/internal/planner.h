@@ -124,6 +124,11 @@ class Planner {
   absl::Status FinishFunction(FuncId f);
   DomainId OperandDomain(const Operand& o);
   void NoteUse(const Operand& o, DomainId site, BindingId user);
+  // A value an attribute names (`foo(t=%1)`) is consumed there, but the planner does not interpret
+  // the attribute: the value joins nothing (no constraint, never a conflict); where nothing else
+  // decides its device and this is its first consumer, it takes the op's result device (Defaults).
+  // first_user_ stays unset: a conflict warning names only uses that need the value on a device.
+  void NoteAttributeUses(BindingId b);
   DomainId PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref);
   // During MarkLive (which visits bindings in reverse program order), for each live move b: when b
   // is a normal on_device of a computation, notes it. Their sites are pinned before their operands
@@ -208,6 +213,10 @@ class Planner {
   // A binding the plan adds, with the device of its value.
   BindingId AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc, DeviceIndex device);
   void NoteConsumer(const Operand& o, BindingId consumer);
+  // An attribute that names a value the plan removed (an on_device, a value read through a copy)
+  // names what replaced it, as an operand would. Attribute ranges may be shared (CopyAttrs), so a
+  // changed list gets a range of its own.
+  void ResolveAttrs(BindingId b);
   // on_device and device_copy: bindings that only move a value, and go when nothing reads them.
   bool IsMove(BindingId b) const {
     if (B(b).expr.kind != ExprKind::kOpCall) return false;
