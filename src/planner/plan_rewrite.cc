@@ -199,7 +199,6 @@ void Planner::Capture() {
     if (Has(b, kKernelCall)) copies_bound += B(b).expr.args.count + 1;
   }
   result_.copies.reserve(result_.copies.size() + copies_bound);
-  device_copy_symbol_ = m_.symbols.Intern("device_copy");
   src_symbol_ = m_.symbols.Intern("src");
   dst_symbol_ = m_.symbols.Intern("dst");
   // Each block's new list is built in its old list's buffer (nothing below reads the old lists):
