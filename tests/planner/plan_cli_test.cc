@@ -89,6 +89,16 @@ TEST(PlanCliTest, DefaultAndHostOptions) {
   EXPECT_EQ(report["functions"]["main"]["bindings"]["0"], "cpu:2");  // consumed by shape_of on the host
 }
 
+TEST(PlanCliTest, BytesThatAreNotUtf8PrintAsReplacementCharacters) {
+  // A target string may hold any byte; the error report echoes the device (the plan fuzzer's
+  // finding: nlohmann's dump threw on the 0xFF, and the command aborted).
+  CliRun run = Plan("--json", "kernel @k(%a: f32[1]) -> f32[1] on cuda:0[cuda -arch=sm_9\xff]\n");
+  ASSERT_EQ(run.status, 1) << run.err;
+  nlohmann::json report = nlohmann::json::parse(run.out);
+  EXPECT_EQ(ValidateErrorReport(report), "");
+  EXPECT_THAT(std::string(report["error"]["message"]), HasSubstr("sm_9\xef\xbf\xbd]"));  // U+FFFD
+}
+
 TEST(PlanCliTest, ParseErrorsAndBadOptionsExitTwo) {
   EXPECT_EQ(Plan("", "def @main(%a: f32[2]) {\n  %0 = on_device(%a, gpu:0)\n  return %0\n}\n").status, 2);
   EXPECT_EQ(Plan("--default cuda:x", kProgram).status, 2);
