@@ -285,8 +285,10 @@ void Planner::Capture() {
       NoteConsumer(x, b);
       for (const ir::Attr& a : m_.Attrs(e)) NoteConsumer(a.value, b);  // RewriteAsCopy keeps them
       m_.bindings[b].expr = RewriteAsCopy(e, src, dst);
-      result_.copies.push_back({FuncOf(b), x.value, ToModule(src), ToModule(dst), b,
-                                written ? b : ir::kNoBinding, written});
+      // A copy of a constant atom (`on_device(3, cpu:0)`) is reported as a copy of itself: `of`
+      // names a value of the input (PlannedCopy).
+      result_.copies.push_back({FuncOf(b), x.is_local() ? x.value : ValueRef::Binding(b), ToModule(src),
+                                ToModule(dst), b, written ? b : ir::kNoBinding, written});
       if (!written) AwaitConsumer(b, result_.copies.size() - 1);
       out.push_back(b);
       continue;

@@ -99,6 +99,17 @@ TEST(PlanCliTest, BytesThatAreNotUtf8PrintAsReplacementCharacters) {
   EXPECT_THAT(std::string(report["error"]["message"]), HasSubstr("sm_9\xef\xbf\xbd]"));  // U+FFFD
 }
 
+TEST(PlanCliTest, CopyOfAConstantIsReportedAsACopyOfItsBinding) {
+  // The plan fuzzer's finding: the report named the copied value of `on_device(51, cpu:0)`, a
+  // number, through an invalid reference.
+  CliRun run = Plan("--json", "def @main(%a: f32[2]) {\n  %1 = on_device(51, cpu:0)\n  %2 = add(%a, %1)\n  return %2\n}\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  nlohmann::json report = nlohmann::json::parse(run.out);
+  EXPECT_EQ(ValidateReport(report), "");
+  EXPECT_EQ(report["functions"]["main"]["copies"],
+            nlohmann::json::parse(R"([{"of": "1", "src": "cpu:0", "dst": "cuda:0", "into": "2"}])"));
+}
+
 TEST(PlanCliTest, ParseErrorsAndBadOptionsExitTwo) {
   EXPECT_EQ(Plan("", "def @main(%a: f32[2]) {\n  %0 = on_device(%a, gpu:0)\n  return %0\n}\n").status, 2);
   EXPECT_EQ(Plan("--default cuda:x", kProgram).status, 2);
