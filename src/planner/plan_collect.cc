@@ -297,8 +297,13 @@ void Planner::ReserveForAnnotations() {
       pins += 1 + e.args.count;
     }
   }
-  domains += annotated_by_.size();  // a pinned site per annotated computation
-  pins += annotated_by_.size();
+  // A pinned site per annotated computation; an op call's site is also its annotation's body
+  // (AnnotatedBody), so that annotation's own body, counted above, is never made.
+  for (const auto& [computation, annotation] : annotated_by_) {
+    if (B(computation).expr.kind == ExprKind::kOpCall) continue;
+    domains += 1;
+    pins += 1;
+  }
   domains_.Reserve(domains_.size() + domains);
   pins_.reserve(pins_.size() + pins);
 }
