@@ -270,6 +270,19 @@ void Planner::Capture() {
       const Operand x = m_.Args(e)[0];
       bool written = m_.OpName(e) == "device_copy";
       result_.binding_replaced[b] = !written;
+      if (same(src, dst) && !x.is_local()) {
+        // A constant atom (`on_device(3, cpu:0)`) that moves nothing: no name to read instead, so
+        // the binding stays, as an alias of the atom (its operand slot reused).
+        ir::Expr alias;
+        alias.kind = ExprKind::kAlias;
+        alias.args = {e.args.begin, 1};
+        alias.loc = e.loc;
+        m_.bindings[b].expr = alias;
+        result_.binding_replaced[b] = false;
+        ++result_.stats.copies_dropped;
+        out.push_back(b);
+        continue;
+      }
       if (same(src, dst) && x.is_local()) {
         Replace(b, x.value);
         result_.binding_replaced[b] = true;

@@ -110,6 +110,18 @@ TEST(PlanCliTest, CopyOfAConstantIsReportedAsACopyOfItsBinding) {
             nlohmann::json::parse(R"([{"of": "1", "src": "cpu:0", "dst": "cuda:0", "into": "2"}])"));
 }
 
+TEST(PlanCliTest, AnnotatedConstantThatMovesNothingBecomesAnAlias) {
+  // No copy with src == dst is left, and the binding stays defined for its reader.
+  PlanOutcome outcome = PlanText(
+      "def @main(%a: f32[2]) {\n  %1 = on_device(51, cpu:0)\n  %2 = add(%a, %1)\n  %3 = on_device(%2, cpu:0)\n"
+      "  return %3\n}\n");
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+  EXPECT_THAT(outcome.text, HasSubstr("  %1 = 51\n  %2 = add(%a, %1)\n"));
+  EXPECT_TRUE(outcome.report["functions"]["main"]["copies"].empty()) << outcome.report;
+  EXPECT_EQ(outcome.report["functions"]["main"]["bindings"]["1"], "cpu:0");
+  EXPECT_EQ(CheckIdempotent(outcome.text), "");
+}
+
 TEST(PlanCliTest, ParseErrorsAndBadOptionsExitTwo) {
   EXPECT_EQ(Plan("", "def @main(%a: f32[2]) {\n  %0 = on_device(%a, gpu:0)\n  return %0\n}\n").status, 2);
   EXPECT_EQ(Plan("--default cuda:x", kProgram).status, 2);
