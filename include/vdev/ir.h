@@ -318,8 +318,9 @@ enum class ExprKind : uint8_t {
   kAlias,      // atom                    args[0]
 };
 
-// The right-hand side of a binding. Every operand the expression uses is in `args`, so a pass that
-// only needs uses walks that range whatever the kind.
+// The right-hand side of a binding. Every operand the expression uses is in `args`, whatever the
+// kind, except that an op call's attribute may name a local value too (`foo(t=%1)`): a pass that
+// needs every read walks both (ForEachLocalRead).
 struct Expr {
   ExprKind kind = ExprKind::kAlias;
   Symbol op = kNoSymbol;
@@ -457,6 +458,20 @@ struct Module {
     return absl::Span<const T>(v.data() + r.begin, r.count);
   }
 };
+
+// Calls `f(const Operand&)` for every operand of `e` that names a local value: its arguments, then its
+// attribute values. The grammar lets an attribute's value be an atom (`foo(t=%1)`); the planner keeps
+// such an attribute verbatim, but the value is read there, so its binding must stay defined (and
+// alive) like an argument's. Nested blocks are not visited.
+template <typename F>
+void ForEachLocalRead(const Module& m, const Expr& e, F&& f) {
+  for (const Operand& o : m.Args(e)) {
+    if (o.is_local()) f(o);
+  }
+  for (const Attr& a : m.Attrs(e)) {
+    if (a.value.is_local()) f(a.value);
+  }
+}
 
 // A function's path as plan-json.md names it: `main` for @main, `main/f` for the local function
 // bound by %f in @main, `main/f/inner` for one nested in it.

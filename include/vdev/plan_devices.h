@@ -63,7 +63,9 @@ struct PlanError {
 // A device change that the planned module makes with a `device_copy` binding.
 struct PlannedCopy {
   ir::FuncId func = ir::kNoFunc;
-  ir::ValueRef of;                            // the input value copied (parameter or binding)
+  ir::ValueRef of;                            // the input value copied (parameter or binding);
+                                              // the copy binding itself for a constant atom
+                                              // (`on_device(3, cpu:0)` becoming a copy)
   ir::DeviceId src = ir::kNoDevice;           // devices of the planned module (module.Device(src))
   ir::DeviceId dst = ir::kNoDevice;
   ir::BindingId binding = ir::kNoBinding;     // the device_copy binding in the planned module

@@ -20,12 +20,7 @@ std::vector<ir::Operand> NestedLocalOperands(const ir::Module& m, const ir::Expr
     stack.pop_back();
     for (ir::BindingId inner : block.bindings) {
       const ir::Expr& e = m.bindings[inner].expr;
-      for (const ir::Operand& o : m.Args(e)) {
-        if (o.is_local()) out.push_back(o);
-      }
-      for (const ir::Attr& a : m.Attrs(e)) {
-        if (a.value.is_local()) out.push_back(a.value);
-      }
+      ir::ForEachLocalRead(m, e, [&](const ir::Operand& o) { out.push_back(o); });
       push_blocks(e);
     }
     if (block.result.is_local()) out.push_back(block.result);

@@ -99,12 +99,7 @@ class FunctionLowering {
   std::vector<ir::Operand> Uses(ir::BindingId b) const {
     const ir::Expr& e = m_.bindings[b].expr;
     std::vector<ir::Operand> uses;
-    for (const ir::Operand& o : m_.Args(e)) {
-      if (o.is_local()) uses.push_back(o);
-    }
-    for (const ir::Attr& a : m_.Attrs(e)) {
-      if (a.value.is_local()) uses.push_back(a.value);
-    }
+    ir::ForEachLocalRead(m_, e, [&](const ir::Operand& o) { uses.push_back(o); });
     for (const ir::Operand& o : NestedLocalOperands(m_, e)) {
       // Values of the nested blocks themselves have no memory here; outer ones are kept alive.
       if (o.value.is_param() || pos_.contains(o.value.index)) uses.push_back(o);

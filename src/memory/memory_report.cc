@@ -77,7 +77,7 @@ std::string MemoryReportJson(const ir::Module& module, const MemoryPlan& plan) {
                  {"pools", pools},
                  {"tensor_bytes", plan.tensor_bytes},
                  {"pool_bytes", plan.pool_bytes}};
-  return report.dump(2) + "\n";
+  return ir_internal::ReportText(report);
 }
 
 }  // namespace vdev

@@ -80,12 +80,7 @@ class GraphBuilder {
   }
 
   void AddUses(absl::string_view fn, const ir::Expr& e, const std::string& to) {
-    for (const ir::Operand& o : m_.Args(e)) {
-      if (o.is_local()) AddUse(fn, o.value, to);
-    }
-    for (const ir::Attr& a : m_.Attrs(e)) {
-      if (a.value.is_local()) AddUse(fn, a.value.value, to);
-    }
+    ir::ForEachLocalRead(m_, e, [&](const ir::Operand& o) { AddUse(fn, o.value, to); });
     // Values read inside nested blocks are drawn as uses by the binding that holds the block.
     for (const ir::Operand& o : NestedLocalOperands(m_, e)) {
       if (nodes_.contains(o.value)) AddUse(fn, o.value, to);

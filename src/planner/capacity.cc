@@ -103,9 +103,9 @@ std::vector<LiveValue> LiveValues(const ir::Module& m, const std::vector<uint32_
       BindingId b = walk.order[k];
       const ir::Expr& e = m.bindings[b].expr;
       if (IsMoveExpr(m, e) && !used[b]) continue;
-      for (const Operand& o : m.Args(e)) {
-        if (o.is_local() && o.value.is_binding()) used[o.value.index] = true;
-      }
+      ir::ForEachLocalRead(m, e, [&](const Operand& o) {
+        if (o.value.is_binding()) used[o.value.index] = true;
+      });
       if (e.kind == ExprKind::kIf) {
         for (BlockId arm : {e.then_block, e.else_block}) {
           const Operand& r = m.blocks[arm].result;
@@ -118,7 +118,7 @@ std::vector<LiveValue> LiveValues(const ir::Module& m, const std::vector<uint32_
       const ir::Expr& e = m.bindings[b].expr;
       if (IsMoveExpr(m, e) && !used[b]) continue;
       uint32_t at = point[b] % 2 == 0 ? point[b] : point[b] + 1;
-      for (const Operand& o : m.Args(e)) read(o, at);
+      ir::ForEachLocalRead(m, e, [&](const Operand& o) { read(o, at); });  // attribute values too
       if (e.kind == ExprKind::kIf) {
         for (BlockId arm : {e.then_block, e.else_block}) read(m.blocks[arm].result, at);
       }

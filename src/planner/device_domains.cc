@@ -219,6 +219,12 @@ bool DeviceDomains::Constrain(DomainId d, DeviceIndex device, uint32_t origin) {
 }
 
 void DeviceDomains::SetDefault(DomainId d, DeviceIndex device) {
+  // A first-order domain (nearly every call) needs no work list: no allocation per binding.
+  if (DomainId root = Find(d); (payload_[root] & kHigherOrderBit) == 0) {
+    if (!defaulted_[root]) payload_[root] = devices_->Default(payload_[root], device);
+    defaulted_[root] = true;
+    return;
+  }
   std::vector<std::pair<DomainId, DeviceIndex>> work{{d, device}};
   while (!work.empty()) {
     auto [domain, fallback] = work.back();

@@ -97,7 +97,7 @@ absl::Status Planner::MakeSignatures() {
       const ir::Param& param = m_.params[p];
       DomainId d = DomainForType(param.type);
       if (param.device != ir::kNoDevice) {
-        DeviceIndex device = devices_.Intern(m_.Device(param.device));
+        DeviceIndex device = FromModule(param.device);
         pins_.push_back({domains_.ResultLeaf(d), device, param_pin, p});
         domains_.Constrain(d, device, static_cast<uint32_t>(pins_.size() - 1));
       }
@@ -107,7 +107,7 @@ absl::Status Planner::MakeSignatures() {
     if (DefersResult(f)) continue;  // FinishFunction makes them
     DomainId result = DomainForType(ResultType(f));
     if (fn.result_device != ir::kNoDevice) {
-      DeviceIndex device = devices_.Intern(m_.Device(fn.result_device));
+      DeviceIndex device = FromModule(fn.result_device);
       PinKind kind = fn.kind == FuncKind::kKernel ? PinKind::kKernelResult : PinKind::kResult;
       pins_.push_back({domains_.ResultLeaf(result), device, kind, f});
       domains_.Constrain(result, device, static_cast<uint32_t>(pins_.size() - 1));
@@ -204,9 +204,21 @@ DomainId Planner::AnnotatedSite(BindingId b, bool kernel_call) {
   }
   annotated_cursor_ = static_cast<size_t>(it - annotated_by_.begin()) + 1;
   const ir::Expr& annotation = B(it->second).expr;
-  DeviceIndex device = devices_.Intern(m_.Device(m_.Args(annotation)[1].index));
+  DeviceIndex device = FromModule(m_.Args(annotation)[1].index);
   if (kernel_call) device = WithScope(device, DeviceTable::kUnconstrained);
   return PinnedDomain(device, PinKind::kOnDevice, it->second);
+}
+
+DomainId Planner::AnnotatedBody(BindingId annotation, const Operand& value) {
+  if (!value.is_local() || !value.value.is_binding()) return kNoDomain;
+  BindingId x = value.value.index;
+  if (!Has(x, kAnnotated) || Has(x, kKernelCall)) return kNoDomain;
+  // x was collected just before, as a rule: its entry is the one before the cursor.
+  auto it = annotated_by_.begin() + (annotated_cursor_ > 0 ? annotated_cursor_ - 1 : 0);
+  if (it == annotated_by_.end() || it->first != x) {
+    it = std::lower_bound(annotated_by_.begin(), annotated_by_.end(), std::pair<BindingId, BindingId>(x, 0));
+  }
+  return it != annotated_by_.end() && it->first == x && it->second == annotation ? binding_domain_[x] : kNoDomain;
 }
 
 DomainId Planner::OperandDomain(const Operand& o) {
@@ -219,6 +231,15 @@ void Planner::NoteUse(const Operand& o, DomainId site, BindingId user) {
   if (o.is_local() && o.value.is_binding() && first_use_[o.value.index] == kNoDomain) {
     first_use_[o.value.index] = site;
     first_user_[o.value.index] = user;
+  }
+}
+
+void Planner::NoteAttributeUses(BindingId b) {
+  for (const ir::Attr& a : m_.Attrs(B(b).expr)) {
+    const Operand& o = a.value;
+    if (o.is_local() && o.value.is_binding() && first_use_[o.value.index] == kNoDomain) {
+      first_use_[o.value.index] = binding_domain_[b];
+    }
   }
 }
 
@@ -276,8 +297,13 @@ void Planner::ReserveForAnnotations() {
       pins += 1 + e.args.count;
     }
   }
-  domains += annotated_by_.size();  // a pinned site per annotated computation
-  pins += annotated_by_.size();
+  // A pinned site per annotated computation; an op call's site is also its annotation's body
+  // (AnnotatedBody), so that annotation's own body, counted above, is never made.
+  for (const auto& [computation, annotation] : annotated_by_) {
+    if (B(computation).expr.kind == ExprKind::kOpCall) continue;
+    domains += 1;
+    pins += 1;
+  }
   domains_.Reserve(domains_.size() + domains);
   pins_.reserve(pins_.size() + pins);
 }
@@ -289,14 +315,17 @@ absl::Status Planner::CollectOpCall(BindingId b) {
   auto host_site = [&]() { return PinnedDomain(host_device_, PinKind::kHost, b); };
 
   if (std::optional<ir::OnDeviceCall> on = ir::AsOnDevice(m_, e)) {
-    DeviceIndex vd = devices_.Intern(m_.Device(on->device));
+    DeviceIndex vd = FromModule(on->device);
     bool constrain_result = on->constrain_result;
     const ir::Block& block = m_.blocks[B(b).block];
     bool returned = block.owner == ir::kNoBinding && block.result.is_local() &&
                     block.result.value == ValueRef::Binding(b);
     if (returned && on->constrain_body) constrain_result = true;  // a returned on_device pins the result
-    DomainId body;
-    if (on->constrain_body) {
+    DomainId body = on->constrain_body ? AnnotatedBody(b, on->value) : kNoDomain;
+    bool annotated_site = body != kNoDomain;
+    if (annotated_site) {
+      NoteUse(on->value, body, b);
+    } else if (on->constrain_body) {
       body = PinnedDomain(vd, PinKind::kOnDevice, b);
       VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
     } else {
@@ -311,13 +340,14 @@ absl::Status Planner::CollectOpCall(BindingId b) {
       if (on->is_free()) free_boundaries_.push_back({body, result, ir::kNoBinding});
     }
     binding_domain_[b] = result;
-    SetCopyPoint(b, body);  // also when result == body: the on_device goes, as a copy from src to src
+    // Also when result == body: the on_device goes, as a copy from src to src.
+    SetCopyPoint(b, body, annotated_site);
     return absl::OkStatus();
   }
   if (std::optional<ir::DeviceCopyCall> copy = ir::AsDeviceCopy(m_, e)) {
-    DomainId body = PinnedDomain(devices_.Intern(m_.Device(copy->src)), PinKind::kCopySrc, b);
+    DomainId body = PinnedDomain(FromModule(copy->src), PinKind::kCopySrc, b);
     VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
-    binding_domain_[b] = PinnedDomain(devices_.Intern(m_.Device(copy->dst)), PinKind::kCopyDst, b);
+    binding_domain_[b] = PinnedDomain(FromModule(copy->dst), PinKind::kCopyDst, b);
     SetCopyPoint(b, body);
     return absl::OkStatus();
   }
@@ -331,7 +361,7 @@ absl::Status Planner::CollectOpCall(BindingId b) {
   if (std::optional<ir::AllocStorageCall> alloc = ir::AsAllocStorage(m_, e)) {
     for (uint32_t k = 0; k < args.size(); ++k) VDEV_RETURN_IF_ERROR(PrimitiveUse(b, k, host_site()));
     binding_domain_[b] =
-        PinnedDomain(devices_.Intern(m_.Device(alloc->device)), PinKind::kAlloc, b);
+        PinnedDomain(FromModule(alloc->device), PinKind::kAlloc, b);
     return absl::OkStatus();
   }
   if (op == "memory.alloc_tensor" || op == "vm.reshape_tensor") {
@@ -370,8 +400,11 @@ absl::Status Planner::CollectBinding(BindingId b) {
   const ir::Expr& e = binding.expr;
   auto args = m_.Args(e);
   switch (e.kind) {
-    case ExprKind::kOpCall:
-      return CollectOpCall(b);
+    case ExprKind::kOpCall: {
+      VDEV_RETURN_IF_ERROR(CollectOpCall(b));
+      if (e.attrs.count > 0) NoteAttributeUses(b);
+      return absl::OkStatus();
+    }
     case ExprKind::kCallGlobal: {
       const ir::Function& callee = m_.functions[e.func];
       auto params = m_.Params(callee);

@@ -13,6 +13,8 @@ absl::Status Planner::Run() {
   default_device_ = devices_.Intern(options_.default_device.value_or(m_.config.EffectiveDefault()));
   host_device_ = devices_.Intern(options_.host_device.value_or(m_.config.EffectiveHost()));
   input_bindings_ = m_.bindings.size();
+  device_copy_symbol_ = m_.symbols.Intern("device_copy");
+  on_device_symbol_ = m_.symbols.Find("on_device");
   binding_domain_.assign(input_bindings_, kNoDomain);
   first_use_.assign(input_bindings_, kNoDomain);
   first_user_.assign(input_bindings_, ir::kNoBinding);

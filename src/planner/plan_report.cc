@@ -78,7 +78,7 @@ Json CostJson(const PlanCost& cost) {
 
 }  // namespace
 
-std::string PlanReportJson(const PlanResult& plan) { return PlanReport(plan).dump(2) + "\n"; }
+std::string PlanReportJson(const PlanResult& plan) { return ir_internal::ReportText(PlanReport(plan)); }
 
 std::string OptimizedReportJson(const PlanResult& plan, const OptimizedPlan& optimized, const Machine& machine) {
   Json report = PlanReport(plan);
@@ -95,7 +95,7 @@ std::string OptimizedReportJson(const PlanResult& plan, const OptimizedPlan& opt
     peaks.Set(machine.devices[d].ToString(), static_cast<int64_t>(optimized.peak_bytes[d]));
   }
   report["peak_bytes"] = std::move(peaks).Take();
-  return report.dump(2) + "\n";
+  return ir_internal::ReportText(report);
 }
 
 std::string PlanErrorJson(const PlanError& error) {
@@ -107,7 +107,7 @@ std::string PlanErrorJson(const PlanError& error) {
   Json report = {{"error",
                   {{"line", error.loc.line}, {"col", error.loc.col}, {"message", error.message},
                    {"conflicts", std::move(conflicts)}}}};
-  return report.dump(2) + "\n";
+  return ir_internal::ReportText(report);
 }
 
 }  // namespace vdev

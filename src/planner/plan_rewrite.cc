@@ -34,7 +34,8 @@ void Planner::MarkLive() {
     bool move = IsMove(b);
     if (move && !Has(b, kLive)) continue;
     if (move) NoteAnnotation(b);  // its users, later in program order, are marked already
-    for (const Operand& o : m_.Args(B(b).expr)) mark(o);
+    // An attribute that names a value reads it too (kept verbatim, so it must stay defined).
+    ir::ForEachLocalRead(m_, B(b).expr, mark);
   }
   FinishAnnotations();
 }
@@ -73,6 +74,21 @@ ir::Expr Planner::RewriteAsCopy(const ir::Expr& e, DeviceIndex src, DeviceIndex 
     copy.attrs = m_.AddAttrs(kept);
   }
   return copy;
+}
+
+void Planner::ResolveAttrs(BindingId b) {
+  ir::Expr& e = m_.bindings[b].expr;
+  absl::Span<const ir::Attr> attrs = m_.Attrs(e);
+  std::vector<ir::Attr> resolved;
+  for (size_t k = 0; k < attrs.size(); ++k) {
+    const Operand& o = attrs[k].value;
+    if (!o.is_local() || !o.value.is_binding()) continue;
+    ValueRef v = Resolve(o.value);
+    if (v == o.value) continue;
+    if (resolved.empty()) resolved.assign(attrs.begin(), attrs.end());
+    resolved[k].value = m_.LocalOperand(v, o.loc);
+  }
+  if (!resolved.empty()) e.attrs = m_.AddAttrs(resolved);
 }
 
 void Planner::NoteConsumer(const Operand& o, BindingId consumer) {
@@ -142,9 +158,7 @@ void Planner::DropUnreadCopies(std::vector<std::vector<BindingId>>& lists) {
     if (o.is_local() && o.value.is_binding() && maybe_unread_.contains(o.value.index)) read.insert(o.value.index);
   };
   for (const std::vector<BindingId>& list : lists) {
-    for (BindingId b : list) {
-      for (const Operand& o : m_.Args(B(b).expr)) note(o);
-    }
+    for (BindingId b : list) ir::ForEachLocalRead(m_, B(b).expr, note);
   }
   for (const ir::Block& block : m_.blocks) {
     if (analysed_[block.func]) note(block.result);
@@ -185,7 +199,6 @@ void Planner::Capture() {
     if (Has(b, kKernelCall)) copies_bound += B(b).expr.args.count + 1;
   }
   result_.copies.reserve(result_.copies.size() + copies_bound);
-  device_copy_symbol_ = m_.symbols.Intern("device_copy");
   src_symbol_ = m_.symbols.Intern("src");
   dst_symbol_ = m_.symbols.Intern("dst");
   // Each block's new list is built in its old list's buffer (nothing below reads the old lists):
@@ -204,6 +217,7 @@ void Planner::Capture() {
   for (BindingId b : order_) {
     BlockId block = B(b).block;
     std::vector<BindingId>& out = lists[block];
+    if (B(b).expr.attrs.count > 0) ResolveAttrs(b);
     const ir::Expr e = B(b).expr;
     ValueRef first_operand = e.args.count > 0 ? m_.operands[e.args.begin].value : ValueRef();
     // Operands read through removed bindings.
@@ -256,6 +270,19 @@ void Planner::Capture() {
       const Operand x = m_.Args(e)[0];
       bool written = m_.OpName(e) == "device_copy";
       result_.binding_replaced[b] = !written;
+      if (same(src, dst) && !x.is_local()) {
+        // A constant atom (`on_device(3, cpu:0)`) that moves nothing: no name to read instead, so
+        // the binding stays, as an alias of the atom (its operand slot reused).
+        ir::Expr alias;
+        alias.kind = ExprKind::kAlias;
+        alias.args = {e.args.begin, 1};
+        alias.loc = e.loc;
+        m_.bindings[b].expr = alias;
+        result_.binding_replaced[b] = false;
+        ++result_.stats.copies_dropped;
+        out.push_back(b);
+        continue;
+      }
       if (same(src, dst) && x.is_local()) {
         Replace(b, x.value);
         result_.binding_replaced[b] = true;
@@ -269,9 +296,12 @@ void Planner::Capture() {
         continue;
       }
       NoteConsumer(x, b);
+      for (const ir::Attr& a : m_.Attrs(e)) NoteConsumer(a.value, b);  // RewriteAsCopy keeps them
       m_.bindings[b].expr = RewriteAsCopy(e, src, dst);
-      result_.copies.push_back({FuncOf(b), x.value, ToModule(src), ToModule(dst), b,
-                                written ? b : ir::kNoBinding, written});
+      // A copy of a constant atom (`on_device(3, cpu:0)`) is reported as a copy of itself: `of`
+      // names a value of the input (PlannedCopy).
+      result_.copies.push_back({FuncOf(b), x.is_local() ? x.value : ValueRef::Binding(b), ToModule(src),
+                                ToModule(dst), b, written ? b : ir::kNoBinding, written});
       if (!written) AwaitConsumer(b, result_.copies.size() - 1);
       out.push_back(b);
       continue;
@@ -293,7 +323,7 @@ void Planner::Capture() {
         set_operand(e, k, ValueRef::Binding(CopyFor(block, b, o.value, src, dst, out)));
       }
     }
-    for (const Operand& o : m_.Args(e)) NoteConsumer(o, b);
+    ir::ForEachLocalRead(m_, e, [&](const Operand& o) { NoteConsumer(o, b); });
     if (e.kind == ExprKind::kIf) {
       for (BlockId arm : {e.then_block, e.else_block}) NoteConsumer(m_.blocks[arm].result, b);
     }

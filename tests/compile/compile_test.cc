@@ -148,6 +148,37 @@ TEST(CompileTest, CapacityFailureIsAPlanStageErrorWithItsValues) {
   EXPECT_FALSE(error.plan.conflicts.empty());  // the values that do not fit, located
 }
 
+// An annotation read only through an attribute (the plan fuzzer's finding): planned into the copy
+// the attribute names, typed, given storage, and kept alive up to the op that names it.
+TEST(CompileTest, AttributeNamingAValueIsARead) {
+  constexpr char kProgram[] = R"(def @main(%a: f32[2,3], %b: f32[2,3]) {
+  %0 = negative(%a)
+  %1 = on_device(%0, cpu:0)
+  %2 = add(%b, %b, t=%1)
+  return %2
+}
+)";
+  CompileError error;
+  absl::StatusOr<CompileResult> compiled = Compile(kProgram, CompileOptions{}, &error);
+  ASSERT_TRUE(compiled.ok()) << compiled.status() << " at stage " << CompileStageName(error.stage);
+  const ir::Module& m = compiled->module();
+  std::string text = ir::PrintModule(m);
+  EXPECT_THAT(text, HasSubstr("%1: f32[2,3] = device_copy(%0, src=cpu:0, dst=cuda:0, out=%t"));
+  EXPECT_THAT(text, HasSubstr(", t=%1"));
+  ASSERT_EQ(compiled->plan.copies.size(), 1u);
+  EXPECT_EQ(m.Name(m.bindings[compiled->plan.copies[0].into].name), "2");
+  std::string report = MemoryReportJson(m, *compiled->memory);
+  EXPECT_THAT(report, HasSubstr("\"1\""));  // the copy has a tensor of its own
+  EXPECT_TRUE(CheckLoweredMemory(m).ok());
+  // The planned text (before lowering) plans to itself.
+  absl::StatusOr<CompileResult> typed = Compile(kProgram, CompileOptions{.stop_after = CompileStage::kTypes});
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  std::string planned = ir::PrintModule(typed->module());
+  absl::StatusOr<CompileResult> again = Compile(planned, CompileOptions{.stop_after = CompileStage::kTypes});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(ir::PrintModule(again->module()), planned);
+}
+
 }  // namespace
 }  // namespace vdev
 

@@ -89,6 +89,39 @@ TEST(PlanCliTest, DefaultAndHostOptions) {
   EXPECT_EQ(report["functions"]["main"]["bindings"]["0"], "cpu:2");  // consumed by shape_of on the host
 }
 
+TEST(PlanCliTest, BytesThatAreNotUtf8PrintAsReplacementCharacters) {
+  // A target string may hold any byte; the error report echoes the device (the plan fuzzer's
+  // finding: nlohmann's dump threw on the 0xFF, and the command aborted).
+  CliRun run = Plan("--json", "kernel @k(%a: f32[1]) -> f32[1] on cuda:0[cuda -arch=sm_9\xff]\n");
+  ASSERT_EQ(run.status, 1) << run.err;
+  nlohmann::json report = nlohmann::json::parse(run.out);
+  EXPECT_EQ(ValidateErrorReport(report), "");
+  EXPECT_THAT(std::string(report["error"]["message"]), HasSubstr("sm_9\xef\xbf\xbd]"));  // U+FFFD
+}
+
+TEST(PlanCliTest, CopyOfAConstantIsReportedAsACopyOfItsBinding) {
+  // The plan fuzzer's finding: the report named the copied value of `on_device(51, cpu:0)`, a
+  // number, through an invalid reference.
+  CliRun run = Plan("--json", "def @main(%a: f32[2]) {\n  %1 = on_device(51, cpu:0)\n  %2 = add(%a, %1)\n  return %2\n}\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  nlohmann::json report = nlohmann::json::parse(run.out);
+  EXPECT_EQ(ValidateReport(report), "");
+  EXPECT_EQ(report["functions"]["main"]["copies"],
+            nlohmann::json::parse(R"([{"of": "1", "src": "cpu:0", "dst": "cuda:0", "into": "2"}])"));
+}
+
+TEST(PlanCliTest, AnnotatedConstantThatMovesNothingBecomesAnAlias) {
+  // No copy with src == dst is left, and the binding stays defined for its reader.
+  PlanOutcome outcome = PlanText(
+      "def @main(%a: f32[2]) {\n  %1 = on_device(51, cpu:0)\n  %2 = add(%a, %1)\n  %3 = on_device(%2, cpu:0)\n"
+      "  return %3\n}\n");
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+  EXPECT_THAT(outcome.text, HasSubstr("  %1 = 51\n  %2 = add(%a, %1)\n"));
+  EXPECT_TRUE(outcome.report["functions"]["main"]["copies"].empty()) << outcome.report;
+  EXPECT_EQ(outcome.report["functions"]["main"]["bindings"]["1"], "cpu:0");
+  EXPECT_EQ(CheckIdempotent(outcome.text), "");
+}
+
 TEST(PlanCliTest, ParseErrorsAndBadOptionsExitTwo) {
   EXPECT_EQ(Plan("", "def @main(%a: f32[2]) {\n  %0 = on_device(%a, gpu:0)\n  return %0\n}\n").status, 2);
   EXPECT_EQ(Plan("--default cuda:x", kProgram).status, 2);

@@ -13,7 +13,8 @@
 namespace vdev::testing {
 namespace {
 
-// A straight-line program over two parameters: ops, annotations (normal and free) and shapes.
+// A straight-line program over two parameters: ops, annotations (normal and free), shapes, and
+// attributes that name values.
 std::string GenerateProgram() {
   const std::vector<std::string> devices = {"cpu:0", "cuda:0", "cuda:1", "/global", "cuda", "*:1"};
   int n = *rc::gen::inRange(1, 25);
@@ -24,7 +25,7 @@ std::string GenerateProgram() {
   for (int i = 0; i < n; ++i) {
     auto pick = [&] { return tensors[*rc::gen::inRange<size_t>(0, tensors.size())]; };
     std::string name = absl::StrCat("%v", i);
-    switch (*rc::gen::inRange(0, 10)) {
+    switch (*rc::gen::inRange(0, 11)) {
       case 0:
         absl::StrAppend(&text, "  ", name, " = add(", pick(), ", ", pick(), ")\n");
         break;
@@ -66,6 +67,10 @@ std::string GenerateProgram() {
                         " = %f", i, "(", pick(), ")\n");
         break;
       }
+      case 9:
+        // A value named by an attribute: read (kept defined), never a constraint.
+        absl::StrAppend(&text, "  ", name, " = negative(", pick(), ", t=", pick(), ")\n");
+        break;
       default:
         absl::StrAppend(&text, "  ", name, " = device_copy(", pick(), ", src=", *rc::gen::elementOf(devices),
                         ", dst=", *rc::gen::elementOf(devices), ")\n");

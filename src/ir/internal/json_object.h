@@ -85,6 +85,14 @@ class JsonObject {
   absl::flat_hash_set<size_t, KeyHash, KeyEq> index_{0, KeyHash{&Members()}, KeyEq{&Members()}};
 };
 
+// A report as text: indented by 2, one final newline. The IR text can carry bytes that are not UTF-8
+// (inside a target string or a string attribute, which reports echo in devices and messages);
+// nlohmann's dump throws on them, so they print as U+FFFD instead.
+template <typename Json>
+std::string ReportText(const Json& report) {
+  return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace vdev::ir_internal
 
 #endif  // VDEV_SRC_IR_INTERNAL_JSON_OBJECT_H_

@@ -124,6 +124,11 @@ class Planner {
   absl::Status FinishFunction(FuncId f);
   DomainId OperandDomain(const Operand& o);
   void NoteUse(const Operand& o, DomainId site, BindingId user);
+  // A value an attribute names (`foo(t=%1)`) is consumed there, but the planner does not interpret
+  // the attribute: the value joins nothing (no constraint, never a conflict); where nothing else
+  // decides its device and this is its first consumer, it takes the op's result device (Defaults).
+  // first_user_ stays unset: a conflict warning names only uses that need the value on a device.
+  void NoteAttributeUses(BindingId b);
   DomainId PinnedDomain(DeviceIndex device, PinKind kind, uint32_t ref);
   // During MarkLive (which visits bindings in reverse program order), for each live move b: when b
   // is a normal on_device of a computation, notes it. Their sites are pinned before their operands
@@ -137,6 +142,12 @@ class Planner {
   // The pinned site of an annotated computation (without the scope for a kernel call, whose scopes
   // come from its signature), or kNoDomain.
   DomainId AnnotatedSite(BindingId b, bool kernel_call);
+  // For a normal on_device `annotation` of `value`: the site AnnotatedSite pinned for it when
+  // `value` is an op call that this is the (first) annotation of, else kNoDomain. That site is
+  // pinned to the same device by the same annotation, so it serves as the annotation's body: a
+  // second pinned domain joined with it would change nothing (its device already includes the
+  // annotation's), and costs a domain, a pin and a union per annotation.
+  DomainId AnnotatedBody(BindingId annotation, const Operand& value);
   absl::Status CollectKernelCall(BindingId b);
   SourceLoc PinLoc(const Pin& pin) const;
   // Where attribute `key` of an op call is written (its value), else the call.
@@ -198,6 +209,15 @@ class Planner {
     if (module_device_[d] == ir::kNoDevice) module_device_[d] = m_.devices.Intern(devices_.Get(d));
     return module_device_[d];
   }
+  // The planner's index of a device of the module (memoised: an annotated program interns the same
+  // few devices once per annotation, and interning hashes the device's strings).
+  DeviceIndex FromModule(ir::DeviceId d) {
+    if (d >= from_module_.size()) from_module_.resize(d + 1, kNoDeviceIndex);
+    if (from_module_[d] == kNoDeviceIndex) from_module_[d] = devices_.Intern(m_.Device(d));
+    return from_module_[d];
+  }
+  static constexpr DeviceIndex kNoDeviceIndex = UINT32_MAX;
+  std::vector<DeviceIndex> from_module_;
   // `%<b>_copy = device_copy(%b, src, dst)` after b, read by b's consumers instead of b.
   void AddResultCopy(BindingId b, DeviceIndex src, DeviceIndex dst, std::vector<BindingId>& out);
   // Copies that may be read by nothing once projections read the annotated tuple itself (the
@@ -208,11 +228,16 @@ class Planner {
   // A binding the plan adds, with the device of its value.
   BindingId AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc, DeviceIndex device);
   void NoteConsumer(const Operand& o, BindingId consumer);
+  // An attribute that names a value the plan removed (an on_device, a value read through a copy)
+  // names what replaced it, as an operand would. Attribute ranges may be shared (CopyAttrs), so a
+  // changed list gets a range of its own.
+  void ResolveAttrs(BindingId b);
   // on_device and device_copy: bindings that only move a value, and go when nothing reads them.
+  // By symbol (asked several times per binding; comparing the op's name cost 2% of a plan).
   bool IsMove(BindingId b) const {
-    if (B(b).expr.kind != ExprKind::kOpCall) return false;
-    absl::string_view op = m_.OpName(B(b).expr);
-    return op == "on_device" || op == "device_copy";
+    const ir::Expr& e = B(b).expr;
+    return e.kind == ExprKind::kOpCall &&
+           (e.op == device_copy_symbol_ || (e.op == on_device_symbol_ && on_device_symbol_ != ir::kNoSymbol));
   }
   // kLive on every binding something kept reads: moves read only by unused moves are unused too.
   void MarkLive();
@@ -246,21 +271,28 @@ class Planner {
   std::vector<DomainId> first_use_;       // by BindingId: the site of its first consumer
   std::vector<BindingId> first_user_;     // by BindingId: its first consumer
   // Copy points: on_device, device_copy and projections of an on_device result → body domain.
-  // Nearly always the domain made just before the copy point's own (a pinned body, then the result)
-  // or the same one, which flags record, so only the others are stored (a vector by binding would
-  // cost every binding 4 bytes).
+  // Nearly always the domain made just before the copy point's own (a pinned body, then the result),
+  // the same one, or, for an on_device whose body is its computation's pinned site (AnnotatedBody),
+  // its operand's domain, which flags record, so only the others are stored (a vector by binding
+  // would cost every binding 4 bytes). Such an operand stays as it is through capture: it names an
+  // op call, which is never replaced, and the annotation has no copied use.
   absl::flat_hash_map<BindingId, DomainId> other_copy_body_;
-  void SetCopyPoint(BindingId b, DomainId body) {
+  void SetCopyPoint(BindingId b, DomainId body, bool annotated_site = false) {
     Set(b, kCopyPoint);
     if (body == binding_domain_[b]) {
       Set(b, kBodyIsOwn);
     } else if (body + 1 == binding_domain_[b]) {
       Set(b, kBodyIsPrevious);
+    } else if (annotated_site) {
+      Set(b, kBodyIsOperand);
     } else {
       other_copy_body_[b] = body;
     }
   }
   DomainId CopyBody(BindingId b) const {
+    if (b < flags_.size() && (flags_[b] & kBodyIsOperand) == kBodyIsOperand) {
+      return binding_domain_[m_.Args(B(b).expr)[0].value.index];
+    }
     if (Has(b, kBodyIsOwn)) return binding_domain_[b];
     if (Has(b, kBodyIsPrevious)) return binding_domain_[b] - 1;
     return other_copy_body_.at(b);
@@ -308,6 +340,7 @@ class Planner {
     kLive = 32,
     kBodyIsOwn = 64,       // a copy point's body domain is its own (SetCopyPoint)
     kBodyIsPrevious = 128, // … or the one before
+    kBodyIsOperand = kBodyIsOwn | kBodyIsPrevious,  // … or its operand's (never both of the above)
     // A computation that an on_device annotates (NoteAnnotation): never a copy point, so the bit
     // of kBodyIsOwn is free on it.
     kAnnotated = kBodyIsOwn
@@ -317,7 +350,9 @@ class Planner {
   void Set(BindingId b, uint8_t flag) { flags_[b] |= flag; }
 
   std::vector<ir::DeviceId> module_device_;
+  // Set when planning starts (Run): device_copy interned (capture writes copies), on_device found.
   ir::Symbol device_copy_symbol_ = ir::kNoSymbol;
+  ir::Symbol on_device_symbol_ = ir::kNoSymbol;
   ir::Symbol src_symbol_ = ir::kNoSymbol;
   ir::Symbol dst_symbol_ = ir::kNoSymbol;
   PlanResult result_;
