@@ -1,7 +1,7 @@
 #!/bin/bash
 # Packs what scripts/gpu_run.sh needs into DEST (default .gpu/ under this checkout's root): the prebuilt binaries,
 # the Abseil, Z3 and OpenBLAS (+ libgfortran) libraries they link (the GPU machine has none of them;
-# OpenBLAS, 36 MB, travels xz-compressed and gpu_run.sh unpacks it), the scripts and the PyTorch peer.
+# OpenBLAS and Z3 travel xz-compressed and the run scripts unpack them), the scripts and the PyTorch peer.
 set -e
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 DEST=${1:-$SRC/.gpu}
@@ -17,7 +17,7 @@ strip --strip-debug "$DEST"/bin/*  # debug info is most of their size; a device 
 for lib in $(ldd "$DEST"/bin/* | awk '/libabsl|libz3|libopenblas|libgfortran|libquadmath|libgtest|libgmock/ {print $3}' | sort -u); do
   cp -L "$lib" "$DEST/lib/"
 done
-for big in "$DEST"/lib/libopenblas*; do if [ -e "$big" ]; then xz -T0 -6 "$big"; fi; done
+for big in "$DEST"/lib/libopenblas* "$DEST"/lib/libz3*; do if [ -e "$big" ]; then xz -T0 -6 "$big"; fi; done
 cp "$SRC/scripts/gpu_run.sh" "$SRC/scripts/gpu_exec_run.sh" "$SRC/scripts/gpu_verify.sh" "$DEST/scripts/"
 cp "$SRC/bench/torch_symm_bench.py" "$SRC/bench/derive_auto_table.py" "$DEST/bench/"
 du -sh "$DEST"

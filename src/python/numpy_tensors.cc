@@ -44,7 +44,9 @@ HostTensor HostTensorFromNumpy(const py::array& array) {
   HostTensor t;
   t.dtype = *dtype;
   t.shape = Shape(contiguous.shape(), contiguous.shape() + contiguous.ndim());
-  t.bytes.resize(static_cast<size_t>(contiguous.nbytes()));
+  // Sizes come from vdev's dtype, not from NumPy's descriptor: pybind11 before 2.12 reads the
+  // descriptor's itemsize at NumPy 1's offset, which NumPy 2 moved (garbage sizes and strides).
+  t.bytes.resize(static_cast<size_t>(t.NumElements()) * ir::DTypeBytes(t.dtype));
   if (!t.bytes.empty()) std::memcpy(t.bytes.data(), contiguous.data(), t.bytes.size());
   return t;
 }
@@ -53,7 +55,14 @@ py::array NumpyFromHostTensor(HostTensor tensor) {
   auto* owned = new HostTensor(std::move(tensor));
   py::capsule base(owned, [](void* p) { delete static_cast<HostTensor*>(p); });
   std::vector<py::ssize_t> shape(owned->shape.begin(), owned->shape.end());
-  return py::array(NumpyDType(owned->dtype), shape, owned->bytes.data(), base);
+  // C-order strides spelled out (see HostTensorFromNumpy: pybind11's own would read the itemsize).
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t stride = static_cast<py::ssize_t>(ir::DTypeBytes(owned->dtype));
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return py::array(NumpyDType(owned->dtype), shape, strides, owned->bytes.data(), base);
 }
 
 }  // namespace vdev::python
