@@ -128,7 +128,11 @@ py::list Run(const ProgramSpec& plan, const std::vector<py::array>& arrays, int 
   const size_t count = static_cast<size_t>(elements / in_segments);
   std::vector<py::array> outputs;
   const py::ssize_t out_elements = static_cast<py::ssize_t>(count * out_segments);
-  for (int r = 0; r < world; ++r) outputs.emplace_back(dtype, std::vector<py::ssize_t>{out_elements});
+  // The stride from vdev's element size: pybind11 2.10 reads NumPy 2's itemsize wrongly (numpy_tensors.cc).
+  const py::ssize_t element_bytes = static_cast<py::ssize_t>(DataTypeSize(*type));
+  for (int r = 0; r < world; ++r) {
+    outputs.emplace_back(dtype, std::vector<py::ssize_t>{out_elements}, std::vector<py::ssize_t>{element_bytes});
+  }
   std::vector<const void*> in(world);
   std::vector<void*> out(world);
   for (int r = 0; r < world; ++r) {

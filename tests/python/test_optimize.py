@@ -113,11 +113,18 @@ def test_progress_is_reported_from_the_solver_thread_with_the_gil():
         threads.append(threading.get_ident())
         lines.append(line)
 
-    plan = vdev.plan(vdev.parse(SLOW), optimize=True, machine=SMALL_GPUS, time_limit=1.5, progress=progress)
+    # Whether Z3 finds a plan within the GPUs' capacity in 1.5 s depends on the machine's speed (a
+    # fresh-clone CI run found none, after 2 capacity cuts); the progress line comes either way.
+    try:
+        plan = vdev.plan(vdev.parse(SLOW), optimize=True, machine=SMALL_GPUS, time_limit=1.5, progress=progress)
+    except vdev.PlanningError as error:
+        assert "no plan within every device's capacity in the time limit" in str(error)
+        plan = None
     assert lines and lines[0].startswith("optimising the placement of 801 classes")
     assert "lower bound" in lines[0]
     assert threading.get_ident() not in threads
-    assert plan.optimal is False and 0 < plan.gap <= 1 and plan.lower_bound < plan.cost.total
+    if plan is not None:
+        assert plan.optimal is False and 0 < plan.gap <= 1 and plan.lower_bound < plan.cost.total
 
 
 def test_an_exception_in_the_progress_callback_propagates():
