@@ -8,27 +8,13 @@
 # Device: run(command="bash .gpu/scripts/gpu_verify.sh", carry=[".gpu", ".gpu-python"])
 # Logs go to $OUT; the last lines are a table of each step's exit status.
 set -u
-root=$(cd "$(dirname "$0")/../.." && pwd)
-pack=$(cd "$(dirname "$0")/.." && pwd)
-out=${OUT:-$root/gpu-verify-out}
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-for z in "$pack"/lib/*.xz; do
-  [ -e "$z" ] || continue
-  if command -v xz >/dev/null; then xz -d -f "$z"; else python3 -c "import lzma,sys; open(sys.argv[1][:-3],'wb').write(lzma.open(sys.argv[1]).read())" "$z"; fi
-done
-bin=$pack/bin
+export PYTHONUNBUFFERED=1
+# shellcheck source=gpu_step.sh
+source "$(dirname "$0")/gpu_step.sh" gpu-verify-out
 cd "$root"
 nvidia-smi -L | tee "$out/gpu.txt"
-: > "$out/status.txt"
-step() {  # step NAME TIMEOUT COMMAND...: runs, logs to $out/NAME.log, records the exit status
-  local name=$1 limit=$2; shift 2
-  echo "=== $name ($(date -u +%T))"
-  timeout "$limit" "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^[0-9]+ (passed|failed)|passed|failed" "$out/$name.log" | tail -n 12
-  echo "$name $rc" >> "$out/status.txt"
+show_step_log() {  # the test runners' summary lines
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^[0-9]+ (passed|failed)|passed|failed" "$out/$1.log" | tail -n 12
 }
 for test in runtime_cuda_test runtime_cuda_one_gpu_test cuda_kernels_test channels_cuda_one_gpu_test; do
   [ -x "$bin/$test" ] && step "$test" 300 "$bin/$test"
