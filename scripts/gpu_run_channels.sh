@@ -49,6 +49,13 @@ for stage in $STAGES; do
         --error-exitcode 9 bin/channels_cuda_one_gpu_test --gtest_filter="*IsExact/world3:*IsExact/world5:*IsExact/world8" \
         2>&1 | grep -vE "^\[ RUN" | tail -12 | tee "$OUT/channels_sanitize_api.log"
       echo "memcheck (no API checks) exit ${PIPESTATUS[0]}" ;;
+    sanitize_queues)
+      # memcheck of worlds 3, 5 and 8 with the 32 work queues given in the environment rather than
+      # set by the test binary itself (which may be too late once the sanitizer has started CUDA).
+      CUDA_DEVICE_MAX_CONNECTIONS=32 VDEV_ONE_GPU_MAX_COUNT=4099 timeout 150 compute-sanitizer --tool memcheck \
+        --error-exitcode 9 bin/channels_cuda_one_gpu_test --gtest_filter="*world3:*world5:*world8" 2>&1 \
+        | grep -vE "^\[ RUN" | tail -14 | tee "$OUT/channels_sanitize_queues.log"
+      echo "memcheck (32 queues from the environment) exit ${PIPESTATUS[0]}" ;;
     sanitize)
       # memcheck: worlds 2, 3, 5, 8 (back-to-back runs too); racecheck (slower): the exactness test
       # of worlds 2, 3 and 8 and the timeout path.

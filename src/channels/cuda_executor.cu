@@ -71,7 +71,6 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
   FollowPreviousGrid();
   const long long started = clock64();
   const long long started_ns = a.trace != nullptr ? static_cast<long long>(GlobalTimer()) : 0;
-  __shared__ uint64_t call_s;
   __shared__ ResolvedTableKey key_s;
   __shared__ int failed_s;
   // Raw storage: ResolvedOp's OpControl has default member initialisers, which __shared__ forbids.
@@ -80,14 +79,12 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
   const int tb = static_cast<int>(blockIdx.x) / a.instances;
   const int instance = static_cast<int>(blockIdx.x) % a.instances;
   const uint64_t key = TableKey(a);
-  // In flight together: the epoch counters, this block's table key and its resolved ops (used if
-  // the key matches). Block b also advances the counters congruent to b modulo the grid, so all of
-  // them stay equal whatever grid (instances) the next execution uses; its threads share the work.
-  for (int c = blockIdx.x + (threadIdx.x + 1) * gridDim.x; c < kMaxPlanBlocks; c += blockDim.x * gridDim.x) {
-    ++a.counters[c];
-  }
+  // In flight together, with no store before them (the compiler keeps a load behind a store that
+  // may alias it: three round trips where there is one, BENCHMARKS.md "Run 7"): this block's epoch
+  // counter (every thread reads it: one broadcast load; the counters advance at the end), its table
+  // key and its resolved ops (used if the key matches).
+  const uint64_t call = a.counters[blockIdx.x] + 1;
   if (threadIdx.x == 0) {
-    call_s = ++a.counters[blockIdx.x];
     key_s = a.table_keys[blockIdx.x];
     failed_s = 0;
   }
@@ -95,7 +92,6 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
   uint4* table = reinterpret_cast<uint4*>(a.table) + static_cast<size_t>(blockIdx.x) * a.max_tb_ops * kUnits;
   for (int u = threadIdx.x; u < a.max_tb_ops * kUnits; u += blockDim.x) ops_raw[u] = table[u];
   __syncthreads();
-  const uint64_t call = call_s;
   Stamp(a, call, kTraceCounted, clock64());
   Stamp(a, call, kTraceEntry, entry);
   Stamp(a, call, kTraceStart, started);
@@ -141,6 +137,13 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
     i += step;
   }
   if (a.trace != nullptr) Stamp(a, call, kTraceEndNs, static_cast<long long>(GlobalTimer()));
+  // Block b advances the counters congruent to b modulo the grid, so all of them stay equal whatever
+  // grid (instances) the next execution uses: after a barrier (every thread of the block has read
+  // its counter); the next grid reads them once this one has finished (griddepcontrol.wait).
+  __syncthreads();
+  for (int c = blockIdx.x + threadIdx.x * gridDim.x; c < kMaxPlanBlocks; c += blockDim.x * gridDim.x) {
+    a.counters[c] = call;
+  }
 }
 
 // The kernel instance for the element type and the plan's widest reduce (fewer registers for fewer

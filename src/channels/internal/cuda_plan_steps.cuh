@@ -172,14 +172,25 @@ struct PutRun {
     }
     aligned = (all & 15) == 0;
   }
-  // Sends the 8 bytes at offset o as a packet line to every destination; returns them.
-  __device__ __forceinline__ uint2 SendLine(uint64_t o, int n, uint32_t flag) const {
-    const uint2 d = Load8(src + o, bytes - o < 8 ? bytes - o : 8);
+  // The 8 bytes at offset o (fewer at the end).
+  __device__ __forceinline__ uint2 Load(uint64_t o) const { return Load8(src + o, bytes - o < 8 ? bytes - o : 8); }
+  // Sends d, the 8 bytes at offset o, as a packet line to every destination.
+  __device__ __forceinline__ void SendLine(uint64_t o, uint2 d, int n, uint32_t flag) const {
 #pragma unroll
     for (int k = 0; k < S; ++k) {
       if (k < n) StoreLine(dst[k] + 2 * o, d, flag);
     }
-    return d;
+  }
+  // Sends this thread's lines (offsets o, o + stride, ...), two at a time: both loads go out before
+  // the first store (a line's store is asm with a memory clobber, which no load may pass).
+  __device__ __forceinline__ void SendAll(uint64_t o, uint64_t stride, int n, uint32_t flag) const {
+    for (; o < bytes; o += 2 * stride) {
+      const uint2 d0 = Load(o);
+      const bool second = o + stride < bytes;
+      const uint2 d1 = second ? Load(o + stride) : uint2{0, 0};
+      SendLine(o, d0, n, flag);
+      if (second) SendLine(o + stride, d1, n, flag);
+    }
   }
 };
 
@@ -189,7 +200,7 @@ template <int S>
 __device__ __forceinline__ void RunFusedPuts(const Block& b, const ResolvedOp<S>* ops, int n, uint64_t shift) {
   const PutRun<S> run(ops, n, shift);
   if (ops[0].kind == kDevPutPackets) {
-    for (uint64_t o = 8 * threadIdx.x; o < run.bytes; o += 8 * blockDim.x) run.SendLine(o, n, b.flag);
+    run.SendAll(8 * threadIdx.x, 8 * blockDim.x, n, b.flag);
     return;
   }
   uint64_t done = 0;
@@ -235,15 +246,20 @@ __device__ __forceinline__ void RunPacketsThenReduce(const Block& b, const Resol
   }
   const uint64_t stride = 8 * blockDim.x;
   if (run.bytes > kOwnLines * stride) {
-    for (uint64_t o = 8 * threadIdx.x; o < run.bytes; o += stride) run.SendLine(o, n, b.flag);
+    run.SendAll(8 * threadIdx.x, stride, n, b.flag);
     SumWithPackets<S, T>(b, reduce, /*sum=*/true);
     return;
   }
-  uint2 mine[kOwnLines];
+  uint2 mine[kOwnLines];  // every load before the first send, as in SendAll
 #pragma unroll
   for (int l = 0; l < kOwnLines; ++l) {
     const uint64_t o = 8 * threadIdx.x + l * stride;
-    if (o < run.bytes) mine[l] = run.SendLine(o, n, b.flag);
+    if (o < run.bytes) mine[l] = run.Load(o);
+  }
+#pragma unroll
+  for (int l = 0; l < kOwnLines; ++l) {
+    const uint64_t o = 8 * threadIdx.x + l * stride;
+    if (o < run.bytes) run.SendLine(o, mine[l], n, b.flag);
   }
   // Not unrolled (one line's sources in registers at a time); the own data picked by a select.
 #pragma unroll 1

@@ -38,9 +38,17 @@ VDEV_HD Range ChunkBytes(uint64_t count, int chunks_per_segment, int index, int 
 // Part p of `parts` of a range of `size` bytes, relative to its start: cut on 16-byte boundaries so
 // every part starts 16-byte aligned relative to the range (and on a packet line).
 VDEV_HD Range PartOf(uint64_t size, int p, int parts) {
+  if (parts == 1) return {0, size};  // no division (GPU: slow)
   const uint64_t units = (size + 15) / 16;
-  const uint64_t b = units * static_cast<uint64_t>(p) / static_cast<uint64_t>(parts) * 16;
-  uint64_t e = units * static_cast<uint64_t>(p + 1) / static_cast<uint64_t>(parts) * 16;
+  uint64_t b, e;
+  if (units <= 0xffffffffu / static_cast<uint64_t>(parts)) {  // 32-bit division where it suffices (GPU: faster)
+    const uint32_t u = static_cast<uint32_t>(units), n = static_cast<uint32_t>(parts);
+    b = uint64_t{u * static_cast<uint32_t>(p) / n} * 16;
+    e = uint64_t{u * static_cast<uint32_t>(p + 1) / n} * 16;
+  } else {
+    b = units * static_cast<uint64_t>(p) / static_cast<uint64_t>(parts) * 16;
+    e = units * static_cast<uint64_t>(p + 1) / static_cast<uint64_t>(parts) * 16;
+  }
   if (e > size) e = size;
   return {b < size ? b : size, e};
 }
