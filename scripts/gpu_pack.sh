@@ -10,7 +10,8 @@ cp "$SRC/build/tools/vdev" "$SRC/build/tests/runtime/runtime_cuda_test" \
   "$SRC/build/tests/runtime/runtime_cuda_one_gpu_test" "$SRC/build/bench/allreduce_bench" "$DEST/bin/"
 # The executor's GPU stage and scripts/gpu_verify.sh: the C++ frontend example, the layer benchmark, the
 # CUDA kernels' and the channel plans' one-GPU tests.
-for extra in examples/run/frontend bench/layer_bench tests/kernels/cuda_kernels_test tests/channels/channels_cuda_one_gpu_test; do
+for extra in examples/run/frontend bench/layer_bench tests/kernels/cuda_kernels_test tests/channels/channels_cuda_one_gpu_test \
+    tests/channels/channels_cuda_executor_test; do
   if [ -x "$SRC/build/$extra" ]; then cp "$SRC/build/$extra" "$DEST/bin/"; fi
 done
 strip --strip-debug "$DEST"/bin/*  # debug info is most of their size; a device call carries at most 64 MiB

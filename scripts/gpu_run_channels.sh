@@ -15,6 +15,9 @@ for stage in $STAGES; do
   case $stage in
     test)
       timeout 200 bin/channels_cuda_one_gpu_test 2>&1 | tee "$OUT/channels_test.log" | grep -E "OK \]|FAILED|Failure|rror" ;;
+    executor)
+      # CudaPlanExecutor: worker processes sharing GPU 0, every shipped plan against the host executor.
+      timeout 300 bin/channels_cuda_executor_test 2>&1 | tee "$OUT/channels_executor.log" | grep -E "OK \]|FAILED|Failure|rror|SKIP" ;;
     old_test)
       # The earlier build's test with as many work queues as the new one sets: whether the queues
       # alone make its port-channel plan pass.

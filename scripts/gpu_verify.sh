@@ -16,13 +16,18 @@ nvidia-smi -L | tee "$out/gpu.txt"
 show_step_log() {  # the test runners' summary lines
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |^[0-9]+ (passed|failed)|passed|failed" "$out/$1.log" | tail -n 12
 }
-for test in runtime_cuda_test runtime_cuda_one_gpu_test cuda_kernels_test channels_cuda_one_gpu_test; do
+for test in runtime_cuda_test runtime_cuda_one_gpu_test cuda_kernels_test channels_cuda_one_gpu_test channels_cuda_executor_test; do
   [ -x "$bin/$test" ] && step "$test" 300 "$bin/$test"
 done
 for example in examples/run/tp_mlp.vdev examples/run/heterogeneous.vdev examples/memory/tp_transformer_10.vdev; do
   for n in 1 2; do
     step "run_$(basename "$example" .vdev)_$n" 120 "$bin/vdev" run "$example" --backend cuda --workers "$n" --check
   done
+done
+# The all-reduces as channel plans run by the CUDA plan executor (two workers sharing the GPU).
+for plan in one_shot_ll two_shot; do
+  step "run_tp_mlp_plan_$plan" 120 "$bin/vdev" run examples/run/tp_mlp.vdev --backend cuda --workers 2 --check \
+    --allreduce-strategy "plan:$plan"
 done
 python_pack=$root/.gpu-python
 if [ -d "$python_pack/vdev" ]; then

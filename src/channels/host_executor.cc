@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "internal/layout.h"
+#include "internal/plan_checks.h"
 #include "vdev/channel_algorithms.h"
 #include "vdev/channel_executor.h"
 #include "vdev/checked_size.h"
@@ -370,11 +371,7 @@ class Run {
 absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(Session& session, IPCAllocator& allocator,
                                                                             ProgramSpec plan, size_t max_count,
                                                                             DataType type, int instances) {
-  VDEV_RETURN_IF_ERROR(ValidateProgram(plan));
-  if (plan.world_size != session.world_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("plan ", plan.name, " is for ", plan.world_size,
-                                                   " ranks; the session has ", session.world_size()));
-  }
+  VDEV_RETURN_IF_ERROR(internal::CheckPlanForSession(plan, session));
   if (allocator.backend() != MemoryBackend::kHost) {
     return absl::InvalidArgumentError("the host plan executor needs a host IPC allocator");
   }
@@ -385,10 +382,7 @@ absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(Sessi
     return absl::InvalidArgumentError(absl::StrCat("max_count ", max_count, " of ", DataTypeName(type),
                                                    ": a segment is limited to 2^40 bytes"));
   }
-  int max_tag = -1;
-  for (const auto* channels : {&plan.memory_channels, &plan.port_channels}) {
-    for (const ChannelSpec& c : *channels) max_tag = std::max(max_tag, c.tag);
-  }
+  const int max_tag = internal::MaxTag(plan);
   if (instances < 1 || (max_tag + 1) * instances > kMaxBarrierBlocks) {
     return absl::InvalidArgumentError(absl::StrCat("instances ", instances, ": the plan's ", max_tag + 1,
                                                    " tags times the instances must stay within ", kMaxBarrierBlocks));

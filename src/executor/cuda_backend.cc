@@ -10,6 +10,9 @@
 #include "session_reduce.h"
 #include "src/runtime/internal/cuda_common.h"
 #include "vdev/cuda_allreduce.h"
+#if VDEV_HAVE_CHANNELS_CUDA
+#include "vdev/cuda_channel_executor.h"
+#endif
 #include "vdev/cuda_kernels.h"
 #include "vdev/executor.h"
 #include "vdev/status_macros.h"
@@ -29,6 +32,15 @@ struct Gpu {
   KernelContext context;
   std::unique_ptr<IPCAllocator> ipc;
   std::unique_ptr<CudaCommunicator> comm;
+#if VDEV_HAVE_CHANNELS_CUDA
+  // strategy="plan:NAME": one executor per plan and dtype, made again (collectively, like every
+  // worker) when a larger count comes.
+  struct PlanSlot {
+    std::unique_ptr<channels::CudaPlanExecutor> executor;
+    size_t max_count = 0;
+  };
+  absl::flat_hash_map<std::string, PlanSlot> plans;
+#endif
 };
 
 class CudaBackend final : public ExecutionBackend {
@@ -123,6 +135,10 @@ class CudaBackend final : public ExecutionBackend {
     const size_t bytes = static_cast<size_t>(in.NumBytes());
     if (world_size_ == 1) return Copy(out.data, in.data, bytes);
     std::optional<DataType> type = CudaKernelDataType(in.dtype);
+#if VDEV_HAVE_CHANNELS_CUDA
+    if (KernelDevice(d) == DeviceType::kCUDA && op == ReduceOp::kSum && type && strategy.kind == AllReduceStrategy::kPlan)
+      return PlanAllReduce(in, out, strategy, *type, d);
+#endif
     if (KernelDevice(d) != DeviceType::kCUDA || op != ReduceOp::kSum || !type || strategy.kind == AllReduceStrategy::kPlan)
       return StagedAllReduce(in, out, op);
     VDEV_ASSIGN_OR_RETURN(Gpu * gpu, GpuOf(d));
@@ -142,6 +158,28 @@ class CudaBackend final : public ExecutionBackend {
     return gpu->comm->AllReduce(in.data, out.data, count, *type, algorithm, gpu->stream);
   }
 
+#if VDEV_HAVE_CHANNELS_CUDA
+  // The shipped channel plan NAME, run by the generic plan kernel on the worker's stream (its region
+  // from the GPU's IPC allocator).
+  absl::Status PlanAllReduce(const TensorRef& in, const TensorRef& out, const AllReduceStrategy& strategy, DataType type,
+                             const VirtualDevice& d) {
+    VDEV_ASSIGN_OR_RETURN(Gpu * gpu, GpuOf(d));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(gpu->device), "cudaSetDevice"));
+    if (gpu->ipc == nullptr) {
+      VDEV_ASSIGN_OR_RETURN(gpu->ipc, CreateCudaIPCAllocator(session_, gpu->device));
+    }
+    const size_t count = static_cast<size_t>(in.NumElements());
+    Gpu::PlanSlot& slot = gpu->plans[absl::StrCat(strategy.plan, "/", DataTypeName(type))];
+    if (slot.executor == nullptr || slot.max_count < count) {
+      slot.executor.reset();
+      VDEV_ASSIGN_OR_RETURN(slot.executor, channels::CudaPlanExecutor::ForStrategy(
+                                               *session_, *gpu->ipc, AllReduceStrategyName(strategy), count, type));
+      slot.max_count = count;
+    }
+    return slot.executor->Execute(in.data, out.data, count, gpu->stream);
+  }
+#endif
+
   bool CanCaptureAllReduce(ReduceOp op, ir::DType dtype) const override {
     return op == ReduceOp::kSum && CudaKernelDataType(dtype).has_value();
   }
@@ -152,6 +190,9 @@ class CudaBackend final : public ExecutionBackend {
       VDEV_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(gpu->stream), "running the program"));
       VDEV_RETURN_IF_ERROR(gpu->kernels->CheckErrors());
       if (gpu->comm != nullptr) VDEV_RETURN_IF_ERROR(gpu->comm->CheckErrors());
+#if VDEV_HAVE_CHANNELS_CUDA
+      for (auto& [name, slot] : gpu->plans) VDEV_RETURN_IF_ERROR(slot.executor->CheckErrors());
+#endif
     }
     return absl::OkStatus();
   }

@@ -101,15 +101,8 @@ absl::StatusOr<bool> PlanWorld::Fits(int instances, bool programmatic, size_t co
 }
 
 internal::PlanLaunchArgs PlanWorld::Args(int rank, size_t count, int instances) const {
-  internal::PlanLaunchArgs a;
   const Rank& k = ranks_[rank];
-  a.ops = k.device.ops;
-  a.tb_begin = k.device.tb_begin;
-  a.tbs = k.device.tbs;
-  a.max_srcs = k.device.max_srcs;
-  a.max_tb_ops = k.device.max_tb_ops;
-  a.table = k.device.table;
-  a.table_keys = k.device.table_keys;
+  internal::PlanLaunchArgs a = k.device.LaunchArgs();
   a.instances = instances;
   for (int j = 0; j < world(); ++j) {
     a.regions[j] = ranks_[j].region;
@@ -125,7 +118,6 @@ internal::PlanLaunchArgs PlanWorld::Args(int rank, size_t count, int instances) 
   a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(timeout_));
   a.error = error_device_;
   a.trace = k.trace;
-  a.uses_ports = k.device.uses_ports;
   a.port_fifo = k.fifo_device;
   a.port_tickets = k.tickets;
   return a;

@@ -118,6 +118,8 @@ struct DevicePlan {
   ResolvedTableKey* table_keys = nullptr;  // kMaxPlanBlocks
   absl::Status Upload(const ProgramSpec& plan, int rank);
   void Free();
+  // Launch arguments with this plan's fields set (LaunchArgs below): the caller adds the rest.
+  struct PlanLaunchArgs LaunchArgs() const;
 };
 
 // Where a traced launch's thread 0 of each block stamps clock64() (the *Ns slots: %globaltimer):
@@ -155,6 +157,19 @@ struct PlanLaunchArgs {
   PortFifo* port_fifo = nullptr;         // this rank's FIFO (device address of host-mapped memory)
   unsigned long long* port_tickets = nullptr;  // its ticket counter (device memory, zeroed)
 };
+
+inline PlanLaunchArgs DevicePlan::LaunchArgs() const {
+  PlanLaunchArgs a;
+  a.ops = ops;
+  a.tb_begin = tb_begin;
+  a.tbs = tbs;
+  a.max_srcs = max_srcs;
+  a.max_tb_ops = max_tb_ops;
+  a.table = table;
+  a.table_keys = table_keys;
+  a.uses_ports = uses_ports;
+  return a;
+}
 
 // Blocks and threads of one launch: 128 to 512 threads, enough for one 16-byte unit of a segment's
 // share per thread (smaller blocks finish sooner and more of them fit beside the peers').

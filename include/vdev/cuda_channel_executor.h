@@ -1,0 +1,82 @@
+// Running execution plans (vdev/channel_plan.h) on GPUs: one worker process per GPU (or several
+// sharing one), each rank's region from a CUDA IPCAllocator, every execution one launch of the
+// generic plan kernel (docs/channels.md, "The CUDA executor") on the caller's stream. The plans and
+// their results are those of the host executor (vdev/channel_executor.h): every reduce sums in f32
+// and rounds once, so both executors give the same bits.
+//
+// Memory: the region holds input, output and two scratch halves laid out for `max_count`
+// (as the host executor's); the semaphores are the region's `barrier_in` words and the kernel's
+// epoch counters its `barrier_flag` words, all zeroed at Create (a pooled region keeps what an
+// earlier user left). Execute copies `in` into the region, runs the plan and copies the output to
+// `out`, all on `stream`; nothing waits on the host.
+//
+// A wait that times out (a peer that never launched, or died) does not hang the GPU: the kernel
+// records rank, thread block, op and peer in host-mapped memory and finishes; `CheckErrors` (after
+// the stream is synchronised) turns it into DeadlineExceeded. After that the semaphores are out of
+// step; make a new executor.
+//
+// Only built with the CUDA runtime backend (VDEV_HAVE_CHANNELS_CUDA).
+//
+// Example (in every worker, one GPU each):
+//   VDEV_ASSIGN_OR_RETURN(auto ipc, vdev::CreateCudaIPCAllocator(&session, device));
+//   VDEV_ASSIGN_OR_RETURN(auto exec, CudaPlanExecutor::ForStrategy(session, *ipc, "plan:one_shot_ll",
+//                                                                  1 << 20, DataType::kBF16));
+//   VDEV_RETURN_IF_ERROR(exec->Execute(in, out, count, stream));  // device pointers
+//   cudaStreamSynchronize(stream);
+//   VDEV_RETURN_IF_ERROR(exec->CheckErrors());
+#ifndef VDEV_CUDA_CHANNEL_EXECUTOR_H_
+#define VDEV_CUDA_CHANNEL_EXECUTOR_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "vdev/allreduce.h"
+#include "vdev/channel_program.h"
+#include "vdev/ipc_memory.h"
+#include "vdev/session.h"
+
+namespace vdev::channels {
+
+class CudaPlanExecutor {
+ public:
+  // Collective (allocates the IPC region). `plan` is validated again; its world size must be the
+  // session's; `type` is f32, f16 or bf16; `allocator` a CUDA one of this session, whose device
+  // becomes current; `max_count` elements of `type` per segment. `instances` (1..) replicates every
+  // thread block (docs/channels.md); 0 picks by size at each execution, up to 32.
+  static absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> Create(Session& session, IPCAllocator& allocator,
+                                                                  ProgramSpec plan, size_t max_count, DataType type,
+                                                                  int instances = 0);
+  // `strategy="plan:NAME"`: the shipped plan NAME for the session's world size (NotFound for an
+  // unknown name, InvalidArgument for a malformed one).
+  static absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> ForStrategy(Session& session, IPCAllocator& allocator,
+                                                                       absl::string_view strategy, size_t max_count,
+                                                                       DataType type);
+  ~CudaPlanExecutor();
+
+  // Enqueues one execution for `count` elements per segment (1..max_count) on `stream`: `in` holds
+  // InputSegments(...) * count elements, `out` receives OutputSegments(...) * count (device memory
+  // of the allocator's GPU; `in` may equal `out` when both have the same size). Every worker
+  // enqueues the same executions in the same order.
+  absl::Status Execute(const void* in, void* out, size_t count, cudaStream_t stream);
+  // A wait of an earlier execution that timed out, once the stream has reached it.
+  absl::Status CheckErrors();
+
+  const ProgramSpec& plan() const { return plan_; }
+
+  struct State;  // opaque: the region, the uploaded plan, the port proxy
+
+ private:
+  CudaPlanExecutor() = default;
+  Session* session_ = nullptr;
+  ProgramSpec plan_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace vdev::channels
+
+#endif  // VDEV_CUDA_CHANNEL_EXECUTOR_H_

@@ -1,0 +1,207 @@
+// CudaPlanExecutor (vdev/cuda_channel_executor.h): a rank's plan uploaded for the generic kernel
+// (internal/cuda_plan.h), its region, semaphores and epoch counters from a CUDA IPCAllocator, and
+// its port proxy.
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "internal/cuda_plan.h"
+#include "internal/cuda_proxy.h"
+#include "internal/plan_checks.h"
+#include "src/runtime/internal/cuda_common.h"
+#include "vdev/channel_algorithms.h"
+#include "vdev/checked_size.h"
+#include "vdev/cuda_channel_executor.h"
+#include "vdev/status_macros.h"
+
+namespace vdev::channels {
+
+using vdev::internal::CudaStatus;
+
+struct CudaPlanExecutor::State {
+  IPCAllocator* allocator = nullptr;
+  IPCMemory* region = nullptr;
+  int device = 0;
+  internal::DevicePlan plan;
+  internal::RegionLayout layout;
+  DataType type = DataType::kF32;
+  size_t elem = 4;
+  size_t max_count = 0;
+  int instances = 0;
+  int sms = 0;
+  absl::Duration timeout;
+  internal::ChannelError* error = nullptr;  // host-mapped
+  internal::ChannelError* error_device = nullptr;
+  internal::PortFifo* fifo = nullptr;  // port plans: host-mapped, the proxy serves it
+  internal::PortFifo* fifo_device = nullptr;
+  unsigned long long* tickets = nullptr;
+  std::unique_ptr<internal::PortProxy> proxy;
+
+  ~State() {
+    if (region != nullptr) {
+      cudaSetDevice(device);
+      cudaDeviceSynchronize();  // no launch of this executor may still run
+    }
+    proxy.reset();  // before its FIFO goes
+    if (fifo != nullptr) cudaFreeHost(fifo);
+    if (tickets != nullptr) cudaFree(tickets);
+    if (error != nullptr) cudaFreeHost(error);
+    plan.Free();
+    if (region != nullptr) allocator->Free(region);
+  }
+};
+
+namespace {
+
+absl::StatusOr<int> DeviceType(DataType type) {
+  switch (type) {
+    case DataType::kF32: return internal::kDevF32;
+    case DataType::kF16: return internal::kDevF16;
+    case DataType::kBF16: return internal::kDevBF16;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("the CUDA plan executor sums f32, f16 and bf16, not ", DataTypeName(type)));
+  }
+}
+
+// Instances by size (instances = 0): about 4 KB of a segment per block, as the one-GPU benchmark's
+// fastest choices (BENCHMARKS.md, "Channel plans on one GPU"), at most 32 and as the tags allow.
+int InstancesFor(size_t segment_bytes, int tbs, int most) {
+  const size_t by_size = (segment_bytes + 4095) / 4096;
+  const int cap = std::min({32, most, internal::kMaxPlanBlocks / std::max(tbs, 1)});
+  return static_cast<int>(std::clamp<size_t>(by_size, 1, static_cast<size_t>(std::max(cap, 1))));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Session& session, IPCAllocator& allocator,
+                                                                            ProgramSpec plan, size_t max_count,
+                                                                            DataType type, int instances) {
+  VDEV_RETURN_IF_ERROR(internal::CheckPlanForSession(plan, session));
+  if (allocator.backend() != MemoryBackend::kCuda) {
+    return absl::InvalidArgumentError("the CUDA plan executor needs a CUDA IPC allocator");
+  }
+  VDEV_RETURN_IF_ERROR(DeviceType(type).status());
+  const std::optional<size_t> segment_bytes = CheckedMul(max_count, DataTypeSize(type));
+  if (max_count == 0 || !segment_bytes || *segment_bytes > (size_t{1} << 40)) {
+    return absl::InvalidArgumentError(absl::StrCat("max_count ", max_count, " of ", DataTypeName(type),
+                                                   ": a segment holds 1 element to 2^40 bytes"));
+  }
+  const int max_tag = std::max(internal::MaxTag(plan), 0);
+  const int most_instances = internal::kDeviceTags / (max_tag + 1);
+  if (instances < 0 || instances > most_instances ||
+      static_cast<int64_t>(instances) * static_cast<int64_t>(plan.ranks[session.rank()].size()) > internal::kMaxPlanBlocks) {
+    return absl::InvalidArgumentError(absl::StrCat("instances ", instances, ": the plan's ", max_tag + 1,
+                                                   " tags times the instances must stay within ", internal::kDeviceTags,
+                                                   ", its thread blocks times the instances within ",
+                                                   internal::kMaxPlanBlocks));
+  }
+  auto exec = std::unique_ptr<CudaPlanExecutor>(new CudaPlanExecutor());
+  exec->session_ = &session;
+  auto state = std::make_unique<State>();
+  State& s = *state;
+  s.allocator = &allocator;
+  s.type = type;
+  s.elem = DataTypeSize(type);
+  s.max_count = max_count;
+  s.instances = instances == 0 ? -most_instances : instances;  // negative: by size, at most this
+  s.timeout = session.timeout();
+  s.layout = internal::MakeRegionLayout(max_count, s.elem, InputSegments(plan.collective, plan.world_size),
+                                        OutputSegments(plan.collective, plan.world_size), plan.chunks_per_segment,
+                                        plan.scratch_chunks);
+  const int me = session.rank();
+  VDEV_ASSIGN_OR_RETURN(s.region, allocator.Allocate(s.layout.total));
+  cudaPointerAttributes where{};
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaPointerGetAttributes(&where, s.region->remote_data[me]), "cudaPointerGetAttributes"));
+  s.device = where.device;
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetAttribute(&s.sms, cudaDevAttrMultiProcessorCount, s.device), "cudaDeviceGetAttribute"));
+  VDEV_RETURN_IF_ERROR(s.plan.Upload(plan, me));
+  if (s.plan.uses_ports) {
+    VDEV_RETURN_IF_ERROR(internal::CheckWorkQueues(2));  // the caller's stream and the proxy's
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostAlloc(reinterpret_cast<void**>(&s.fifo), sizeof(internal::PortFifo),
+                                                  cudaHostAllocMapped), "cudaHostAlloc"));
+    std::memset(static_cast<void*>(s.fifo), 0, sizeof(internal::PortFifo));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.fifo_device), s.fifo, 0),
+                                    "cudaHostGetDevicePointer"));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMalloc(reinterpret_cast<void**>(&s.tickets), sizeof(unsigned long long)), "cudaMalloc"));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.tickets, 0, sizeof(unsigned long long)), "cudaMemset"));
+    VDEV_ASSIGN_OR_RETURN(s.proxy, internal::PortProxy::Start(s.fifo));
+  }
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostAlloc(reinterpret_cast<void**>(&s.error), sizeof(internal::ChannelError),
+                                                cudaHostAllocMapped), "cudaHostAlloc"));
+  *s.error = internal::ChannelError();
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.error_device), s.error, 0),
+                                  "cudaHostGetDevicePointer"));
+  // Memory from the pool keeps what an earlier user left: semaphore counts, epochs and packet lines
+  // whose flags this executor's first executions would take for their own. Zero them all, and let
+  // no rank signal before every rank has.
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->remote_data[me], 0, s.layout.total), "cudaMemset"));
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->barrier_in[me], 0, kBarrierWords * sizeof(uint64_t)), "cudaMemset"));
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->barrier_flag, 0, kMaxBarrierBlocks * sizeof(uint64_t)), "cudaMemset"));
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+  VDEV_RETURN_IF_ERROR(session.Barrier("cuda channels executor"));
+  exec->plan_ = std::move(plan);
+  exec->state_ = std::move(state);
+  return exec;
+}
+
+absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::ForStrategy(Session& session,
+                                                                                 IPCAllocator& allocator,
+                                                                                 absl::string_view strategy,
+                                                                                 size_t max_count, DataType type) {
+  VDEV_ASSIGN_OR_RETURN(std::string name, PlanNameFromStrategy(strategy));
+  VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(name, session.world_size()));
+  return Create(session, allocator, std::move(plan), max_count, type);
+}
+
+CudaPlanExecutor::~CudaPlanExecutor() = default;
+
+absl::Status CudaPlanExecutor::Execute(const void* in, void* out, size_t count, cudaStream_t stream) {
+  State& s = *state_;
+  if (count == 0 || count > s.max_count) {
+    return absl::InvalidArgumentError(absl::StrCat("count ", count, ": this executor takes 1..", s.max_count));
+  }
+  const int me = session_->rank();
+  const size_t in_bytes = count * s.elem * static_cast<size_t>(InputSegments(plan_.collective, plan_.world_size));
+  const size_t out_bytes = count * s.elem * static_cast<size_t>(OutputSegments(plan_.collective, plan_.world_size));
+  char* region = static_cast<char*>(s.region->remote_data[me]);
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
+  VDEV_RETURN_IF_ERROR(CudaStatus(
+      cudaMemcpyAsync(region + s.layout.input, in, in_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync"));
+  internal::PlanLaunchArgs a = s.plan.LaunchArgs();
+  a.instances = s.instances > 0 ? s.instances : InstancesFor(count * s.elem, s.plan.tbs, -s.instances);
+  for (int j = 0; j < plan_.world_size; ++j) {
+    a.regions[j] = static_cast<char*>(s.region->remote_data[j]);
+    a.semaphores[j] = s.region->barrier_in[j];
+  }
+  a.counters = s.region->barrier_flag;
+  a.layout = s.layout;
+  a.count = count;
+  a.chunks_per_segment = plan_.chunks_per_segment;
+  a.elem = static_cast<int>(s.elem);
+  a.dtype = *DeviceType(s.type);
+  a.rank = me;
+  a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(s.timeout));
+  a.error = s.error_device;
+  a.port_fifo = s.fifo_device;
+  a.port_tickets = s.tickets;
+  VDEV_RETURN_IF_ERROR(CudaStatus(internal::LaunchPlan(a, stream, /*programmatic=*/false), "launching the plan kernel"));
+  return CudaStatus(cudaMemcpyAsync(out, region + s.layout.output, out_bytes, cudaMemcpyDeviceToDevice, stream),
+                    "cudaMemcpyAsync");
+}
+
+absl::Status CudaPlanExecutor::CheckErrors() {
+  volatile internal::ChannelError* e = state_->error;
+  if (e->code == 0) return absl::OkStatus();  // a port proxy's CUDA error shows as a wait that timed out
+  const int peer = e->peer;
+  const std::string what = absl::StrCat("plan ", plan_.name, ": a wait timed out after ",
+                                        absl::FormatDuration(state_->timeout), ": rank ", e->rank, " tb ", e->tb,
+                                        " op ", e->op, " waiting for rank ", peer);
+  e->code = 0;
+  absl::Status alive = session_->CheckAlive(peer);
+  return absl::DeadlineExceededError(
+      alive.ok() ? absl::StrCat(what, " (running; the executor is out of step)") : absl::StrCat(what, ": ", alive.message()));
+}
+
+}  // namespace vdev::channels

@@ -1,0 +1,158 @@
+// The CUDA plan executor across real worker processes that share GPU 0 (time-sliced: the GPU machine
+// lends one GPU): every shipped plan, f32 and bf16, ragged counts, compared bitwise with the host
+// executor run by the same workers on the same inputs; a peer that never executes is reported by
+// rank, thread block and op. Skipped without a GPU.
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/cuda_test_util.h"
+#include "runtime/worker_harness.h"
+#include "vdev/channel_algorithms.h"
+#include "vdev/channel_executor.h"
+#include "vdev/cuda_allreduce.h"
+#include "vdev/cuda_channel_executor.h"
+#include "vdev/status_macros.h"
+
+namespace vdev::channels {
+namespace {
+
+using ::testing::HasSubstr;
+using vdev::testing::Cuda;
+using vdev::testing::ExpectAllOk;
+using vdev::testing::GpuCount;
+using vdev::testing::RunWorkers;
+using vdev::testing::UniqueSessionId;
+
+// Rank r's input element i: small integers (f32 and bf16 sums stay exact), different per rank.
+std::vector<char> Inputs(DataType type, int rank, size_t n, int salt) {
+  std::vector<char> bytes(n * DataTypeSize(type));
+  for (size_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>(static_cast<int>((i * 7 + rank * 13 + salt) % 23) - 11);
+    if (type == DataType::kF32) {
+      std::memcpy(&bytes[4 * i], &v, 4);
+    } else {  // bf16: the upper half of the f32 (exact for these values)
+      uint32_t w;
+      std::memcpy(&w, &v, 4);
+      const uint16_t h = static_cast<uint16_t>(w >> 16);
+      std::memcpy(&bytes[2 * i], &h, 2);
+    }
+  }
+  return bytes;
+}
+
+absl::Status SameAsHost(Session& s) {
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> gpu_ipc, CreateCudaIPCAllocator(&s, 0));
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> host_ipc, CreateHostIPCAllocator(&s));
+  cudaStream_t stream;
+  VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
+  const size_t max_count = 4099;
+  int salt = 0;
+  for (const std::string& name : ShippedPlanNames()) {
+    VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(name, s.world_size()));
+    const size_t in_segments = InputSegments(plan.collective, s.world_size());
+    const size_t out_segments = OutputSegments(plan.collective, s.world_size());
+    for (DataType type : {DataType::kF32, DataType::kBF16}) {
+      VDEV_ASSIGN_OR_RETURN(auto gpu, CudaPlanExecutor::Create(s, *gpu_ipc, plan, max_count, type));
+      VDEV_ASSIGN_OR_RETURN(auto host, HostPlanExecutor::Create(s, *host_ipc, plan, max_count, type));
+      const size_t elem = DataTypeSize(type);
+      void* in = nullptr;
+      void* out = nullptr;
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&in, max_count * in_segments * elem)));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&out, max_count * out_segments * elem)));
+      for (size_t count : {size_t{1}, size_t{3}, size_t{1001}, max_count}) {
+        const std::vector<char> input = Inputs(type, s.rank(), count * in_segments, ++salt);
+        std::vector<char> want(count * out_segments * elem), got(want.size());
+        VDEV_RETURN_IF_ERROR(host->Execute(input.data(), want.data(), count));
+        VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(in, input.data(), input.size(), cudaMemcpyHostToDevice)));
+        VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));  // a pageable copy may return early
+        VDEV_RETURN_IF_ERROR(gpu->Execute(in, out, count, stream));
+        VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream)));
+        VDEV_RETURN_IF_ERROR(gpu->CheckErrors());
+        VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(got.data(), out, got.size(), cudaMemcpyDeviceToHost)));
+        if (got != want) {
+          size_t i = 0;
+          while (got[i] == want[i]) ++i;
+          return absl::InternalError(absl::StrCat(name, " ", DataTypeName(type), " rank ", s.rank(), " count ", count,
+                                                  ": byte ", i, " differs from the host executor's"));
+        }
+      }
+      cudaFree(in);
+      cudaFree(out);
+    }
+  }
+  cudaStreamDestroy(stream);
+  return absl::OkStatus();
+}
+
+TEST(CudaPlanExecutorTest, EveryShippedPlanMatchesTheHostExecutorOnTwoWorkers) {
+  REQUIRE_GPUS(1);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), SameAsHost));
+}
+
+TEST(CudaPlanExecutorTest, EveryShippedPlanMatchesTheHostExecutorOnThreeWorkers) {
+  REQUIRE_GPUS(1);
+  ExpectAllOk(RunWorkers(3, UniqueSessionId(), SameAsHost));
+}
+
+// Rank 1 never executes: rank 0's kernel times out (the session's timeout), finishes, and
+// CheckErrors names rank 0's wait for rank 1.
+TEST(CudaPlanExecutorTest, APeerThatNeverExecutesIsNamed) {
+  REQUIRE_GPUS(1);
+  vdev::testing::HarnessOptions options;
+  options.timeout = absl::Seconds(2);
+  auto results = RunWorkers(
+      2, UniqueSessionId(),
+      [](Session& s) -> absl::Status {
+        VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> ipc, CreateCudaIPCAllocator(&s, 0));
+        VDEV_ASSIGN_OR_RETURN(auto exec, CudaPlanExecutor::ForStrategy(s, *ipc, "plan:one_shot", 64, DataType::kF32));
+        void* buf = nullptr;
+        VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&buf, 256)));
+        VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(buf, 0, 256)));
+        absl::Status status = absl::OkStatus();
+        if (s.rank() == 0) {
+          VDEV_RETURN_IF_ERROR(exec->Execute(buf, buf, 64, nullptr));
+          VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
+          status = exec->CheckErrors();
+        }
+        // Both ranks meet again before either frees its region (the peer may still map it); rank 1
+        // arrives after rank 0's kernel has given up (2 s), within the barrier's own 2 s.
+        if (s.rank() == 1) absl::SleepFor(absl::Seconds(3));
+        VDEV_RETURN_IF_ERROR(s.Barrier("done"));
+        cudaFree(buf);
+        return status;
+      },
+      options);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1].exit_code, 0) << results[1].message;
+  EXPECT_NE(results[0].exit_code, 0);
+  EXPECT_THAT(results[0].message, HasSubstr("rank 0 tb 0 op"));
+  EXPECT_THAT(results[0].message, HasSubstr("waiting for rank 1"));
+}
+
+TEST(CudaPlanExecutorTest, RefusesHostAllocatorsAndIntegerTypes) {
+  REQUIRE_GPUS(1);
+  ExpectAllOk(RunWorkers(1, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> host, CreateHostIPCAllocator(&s));
+    VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan("one_shot", 1));
+    auto on_host = CudaPlanExecutor::Create(s, *host, plan, 16, DataType::kF32);
+    if (on_host.ok() || !absl::StrContains(on_host.status().message(), "CUDA IPC allocator")) {
+      return absl::InternalError(absl::StrCat("host allocator: ", on_host.status().ToString()));
+    }
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> gpu, CreateCudaIPCAllocator(&s, 0));
+    auto ints = CudaPlanExecutor::Create(s, *gpu, plan, 16, DataType::kI32);
+    if (ints.ok() || !absl::StrContains(ints.status().message(), "f32, f16 and bf16")) {
+      return absl::InternalError(absl::StrCat("i32: ", ints.status().ToString()));
+    }
+    return absl::OkStatus();
+  }));
+}
+
+}  // namespace
+}  // namespace vdev::channels
