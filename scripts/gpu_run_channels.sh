@@ -52,6 +52,12 @@ for stage in $STAGES; do
         --error-exitcode 9 bin/channels_cuda_one_gpu_test --gtest_filter="*IsExact/world3:*IsExact/world5:*IsExact/world8" \
         2>&1 | grep -vE "^\[ RUN" | tail -12 | tee "$OUT/channels_sanitize_api.log"
       echo "memcheck (no API checks) exit ${PIPESTATUS[0]}" ;;
+    sanitize_ports)
+      # memcheck of the port plan alone (PortPlanAtSmallCounts): which counts and instances time out.
+      timeout 250 compute-sanitizer --tool memcheck --error-exitcode 9 bin/channels_cuda_one_gpu_test \
+        --gtest_filter="*PortPlanAtSmallCounts/world2:*PortPlanAtSmallCounts/world3" 2>&1 \
+        | grep -E "DEADLINE|INTERNAL|OK \]|FAILED \]|SUMMARY" | tee "$OUT/channels_sanitize_ports.log"
+      echo "memcheck (port plan) exit ${PIPESTATUS[0]}" ;;
     sanitize_queues)
       # memcheck of worlds 3, 5 and 8 with the 32 work queues given in the environment rather than
       # set by the test binary itself (which may be too late once the sanitizer has started CUDA).

@@ -47,11 +47,21 @@ std::vector<char> Inputs(DataType type, int rank, size_t n, int salt) {
   return bytes;
 }
 
+// What each worker of these tests has: both kinds of IPC allocator of its session and a stream.
+struct Worker {
+  std::unique_ptr<IPCAllocator> gpu, host;
+  cudaStream_t stream = nullptr;
+  static absl::StatusOr<Worker> Make(Session& s) {
+    Worker w;
+    VDEV_ASSIGN_OR_RETURN(w.gpu, CreateCudaIPCAllocator(&s, 0));
+    VDEV_ASSIGN_OR_RETURN(w.host, CreateHostIPCAllocator(&s));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&w.stream, cudaStreamNonBlocking)));
+    return w;
+  }
+};
+
 absl::Status SameAsHost(Session& s) {
-  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> gpu_ipc, CreateCudaIPCAllocator(&s, 0));
-  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> host_ipc, CreateHostIPCAllocator(&s));
-  cudaStream_t stream;
-  VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
+  VDEV_ASSIGN_OR_RETURN(Worker w, Worker::Make(s));
   const size_t max_count = 4099;
   int salt = 0;
   for (const std::string& name : ShippedPlanNames()) {
@@ -59,8 +69,8 @@ absl::Status SameAsHost(Session& s) {
     const size_t in_segments = InputSegments(plan.collective, s.world_size());
     const size_t out_segments = OutputSegments(plan.collective, s.world_size());
     for (DataType type : {DataType::kF32, DataType::kBF16}) {
-      VDEV_ASSIGN_OR_RETURN(auto gpu, CudaPlanExecutor::Create(s, *gpu_ipc, plan, max_count, type));
-      VDEV_ASSIGN_OR_RETURN(auto host, HostPlanExecutor::Create(s, *host_ipc, plan, max_count, type));
+      VDEV_ASSIGN_OR_RETURN(auto gpu, CudaPlanExecutor::Create(s, *w.gpu, plan, max_count, type));
+      VDEV_ASSIGN_OR_RETURN(auto host, HostPlanExecutor::Create(s, *w.host, plan, max_count, type));
       const size_t elem = DataTypeSize(type);
       void* in = nullptr;
       void* out = nullptr;
@@ -72,8 +82,8 @@ absl::Status SameAsHost(Session& s) {
         VDEV_RETURN_IF_ERROR(host->Execute(input.data(), want.data(), count));
         VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(in, input.data(), input.size(), cudaMemcpyHostToDevice)));
         VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));  // a pageable copy may return early
-        VDEV_RETURN_IF_ERROR(gpu->Execute(in, out, count, stream));
-        VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream)));
+        VDEV_RETURN_IF_ERROR(gpu->Execute(in, out, count, w.stream));
+        VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(w.stream)));
         VDEV_RETURN_IF_ERROR(gpu->CheckErrors());
         VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(got.data(), out, got.size(), cudaMemcpyDeviceToHost)));
         if (got != want) {
@@ -87,8 +97,66 @@ absl::Status SameAsHost(Session& s) {
       cudaFree(out);
     }
   }
-  cudaStreamDestroy(stream);
+  cudaStreamDestroy(w.stream);
   return absl::OkStatus();
+}
+
+// Executions captured once in a CUDA graph and replayed: each replay takes its epoch from device
+// memory, so replay k reads the inputs written before it and matches the host executor's result;
+// and executions enqueued back to back with no wait between them.
+absl::Status ReplayedAndBackToBack(Session& s) {
+  VDEV_ASSIGN_OR_RETURN(Worker w, Worker::Make(s));
+  const size_t count = 3001;
+  for (const char* name : {"one_shot_ll", "two_shot", "all_gather_port"}) {
+    VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(name, s.world_size()));
+    const size_t in_n = count * InputSegments(plan.collective, s.world_size());
+    const size_t out_n = count * OutputSegments(plan.collective, s.world_size());
+    VDEV_ASSIGN_OR_RETURN(auto gpu, CudaPlanExecutor::Create(s, *w.gpu, plan, count, DataType::kF32));
+    VDEV_ASSIGN_OR_RETURN(auto host, HostPlanExecutor::Create(s, *w.host, plan, count, DataType::kF32));
+    float* in = nullptr;
+    float* out = nullptr;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&in), in_n * 4)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&out), out_n * 4)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamBeginCapture(w.stream, cudaStreamCaptureModeRelaxed)));
+    VDEV_RETURN_IF_ERROR(gpu->Execute(in, out, count, w.stream));
+    cudaGraph_t graph;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamEndCapture(w.stream, &graph)));
+    cudaGraphExec_t exec;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaGraphInstantiate(&exec, graph, 0)));
+    std::vector<float> got(out_n);
+    for (int replay = 0; replay < 5; ++replay) {
+      const std::vector<char> input = Inputs(DataType::kF32, s.rank(), in_n, 100 + replay);
+      std::vector<float> want(out_n);
+      VDEV_RETURN_IF_ERROR(host->Execute(input.data(), want.data(), count));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(in, input.data(), input.size(), cudaMemcpyHostToDevice, w.stream)));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaGraphLaunch(exec, w.stream)));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(got.data(), out, out_n * 4, cudaMemcpyDeviceToHost, w.stream)));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(w.stream)));
+      VDEV_RETURN_IF_ERROR(gpu->CheckErrors());
+      if (got != want) return absl::InternalError(absl::StrCat(name, " replay ", replay, " rank ", s.rank(), " differs"));
+    }
+    // 200 executions back to back (the same input), then the last one's output.
+    const std::vector<char> input = Inputs(DataType::kF32, s.rank(), in_n, 7);
+    std::vector<float> want(out_n);
+    VDEV_RETURN_IF_ERROR(host->Execute(input.data(), want.data(), count));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(in, input.data(), input.size(), cudaMemcpyHostToDevice, w.stream)));
+    for (int e = 0; e < 200; ++e) VDEV_RETURN_IF_ERROR(gpu->Execute(in, out, count, w.stream));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(got.data(), out, out_n * 4, cudaMemcpyDeviceToHost, w.stream)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(w.stream)));
+    VDEV_RETURN_IF_ERROR(gpu->CheckErrors());
+    if (got != want) return absl::InternalError(absl::StrCat(name, " back to back rank ", s.rank(), " differs"));
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaFree(in);
+    cudaFree(out);
+  }
+  cudaStreamDestroy(w.stream);
+  return absl::OkStatus();
+}
+
+TEST(CudaPlanExecutorTest, GraphReplaysAndBackToBackExecutionsMatchTheHostExecutor) {
+  REQUIRE_GPUS(1);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), ReplayedAndBackToBack));
 }
 
 TEST(CudaPlanExecutorTest, EveryShippedPlanMatchesTheHostExecutorOnTwoWorkers) {
