@@ -65,12 +65,31 @@ __device__ __forceinline__ void Stamp(const PlanLaunchArgs& a, uint64_t call, in
   }
 }
 
+__device__ __forceinline__ uint64_t LoadKeyAcquire(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void PrefetchL1(const char* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+
+// The lines this thread's first step will read of the sources that are not scratch (whose half
+// depends on the execution) nor packets (which arrive later): requested while the epoch counter and
+// table key are on their way, so the step's own loads find them in L1 (one memory round trip before
+// the first data access, as the hand-written kernels have).
+template <int S>
+__device__ __forceinline__ void PrefetchFirstSources(const ResolvedOp<S>& op) {
+#pragma unroll
+  for (int j = 0; j < S; ++j) {
+    if (j >= op.nsrcs || (op.packets >> j & 1) || (op.scratch >> (j + 1) & 1)) continue;
+    for (const uint64_t o : {uint64_t{8} * threadIdx.x, uint64_t{16} * threadIdx.x}) {
+      if (o < op.bytes) PrefetchL1(op.src[j] + o);
+    }
+  }
+}
+
 template <int S, typename T>
 __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_constant__ PlanLaunchArgs a) {
   const long long entry = clock64();
-  FollowPreviousGrid();
-  const long long started = clock64();
-  const long long started_ns = a.trace != nullptr ? static_cast<long long>(GlobalTimer()) : 0;
   __shared__ ResolvedTableKey key_s;
   __shared__ int failed_s;
   // Raw storage: ResolvedOp's OpControl has default member initialisers, which __shared__ forbids.
@@ -79,33 +98,58 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
   const int tb = static_cast<int>(blockIdx.x) / a.instances;
   const int instance = static_cast<int>(blockIdx.x) % a.instances;
   const uint64_t key = TableKey(a);
-  // In flight together, with no store before them (the compiler keeps a load behind a store that
-  // may alias it: three round trips where there is one, BENCHMARKS.md "Run 7"): this block's epoch
-  // counter (every thread reads it: one broadcast load; the counters advance at the end), its table
-  // key and its resolved ops (used if the key matches).
-  const uint64_t call = a.counters[blockIdx.x] + 1;
-  if (threadIdx.x == 0) {
-    key_s = a.table_keys[blockIdx.x];
-    failed_s = 0;
-  }
   constexpr int kUnits = sizeof(ResolvedOp<S>) / 16;
   uint4* table = reinterpret_cast<uint4*>(a.table) + static_cast<size_t>(blockIdx.x) * a.max_tb_ops * kUnits;
-  for (int u = threadIdx.x; u < a.max_tb_ops * kUnits; u += blockDim.x) ops_raw[u] = table[u];
+  // Before the previous grid has finished (programmatic launch: it may still run), the block's
+  // resolved ops and their key. Only a grid of another shape rewrites them: its ops first, then,
+  // after a fence, the key; read here in the other order, the key with acquire. So if the key read
+  // now and the key read again after the wait are both this shape's, the ops read now are whole.
+  // Every read of the table and its keys bypasses L1 (__ldcg), which may hold a line read before
+  // the previous grid rewrote it (blocks' tables can share a line).
+  if (threadIdx.x == 0) {
+    key_s.key = LoadKeyAcquire(&a.table_keys[blockIdx.x].key);
+    key_s.ops = __ldcg(&a.table_keys[blockIdx.x].ops);
+    failed_s = 0;
+  }
   __syncthreads();
+  const bool preloaded = key_s.key == key;
+  if (preloaded) {
+    for (int u = threadIdx.x; u < a.max_tb_ops * kUnits; u += blockDim.x) ops_raw[u] = __ldcg(&table[u]);
+  }
+  __syncthreads();
+  FollowPreviousGrid();
+  const long long started = clock64();
+  const long long started_ns = a.trace != nullptr ? static_cast<long long>(GlobalTimer()) : 0;
+  // In flight together: this block's epoch counter and its table key (every thread reads both: one
+  // broadcast load each; the counters advance at the end), and the first step's own data.
+  const uint64_t call = a.counters[blockIdx.x] + 1;
+  const uint64_t key_now = __ldcg(&a.table_keys[blockIdx.x].key);
+  int nops = static_cast<int>(key_s.ops);
+  if (preloaded && nops > 0) PrefetchFirstSources<S>(ops_s[0]);
   Stamp(a, call, kTraceCounted, clock64());
   Stamp(a, call, kTraceEntry, entry);
   Stamp(a, call, kTraceStart, started);
   Stamp(a, call, kTraceStartNs, started_ns);
-  int nops = static_cast<int>(key_s.ops);
-  if (key_s.key != key) {  // the first execution of this shape: resolve and keep
-    const int first = a.tb_begin[tb], last = a.tb_begin[tb + 1];
-    nops = last - first;
+  if (!preloaded || key_now != key) {  // the ops were rewritten, or this shape runs for the first time
     __syncthreads();  // every thread has read key_s
-    for (int i = first + threadIdx.x; i < last; i += blockDim.x) Resolve<S>(a, instance, a.ops[i], &ops_s[i - first]);
+    if (key_now == key) {  // the previous grid made them while they were read above: read again
+      nops = static_cast<int>(__ldcg(&a.table_keys[blockIdx.x].ops));
+      for (int u = threadIdx.x; u < nops * kUnits; u += blockDim.x) ops_raw[u] = __ldcg(&table[u]);
+    } else {
+      const int first = a.tb_begin[tb], last = a.tb_begin[tb + 1];
+      nops = last - first;
+      for (int i = first + threadIdx.x; i < last; i += blockDim.x) Resolve<S>(a, instance, a.ops[i], &ops_s[i - first]);
+      __syncthreads();
+      for (int u = threadIdx.x; u < nops * kUnits; u += blockDim.x) table[u] = ops_raw[u];
+      __threadfence();  // the ops before the key (see above), for every thread's stores
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        a.table_keys[blockIdx.x].ops = static_cast<uint64_t>(nops);
+        __threadfence();
+        *reinterpret_cast<volatile uint64_t*>(&a.table_keys[blockIdx.x].key) = key;
+      }
+    }
     __syncthreads();
-    for (int u = threadIdx.x; u < nops * kUnits; u += blockDim.x) table[u] = ops_raw[u];
-    // Read by a later execution of this rank, which starts after this grid has finished.
-    if (threadIdx.x == 0) a.table_keys[blockIdx.x] = ResolvedTableKey{key, static_cast<uint64_t>(nops)};
   }
   Stamp(a, call, kTraceResolved, clock64());
   Block b{a, PacketFlag(call), 0, tb, 0, &failed_s};
