@@ -4,8 +4,9 @@
 #   SANITIZERS  address,undefined (default; build-asan/) or thread (build-tsan/); SANITIZE_BUILD_DIR
 #               overrides the directory. CTEST_ARGS (e.g. -R 'Session|Launch') select tests;
 #               SANITIZE_TARGETS="a b" builds only those targets (select their tests with -R then).
-# -O1 -g with assertions on. CUDA is off (compute-sanitizer covers the device code on the GPU machine)
-# and so are the benchmarks (not tests). Python is off too: its extension would load into an
+# -O1 -g1 (line tables: the reports' stack traces keep file:line) with assertions on, RapidCheck
+# properties at 250 cases each (VDEV_RC_CASES; 1,000 in the main build). CUDA is off
+# (compute-sanitizer covers the device code on the GPU machine) and so are the benchmarks (not tests). Python is off too: its extension would load into an
 # uninstrumented /usr/bin/python3, which needs the sanitizer runtime preloaded and then reports
 # CPython's and NumPy's own allocations; the C++ behind the bindings runs under the C++ tests.
 # The vdev CLI, the examples and the shell tests that drive them (cli_test, run_test, vdev_lower_cli)
@@ -37,8 +38,9 @@ export ASAN_OPTIONS="detect_leaks=$leaks:halt_on_error=1:abort_on_error=0:check_
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-  -DVDEV_SANITIZE="$sanitizers" -DVDEV_ENABLE_CUDA=OFF -DVDEV_BUILD_BENCH=OFF -DVDEV_BUILD_PYTHON=OFF >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+  -DVDEV_SANITIZE="$sanitizers" -DVDEV_ENABLE_CUDA=OFF -DVDEV_BUILD_BENCH=OFF -DVDEV_BUILD_PYTHON=OFF \
+  -DVDEV_RC_CASES="${VDEV_RC_CASES:-250}" >/dev/null
 targets=()
 for t in ${SANITIZE_TARGETS:-}; do targets+=(--target "$t"); done
 cmake --build "$build" -j "${JOBS:-$(nproc)}" "${targets[@]}"

@@ -61,7 +61,8 @@ class CudaPlanExecutor {
   // Enqueues one execution for `count` elements per segment (1..max_count) on `stream`: `in` holds
   // InputSegments(...) * count elements, `out` receives OutputSegments(...) * count (device memory
   // of the allocator's GPU; `in` may equal `out` when both have the same size). Every worker
-  // enqueues the same executions in the same order.
+  // enqueues the same executions in the same order, each after the previous one (one stream, or
+  // streams that wait for each other): two executions of one executor never run at once.
   absl::Status Execute(const void* in, void* out, size_t count, cudaStream_t stream);
   // A wait of an earlier execution that timed out, once the stream has reached it.
   absl::Status CheckErrors();
