@@ -53,7 +53,7 @@ struct CudaPlanExecutor::State {
 
 namespace {
 
-absl::StatusOr<int> DeviceType(DataType type) {
+absl::StatusOr<int> KernelDType(DataType type) {
   switch (type) {
     case DataType::kF32: return internal::kDevF32;
     case DataType::kF16: return internal::kDevF16;
@@ -81,7 +81,7 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
   if (allocator.backend() != MemoryBackend::kCuda) {
     return absl::InvalidArgumentError("the CUDA plan executor needs a CUDA IPC allocator");
   }
-  VDEV_RETURN_IF_ERROR(DeviceType(type).status());
+  VDEV_RETURN_IF_ERROR(KernelDType(type).status());
   const std::optional<size_t> segment_bytes = CheckedMul(max_count, DataTypeSize(type));
   if (max_count == 0 || !segment_bytes || *segment_bytes > (size_t{1} << 40)) {
     return absl::InvalidArgumentError(absl::StrCat("max_count ", max_count, " of ", DataTypeName(type),
@@ -180,7 +180,7 @@ absl::Status CudaPlanExecutor::Execute(const void* in, void* out, size_t count, 
   a.count = count;
   a.chunks_per_segment = plan_.chunks_per_segment;
   a.elem = static_cast<int>(s.elem);
-  a.dtype = *DeviceType(s.type);
+  a.dtype = *KernelDType(s.type);
   a.rank = me;
   a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(s.timeout));
   a.error = s.error_device;
