@@ -39,6 +39,9 @@ absl::StatusOr<ProgramSpec> ShippedPlan(absl::string_view name, int world_size);
 // "plan:NAME" -> NAME, for NAME made of [a-z0-9_-]; InvalidArgument otherwise. Says nothing about
 // whether NAME is shipped (a plan may also come from a file).
 absl::StatusOr<std::string> PlanNameFromStrategy(absl::string_view strategy);
+// The shipped plan that `strategy` ("plan:NAME") names, for `world_size` ranks: PlanNameFromStrategy,
+// then ShippedPlan.
+absl::StatusOr<ProgramSpec> ShippedPlanForStrategy(absl::string_view strategy, int world_size);
 
 }  // namespace vdev::channels
 

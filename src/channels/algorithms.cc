@@ -204,4 +204,10 @@ absl::StatusOr<std::string> PlanNameFromStrategy(absl::string_view strategy) {
   return std::string(name);
 }
 
+absl::StatusOr<ProgramSpec> ShippedPlanForStrategy(absl::string_view strategy, int world_size) {
+  absl::StatusOr<std::string> name = PlanNameFromStrategy(strategy);
+  if (!name.ok()) return name.status();
+  return ShippedPlan(*name, world_size);
+}
+
 }  // namespace vdev::channels

@@ -8,6 +8,7 @@
 #include "internal/cuda_plan.h"
 #include "src/runtime/internal/cuda_common.h"
 #include "vdev/channel_program.h"
+#include "vdev/status_macros.h"
 
 namespace vdev::channels::internal {
 namespace {
@@ -191,6 +192,32 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
   }
   if (absl::Status s = CudaStatus(cudaMalloc(reinterpret_cast<void**>(&table_keys), keys), "cudaMalloc"); !s.ok()) return s;
   return CudaStatus(cudaMemset(table_keys, 0, keys), "cudaMemset");
+}
+
+absl::StatusOr<std::unique_ptr<MappedChannelError>> MappedChannelError::Create() {
+  std::unique_ptr<MappedChannelError> e(new MappedChannelError());
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostAlloc(reinterpret_cast<void**>(&e->host_), sizeof(ChannelError),
+                                                cudaHostAllocMapped), "cudaHostAlloc"));
+  *e->host_ = ChannelError();
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostGetDevicePointer(reinterpret_cast<void**>(&e->device_), e->host_, 0),
+                                  "cudaHostGetDevicePointer"));
+  return e;
+}
+
+MappedChannelError::~MappedChannelError() {
+  if (host_ != nullptr) cudaFreeHost(host_);
+}
+
+ChannelError MappedChannelError::Take() {
+  volatile ChannelError* e = host_;
+  ChannelError taken;
+  taken.code = e->code;
+  taken.rank = e->rank;
+  taken.tb = e->tb;
+  taken.op = e->op;
+  taken.peer = e->peer;
+  e->code = 0;
+  return taken;
 }
 
 void DevicePlan::Free() {

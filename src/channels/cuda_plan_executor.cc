@@ -2,7 +2,6 @@
 // (internal/cuda_plan.h), its region, semaphores and epoch counters from a CUDA IPCAllocator, and
 // its port proxy.
 #include <algorithm>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "internal/cuda_plan.h"
@@ -23,29 +22,20 @@ struct CudaPlanExecutor::State {
   IPCMemory* region = nullptr;
   int device = 0;
   internal::DevicePlan plan;
-  internal::RegionLayout layout;
-  DataType type = DataType::kF32;
-  size_t elem = 4;
+  // Every launch's arguments but its count and instances, set once at Create.
+  internal::PlanLaunchArgs args;
   size_t max_count = 0;
-  int instances = 0;
-  int sms = 0;
-  absl::Duration timeout;
-  internal::ChannelError* error = nullptr;  // host-mapped
-  internal::ChannelError* error_device = nullptr;
-  internal::PortFifo* fifo = nullptr;  // port plans: host-mapped, the proxy serves it
-  internal::PortFifo* fifo_device = nullptr;
-  unsigned long long* tickets = nullptr;
-  std::unique_ptr<internal::PortProxy> proxy;
+  int instances = 0;       // 0: by size (InstancesFor), at most most_instances
+  int most_instances = 0;  // as the plan's tags allow
+  std::unique_ptr<internal::MappedChannelError> error;
+  std::unique_ptr<internal::PortEndpoint> ports;  // port plans
 
   ~State() {
     if (region != nullptr) {
       cudaSetDevice(device);
       cudaDeviceSynchronize();  // no launch of this executor may still run
     }
-    proxy.reset();  // before its FIFO goes
-    if (fifo != nullptr) cudaFreeHost(fifo);
-    if (tickets != nullptr) cudaFree(tickets);
-    if (error != nullptr) cudaFreeHost(error);
+    ports.reset();
     plan.Free();
     if (region != nullptr) allocator->Free(region);
   }
@@ -101,42 +91,47 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
   auto state = std::make_unique<State>();
   State& s = *state;
   s.allocator = &allocator;
-  s.type = type;
-  s.elem = DataTypeSize(type);
   s.max_count = max_count;
-  s.instances = instances == 0 ? -most_instances : instances;  // negative: by size, at most this
-  s.timeout = session.timeout();
-  s.layout = internal::MakeRegionLayout(max_count, s.elem, InputSegments(plan.collective, plan.world_size),
-                                        OutputSegments(plan.collective, plan.world_size), plan.chunks_per_segment,
-                                        plan.scratch_chunks);
+  s.instances = instances;
+  s.most_instances = most_instances;
+  const size_t elem = DataTypeSize(type);
+  const internal::RegionLayout layout = internal::MakeRegionLayout(
+      max_count, elem, InputSegments(plan.collective, plan.world_size), OutputSegments(plan.collective, plan.world_size),
+      plan.chunks_per_segment, plan.scratch_chunks);
   const int me = session.rank();
-  VDEV_ASSIGN_OR_RETURN(s.region, allocator.Allocate(s.layout.total));
+  VDEV_ASSIGN_OR_RETURN(s.region, allocator.Allocate(layout.total));
   cudaPointerAttributes where{};
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaPointerGetAttributes(&where, s.region->remote_data[me]), "cudaPointerGetAttributes"));
   s.device = where.device;
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetAttribute(&s.sms, cudaDevAttrMultiProcessorCount, s.device), "cudaDeviceGetAttribute"));
   VDEV_RETURN_IF_ERROR(s.plan.Upload(plan, me));
   if (s.plan.uses_ports) {
     VDEV_RETURN_IF_ERROR(internal::CheckWorkQueues(2));  // the caller's stream and the proxy's
-    VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostAlloc(reinterpret_cast<void**>(&s.fifo), sizeof(internal::PortFifo),
-                                                  cudaHostAllocMapped), "cudaHostAlloc"));
-    std::memset(static_cast<void*>(s.fifo), 0, sizeof(internal::PortFifo));
-    VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.fifo_device), s.fifo, 0),
-                                    "cudaHostGetDevicePointer"));
-    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMalloc(reinterpret_cast<void**>(&s.tickets), sizeof(unsigned long long)), "cudaMalloc"));
-    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.tickets, 0, sizeof(unsigned long long)), "cudaMemset"));
-    VDEV_ASSIGN_OR_RETURN(s.proxy, internal::PortProxy::Start(s.fifo));
+    VDEV_ASSIGN_OR_RETURN(s.ports, internal::PortEndpoint::Start());
   }
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostAlloc(reinterpret_cast<void**>(&s.error), sizeof(internal::ChannelError),
-                                                cudaHostAllocMapped), "cudaHostAlloc"));
-  *s.error = internal::ChannelError();
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s.error_device), s.error, 0),
-                                  "cudaHostGetDevicePointer"));
+  VDEV_ASSIGN_OR_RETURN(s.error, internal::MappedChannelError::Create());
+  internal::PlanLaunchArgs& a = s.args;
+  a = s.plan.LaunchArgs();
+  for (int j = 0; j < plan.world_size; ++j) {
+    a.regions[j] = static_cast<char*>(s.region->remote_data[j]);
+    a.semaphores[j] = s.region->barrier_in[j];
+  }
+  a.counters = s.region->barrier_flag;
+  a.layout = layout;
+  a.chunks_per_segment = plan.chunks_per_segment;
+  a.elem = static_cast<int>(elem);
+  a.dtype = *KernelDType(type);
+  a.rank = me;
+  a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(session.timeout()));
+  a.error = s.error->device();
+  if (s.ports != nullptr) {
+    a.port_fifo = s.ports->fifo_device();
+    a.port_tickets = s.ports->tickets();
+  }
   // Memory from the pool keeps what an earlier user left: semaphore counts, epochs and packet lines
   // whose flags this executor's first executions would take for their own. Zero them all, and let
   // no rank signal before every rank has.
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->remote_data[me], 0, s.layout.total), "cudaMemset"));
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->remote_data[me], 0, layout.total), "cudaMemset"));
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->barrier_in[me], 0, kBarrierWords * sizeof(uint64_t)), "cudaMemset"));
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->barrier_flag, 0, kMaxBarrierBlocks * sizeof(uint64_t)), "cudaMemset"));
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
@@ -150,8 +145,7 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::ForStrategy(
                                                                                  IPCAllocator& allocator,
                                                                                  absl::string_view strategy,
                                                                                  size_t max_count, DataType type) {
-  VDEV_ASSIGN_OR_RETURN(std::string name, PlanNameFromStrategy(strategy));
-  VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(name, session.world_size()));
+  VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlanForStrategy(strategy, session.world_size()));
   return Create(session, allocator, std::move(plan), max_count, type);
 }
 
@@ -162,44 +156,28 @@ absl::Status CudaPlanExecutor::Execute(const void* in, void* out, size_t count, 
   if (count == 0 || count > s.max_count) {
     return absl::InvalidArgumentError(absl::StrCat("count ", count, ": this executor takes 1..", s.max_count));
   }
-  const int me = session_->rank();
-  const size_t in_bytes = count * s.elem * static_cast<size_t>(InputSegments(plan_.collective, plan_.world_size));
-  const size_t out_bytes = count * s.elem * static_cast<size_t>(OutputSegments(plan_.collective, plan_.world_size));
-  char* region = static_cast<char*>(s.region->remote_data[me]);
+  internal::PlanLaunchArgs a = s.args;
+  a.count = count;
+  const size_t elem = static_cast<size_t>(a.elem);
+  a.instances = s.instances > 0 ? s.instances : InstancesFor(count * elem, a.tbs, s.most_instances);
+  const size_t in_bytes = count * elem * static_cast<size_t>(InputSegments(plan_.collective, plan_.world_size));
+  const size_t out_bytes = count * elem * static_cast<size_t>(OutputSegments(plan_.collective, plan_.world_size));
+  char* region = a.regions[a.rank];
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
   VDEV_RETURN_IF_ERROR(CudaStatus(
-      cudaMemcpyAsync(region + s.layout.input, in, in_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync"));
-  internal::PlanLaunchArgs a = s.plan.LaunchArgs();
-  a.instances = s.instances > 0 ? s.instances : InstancesFor(count * s.elem, s.plan.tbs, -s.instances);
-  for (int j = 0; j < plan_.world_size; ++j) {
-    a.regions[j] = static_cast<char*>(s.region->remote_data[j]);
-    a.semaphores[j] = s.region->barrier_in[j];
-  }
-  a.counters = s.region->barrier_flag;
-  a.layout = s.layout;
-  a.count = count;
-  a.chunks_per_segment = plan_.chunks_per_segment;
-  a.elem = static_cast<int>(s.elem);
-  a.dtype = *KernelDType(s.type);
-  a.rank = me;
-  a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(s.timeout));
-  a.error = s.error_device;
-  a.port_fifo = s.fifo_device;
-  a.port_tickets = s.tickets;
+      cudaMemcpyAsync(region + a.layout.input, in, in_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync"));
   VDEV_RETURN_IF_ERROR(CudaStatus(internal::LaunchPlan(a, stream, /*programmatic=*/false), "launching the plan kernel"));
-  return CudaStatus(cudaMemcpyAsync(out, region + s.layout.output, out_bytes, cudaMemcpyDeviceToDevice, stream),
+  return CudaStatus(cudaMemcpyAsync(out, region + a.layout.output, out_bytes, cudaMemcpyDeviceToDevice, stream),
                     "cudaMemcpyAsync");
 }
 
 absl::Status CudaPlanExecutor::CheckErrors() {
-  volatile internal::ChannelError* e = state_->error;
-  if (e->code == 0) return absl::OkStatus();  // a port proxy's CUDA error shows as a wait that timed out
-  const int peer = e->peer;
+  const internal::ChannelError e = state_->error->Take();
+  if (e.code == 0) return absl::OkStatus();  // a port proxy's CUDA error shows as a wait that timed out
   const std::string what = absl::StrCat("plan ", plan_.name, ": a wait timed out after ",
-                                        absl::FormatDuration(state_->timeout), ": rank ", e->rank, " tb ", e->tb,
-                                        " op ", e->op, " waiting for rank ", peer);
-  e->code = 0;
-  absl::Status alive = session_->CheckAlive(peer);
+                                        absl::FormatDuration(session_->timeout()), ": rank ", e.rank, " tb ", e.tb,
+                                        " op ", e.op, " waiting for rank ", e.peer);
+  absl::Status alive = session_->CheckAlive(e.peer);
   return absl::DeadlineExceededError(
       alive.ok() ? absl::StrCat(what, " (running; the executor is out of step)") : absl::StrCat(what, ": ", alive.message()));
 }

@@ -2,6 +2,7 @@
 #include "internal/cuda_proxy.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 
 #include "absl/status/statusor.h"
@@ -117,6 +118,35 @@ absl::Status PortProxy::Stop() {
   stop_.store(true, std::memory_order_release);
   if (thread_.joinable()) thread_.join();
   return error_;
+}
+
+absl::StatusOr<std::unique_ptr<PortEndpoint>> PortEndpoint::Start() {
+  std::unique_ptr<PortEndpoint> p(new PortEndpoint());
+  if (absl::Status s = Cuda(cudaHostAlloc(reinterpret_cast<void**>(&p->fifo_), sizeof(PortFifo), cudaHostAllocMapped),
+                            "FIFO");
+      !s.ok()) {
+    return s;
+  }
+  std::memset(static_cast<void*>(p->fifo_), 0, sizeof(PortFifo));
+  if (absl::Status s = Cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&p->fifo_device_), p->fifo_, 0), "FIFO");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = Cuda(cudaMalloc(reinterpret_cast<void**>(&p->tickets_), sizeof(unsigned long long)), "tickets");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = Cuda(cudaMemset(p->tickets_, 0, sizeof(unsigned long long)), "tickets"); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<PortProxy>> proxy = PortProxy::Start(p->fifo_);
+  if (!proxy.ok()) return proxy.status();
+  p->proxy_ = *std::move(proxy);
+  return p;
+}
+
+PortEndpoint::~PortEndpoint() {
+  proxy_.reset();  // before its FIFO goes
+  if (fifo_ != nullptr) cudaFreeHost(fifo_);
+  if (tickets_ != nullptr) cudaFree(tickets_);
 }
 
 PortProxy::~PortProxy() {

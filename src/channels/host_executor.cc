@@ -442,8 +442,7 @@ absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::ForStrategy(
                                                                                  IPCAllocator& allocator,
                                                                                  absl::string_view strategy,
                                                                                  size_t max_count, DataType type) {
-  VDEV_ASSIGN_OR_RETURN(std::string name, PlanNameFromStrategy(strategy));
-  VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(name, session.world_size()));
+  VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlanForStrategy(strategy, session.world_size()));
   return Create(session, allocator, std::move(plan), max_count, type);
 }
 

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/allreduce_test_util.h"
 #include "runtime/cuda_test_util.h"
 #include "runtime/worker_harness.h"
 #include "vdev/channel_algorithms.h"
@@ -30,17 +31,15 @@ using vdev::testing::GpuCount;
 using vdev::testing::RunWorkers;
 using vdev::testing::UniqueSessionId;
 
-// Rank r's input element i: small integers (f32 and bf16 sums stay exact), different per rank.
+// Rank r's input: the runtime tests' integer-valued f32 inputs, or their bf16 ones (sums that round).
 std::vector<char> Inputs(DataType type, int rank, size_t n, int salt) {
   std::vector<char> bytes(n * DataTypeSize(type));
   for (size_t i = 0; i < n; ++i) {
-    const float v = static_cast<float>(static_cast<int>((i * 7 + rank * 13 + salt) % 23) - 11);
     if (type == DataType::kF32) {
+      const float v = vdev::testing::Input<float>(rank, i, salt);
       std::memcpy(&bytes[4 * i], &v, 4);
-    } else {  // bf16: the upper half of the f32 (exact for these values)
-      uint32_t w;
-      std::memcpy(&w, &v, 4);
-      const uint16_t h = static_cast<uint16_t>(w >> 16);
+    } else {
+      const uint16_t h = vdev::testing::HalfInput(type, rank, i, salt);
       std::memcpy(&bytes[2 * i], &h, 2);
     }
   }

@@ -2,7 +2,6 @@
 #include "channels/plan_world.h"
 
 #include <cstdlib>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "vdev/status_macros.h"
@@ -52,22 +51,11 @@ absl::StatusOr<std::unique_ptr<PlanWorld>> PlanWorld::Create(const ProgramSpec& 
     VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(k.counters, 0, sizeof(uint64_t) * internal::kMaxPlanBlocks)));
     VDEV_RETURN_IF_ERROR(k.device.Upload(plan, r));
     if (k.device.uses_ports) {
-      VDEV_RETURN_IF_ERROR(Cuda(cudaHostAlloc(reinterpret_cast<void**>(&k.fifo), sizeof(internal::PortFifo),
-                                              cudaHostAllocMapped)));
-      std::memset(static_cast<void*>(k.fifo), 0, sizeof(internal::PortFifo));
-      VDEV_RETURN_IF_ERROR(Cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&k.fifo_device), k.fifo, 0)));
-      VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&k.tickets), sizeof(unsigned long long))));
-      VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(k.tickets, 0, sizeof(unsigned long long))));
-      VDEV_ASSIGN_OR_RETURN(k.proxy, internal::PortProxy::Start(k.fifo));
+      VDEV_ASSIGN_OR_RETURN(k.ports, internal::PortEndpoint::Start());
     }
     VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking)));
   }
-  VDEV_RETURN_IF_ERROR(Cuda(cudaHostAlloc(reinterpret_cast<void**>(&w->error_), sizeof(internal::ChannelError),
-                                          cudaHostAllocMapped)));
-  *w->error_ = internal::ChannelError();
-  void* error_device = nullptr;
-  VDEV_RETURN_IF_ERROR(Cuda(cudaHostGetDevicePointer(&error_device, w->error_, 0)));
-  w->error_device_ = static_cast<internal::ChannelError*>(error_device);
+  VDEV_ASSIGN_OR_RETURN(w->error_, internal::MappedChannelError::Create());
   VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
   return w;
 }
@@ -75,16 +63,13 @@ absl::StatusOr<std::unique_ptr<PlanWorld>> PlanWorld::Create(const ProgramSpec& 
 PlanWorld::~PlanWorld() {
   cudaDeviceSynchronize();
   for (Rank& k : ranks_) {
-    k.proxy.reset();  // before its FIFO goes
-    if (k.fifo != nullptr) cudaFreeHost(k.fifo);
-    if (k.tickets != nullptr) cudaFree(k.tickets);
+    k.ports.reset();
     if (k.stream != nullptr) cudaStreamDestroy(k.stream);
     cudaFree(k.region);
     cudaFree(k.semaphores);
     cudaFree(k.counters);
     k.device.Free();
   }
-  if (error_ != nullptr) cudaFreeHost(error_);
 }
 
 absl::StatusOr<bool> PlanWorld::Fits(int instances, bool programmatic, size_t count) const {
@@ -116,10 +101,12 @@ internal::PlanLaunchArgs PlanWorld::Args(int rank, size_t count, int instances) 
   a.dtype = dtype_;
   a.rank = rank;
   a.timeout_ns = static_cast<unsigned long long>(absl::ToInt64Nanoseconds(timeout_));
-  a.error = error_device_;
+  a.error = error_->device();
   a.trace = k.trace;
-  a.port_fifo = k.fifo_device;
-  a.port_tickets = k.tickets;
+  if (k.ports != nullptr) {
+    a.port_fifo = k.ports->fifo_device();
+    a.port_tickets = k.ports->tickets();
+  }
   return a;
 }
 
@@ -130,11 +117,10 @@ absl::Status PlanWorld::Enqueue(int rank, size_t count, int instances, bool prog
 
 absl::Status PlanWorld::Synchronize() {
   for (const Rank& k : ranks_) VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(k.stream)));
-  volatile internal::ChannelError* e = error_;
-  if (e->code == 0) return absl::OkStatus();
-  const std::string what = absl::StrCat("a wait timed out: rank ", e->rank, " tb ", e->tb, " op ", e->op, " waiting for rank ", e->peer);
-  e->code = 0;
-  return absl::DeadlineExceededError(what);
+  const internal::ChannelError e = error_->Take();
+  if (e.code == 0) return absl::OkStatus();
+  return absl::DeadlineExceededError(
+      absl::StrCat("a wait timed out: rank ", e.rank, " tb ", e.tb, " op ", e.op, " waiting for rank ", e.peer));
 }
 
 }  // namespace vdev::channels::testing

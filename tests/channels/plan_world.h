@@ -53,11 +53,7 @@ class PlanWorld {
     internal::DevicePlan device;
     cudaStream_t stream = nullptr;
     long long* trace = nullptr;
-    // Plans with port channels: the rank's FIFO (host-mapped), its ticket counter and its proxy.
-    internal::PortFifo* fifo = nullptr;
-    internal::PortFifo* fifo_device = nullptr;
-    unsigned long long* tickets = nullptr;
-    std::unique_ptr<internal::PortProxy> proxy;
+    std::unique_ptr<internal::PortEndpoint> ports;  // plans with port channels
   };
   PlanWorld() = default;
 
@@ -68,8 +64,7 @@ class PlanWorld {
   int sms_ = 0;
   int dtype_ = internal::kDevF32;
   int elem_ = 4;
-  internal::ChannelError* error_ = nullptr;  // host-mapped
-  internal::ChannelError* error_device_ = nullptr;
+  std::unique_ptr<internal::MappedChannelError> error_;
 };
 
 }  // namespace vdev::channels::testing

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -82,6 +83,21 @@ struct ChannelError {
   int tb = 0;
   int op = 0;
   int peer = 0;
+};
+
+// Where the kernel records a launch's first timeout: host-mapped memory (device() for the launch).
+class MappedChannelError {
+ public:
+  static absl::StatusOr<std::unique_ptr<MappedChannelError>> Create();
+  ~MappedChannelError();
+  ChannelError* device() const { return device_; }
+  // The recorded timeout (code 0: none), cleared for the next.
+  ChannelError Take();
+
+ private:
+  MappedChannelError() = default;
+  ChannelError* host_ = nullptr;
+  ChannelError* device_ = nullptr;
 };
 
 // One rank's ops flattened for the kernel, as DevicePlan::Upload copies them to the device (no GPU

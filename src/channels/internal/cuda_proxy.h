@@ -102,6 +102,24 @@ class PortProxy {
   std::thread thread_;
 };
 
+// A rank's port-channel endpoint on the current device: its FIFO in host-mapped memory (the kernel
+// writes requests at fifo_device()), its ticket counter in device memory (zeroed) and the proxy that
+// serves the FIFO. Destroying it stops the proxy before the FIFO goes.
+class PortEndpoint {
+ public:
+  static absl::StatusOr<std::unique_ptr<PortEndpoint>> Start();
+  ~PortEndpoint();
+  PortFifo* fifo_device() const { return fifo_device_; }
+  unsigned long long* tickets() const { return tickets_; }
+
+ private:
+  PortEndpoint() = default;
+  PortFifo* fifo_ = nullptr;
+  PortFifo* fifo_device_ = nullptr;
+  unsigned long long* tickets_ = nullptr;
+  std::unique_ptr<PortProxy> proxy_;
+};
+
 }  // namespace vdev::channels::internal
 
 #endif  // VDEV_SRC_CHANNELS_INTERNAL_CUDA_PROXY_H_
