@@ -8,7 +8,9 @@
 // region's `barrier_in` words (word [tag * 8 + src] counts rank src's signals on `tag`; the k-th
 // signal of execution e stores (e-1)·W + k, W signals per execution, and the matching wait waits for
 // that count; counts are never reset), an LL
-// packet carries the execution's flag (0x80000000 | e, repeating after 2^31 executions).
+// packet carries the execution's flag (0x80000000 | e, repeating after 2^31 executions; so that no
+// line left from 2^31 executions ago passes for new, every 1,024th execution of each parity zeroes
+// a 64th of the rank's scratch half, sparing what that execution's ops touch).
 // `instances` replicates the plan: each thread block runs as `instances` threads, each taking an
 // equal part of every op's data and its own semaphores (tag * instances + i), so a plan written for
 // one thread block per peer can use more; the plan's tags times `instances` must stay below 256.
@@ -64,6 +66,9 @@ class HostPlanExecutor {
 
   const ProgramSpec& plan() const { return plan_; }
   uint64_t executions() const;
+  // This rank's IPC region: input, output and the two scratch halves, laid out for max_count as
+  // src/channels/internal/layout.h's MakeRegionLayout says.
+  const IPCMemory& region() const { return *region_; }
 
   struct State;  // opaque: the executor's layout and wait counts
 

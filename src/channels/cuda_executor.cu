@@ -3,7 +3,7 @@
 // Its ops are first resolved into shared memory (pointers, part lengths, semaphore words and
 // counts), then run from there (cuda_plan_block.cuh; the steps in cuda_plan_steps.cuh). Data syncs
 // are __syncthreads; a run of signals or waits runs one per thread (release maximum / acquire poll,
-// system scope); LL packets are polled by a warp's lanes together. Every poll is bounded by
+// system scope), a signal run and the wait run after it as one step; LL packets are polled by a warp's lanes together. Every poll is bounded by
 // %globaltimer: a timeout is recorded in host-mapped memory (rank's thread block, op, peer) and the
 // block skips its remaining work (its syncs still run, so no thread is left at a barrier).
 // Instantiated for reduces of at most 2, 4 and 8 sources, each for f32, f16 and bf16.
@@ -87,6 +87,39 @@ __device__ __forceinline__ void PrefetchFirstSources(const ResolvedOp<S>& op) {
   }
 }
 
+// The stale-packet sweep of execution `call` (layout.h, PacketSweepSlice): the grid's threads zero
+// its slice of the rank's own scratch half but for the spans this execution's ops touch
+// (a.spares). Run after the block's ops: while it runs, only those spans are written.
+__device__ __noinline__ void SweepStalePackets(const PlanLaunchArgs& a, uint64_t call) {
+  __shared__ uint64_t span_begin[kMaxSweepSpares], span_end[kMaxSweepSpares];
+  const Range slice = PacketSweepSlice(call, a.layout.scratch[1] - a.layout.scratch[0]);
+  if (slice.size() == 0) return;
+  if (static_cast<int>(threadIdx.x) < a.num_spares) {
+    const DeviceRef& c = a.spares[threadIdx.x];
+    const Range span = ScratchSpan(a.count, a.chunks_per_segment, c.index, c.count, c.packets != 0, a.elem);
+    span_begin[threadIdx.x] = span.begin;
+    span_end[threadIdx.x] = span.end;
+  }
+  __syncthreads();
+  auto spared = [&](uint64_t begin, uint64_t end) {
+    for (int k = 0; k < a.num_spares; ++k) {
+      if (span_begin[k] < end && begin < span_end[k]) return true;
+    }
+    return false;
+  };
+  char* half = a.regions[a.rank] + a.layout.scratch[call & 1];
+  const uint64_t stride = 16ull * gridDim.x * blockDim.x;
+  for (uint64_t u = slice.begin + 16ull * (blockIdx.x * blockDim.x + threadIdx.x); u < slice.end; u += stride) {
+    if (!spared(u, u + 16)) {
+      *reinterpret_cast<uint4*>(half + u) = make_uint4(0, 0, 0, 0);
+      continue;
+    }
+    for (uint64_t b = u; b < u + 16; ++b) {  // a span's edge (data spans end on any element)
+      if (!spared(b, b + 1)) half[b] = 0;
+    }
+  }
+}
+
 template <int S, typename T>
 __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_constant__ PlanLaunchArgs a) {
   const long long entry = clock64();
@@ -159,14 +192,18 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
     const ResolvedOp<S>& op = ops_s[i];
     const int kind = op.kind, n = op.batch;  // n >= 1 at the start of a run
     const bool port = kind == kDevPortPut || kind == kDevPortSignal || kind == kDevPortFlush;
-    const int step = n + op.then_reduce;  // a put_packets run may take the reduce after it along
+    // A put_packets run may take the reduce after it along, a signal run the wait run after it.
+    const int m = op.then_wait ? ops_s[i + n].batch : 0;
+    const int step = n + op.then_reduce + m;
     b.op = i;
     if ((op.sync & kDevSyncBefore) || port) b.Sync();
     if (!b.gave_up) {
       if (port) {
         if (threadIdx.x == 0) RunPort<S>(b, op, call, shift, i, &issued);
       } else if (kind == kDevSignal || kind == kDevWait) {
-        if (static_cast<int>(threadIdx.x) < n) RunSync<S>(b, ops_s[i + threadIdx.x], call, i + threadIdx.x);
+        const int t = static_cast<int>(threadIdx.x);
+        if (t < n) RunSync<S>(b, ops_s[i + t], call, i + t);
+        if (t < m && !b.gave_up) RunSync<S>(b, ops_s[i + n + t], call, i + n + t);
       } else if (op.then_reduce) {
         b.op = i + n;  // only the reduce waits (for packets)
         RunPacketsThenReduce<S, T>(b, &ops_s[i], n, shift);
@@ -180,6 +217,8 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
     Stamp(a, call, kTraceOps + i, clock64());
     i += step;
   }
+  // The sweep's own test first (PacketSweepSlice's): most executions then call nothing.
+  if (a.num_spares > 0 && ((call >> 1) & (kPacketSweepEvery - 1)) == 0) SweepStalePackets(a, call);
   if (a.trace != nullptr) Stamp(a, call, kTraceEndNs, static_cast<long long>(GlobalTimer()));
   // Block b advances the counters congruent to b modulo the grid, so all of them stay equal whatever
   // grid (instances) the next execution uses: after a barrier (every thread of the block has read

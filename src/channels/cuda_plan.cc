@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/cuda_plan.h"
+#include "internal/packet_sweep.h"
 #include "src/runtime/internal/cuda_common.h"
 #include "vdev/channel_program.h"
 #include "vdev/status_macros.h"
@@ -147,6 +148,16 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
       }
       i = j;
     }
+    // A signal run and the wait run right after it, with no data sync between them, run as one
+    // step (a barrier): thread t raises its signal, then polls its wait. Every signal is still
+    // raised without waiting for anything, so no wait can miss one that this step holds back.
+    for (size_t i = begin.back(); i < ops.size(); i += ops[i].batch) {
+      const size_t j = i + ops[i].batch;
+      ops[i].then_wait = ops[i].kind == kDevSignal && j < ops.size() && ops[j].kind == kDevWait &&
+                                 !(ops[j - 1].sync & kDevSyncAfter) && !(ops[j].sync & kDevSyncBefore)
+                             ? 1
+                             : 0;
+    }
     begin.push_back(static_cast<int>(ops.size()));
     max_tb_ops = std::max(max_tb_ops, begin.back() - begin[begin.size() - 2]);
     if (begin.back() - begin[begin.size() - 2] > kMaxThreadBlockOps) {
@@ -159,6 +170,12 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
   for (int index : counted) {
     DeviceOp& d = ops[index];
     d.per_call = per_call[{d.peer, d.tag, d.kind != kDevWait}];
+  }
+  for (const ChunkRef& c : SweptScratchSpares(plan, rank)) flat.spares.push_back(ToDevice(c));
+  if (flat.spares.size() > static_cast<size_t>(kMaxSweepSpares)) {
+    return absl::InvalidArgumentError(absl::StrCat("plan ", plan.name, " touches ", flat.spares.size(),
+                                                   " distinct scratch chunk ranges of rank ", rank,
+                                                   "; the CUDA executor takes ", kMaxSweepSpares));
   }
   return flat;
 }
@@ -184,6 +201,12 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
   if (absl::Status s = CudaStatus(cudaMemcpy(tb_begin, begin.data(), begin.size() * sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy");
       !s.ok()) {
     return s;
+  }
+  num_spares = static_cast<int>(flat->spares.size());
+  if (num_spares > 0) {
+    const size_t bytes = flat->spares.size() * sizeof(DeviceRef);
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMalloc(reinterpret_cast<void**>(&spares), bytes), "cudaMalloc"));
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(spares, flat->spares.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy"));
   }
   const size_t keys = sizeof(ResolvedTableKey) * kMaxPlanBlocks;
   if (absl::Status s = CudaStatus(cudaMalloc(&table, std::max<size_t>(16, ResolvedTableBytes(max_srcs, max_tb_ops))), "cudaMalloc");
@@ -225,7 +248,10 @@ void DevicePlan::Free() {
   if (tb_begin != nullptr) cudaFree(tb_begin);
   if (table != nullptr) cudaFree(table);
   if (table_keys != nullptr) cudaFree(table_keys);
+  if (spares != nullptr) cudaFree(spares);
   ops = nullptr;
+  spares = nullptr;
+  num_spares = 0;
   tb_begin = nullptr;
   table = nullptr;
   table_keys = nullptr;

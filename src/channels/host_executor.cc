@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "internal/layout.h"
+#include "internal/packet_sweep.h"
 #include "internal/plan_checks.h"
 #include "vdev/channel_algorithms.h"
 #include "vdev/channel_executor.h"
@@ -48,6 +49,7 @@ struct HostPlanExecutor::State {
   internal::RegionLayout layout;
   // [tb][op] -> for signals and waits: (k-th of its semaphore in an execution, per execution)
   std::vector<std::vector<std::pair<int, int>>> counts;
+  std::vector<ChunkRef> spares;  // of this rank's scratch, for the stale-packet sweep
   uint64_t call = 0;
 };
 
@@ -422,6 +424,7 @@ absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(Sessi
       if (const auto k = key(plan.ranks[me][t].ops[i])) state->counts[t][i].second = per_call[*k];
     }
   }
+  state->spares = internal::SweptScratchSpares(plan, me);
   VDEV_ASSIGN_OR_RETURN(exec->region_, allocator.Allocate(state->layout.total));
   // Memory from the pool keeps what an earlier user left: semaphore counts and packet lines whose
   // flags this executor's first executions would take for their own. Zero them all, and let no rank
@@ -466,6 +469,15 @@ absl::Status HostPlanExecutor::Execute(const void* in, void* out, size_t count) 
   region_->barrier_flag[0] = call;
   Run run(*session_, *region_, plan_, *state_, count, call);
   VDEV_RETURN_IF_ERROR(run.Execute());
+  const internal::RegionLayout& layout = state_->layout;
+  const internal::Range slice = internal::PacketSweepSlice(call, layout.scratch[1] - layout.scratch[0]);
+  if (!state_->spares.empty() && slice.size() > 0) {
+    std::vector<internal::Range> spans;
+    for (const ChunkRef& c : state_->spares) {
+      spans.push_back(internal::ScratchSpan(count, plan_.chunks_per_segment, c.index, c.count, c.packets, state_->elem));
+    }
+    internal::ZeroUnspared(local + layout.scratch[call & 1], slice, std::move(spans));
+  }
   if (out_bytes > 0) std::memcpy(out, local + state_->layout.output, out_bytes);
   return absl::OkStatus();
 }

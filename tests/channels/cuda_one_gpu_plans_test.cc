@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "channels/plan_world.h"
+#include "internal/layout.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/allreduce_test_util.h"
@@ -94,6 +96,39 @@ absl::Status RunOnce(PlanWorld& w, size_t count, int instances, uint64_t salt) {
 }
 
 class CudaPlansOneGpuTest : public ::testing::TestWithParam<int> {};
+
+// Packet flags repeat after 2^31 executions. Execution 1 (large) leaves packet lines in every rank's
+// scratch half 1; then come the executions that sweep each slice of both halves (src/channels/
+// internal/layout.h, small counts, reached by setting the epoch counters) and then execution
+// 2^31 + 1, whose flag and half are execution 1's, large again, with the last rank launched 50 ms
+// late: a reader that took execution 1's lines for its own would finish with their sums before
+// the late rank's lines came. Without the sweep this fails.
+TEST_P(CudaPlansOneGpuTest, StalePacketLinesNeverPassForNewAcrossTheFlagsPeriod) {
+  REQUIRE_A_GPU();
+  const int world = GetParam();
+  absl::StatusOr<ProgramSpec> plan = ShippedPlan("one_shot_ll", world);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const size_t large = 50'000;
+  absl::StatusOr<std::unique_ptr<PlanWorld>> w = PlanWorld::Create(*plan, large);
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_TRUE(RunOnce(**w, large, 2, 1).ok());
+  const uint64_t period = 2 * internal::kPacketSweepEvery * internal::kPacketSweepSlices;
+  for (uint64_t call = period; call < 2 * period; call += (call & 1) ? 2 * internal::kPacketSweepEvery - 1 : 1) {
+    ASSERT_TRUE((*w)->SetExecutions(call - 1).ok());
+    const absl::Status s = RunOnce(**w, 1 + call % 7, 1 + static_cast<int>(call % 3), call);
+    ASSERT_TRUE(s.ok()) << "execution " << call << ": " << s;
+  }
+  ASSERT_TRUE((*w)->SetExecutions(uint64_t{1} << 31).ok());
+  ASSERT_EQ(internal::PacketFlag((uint64_t{1} << 31) + 1), internal::PacketFlag(1));
+  ASSERT_TRUE(FillInputs(**w, large, 2).ok());
+  for (int r = 0; r < world; ++r) {
+    if (r == world - 1) absl::SleepFor(absl::Milliseconds(50));
+    ASSERT_TRUE((*w)->Enqueue(r, large, 2, true).ok());
+  }
+  ASSERT_TRUE((*w)->Synchronize().ok());
+  const absl::Status s = CheckOutputs(**w, large, 2, "execution 2^31 + 1");
+  EXPECT_TRUE(s.ok()) << s;
+}
 
 TEST_P(CudaPlansOneGpuTest, EveryShippedPlanIsExact) {
   REQUIRE_A_GPU();

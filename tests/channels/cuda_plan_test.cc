@@ -13,6 +13,15 @@ FlatPlan Flat(const ProgramSpec& plan, int rank = 0) {
   return flat.ok() ? *std::move(flat) : FlatPlan();
 }
 
+// `field` of the first flattened op of shipped plan `name` (rank 0) once rank 0's op `op` of thread
+// block 0 carries data sync `sync`.
+template <typename Field>
+int FirstOpWithSync(const char* name, int world, int op, Sync sync, Field field) {
+  ProgramSpec plan = *ShippedPlan(name, world);
+  plan.ranks[0][0].ops[op].sync = sync;
+  return field(Flat(plan).ops[0]);
+}
+
 // The batch of every op of thread block 0, in order.
 std::vector<int> Batches(const FlatPlan& flat) {
   std::vector<int> b;
@@ -40,19 +49,35 @@ TEST(FlattenPlanTest, AReduceOfThePacketsSourceRunsInThePutsStep) {
     EXPECT_EQ(flat.ops[world - 1].then_reduce, 0);
   }
   // A data sync between them, or a reduce of another source, keeps two steps.
+  auto then_reduce = [](const DeviceOp& op) { return op.then_reduce; };
+  EXPECT_EQ(FirstOpWithSync("one_shot_ll", 3, 2, Sync::kBefore, then_reduce), 0);
+  EXPECT_EQ(FirstOpWithSync("one_shot_ll", 3, 1, Sync::kAfter, then_reduce), 0);
   ProgramSpec plan = *ShippedPlan("one_shot_ll", 3);
-  plan.ranks[0][0].ops[2].sync = Sync::kBefore;
-  EXPECT_EQ(Flat(plan).ops[0].then_reduce, 0);
-  plan = *ShippedPlan("one_shot_ll", 3);
-  plan.ranks[0][0].ops[1].sync = Sync::kAfter;
-  EXPECT_EQ(Flat(plan).ops[0].then_reduce, 0);
-  plan = *ShippedPlan("one_shot_ll", 3);
   for (ChunkRef& c : plan.ranks[0][0].ops[2].srcs) {
     if (!c.packets) c.buffer = BufferKind::kOutput;
   }
   EXPECT_EQ(Flat(plan).ops[0].then_reduce, 0);
   // Memory-channel puts never take a reduce along.
   for (const DeviceOp& op : Flat(*ShippedPlan("one_shot_push", 4)).ops) EXPECT_EQ(op.then_reduce, 0);
+}
+
+TEST(FlattenPlanTest, ASignalRunTakesTheWaitRunAfterIt) {
+  // one_shot on 4 ranks: (3 signals, 3 waits) twice around the reduce: each pair one step.
+  const FlatPlan flat = Flat(*ShippedPlan("one_shot", 4));
+  ASSERT_EQ(flat.ops.size(), 13u);
+  for (int i : {0, 7}) {
+    EXPECT_EQ(flat.ops[i].kind, kDevSignal);
+    EXPECT_EQ(flat.ops[i].then_wait, 1) << i;
+    EXPECT_EQ(flat.ops[i + 3].kind, kDevWait);
+    EXPECT_EQ(flat.ops[i + 3].batch, 3);
+  }
+  for (const DeviceOp& op : flat.ops) {
+    if (op.kind != kDevSignal) EXPECT_EQ(op.then_wait, 0);
+  }
+  // A data sync between the runs keeps two steps.
+  auto then_wait = [](const DeviceOp& op) { return op.then_wait; };
+  EXPECT_EQ(FirstOpWithSync("one_shot", 4, 3, Sync::kBefore, then_wait), 0);
+  EXPECT_EQ(FirstOpWithSync("one_shot", 4, 2, Sync::kAfter, then_wait), 0);
 }
 
 TEST(FlattenPlanTest, ADataSyncOrAnotherSourceEndsARun) {

@@ -2,12 +2,15 @@
 // ordering of every primitive over many executions, LL packets under flag reuse, bounded waits.
 #include <unistd.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "internal/layout.h"
+#include "internal/packet_sweep.h"
 #include "runtime/allreduce_test_util.h"
 #include "runtime/worker_harness.h"
 #include "vdev/channel_algorithms.h"
@@ -265,6 +268,63 @@ TEST(HostExecutorTest, PacketsStayExactUnderFlagReuseOver10000Executions) {
       VDEV_RETURN_IF_ERROR(RunAndCheck<int32_t>(s, *exec, 1 + (round * 13) % 64, round, false));
     }
     if (exec->executions() != 10000) return absl::InternalError("executions not counted");
+    return absl::OkStatus();
+  }));
+}
+
+// Two LL executions of 600 elements (1: half 1, 2: half 0) leave lines in both scratch halves;
+// 3-element executions up to number 2 * kPacketSweepEvery + 1 then sweep slice 1 of each half
+// (executions 2 * kPacketSweepEvery and + 1): every byte of it that the small executions do not
+// touch reads zero — among them some the large ones wrote — while the large executions' lines
+// beyond slice 1 are still there, and every execution is exact.
+TEST(HostExecutorTest, StalePacketLinesAreZeroedSliceBySlice) {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan("one_shot_ll", s.world_size()));
+    const size_t max_count = 1 << 14, large = 600, small = 3;  // slice 1 of a half: bytes 4112..8224
+    VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, plan, max_count, DataType::kI32));
+    VDEV_RETURN_IF_ERROR(RunAndCheck<int32_t>(s, *exec, large, 1, false));
+    VDEV_RETURN_IF_ERROR(RunAndCheck<int32_t>(s, *exec, large, 2, false));
+    while (exec->executions() < 2 * internal::kPacketSweepEvery + 1) {
+      VDEV_RETURN_IF_ERROR(RunAndCheck<int32_t>(s, *exec, small, exec->executions(), false));
+    }
+    VDEV_RETURN_IF_ERROR(s.Barrier("executions done"));  // no peer writes into this region any more
+    const internal::RegionLayout layout = internal::MakeRegionLayout(max_count, 4, 1, 1, plan.chunks_per_segment,
+                                                                     plan.scratch_chunks);
+    auto spans_of = [&](size_t count) {
+      std::vector<internal::Range> spans;
+      for (const ChunkRef& c : internal::SweptScratchSpares(plan, s.rank())) {
+        spans.push_back(internal::ScratchSpan(count, plan.chunks_per_segment, c.index, c.count, c.packets, 4));
+      }
+      return spans;
+    };
+    auto in = [](const std::vector<internal::Range>& spans, uint64_t b) {
+      return std::any_of(spans.begin(), spans.end(), [&](const internal::Range& r) { return r.begin <= b && b < r.end; });
+    };
+    const std::vector<internal::Range> small_spans = spans_of(small), large_spans = spans_of(large);
+    const char* region = static_cast<const char*>(exec->region().remote_data[s.rank()]);
+    for (int parity = 0; parity < 2; ++parity) {
+      const char* half = region + layout.scratch[parity];
+      const internal::Range swept =
+          internal::PacketSweepSlice(2 * internal::kPacketSweepEvery + parity, layout.scratch[1] - layout.scratch[0]);
+      size_t dirty = 0, cleared = 0, beyond = 0, kept = 0;
+      for (uint64_t b = swept.begin; b < swept.end; ++b) {
+        if (in(small_spans, b)) continue;
+        dirty += half[b] != 0;
+        cleared += in(large_spans, b);
+      }
+      for (const internal::Range& r : large_spans) {
+        for (uint64_t b = std::max(r.begin, swept.end); b < r.end; ++b) {
+          ++beyond;
+          kept += half[b] != 0;
+        }
+      }
+      if (dirty != 0 || cleared == 0 || (beyond > 0 && kept == 0)) {
+        return absl::InternalError(absl::StrCat("half ", parity, " slice [", swept.begin, ", ", swept.end, "): ", dirty,
+                                                " unspared bytes not zeroed, ", cleared, " of the large executions' ",
+                                                "bytes in it; ", kept, " of ", beyond, " large bytes beyond it kept"));
+      }
+    }
     return absl::OkStatus();
   }));
 }

@@ -123,4 +123,14 @@ absl::Status PlanWorld::Synchronize() {
       absl::StrCat("a wait timed out: rank ", e.rank, " tb ", e.tb, " op ", e.op, " waiting for rank ", e.peer));
 }
 
+absl::Status PlanWorld::SetExecutions(uint64_t done) {
+  VDEV_RETURN_IF_ERROR(Synchronize());
+  const std::vector<uint64_t> counters(internal::kMaxPlanBlocks, done);
+  for (const Rank& k : ranks_) {
+    VDEV_RETURN_IF_ERROR(
+        Cuda(cudaMemcpy(k.counters, counters.data(), counters.size() * sizeof(uint64_t), cudaMemcpyHostToDevice)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace vdev::channels::testing

@@ -43,6 +43,9 @@ class PlanWorld {
   cudaStream_t stream(int rank) const { return ranks_[rank].stream; }
   // Waits for every stream; a timed-out wait becomes DeadlineExceeded naming rank tb and op.
   absl::Status Synchronize();
+  // Makes the next execution of every rank number done + 1 (its packet flag, scratch half and
+  // semaphore counts), as if `done` had run: for tests of what happens far into a long run.
+  absl::Status SetExecutions(uint64_t done);
   const ProgramSpec& plan() const { return plan_; }
 
  private:

@@ -41,6 +41,9 @@ inline constexpr int kMaxReduceSources = 8;
 inline constexpr int kMaxThreadBlockOps = 64;
 // Blocks of one launch: one epoch counter each.
 inline constexpr int kMaxPlanBlocks = 256;
+// Scratch chunk references of one rank that the stale-packet sweep spares (layout.h): the kernel
+// holds their byte spans in shared memory while it sweeps.
+inline constexpr int kMaxSweepSpares = 64;
 
 struct DeviceRef {
   int32_t index = 0;
@@ -61,6 +64,7 @@ struct OpControl {
   int8_t batch = 1;    // signals/waits: this and the next batch-1 run in parallel; 0: run by an earlier op
   int8_t port = 0;     // port puts: DevicePortFlags
   int8_t then_reduce = 0;  // a put_packets run: the reduce after it runs in the same step (FlattenPlan)
+  int8_t then_wait = 0;    // a signal run: the wait run after it runs in the same step (FlattenPlan)
   uint8_t packets = 0;     // bit j: source j is read as LL packets
   int16_t peer = -1;   // the channel's other rank
   uint16_t scratch = 0;    // bit 0: dst, bit 1 + j: source j lies in scratch (the kernel adds the half)
@@ -102,7 +106,9 @@ class MappedChannelError {
 
 // One rank's ops flattened for the kernel, as DevicePlan::Upload copies them to the device (no GPU
 // needed): a run of signals or of waits with no data sync inside it is one step (batch), and so is
-// a run of puts (or put_packets) of one source, at most KernelSources(max_srcs) of them; k and
+// a run of puts (or put_packets) of one source, at most KernelSources(max_srcs) of them; a signal
+// run takes the wait run right after it along (then_wait), a put_packets run the reduce that sums
+// its source (then_reduce); k and
 // per_call count each semaphore's signals and waits per execution, port channels' with memory
 // channels' (as the host executor).
 struct FlatPlan {
@@ -111,6 +117,7 @@ struct FlatPlan {
   int max_srcs = 0;
   int max_tb_ops = 0;
   bool uses_ports = false;
+  std::vector<DeviceRef> spares;  // internal/packet_sweep.h: empty when the plan has no packets
 };
 absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank);
 
@@ -130,6 +137,8 @@ struct DevicePlan {
   int max_srcs = 0;    // the widest reduce's sources
   int max_tb_ops = 0;  // the most ops of one thread block
   bool uses_ports = false;  // launches need a PortFifo served by a PortProxy
+  DeviceRef* spares = nullptr;  // FlatPlan::spares
+  int num_spares = 0;
   void* table = nullptr;
   ResolvedTableKey* table_keys = nullptr;  // kMaxPlanBlocks
   absl::Status Upload(const ProgramSpec& plan, int rank);
@@ -156,6 +165,8 @@ struct PlanLaunchArgs {
   int max_tb_ops = 0;                // DevicePlan's table, max_tb_ops and table_keys
   void* table = nullptr;
   ResolvedTableKey* table_keys = nullptr;
+  const DeviceRef* spares = nullptr;  // DevicePlan's: what the stale-packet sweep spares (none: no sweep)
+  int num_spares = 0;
   int instances = 1;
   char* regions[kMaxWorkers] = {};       // each rank's region (input, output, scratch halves), mapped here
   uint64_t* semaphores[kMaxWorkers] = {};  // each rank's kMaxChannelTags x kMaxWorkers semaphore words
@@ -183,6 +194,8 @@ inline PlanLaunchArgs DevicePlan::LaunchArgs() const {
   a.max_tb_ops = max_tb_ops;
   a.table = table;
   a.table_keys = table_keys;
+  a.spares = spares;
+  a.num_spares = num_spares;
   a.uses_ports = uses_ports;
   return a;
 }

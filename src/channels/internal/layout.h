@@ -71,6 +71,38 @@ VDEV_HD uint64_t ScratchHalfBytes(uint64_t count, int chunks_per_segment, int ch
 // repeats after 2^31 executions.
 VDEV_HD uint32_t PacketFlag(uint64_t call) { return 0x80000000u | static_cast<uint32_t>(call & 0x7fffffffu); }
 
+// Stale packets: a packet line no op writes any more keeps its flag, and flags repeat after 2^31
+// executions, so a line left that long would pass for new with a reader that gets there before its
+// writer. Every kPacketSweepEvery-th execution of each parity therefore zeroes one of
+// kPacketSweepSlices slices of the rank's own scratch half of that parity (PacketSweepSlice),
+// sparing the bytes some op touches in that execution (ScratchSpan of each such reference): every
+// byte of a half is written or zeroed at least once per 2 * kPacketSweepEvery * kPacketSweepSlices
+// executions, far fewer than 2^31. Only that execution's ops touch the half meanwhile (a rank two
+// executions ahead needs this rank's next execution first), so the spared bytes are all there is to
+// keep.
+inline constexpr uint64_t kPacketSweepEvery = 1024;
+inline constexpr uint64_t kPacketSweepSlices = 64;
+
+// The bytes of its scratch half [begin, end) that execution `call` sweeps: empty for most calls.
+VDEV_HD Range PacketSweepSlice(uint64_t call, uint64_t half_bytes) {
+  if (((call >> 1) & (kPacketSweepEvery - 1)) != 0) return {0, 0};
+  const uint64_t lines = half_bytes / 16;
+  const uint64_t per = (lines + kPacketSweepSlices - 1) / kPacketSweepSlices;
+  const uint64_t slice = (call >> 1) / kPacketSweepEvery % kPacketSweepSlices;
+  const uint64_t lo = slice * per < lines ? slice * per : lines;
+  const uint64_t hi = lo + per < lines ? lo + per : lines;
+  return {16 * lo, 16 * hi};
+}
+
+// The bytes of a scratch half that chunks [index, index + n) occupy in an execution of `count`
+// elements per segment: their data, or their packet lines (one per 8 data bytes, whole lines).
+VDEV_HD Range ScratchSpan(uint64_t count, int chunks_per_segment, int index, int n, bool packets, uint64_t elem) {
+  const Range data = ChunkBytes(count, chunks_per_segment, index, n, elem);
+  if (!packets) return data;
+  const uint64_t first = PacketLine(count, chunks_per_segment, index, elem);
+  return {16 * first, 16 * (first + (data.size() + 7) / 8)};
+}
+
 VDEV_HD uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 // One rank's IPC region: input, output, scratch half 0, scratch half 1 (each 256-byte aligned),

@@ -1,0 +1,24 @@
+// What the stale-packet sweep (internal/layout.h, PacketSweepSlice) must spare of one rank's
+// scratch, and the sweep itself on the host; the CUDA kernel sweeps the same bytes.
+#ifndef VDEV_SRC_CHANNELS_INTERNAL_PACKET_SWEEP_H_
+#define VDEV_SRC_CHANNELS_INTERNAL_PACKET_SWEEP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "internal/layout.h"
+#include "vdev/channel_program.h"
+
+namespace vdev::channels::internal {
+
+// The scratch chunks of `rank` that some op of any rank reads or writes in an execution (each
+// (index, count, packets) once, in the plan's order). Empty when the plan has no packets: only
+// packet lines carry flags, so only such plans sweep.
+std::vector<ChunkRef> SweptScratchSpares(const ProgramSpec& plan, int rank);
+
+// Zeroes the bytes of `slice` of a scratch half (byte offsets from `half`) that no span covers.
+void ZeroUnspared(char* half, Range slice, std::vector<Range> spans);
+
+}  // namespace vdev::channels::internal
+
+#endif  // VDEV_SRC_CHANNELS_INTERNAL_PACKET_SWEEP_H_

@@ -1,0 +1,41 @@
+#include "internal/packet_sweep.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace vdev::channels::internal {
+
+std::vector<ChunkRef> SweptScratchSpares(const ProgramSpec& plan, int rank) {
+  std::vector<ChunkRef> spares;
+  bool packets = false;
+  auto note = [&](const ChunkRef& c) {
+    packets = packets || c.packets;
+    if (c.rank != rank || c.buffer != BufferKind::kScratch) return;
+    const bool seen = std::any_of(spares.begin(), spares.end(), [&](const ChunkRef& s) {
+      return s.index == c.index && s.count == c.count && s.packets == c.packets;
+    });
+    if (!seen) spares.push_back(c);
+  };
+  for (const auto& tbs : plan.ranks) {
+    for (const ThreadBlock& tb : tbs) {
+      for (const Op& op : tb.ops) {
+        if (!op.srcs.empty()) note(op.dst);  // signals, waits and flushes name no data
+        for (const ChunkRef& s : op.srcs) note(s);
+      }
+    }
+  }
+  if (!packets) spares.clear();
+  return spares;
+}
+
+void ZeroUnspared(char* half, Range slice, std::vector<Range> spans) {
+  std::sort(spans.begin(), spans.end(), [](const Range& x, const Range& y) { return x.begin < y.begin; });
+  uint64_t at = slice.begin;
+  for (const Range& s : spans) {
+    if (s.begin > at && at < slice.end) std::memset(half + at, 0, std::min(s.begin, slice.end) - at);
+    at = std::max(at, s.end);
+  }
+  if (at < slice.end) std::memset(half + at, 0, slice.end - at);
+}
+
+}  // namespace vdev::channels::internal
