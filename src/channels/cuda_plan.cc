@@ -239,6 +239,8 @@ ChannelError MappedChannelError::Take() {
   taken.tb = e->tb;
   taken.op = e->op;
   taken.peer = e->peer;
+  taken.seen = e->seen;
+  taken.want = e->want;
   e->code = 0;
   return taken;
 }

@@ -1,6 +1,7 @@
 // PortProxy: the host thread that serves a rank's port-channel requests (see internal/cuda_proxy.h).
 #include "internal/cuda_proxy.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -81,6 +82,7 @@ void PortProxy::Serve() {
     uint64_t ticket = 0;
     if (reader_.Next(&q, &ticket)) {
       idle = false;
+      taken_.store(ticket + 1, std::memory_order_relaxed);
       const size_t k = ticket % kPortFifoSlots;
       if (q.bytes > 0) {
         error_.Update(Cuda(cudaMemcpyAsync(reinterpret_cast<void*>(q.dst), reinterpret_cast<const void*>(q.src),
@@ -96,6 +98,7 @@ void PortProxy::Serve() {
                            "signal"));
       }
       error_.Update(Cuda(cudaEventRecord(events_[k], stream_), "event"));
+      enqueued_.store(ticket + 1, std::memory_order_relaxed);
       pending.push_back(ticket);
     }
     while (!pending.empty()) {
@@ -104,6 +107,7 @@ void PortProxy::Serve() {
       error_.Update(Cuda(e, "completion"));
       idle = false;
       reader_.Retire(pending.front());
+      finished_.store(pending.front() + 1, std::memory_order_relaxed);
       pending.pop_front();
     }
     if (!error_.ok()) return;  // the kernels' waits time out and report it
@@ -112,6 +116,13 @@ void PortProxy::Serve() {
       std::this_thread::yield();
     }
   }
+}
+
+std::string PortProxy::Progress() const {
+  uint64_t written = 0;
+  for (const PortRequest& q : reader_.fifo()->slots) written = std::max(written, Read(q.seq));
+  return absl::StrCat("port requests written ", written, ", taken ", taken_.load(), ", copies enqueued ",
+                      enqueued_.load(), ", finished ", finished_.load());
 }
 
 absl::Status PortProxy::Stop() {

@@ -2,6 +2,8 @@
 #include "channels/plan_world.h"
 
 #include <cstdlib>
+#include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "vdev/status_macros.h"
@@ -27,6 +29,10 @@ absl::StatusOr<std::unique_ptr<PlanWorld>> PlanWorld::Create(const ProgramSpec& 
   std::unique_ptr<PlanWorld> w(new PlanWorld());
   w->plan_ = plan;
   w->timeout_ = timeout;
+  // For runs under a tool that slows the kernels (compute-sanitizer): every wait's bound, in seconds.
+  if (const char* set = std::getenv("VDEV_PLAN_WORLD_TIMEOUT_S"); set != nullptr) {
+    w->timeout_ = absl::Seconds(std::strtod(set, nullptr));
+  }
   w->dtype_ = dtype;
   w->elem_ = dtype == internal::kDevF32 ? 4 : 2;
   w->layout_ = internal::MakeRegionLayout(max_count, w->elem_, InputSegments(plan.collective, plan.world_size),
@@ -116,11 +122,30 @@ absl::Status PlanWorld::Enqueue(int rank, size_t count, int instances, bool prog
 }
 
 absl::Status PlanWorld::Synchronize() {
-  for (const Rank& k : ranks_) VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(k.stream)));
+  // Polled rather than waited for, so that the port proxies' progress is taken when a wait times out
+  // (the kernels then still run), not after.
+  std::string proxies;
+  bool taken = false;
+  for (bool running = true; running;) {
+    running = false;
+    for (const Rank& k : ranks_) {
+      const cudaError_t e = cudaStreamQuery(k.stream);
+      if (e != cudaErrorNotReady) VDEV_RETURN_IF_ERROR(Cuda(e));
+      running = running || e == cudaErrorNotReady;
+    }
+    if (!taken && error_->Raised()) {
+      taken = true;
+      for (int r = 0; r < world(); ++r) {
+        if (ranks_[r].ports != nullptr) absl::StrAppend(&proxies, "; rank ", r, "'s ", ranks_[r].ports->Progress());
+      }
+    }
+    if (running) std::this_thread::yield();
+  }
   const internal::ChannelError e = error_->Take();
   if (e.code == 0) return absl::OkStatus();
-  return absl::DeadlineExceededError(
-      absl::StrCat("a wait timed out: rank ", e.rank, " tb ", e.tb, " op ", e.op, " waiting for rank ", e.peer));
+  return absl::DeadlineExceededError(absl::StrCat("a wait timed out: rank ", e.rank, " tb ", e.tb, " op ", e.op,
+                                                  " waiting for rank ", e.peer, " (read ", e.seen, ", waits for ",
+                                                  e.want, ")", proxies));
 }
 
 absl::Status PlanWorld::SetExecutions(uint64_t done) {

@@ -87,6 +87,10 @@ struct ChannelError {
   int tb = 0;
   int op = 0;
   int peer = 0;
+  // What the wait last read and what it waited for: a semaphore's count, a packet line's flag, or
+  // the port FIFO's finished requests.
+  unsigned long long seen = 0;
+  unsigned long long want = 0;
 };
 
 // Where the kernel records a launch's first timeout: host-mapped memory (device() for the launch).
@@ -97,6 +101,8 @@ class MappedChannelError {
   ChannelError* device() const { return device_; }
   // The recorded timeout (code 0: none), cleared for the next.
   ChannelError Take();
+  // Whether a timeout is recorded (kernels may still run).
+  bool Raised() const { return static_cast<volatile ChannelError*>(host_)->code != 0; }
 
  private:
   MappedChannelError() = default;

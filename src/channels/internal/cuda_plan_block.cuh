@@ -87,7 +87,8 @@ struct Block {
 
   // Records the first timeout of the launch; every thread of this block then skips its work: the
   // block's other threads learn it at their next data sync (__syncthreads_or) or poll.
-  __device__ void Fail(int peer, int index) const {
+  // `seen` and `want`: the value the wait last read and the one it waits for.
+  __device__ void Fail(int peer, int index, uint64_t seen, uint64_t want) const {
     // Host-mapped: plain stores (a racing second failure may overwrite the first; both are real).
     volatile ChannelError* e = a.error;
     if (e->code == 0) {
@@ -95,6 +96,8 @@ struct Block {
       e->tb = tb;
       e->op = index;
       e->peer = peer;
+      e->seen = seen;
+      e->want = want;
       __threadfence_system();
       e->code = 1;
     }
@@ -137,7 +140,7 @@ struct Block {
       if ((spins & 1023) == 0) {
         const bool give_up = __any_sync(lanes, TimedOut());
         if (give_up || Failed()) {
-          if (give_up && static_cast<int>(threadIdx.x & 31) == __ffs(lanes) - 1) Fail(peer, op);
+          if (give_up && static_cast<int>(threadIdx.x & 31) == __ffs(lanes) - 1) Fail(peer, op, v->y, flag);
           gave_up = true;
           return false;
         }

@@ -141,7 +141,7 @@ __device__ __forceinline__ void RunSync(const Block& b, const ResolvedOp<S>& op,
   for (uint32_t spins = 1; (relaxed ? LoadRelaxed(word) : LoadAcquire(word)) < count; ++spins) {
     if ((spins & 1023) == 0) {
       if (b.TimedOut()) {
-        b.Fail(op.peer, index);
+        b.Fail(op.peer, index, LoadRelaxed(word), count);
         return;
       }
       if (b.Failed()) return;
@@ -286,7 +286,7 @@ __device__ __noinline__ void RunPort(const Block& b, const ResolvedOp<S>& op, ui
     const unsigned long long ticket = atomicAdd(b.a.port_tickets, 1ull);
     for (uint32_t spins = 1; ticket >= LoadAcquire(&fifo->done) + kPortFifoSlots; ++spins) {
       if ((spins & 1023) == 0 && b.TimedOut()) {
-        b.Fail(op.peer, index);
+        b.Fail(op.peer, index, LoadAcquire(&fifo->done), ticket + 1 - kPortFifoSlots);
         return;
       }
     }
@@ -304,7 +304,7 @@ __device__ __noinline__ void RunPort(const Block& b, const ResolvedOp<S>& op, ui
   }
   for (uint32_t spins = 1; LoadAcquire(&fifo->done) < *issued; ++spins) {
     if ((spins & 1023) == 0 && b.TimedOut()) {
-      b.Fail(op.peer, index);
+      b.Fail(op.peer, index, LoadAcquire(&fifo->done), *issued);
       return;
     }
   }

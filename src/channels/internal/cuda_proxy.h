@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -89,6 +90,9 @@ class PortProxy {
 
   // Finishes the requests already written, stops the thread and returns the first CUDA error.
   absl::Status Stop();
+  // How far the requests got, for a wait that timed out: written by the kernels (their seq seen in
+  // the FIFO), taken by the proxy, their copies enqueued (the CUDA calls returned), finished.
+  std::string Progress() const;
 
  private:
   explicit PortProxy(PortFifo* fifo) : reader_(fifo) {}
@@ -98,6 +102,7 @@ class PortProxy {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t events_[kPortFifoSlots] = {};
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> taken_{0}, enqueued_{0}, finished_{0};  // requests, for Progress
   absl::Status error_;  // written by the thread, read after join
   std::thread thread_;
 };
@@ -111,6 +116,7 @@ class PortEndpoint {
   ~PortEndpoint();
   PortFifo* fifo_device() const { return fifo_device_; }
   unsigned long long* tickets() const { return tickets_; }
+  std::string Progress() const { return proxy_->Progress(); }
 
  private:
   PortEndpoint() = default;
