@@ -8,7 +8,8 @@
 // (as the host executor's); the semaphores are the region's `barrier_in` words and the kernel's
 // epoch counters its `barrier_flag` words, all zeroed at Create (a pooled region keeps what an
 // earlier user left). Execute copies `in` into the region, runs the plan and copies the output to
-// `out`, all on `stream`; nothing waits on the host.
+// `out`, all on `stream`; nothing waits on the host. Inputs written into input() and outputs read
+// from output() spare both copies.
 //
 // A wait that times out (a peer that never launched, or died) does not hang the GPU: the kernel
 // records rank, thread block, op and peer in host-mapped memory and finishes; `CheckErrors` (after
@@ -64,6 +65,12 @@ class CudaPlanExecutor {
   // enqueues the same executions in the same order, each after the previous one (one stream, or
   // streams that wait for each other): two executions of one executor never run at once.
   absl::Status Execute(const void* in, void* out, size_t count, cudaStream_t stream);
+  // This rank's input and output segments in the region (device memory). An Execute whose `in` is
+  // input() copies nothing in and is launched as a programmatic dependent launch (the kernel's
+  // prologue overlaps the stream's previous kernel); one whose `out` is output() copies nothing out:
+  // the result stays there until the next Execute is enqueued.
+  void* input() const;
+  void* output() const;
   // A wait of an earlier execution that timed out, once the stream has reached it.
   absl::Status CheckErrors();
 

@@ -162,13 +162,28 @@ absl::Status CudaPlanExecutor::Execute(const void* in, void* out, size_t count, 
   a.instances = s.instances > 0 ? s.instances : InstancesFor(count * elem, a.tbs, s.most_instances);
   const size_t in_bytes = count * elem * static_cast<size_t>(InputSegments(plan_.collective, plan_.world_size));
   const size_t out_bytes = count * elem * static_cast<size_t>(OutputSegments(plan_.collective, plan_.world_size));
-  char* region = a.regions[a.rank];
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
-  VDEV_RETURN_IF_ERROR(CudaStatus(
-      cudaMemcpyAsync(region + a.layout.input, in, in_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync"));
-  VDEV_RETURN_IF_ERROR(CudaStatus(internal::LaunchPlan(a, stream, /*programmatic=*/false), "launching the plan kernel"));
-  return CudaStatus(cudaMemcpyAsync(out, region + a.layout.output, out_bytes, cudaMemcpyDeviceToDevice, stream),
-                    "cudaMemcpyAsync");
+  const bool copy_in = in != input(), copy_out = out != output();
+  if (copy_in && in_bytes > 0) {
+    VDEV_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpyAsync(input(), in, in_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync"));
+  }
+  // Programmatic only after the caller's own work: the kernel reads its input after
+  // griddepcontrol.wait, which waits for the stream's previous kernel; a copy in front of it is
+  // no kernel to overlap.
+  VDEV_RETURN_IF_ERROR(CudaStatus(internal::LaunchPlan(a, stream, /*programmatic=*/!copy_in), "launching the plan kernel"));
+  if (!copy_out || out_bytes == 0) return absl::OkStatus();
+  return CudaStatus(cudaMemcpyAsync(out, output(), out_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+}
+
+void* CudaPlanExecutor::input() const {
+  const internal::PlanLaunchArgs& a = state_->args;
+  return a.regions[a.rank] + a.layout.input;
+}
+
+void* CudaPlanExecutor::output() const {
+  const internal::PlanLaunchArgs& a = state_->args;
+  return a.regions[a.rank] + a.layout.output;
 }
 
 absl::Status CudaPlanExecutor::CheckErrors() {
