@@ -58,11 +58,16 @@ __device__ __forceinline__ uint64_t TableKey(const PlanLaunchArgs& a) {
 }
 
 // Tracing (PlanLaunchArgs::trace): thread 0 stamps at the points of PlanTraceSlot, into the half of
-// the buffer that the execution's parity selects.
+// the buffer that the execution's parity selects. The clock is read only when tracing: a read is
+// volatile asm, which the compiler keeps where it stands, between loads it could otherwise overlap.
 __device__ __forceinline__ void Stamp(const PlanLaunchArgs& a, uint64_t call, int slot, long long value) {
   if (a.trace != nullptr && threadIdx.x == 0) {
     a.trace[((call & 1) * kMaxPlanBlocks + blockIdx.x) * kPlanTraceSlots + slot] = value;
   }
+}
+__device__ __forceinline__ long long TraceClock(const PlanLaunchArgs& a) { return a.trace != nullptr ? clock64() : 0; }
+__device__ __forceinline__ void StampClock(const PlanLaunchArgs& a, uint64_t call, int slot) {
+  if (a.trace != nullptr && threadIdx.x == 0) Stamp(a, call, slot, clock64());
 }
 
 __device__ __forceinline__ uint64_t LoadKeyAcquire(const uint64_t* p) {
@@ -122,7 +127,7 @@ __device__ __noinline__ void SweepStalePackets(const PlanLaunchArgs& a, uint64_t
 
 template <int S, typename T>
 __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_constant__ PlanLaunchArgs a) {
-  const long long entry = clock64();
+  const long long entry = TraceClock(a);
   __shared__ ResolvedTableKey key_s;
   __shared__ int failed_s;
   // Raw storage: ResolvedOp's OpControl has default member initialisers, which __shared__ forbids.
@@ -151,7 +156,7 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
   }
   __syncthreads();
   FollowPreviousGrid();
-  const long long started = clock64();
+  const long long started = TraceClock(a);
   const long long started_ns = a.trace != nullptr ? static_cast<long long>(GlobalTimer()) : 0;
   // In flight together: this block's epoch counter and its table key (every thread reads both: one
   // broadcast load each; the counters advance at the end), and the first step's own data.
@@ -159,7 +164,7 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
   const uint64_t key_now = __ldcg(&a.table_keys[blockIdx.x].key);
   int nops = static_cast<int>(key_s.ops);
   if (preloaded && nops > 0) PrefetchFirstSources<S>(ops_s[0]);
-  Stamp(a, call, kTraceCounted, clock64());
+  StampClock(a, call, kTraceCounted);
   Stamp(a, call, kTraceEntry, entry);
   Stamp(a, call, kTraceStart, started);
   Stamp(a, call, kTraceStartNs, started_ns);
@@ -184,7 +189,7 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
     }
     __syncthreads();
   }
-  Stamp(a, call, kTraceResolved, clock64());
+  StampClock(a, call, kTraceResolved);
   Block b{a, PacketFlag(call), 0, tb, 0, &failed_s};
   const uint64_t shift = (call & 1) ? a.layout.scratch[1] - a.layout.scratch[0] : 0;
   uint64_t issued = 0;  // thread 0: port requests of this block to be done before a flush returns
@@ -214,7 +219,7 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
       }
     }
     if ((ops_s[i + step - 1].sync & kDevSyncAfter) || port) b.Sync();
-    Stamp(a, call, kTraceOps + i, clock64());
+    StampClock(a, call, kTraceOps + i);
     i += step;
   }
   // The sweep's own test first (PacketSweepSlice's): most executions then call nothing.

@@ -163,29 +163,32 @@ enum PlanTraceSlot : int { kTraceEntry, kTraceStart, kTraceCounted, kTraceResolv
 inline constexpr int kPlanTraceSlots = kTraceOps + kMaxThreadBlockOps;
 inline constexpr int kPlanTraceBuffer = 2 * kMaxPlanBlocks * kPlanTraceSlots;  // stamps in a trace buffer
 
+// The fields every execution reads come first, so that they share the fewest constant-cache lines;
+// the plan's arrays, the regions and semaphores (read when ops are resolved) and the failure paths'
+// fields after them.
 struct PlanLaunchArgs {
+  void* table = nullptr;                 // DevicePlan's table, max_tb_ops and table_keys
+  ResolvedTableKey* table_keys = nullptr;
+  uint64_t* counters = nullptr;          // this rank's epoch counter per block (kMaxPlanBlocks)
+  long long* trace = nullptr;            // when set: kPlanTraceBuffer stamps (see above)
+  RegionLayout layout;
+  uint64_t count = 0;
+  int max_tb_ops = 0;
+  int instances = 1;
+  int elem = 4;                          // bytes of one element of dtype
+  int num_spares = 0;
+  int rank = 0;
+  int chunks_per_segment = 1;
   const DeviceOp* ops = nullptr;
   const int* tb_begin = nullptr;
   int tbs = 0;
   int max_srcs = kMaxReduceSources;  // DevicePlan::max_srcs: picks the kernel's instance
-  int max_tb_ops = 0;                // DevicePlan's table, max_tb_ops and table_keys
-  void* table = nullptr;
-  ResolvedTableKey* table_keys = nullptr;
+  int dtype = kDevF32;                   // DeviceDType: picks the kernel's instance
   const DeviceRef* spares = nullptr;  // DevicePlan's: what the stale-packet sweep spares (none: no sweep)
-  int num_spares = 0;
-  int instances = 1;
   char* regions[kMaxWorkers] = {};       // each rank's region (input, output, scratch halves), mapped here
   uint64_t* semaphores[kMaxWorkers] = {};  // each rank's kMaxChannelTags x kMaxWorkers semaphore words
-  uint64_t* counters = nullptr;          // this rank's epoch counter per block (kMaxPlanBlocks)
-  RegionLayout layout;
-  uint64_t count = 0;
-  int chunks_per_segment = 1;
-  int elem = 4;                          // bytes of one element of dtype
-  int dtype = kDevF32;                   // DeviceDType: picks the kernel's instance
-  int rank = 0;
   unsigned long long timeout_ns = 8'000'000'000ull;
   ChannelError* error = nullptr;         // host-mapped
-  long long* trace = nullptr;            // when set: kPlanTraceBuffer stamps (see above)
   bool uses_ports = false;               // DevicePlan::uses_ports: then the two below are required
   PortFifo* port_fifo = nullptr;         // this rank's FIFO (device address of host-mapped memory)
   unsigned long long* port_tickets = nullptr;  // its ticket counter (device memory, zeroed)
