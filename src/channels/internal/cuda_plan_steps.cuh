@@ -72,7 +72,10 @@ __device__ __forceinline__ void SumPlain(char* dst, const char* const (&srcs)[S]
   }
   for (uint64_t i = done / sizeof(T) + threadIdx.x; i < n / sizeof(T); i += blockDim.x) {
     float acc = -0.0f;
-    for (int j = 0; j < nsrcs; ++j) acc += Elem<T>::ToF(reinterpret_cast<const T*>(srcs[j])[i]);
+#pragma unroll  // constant indices: srcs stays in registers
+    for (int j = 0; j < S; ++j) {
+      if (j < nsrcs) acc += Elem<T>::ToF(reinterpret_cast<const T*>(srcs[j])[i]);
+    }
     reinterpret_cast<T*>(dst)[i] = Elem<T>::FromF(acc);
   }
 }
@@ -276,10 +279,12 @@ __device__ __forceinline__ void RunPacketsThenReduce(const Block& b, const Resol
 // its FIFO slot to be free, writes the request and then its seq after a system fence (so the proxy
 // never reads half a request, and the copy engine sees the data the block wrote before the sync);
 // `*issued` becomes the tickets this block must see done. A flush waits until the proxy has
-// finished them.
+// finished them. Inlined: as a call taking the Block by reference it kept the Block in local
+// memory for the whole kernel (a 112-byte stack frame), and every step of every plan paid for that
+// (BENCHMARKS.md, run 11).
 template <int S>
-__device__ __noinline__ void RunPort(const Block& b, const ResolvedOp<S>& op, uint64_t call, uint64_t shift, int index,
-                                     uint64_t* issued) {
+__device__ __forceinline__ void RunPort(const Block& b, const ResolvedOp<S>& op, uint64_t call, uint64_t shift,
+                                        int index, uint64_t* issued) {
   PortFifo* fifo = b.a.port_fifo;
   if (op.kind != kDevPortFlush) {
     const Operands<S> data(op, shift);
