@@ -131,7 +131,10 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
     // they touch distinct semaphores or raise one with a maximum, so their order does not matter.
     // A run of puts (or put_packets) of one source with no data sync inside it runs as one step
     // that loads the source once for all its destinations; a put_packets run also takes along a
-    // reduce right after it that sums the same source (SumsItsSource).
+    // reduce right after it that sums the same source (SumsItsSource), and a signal run the wait
+    // run right after it when no data sync lies between them (a barrier: thread t raises its
+    // signal, then polls its wait; every signal is still raised without waiting for anything, so no
+    // wait can miss one that the step holds back).
     for (size_t i = begin.back(); i < ops.size();) {
       size_t j = i + 1;
       const bool sync = ops[i].kind == kDevSignal || ops[i].kind == kDevWait;
@@ -146,17 +149,9 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
       if (ops[i].kind == kDevPutPackets && !ops[i].srcs[0].packets && j < ops.size()) {
         ops[i].then_reduce = SumsItsSource(ops[i], ops[j - 1], ops[j]) ? 1 : 0;
       }
-      i = j;
-    }
-    // A signal run and the wait run right after it, with no data sync between them, run as one
-    // step (a barrier): thread t raises its signal, then polls its wait. Every signal is still
-    // raised without waiting for anything, so no wait can miss one that this step holds back.
-    for (size_t i = begin.back(); i < ops.size(); i += ops[i].batch) {
-      const size_t j = i + ops[i].batch;
       ops[i].then_wait = ops[i].kind == kDevSignal && j < ops.size() && ops[j].kind == kDevWait &&
-                                 !(ops[j - 1].sync & kDevSyncAfter) && !(ops[j].sync & kDevSyncBefore)
-                             ? 1
-                             : 0;
+                         !(ops[j - 1].sync & kDevSyncAfter) && !(ops[j].sync & kDevSyncBefore);
+      i = j;
     }
     begin.push_back(static_cast<int>(ops.size()));
     max_tb_ops = std::max(max_tb_ops, begin.back() - begin[begin.size() - 2]);
@@ -206,7 +201,8 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
   if (num_spares > 0) {
     const size_t bytes = flat->spares.size() * sizeof(DeviceRef);
     VDEV_RETURN_IF_ERROR(CudaStatus(cudaMalloc(reinterpret_cast<void**>(&spares), bytes), "cudaMalloc"));
-    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(spares, flat->spares.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy"));
+    VDEV_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpy(spares, flat->spares.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy"));
   }
   const size_t keys = sizeof(ResolvedTableKey) * kMaxPlanBlocks;
   if (absl::Status s = CudaStatus(cudaMalloc(&table, std::max<size_t>(16, ResolvedTableBytes(max_srcs, max_tb_ops))), "cudaMalloc");
@@ -229,6 +225,11 @@ absl::StatusOr<std::unique_ptr<MappedChannelError>> MappedChannelError::Create()
 
 MappedChannelError::~MappedChannelError() {
   if (host_ != nullptr) cudaFreeHost(host_);
+}
+
+std::string DescribeTimeout(const ChannelError& e) {
+  return absl::StrCat("rank ", e.rank, " tb ", e.tb, " op ", e.op, " waiting for rank ", e.peer, " (read ", e.seen,
+                      ", waits for ", e.want, ")");
 }
 
 ChannelError MappedChannelError::Take() {

@@ -190,8 +190,7 @@ absl::Status CudaPlanExecutor::CheckErrors() {
   const internal::ChannelError e = state_->error->Take();
   if (e.code == 0) return absl::OkStatus();  // a port proxy's CUDA error shows as a wait that timed out
   std::string what = absl::StrCat("plan ", plan_.name, ": a wait timed out after ",
-                                  absl::FormatDuration(session_->timeout()), ": rank ", e.rank, " tb ", e.tb, " op ",
-                                  e.op, " waiting for rank ", e.peer, " (read ", e.seen, ", waits for ", e.want, ")");
+                                  absl::FormatDuration(session_->timeout()), ": ", internal::DescribeTimeout(e));
   if (state_->ports != nullptr) absl::StrAppend(&what, " (this rank's ", state_->ports->Progress(), ")");
   absl::Status alive = session_->CheckAlive(e.peer);
   return absl::DeadlineExceededError(

@@ -472,11 +472,8 @@ absl::Status HostPlanExecutor::Execute(const void* in, void* out, size_t count) 
   const internal::RegionLayout& layout = state_->layout;
   const internal::Range slice = internal::PacketSweepSlice(call, layout.scratch[1] - layout.scratch[0]);
   if (!state_->spares.empty() && slice.size() > 0) {
-    std::vector<internal::Range> spans;
-    for (const ChunkRef& c : state_->spares) {
-      spans.push_back(internal::ScratchSpan(count, plan_.chunks_per_segment, c.index, c.count, c.packets, state_->elem));
-    }
-    internal::ZeroUnspared(local + layout.scratch[call & 1], slice, std::move(spans));
+    internal::ZeroUnspared(local + layout.scratch[call & 1], slice,
+                           internal::SpareSpans(state_->spares, count, plan_.chunks_per_segment, state_->elem));
   }
   if (out_bytes > 0) std::memcpy(out, local + state_->layout.output, out_bytes);
   return absl::OkStatus();

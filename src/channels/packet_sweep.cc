@@ -28,6 +28,16 @@ std::vector<ChunkRef> SweptScratchSpares(const ProgramSpec& plan, int rank) {
   return spares;
 }
 
+std::vector<Range> SpareSpans(const std::vector<ChunkRef>& spares, uint64_t count, int chunks_per_segment,
+                              uint64_t elem) {
+  std::vector<Range> spans;
+  spans.reserve(spares.size());
+  for (const ChunkRef& c : spares) {
+    spans.push_back(ScratchSpan(count, chunks_per_segment, c.index, c.count, c.packets, elem));
+  }
+  return spans;
+}
+
 void ZeroUnspared(char* half, Range slice, std::vector<Range> spans) {
   std::sort(spans.begin(), spans.end(), [](const Range& x, const Range& y) { return x.begin < y.begin; });
   uint64_t at = slice.begin;

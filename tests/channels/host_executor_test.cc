@@ -291,13 +291,8 @@ TEST(HostExecutorTest, StalePacketLinesAreZeroedSliceBySlice) {
     VDEV_RETURN_IF_ERROR(s.Barrier("executions done"));  // no peer writes into this region any more
     const internal::RegionLayout layout = internal::MakeRegionLayout(max_count, 4, 1, 1, plan.chunks_per_segment,
                                                                      plan.scratch_chunks);
-    auto spans_of = [&](size_t count) {
-      std::vector<internal::Range> spans;
-      for (const ChunkRef& c : internal::SweptScratchSpares(plan, s.rank())) {
-        spans.push_back(internal::ScratchSpan(count, plan.chunks_per_segment, c.index, c.count, c.packets, 4));
-      }
-      return spans;
-    };
+    const std::vector<ChunkRef> spares = internal::SweptScratchSpares(plan, s.rank());
+    auto spans_of = [&](size_t count) { return internal::SpareSpans(spares, count, plan.chunks_per_segment, 4); };
     auto in = [](const std::vector<internal::Range>& spans, uint64_t b) {
       return std::any_of(spans.begin(), spans.end(), [&](const internal::Range& r) { return r.begin <= b && b < r.end; });
     };

@@ -143,9 +143,7 @@ absl::Status PlanWorld::Synchronize() {
   }
   const internal::ChannelError e = error_->Take();
   if (e.code == 0) return absl::OkStatus();
-  return absl::DeadlineExceededError(absl::StrCat("a wait timed out: rank ", e.rank, " tb ", e.tb, " op ", e.op,
-                                                  " waiting for rank ", e.peer, " (read ", e.seen, ", waits for ",
-                                                  e.want, ")", proxies));
+  return absl::DeadlineExceededError(absl::StrCat("a wait timed out: ", internal::DescribeTimeout(e), proxies));
 }
 
 absl::Status PlanWorld::SetExecutions(uint64_t done) {

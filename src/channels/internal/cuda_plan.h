@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -92,6 +93,9 @@ struct ChannelError {
   unsigned long long seen = 0;
   unsigned long long want = 0;
 };
+
+// "rank R tb T op O waiting for rank P (read S, waits for W)": a recorded timeout, for messages.
+std::string DescribeTimeout(const ChannelError& e);
 
 // Where the kernel records a launch's first timeout: host-mapped memory (device() for the launch).
 class MappedChannelError {

@@ -83,9 +83,12 @@ VDEV_HD uint32_t PacketFlag(uint64_t call) { return 0x80000000u | static_cast<ui
 inline constexpr uint64_t kPacketSweepEvery = 1024;
 inline constexpr uint64_t kPacketSweepSlices = 64;
 
+// Whether execution `call` sweeps (every kPacketSweepEvery-th of each parity).
+VDEV_HD bool SweepsPackets(uint64_t call) { return ((call >> 1) & (kPacketSweepEvery - 1)) == 0; }
+
 // The bytes of its scratch half [begin, end) that execution `call` sweeps: empty for most calls.
 VDEV_HD Range PacketSweepSlice(uint64_t call, uint64_t half_bytes) {
-  if (((call >> 1) & (kPacketSweepEvery - 1)) != 0) return {0, 0};
+  if (!SweepsPackets(call)) return {0, 0};
   const uint64_t lines = half_bytes / 16;
   const uint64_t per = (lines + kPacketSweepSlices - 1) / kPacketSweepSlices;
   const uint64_t slice = (call >> 1) / kPacketSweepEvery % kPacketSweepSlices;

@@ -16,6 +16,11 @@ namespace vdev::channels::internal {
 // packet lines carry flags, so only such plans sweep.
 std::vector<ChunkRef> SweptScratchSpares(const ProgramSpec& plan, int rank);
 
+// The bytes of a scratch half that `spares` occupy in an execution of `count` elements of `elem`
+// bytes per segment (ScratchSpan of each).
+std::vector<Range> SpareSpans(const std::vector<ChunkRef>& spares, uint64_t count, int chunks_per_segment,
+                              uint64_t elem);
+
 // Zeroes the bytes of `slice` of a scratch half (byte offsets from `half`) that no span covers.
 void ZeroUnspared(char* half, Range slice, std::vector<Range> spans);
 
