@@ -26,7 +26,8 @@
 // workers, and every wait — SyncWorker, the copies, the debug reads — is bounded by
 // ControllerOptions::timeout). The session then refuses all calls with that Status and has already
 // reaped its workers. Worker processes die with the controller (PR_SET_PDEATHSIG, and end of file on
-// their socket), and no rendezvous directory or shared-memory segment outlives a session.
+// their socket), and no rendezvous directory or shared-memory segment outlives a session: InitCCL
+// forks a guardian process that removes them should the controller be killed outright (SIGKILL).
 //
 // Not thread-safe: one thread drives a session (the one that created it, for a process session: the
 // workers' parent-death signal fires when the creating thread exits).

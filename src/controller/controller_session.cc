@@ -4,12 +4,14 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "internal/ccl.h"
 #include "internal/protocol.h"
 #include "internal/staging.h"
 #include "internal/transport.h"
+#include "src/runtime/internal/guardian.h"
 #include "vdev/controller.h"
 #include "vdev/launch.h"
 #include "vdev/session.h"
@@ -77,6 +79,9 @@ class ControllerCore : public std::enable_shared_from_this<ControllerCore> {
   uint64_t staged_seq_ = 0;      // the last CopyToWorker0 whose bytes are in the staging area
   std::string ccl_session_id_;
   std::string ccl_dir_;
+  // Removes the session's segments should this process be killed outright (SIGKILL) while a worker
+  // is between creating a segment and sharing it; dismissed when the session ends normally.
+  std::optional<Guardian> guardian_;
 };
 
 class RegisterHandle {
@@ -303,6 +308,7 @@ void ControllerCore::Reap() {
   transport_->Stop(deadline);
   RemoveDir(ccl_dir_);
   RemoveSessionSegments(ccl_session_id_);
+  guardian_.reset();
 }
 
 absl::Status ControllerCore::Await(const std::vector<uint64_t>& targets, absl::string_view what,
@@ -513,6 +519,16 @@ absl::Status ControllerCore::InitCcl(absl::string_view ccl, const std::vector<in
   }
   ccl_dir_ = dir;
   ccl_session_id_ = NewSessionId();
+  absl::StatusOr<Guardian> guardian = Guardian::Start(
+      {.workers = transport_->pids(),
+       .directory = ccl_dir_,
+       .session_id = ccl_session_id_,
+       .farewell = "vdev: the controller is gone: its workers were killed and their shared memory removed"});
+  if (!guardian.ok()) {
+    RemoveDir(ccl_dir_);
+    return guardian.status();
+  }
+  guardian_ = std::move(*guardian);
   std::vector<uint64_t> seqs(n_, 0);
   for (int i = 0; i < n_; ++i) {
     const int local = i % per_group;

@@ -21,6 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "internal/guardian.h"
 
 namespace vdev {
 
@@ -84,44 +85,6 @@ void OnStop(int sig) { stop_signal = sig; }
 
 int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
-// The guardian: a process outside the job that outlives a launcher killed with SIGKILL (which runs
-// no code of ours). It blocks on a pipe whose only writer is the launcher; end of file without the
-// launcher's "done" byte means the launcher is gone, so it kills the workers' process group (the
-// workers die of PR_SET_PDEATHSIG already; this takes their children too) and removes the
-// rendezvous directory and the session's segments. Runs in its own session, deaf to the terminal's
-// signals, so that Ctrl-C or a hang-up reaches the launcher but not it.
-pid_t StartGuardian(int done_fd, int keep_fd, pid_t group, const std::vector<pid_t>& pids, const std::string& dir,
-                    const std::string& session_id) {
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  close(keep_fd);
-  setsid();
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_IGN);
-  int null_fd = open("/dev/null", O_RDWR);
-  if (null_fd >= 0) {
-    dup2(null_fd, STDIN_FILENO);
-    dup2(null_fd, STDOUT_FILENO);
-  }
-  char byte = 0;
-  ssize_t n;
-  do {
-    n = read(done_fd, &byte, 1);
-  } while (n < 0 && errno == EINTR);
-  if (n == 1) _exit(0);
-  kill(-group, SIGKILL);
-  // A worker may still be between the signal and its end; wait (bounded) before removing what it
-  // could still create.
-  const absl::Time deadline = absl::Now() + absl::Seconds(2);
-  for (pid_t p : pids) {
-    while ((kill(p, 0) == 0 || errno != ESRCH) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
-  }
-  RemoveTree(dir);
-  RemoveSessionSegments(session_id);
-  Say(absl::StrCat("the launcher is gone: its workers (process group ", group,
-                   ") were killed and the rendezvous directory removed"));
-  _exit(0);
-}
-
 // Restores the launcher's signal dispositions and mask when the job is over.
 class SignalScope {
  public:
@@ -175,11 +138,6 @@ absl::StatusOr<int> Launch(const LaunchOptions& options) {
   }
   const std::string dir = templ;
   const std::string session_id = NewSessionId();
-  int guard[2];
-  if (pipe2(guard, O_CLOEXEC) != 0) {
-    rmdir(dir.c_str());
-    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-  }
 
   std::vector<char*> argv;
   for (const std::string& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -198,8 +156,6 @@ absl::StatusOr<int> Launch(const LaunchOptions& options) {
       for (pid_t p : pids) {
         if (p > 0) waitpid(p, nullptr, 0);
       }
-      close(guard[0]);
-      close(guard[1]);
       RemoveTree(dir);
       return absl::InternalError(absl::StrCat("fork: ", std::strerror(saved)));
     }
@@ -221,8 +177,19 @@ absl::StatusOr<int> Launch(const LaunchOptions& options) {
     if (group == 0) group = pid;
     pids[r] = pid;
   }
-  const pid_t guardian = StartGuardian(guard[0], guard[1], group, pids, dir, session_id);
-  close(guard[0]);
+  absl::StatusOr<internal::Guardian> guardian = internal::Guardian::Start(
+      {.process_group = group,
+       .workers = pids,
+       .directory = dir,
+       .session_id = session_id,
+       .farewell = absl::StrCat("vdev launch: the launcher is gone: its workers (process group ", group,
+                                ") were killed and the rendezvous directory removed")});
+  if (!guardian.ok()) {
+    kill(-group, SIGKILL);
+    for (pid_t p : pids) waitpid(p, nullptr, 0);
+    RemoveTree(dir);
+    return guardian.status();
+  }
 
   // Workers are observed with WNOWAIT and reaped only at the end: an unreaped worker 0 keeps the
   // group's id from being reused, so killing the group can never hit an unrelated process.
@@ -295,11 +262,7 @@ absl::StatusOr<int> Launch(const LaunchOptions& options) {
     if (pidfds[r] >= 0) close(pidfds[r]);
     waitpid(pids[r], nullptr, 0);
   }
-  const char done = 'd';
-  ssize_t ignored = write(guard[1], &done, 1);
-  (void)ignored;
-  close(guard[1]);
-  if (guardian > 0) waitpid(guardian, nullptr, 0);
+  guardian->Dismiss();
   RemoveTree(dir);
   RemoveSessionSegments(session_id);  // a worker killed between creating and sharing a segment
   return result;

@@ -109,14 +109,15 @@ expect zero_workers 2 '' 'workers' -- "$vdev" run "$prog" --workers 0
 # none is left whatever moment the kill hits).
 "$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --repeat 1000000 >"$work/kill_out" 2>"$work/kill_err" &
 controller=$!
-# The workers are the controller's children; their shared memory (mapped, then unlinked by its
-# owner) names the session: /dev/shm/vdev-<session>-<sequence>-<rank>.
+# The workers are the controller's children named vdev-worker-<i> (its guardian is another child);
+# their shared memory (mapped, then unlinked by its owner) names the session:
+# /dev/shm/vdev-<session>-<sequence>-<rank>.
 # find_workers CONTROLLER: sets $workers and $session once both workers run (30 s at most).
 find_workers() {
   workers=""
   session=""
   for _ in $(seq 300); do
-    workers=$(pgrep -P "$1" | tr '\n' ' ')
+    workers=$(pgrep -P "$1" -f '^vdev-worker-' | tr '\n' ' ')
     if [ "$(echo $workers | wc -w)" -ge 2 ]; then
       for p in $workers; do
         session=$(grep -o '/dev/shm/vdev-[0-9a-f]*-' "/proc/$p/maps" 2>/dev/null | head -1 | sed 's|/dev/shm/vdev-||; s|-$||')
@@ -157,7 +158,8 @@ else
 fi
 
 # 4. The controller itself killed with SIGKILL (no code of it runs): its workers die of their
-# parent-death signal within 10 s, and no segment is left.
+# parent-death signal within 10 s, and no segment is left: the controller's guardian removes those
+# of a worker killed between creating a segment and sharing it (within 5 s of the workers' end).
 "$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --repeat 1000000 >/dev/null 2>&1 &
 controller=$!
 find_workers "$controller"
@@ -174,6 +176,10 @@ else
       if kill -0 "$p" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null; then alive="$alive $p"; fi
     done
     [ -z "$alive" ] && break
+    sleep 0.1
+  done
+  for _ in $(seq 50); do
+    [ -z "$(ls /dev/shm | grep "^vdev-$session-")" ] && break
     sleep 0.1
   done
   if [ -n "$alive" ]; then
