@@ -7,7 +7,8 @@
 // warp's lanes together. Every poll is bounded by %globaltimer: a timeout is recorded in
 // host-mapped memory (rank's thread block, op, peer) and the block skips its remaining work (its
 // syncs still run, so no thread is left at a barrier).
-// Instantiated for reduces of at most 2, 4 and 8 sources, each for f32, f16 and bf16.
+// Instantiated for reduces of at most 2, 4 and 8 sources, each for f32, f16 and bf16; 8 sources also
+// for blocks of at most 256 threads (KernelFor).
 #include <cuda_runtime.h>
 
 #include "internal/cuda_plan.h"
@@ -128,8 +129,8 @@ __device__ __noinline__ void SweepStalePackets(const PlanLaunchArgs& a, uint64_t
   }
 }
 
-template <int S, typename T>
-__global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_constant__ PlanLaunchArgs a) {
+template <int S, typename T, int kThreads>
+__global__ void __launch_bounds__(kThreads, 1) RunPlanKernel(const __grid_constant__ PlanLaunchArgs a) {
   const long long entry = TraceClock(a);
   __shared__ ResolvedTableKey key_s;
   __shared__ int failed_s;
@@ -237,22 +238,26 @@ __global__ void __launch_bounds__(kPlanThreads, 1) RunPlanKernel(const __grid_co
   }
 }
 
-// The kernel instance for the element type and the plan's widest reduce (fewer registers for fewer
-// sources).
+// The kernel instance for the element type, the plan's widest reduce (fewer registers for fewer
+// sources) and the block's threads: 8 sources need more than the 128 registers a thread that 512
+// threads allow (88 bytes spilled), so blocks of at most 256 threads get an instance of their own
+// that may use up to 255 (kSmallPlanThreads).
 using PlanKernelFn = void (*)(PlanLaunchArgs);
 template <typename T>
-PlanKernelFn KernelFor(int max_srcs) {
+PlanKernelFn KernelFor(int max_srcs, int threads) {
   switch (KernelSources(max_srcs)) {
-    case 2: return RunPlanKernel<2, T>;
-    case 4: return RunPlanKernel<4, T>;
-    default: return RunPlanKernel<8, T>;
+    case 2: return RunPlanKernel<2, T, kPlanThreads>;
+    case 4: return RunPlanKernel<4, T, kPlanThreads>;
+    default:
+      return threads <= kSmallPlanThreads ? RunPlanKernel<8, T, kSmallPlanThreads> : RunPlanKernel<8, T, kPlanThreads>;
   }
 }
 PlanKernelFn KernelFor(const PlanLaunchArgs& a) {
+  const int threads = PlanThreads(a);
   switch (a.dtype) {
-    case kDevF16: return KernelFor<__half>(a.max_srcs);
-    case kDevBF16: return KernelFor<__nv_bfloat16>(a.max_srcs);
-    default: return KernelFor<float>(a.max_srcs);
+    case kDevF16: return KernelFor<__half>(a.max_srcs, threads);
+    case kDevBF16: return KernelFor<__nv_bfloat16>(a.max_srcs, threads);
+    default: return KernelFor<float>(a.max_srcs, threads);
   }
 }
 

@@ -217,6 +217,9 @@ inline PlanLaunchArgs DevicePlan::LaunchArgs() const {
 // share per thread (smaller blocks finish sooner and more of them fit beside the peers').
 inline int PlanBlocks(const PlanLaunchArgs& a) { return a.tbs * a.instances; }
 inline constexpr int kPlanThreads = 512;
+// Blocks of at most this many threads run an 8-source instance without the 512-thread register cap
+// (cuda_executor.cu, KernelFor).
+inline constexpr int kSmallPlanThreads = 256;
 // The kernel's instances: for plans whose reduces have at most 2, 4 or 8 sources. All may use up
 // to 128 registers a thread: capped at 64 (2 blocks of kPlanThreads an SM) the narrower ones spilled
 // and ran 3-8% slower up to 64 KB, faster only for LL at 1 MB (BENCHMARKS.md, run 4).
