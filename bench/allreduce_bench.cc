@@ -3,8 +3,10 @@
 // Every worker uses the same processes and buffers for every variant: vdev one-shot (flagged, LL,
 // LL128, sentinel), two-shot (flagged, LL) and auto, vdev-auto-nopdl (auto launched without programmatic
 // dependent launch, from a second communicator), vdev-inplace (the zero-copy one-shot on an input in IPC memory), plain ncclAllReduce, and
-// ncclAllReduce on NCCL symmetric windows (ncclMemAlloc + ncclCommWindowRegister). Variants are
-// interleaved within each size. For each size and variant:
+// ncclAllReduce on NCCL symmetric windows (ncclMemAlloc + ncclCommWindowRegister), and shipped
+// channel plans run by CudaPlanExecutor with input and output in its region (plan-one_shot_ll,
+// plan-one_shot, plan-one_shot_push, plan-two_shot: up to --max-plan-bytes, default 4 MB; instances
+// by size as the executor picks them). Variants are interleaved within each size. For each size and variant:
 // a correctness check (integer-valued bf16 inputs, exact expected sums, inputs intact), then CUDA-
 // graph and eager timings: each repeat runs a warm-up batch (which also lines the GPUs up), then a
 // timed batch of `iters` back-to-back ops between two events; per-op time = elapsed / iters; the
@@ -27,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "allreduce_bench_kernels.h"
 #include "vdev/cuda_allreduce.h"
+#include "vdev/cuda_channel_executor.h"
 #include "vdev/session.h"
 
 namespace vdev::bench {
@@ -79,7 +82,7 @@ double MaxOverWorkers(Session& s, double mine) {
 }
 
 int Main(int argc, char** argv) {
-  size_t max_bytes = size_t{1} << 30, min_bytes = 1024;
+  size_t max_bytes = size_t{1} << 30, min_bytes = 1024, max_plan_bytes = size_t{4} << 20;
   int reps = 15;
   bool llm = true, eager = true, only_vdev = false;
   std::string csv_path, only;
@@ -90,6 +93,7 @@ int Main(int argc, char** argv) {
     if (a == "--min-bytes") min_bytes = std::strtoull(next().c_str(), nullptr, 0);
     if (a == "--reps") reps = std::atoi(next().c_str());
     if (a == "--csv") csv_path = next();
+    if (a == "--max-plan-bytes") max_plan_bytes = std::strtoull(next().c_str(), nullptr, 0);
     if (a == "--no-llm") llm = false;
     if (a == "--no-eager") eager = false;
     if (a == "--only-vdev") only_vdev = true;  // for compute-sanitizer runs
@@ -175,6 +179,23 @@ int Main(int argc, char** argv) {
                                   return comm.AllReduceZeroCopy(buffer, out, n, DataType::kBF16, s);
                                 }});
   }
+  // Each plan its own executor and region (input, output, scratch for max_plan_bytes); its input()
+  // is where the bench's producer writes, its output() where the check reads.
+  std::vector<std::unique_ptr<channels::CudaPlanExecutor>> plans;
+  const size_t plan_bytes = ipc_allocator != nullptr ? std::min(max_bytes, max_plan_bytes) : 0;
+  for (const char* name : {"one_shot_ll", "one_shot", "one_shot_push", "two_shot"}) {
+    const std::string variant = absl::StrCat("plan-", name);
+    if (plan_bytes == 0 || !selected(variant)) continue;
+    absl::StatusOr<std::unique_ptr<channels::CudaPlanExecutor>> exec = channels::CudaPlanExecutor::ForStrategy(
+        session, *ipc_allocator, absl::StrCat("plan:", name), plan_bytes / 2, DataType::kBF16);
+    Ok(exec.status(), variant.c_str());
+    channels::CudaPlanExecutor* e = exec->get();
+    plans.push_back(std::move(*exec));
+    all_variants.insert(all_variants.end() - (only_vdev ? 0 : 1),
+                        Variant{variant, e->input(), e->output(), [e](size_t n, cudaStream_t s) {
+                                  return e->Execute(e->input(), e->output(), n, s);
+                                }});
+  }
   if (symm) {
     all_variants.push_back(Variant{"nccl-symm", sin, sout, [&](size_t n, cudaStream_t s) {
                                      return ncclAllReduce(sin, sout, n, ncclBfloat16, ncclSum, comm.nccl(), s) ==
@@ -217,6 +238,7 @@ int Main(int argc, char** argv) {
       if (absl::EndsWith(v.name, "-ll") && size.bytes > options.max_ll_bytes) continue;
       if (absl::EndsWith(v.name, "-ll128") && size.bytes > options.max_ll128_bytes) continue;
       if (absl::EndsWith(v.name, "-sentinel") && size.bytes > options.max_sentinel_bytes) continue;
+      if (absl::StartsWith(v.name, "plan-") && size.bytes > plan_bytes) continue;
       variants.push_back(&v);
     }
     const int iters = size.bytes <= (1 << 20) ? 50 : size.bytes <= (16 << 20) ? 20 : size.bytes <= (128 << 20) ? 5 : 2;
@@ -267,6 +289,7 @@ int Main(int argc, char** argv) {
         }
       }
       Ok(comm.CheckErrors(), "kernel wait");
+      for (auto& plan : plans) Ok(plan->CheckErrors(), "plan wait");
       for (auto& [name, exec] : execs) cudaGraphExecDestroy(exec);
       const std::string auto_choice(AlgorithmName(comm.Choose(size.bytes)));
       std::string line = absl::StrFormat("%-6s %12zu %-14s", graph ? "graph" : "eager", size.bytes, size.label);
@@ -297,6 +320,7 @@ int Main(int argc, char** argv) {
   }
   // Peers may still read this worker's IPC input: free it only once every worker is done.
   Ok(session.Barrier("bench-done"), "barrier");
+  plans.clear();
   ipc_allocator.reset();
   cudaFree(in);
   cudaFree(out);

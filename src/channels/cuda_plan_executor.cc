@@ -27,6 +27,7 @@ struct CudaPlanExecutor::State {
   size_t max_count = 0;
   int instances = 0;       // 0: by size (InstancesFor), at most most_instances
   int most_instances = 0;  // as the plan's tags allow
+  bool packets = false;    // the plan sends LL packets (InstancesFor)
   std::unique_ptr<internal::MappedChannelError> error;
   std::unique_ptr<internal::PortEndpoint> ports;  // port plans
 
@@ -54,12 +55,27 @@ absl::StatusOr<int> KernelDType(DataType type) {
   }
 }
 
-// Instances by size (instances = 0): about 4 KB of a segment per block, as the one-GPU benchmark's
-// fastest choices (BENCHMARKS.md, "Channel plans on one GPU"), at most 32 and as the tags allow.
-int InstancesFor(size_t segment_bytes, int tbs, int most) {
-  const size_t by_size = (segment_bytes + 4095) / 4096;
-  const int cap = std::min({32, most, internal::kMaxPlanBlocks / std::max(tbs, 1)});
+// Instances by size (instances = 0), as the benchmarks' fastest choices (BENCHMARKS.md, "Channel
+// plans on one GPU" and run 13 on two GPUs). Plans with LL packets: about 1 KB of a segment per
+// block, so that a thread of 128 has one 8-byte line (each line more a thread waits for is another
+// round trip over NVLink: 2.5 -> 3.0 us from 1 to 2 KB on two H200s), up to 128; others about 4 KB.
+// Always as the tags and the block limit allow.
+int InstancesFor(size_t segment_bytes, int tbs, int most, bool packets) {
+  const size_t per_block = packets ? 1024 : 4096;
+  const size_t by_size = (segment_bytes + per_block - 1) / per_block;
+  const int cap = std::min({packets ? 128 : 32, most, internal::kMaxPlanBlocks / std::max(tbs, 1)});
   return static_cast<int>(std::clamp<size_t>(by_size, 1, static_cast<size_t>(std::max(cap, 1))));
+}
+
+bool SendsPackets(const ProgramSpec& plan) {
+  for (const auto& tbs : plan.ranks) {
+    for (const ThreadBlock& tb : tbs) {
+      for (const Op& op : tb.ops) {
+        if (op.kind == OpKind::kPutPackets || op.kind == OpKind::kReadPutPackets) return true;
+      }
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -94,6 +110,7 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
   s.max_count = max_count;
   s.instances = instances;
   s.most_instances = most_instances;
+  s.packets = SendsPackets(plan);
   const size_t elem = DataTypeSize(type);
   const internal::RegionLayout layout = internal::MakeRegionLayout(
       max_count, elem, InputSegments(plan.collective, plan.world_size), OutputSegments(plan.collective, plan.world_size),
@@ -159,7 +176,7 @@ absl::Status CudaPlanExecutor::Execute(const void* in, void* out, size_t count, 
   internal::PlanLaunchArgs a = s.args;
   a.count = count;
   const size_t elem = static_cast<size_t>(a.elem);
-  a.instances = s.instances > 0 ? s.instances : InstancesFor(count * elem, a.tbs, s.most_instances);
+  a.instances = s.instances > 0 ? s.instances : InstancesFor(count * elem, a.tbs, s.most_instances, s.packets);
   const size_t in_bytes = count * elem * static_cast<size_t>(InputSegments(plan_.collective, plan_.world_size));
   const size_t out_bytes = count * elem * static_cast<size_t>(OutputSegments(plan_.collective, plan_.world_size));
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
