@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds everything, runs the whole test suite, the parser fuzzer, checks that an
+# Installs dependencies, builds everything, runs the whole test suite, the fuzzers (fuzz/README.md), checks that an
 # outside project can find_package(vdev) from an installed tree, then builds the CPU tree again under
 # AddressSanitizer + UBSan (build-asan/) and runs its whole suite there (VDEV_TEST_SANITIZE=0 leaves
 # that stage out, saying so). Each stage prints its start, in seconds since the script began.
@@ -13,13 +13,13 @@ bash scripts/build.sh
 stage "tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
 
-# The fuzzers: ${FUZZ_SECONDS:-60} s on the parser, ${FUZZ_PIPELINE_SECONDS:-30} s each on the PlanDevices
-# and LowerMemory targets (FUZZ_PIPELINE_SECONDS=0 leaves those two out, saying so).
+# The fuzzers: ${FUZZ_SECONDS:-60} s on the parser, ${FUZZ_PIPELINE_SECONDS:-30} s each on the PlanDevices,
+# LowerMemory and channel-plan targets (FUZZ_PIPELINE_SECONDS=0 leaves those three out, saying so).
 targets="parser"
 if [ "${FUZZ_PIPELINE_SECONDS:-30}" -gt 0 ]; then
-  targets="parser plan lower"
+  targets="parser plan lower channels"
 else
-  stage "plan and lower fuzzers: left out (FUZZ_PIPELINE_SECONDS=0)"
+  stage "plan, lower and channels fuzzers: left out (FUZZ_PIPELINE_SECONDS=0)"
 fi
 for target in $targets; do
   seconds=${FUZZ_SECONDS:-60}

@@ -241,25 +241,52 @@ std::string PlanToJson(const ProgramSpec& p) {
   return j.dump(1) + "\n";
 }
 
+namespace {
+
+// FILE:LINE:COL of the byte at `offset` (0-based) of `text`.
+std::string Location(absl::string_view text, absl::string_view file, size_t offset) {
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return absl::StrCat(file, ":", line, ":", col);
+}
+
+// nlohmann's message without its "[json.exception.KIND.N] " prefix and "parse error at ...: " part.
+std::string Reason(const Json::exception& e) {
+  std::string what = e.what();
+  const size_t colon = what.rfind(": ");
+  if (colon != std::string::npos) return what.substr(colon + 2);
+  const size_t bracket = what.find("] ");
+  return bracket == std::string::npos ? what : what.substr(bracket + 2);
+}
+
+}  // namespace
+
 absl::StatusOr<ProgramSpec> PlanFromJson(absl::string_view text, absl::string_view file) {
   Json j;
   try {
     j = Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {
     // e.byte is 1-based, one past the offending character.
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string what = e.what();
-    const size_t colon = what.rfind(": ");
-    return absl::InvalidArgumentError(absl::StrCat(file, ":", line, ":", col, ": error: ",
-                                                   colon == std::string::npos ? what : what.substr(colon + 2)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Location(text, file, e.byte > 0 ? e.byte - 1 : 0), ": error: ", Reason(e)));
+  } catch (const Json::exception& e) {
+    // A number out of range ("number overflow parsing '3e333'") carries no position: the first
+    // occurrence of the quoted token gives it.
+    const std::string reason = Reason(e);
+    const size_t open = reason.find('\''), close = reason.rfind('\'');
+    const size_t at = open != std::string::npos && close > open
+                          ? text.find(absl::string_view(reason).substr(open + 1, close - open - 1))
+                          : absl::string_view::npos;
+    return absl::InvalidArgumentError(absl::StrCat(at == absl::string_view::npos ? std::string(file)
+                                                                                   : Location(text, file, at),
+                                                   ": error: ", reason));
   }
   absl::StatusOr<ProgramSpec> p = ReadProgram(j);
   if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat(file, ": ", p.status().message()));

@@ -218,6 +218,14 @@ TEST(ChannelPlanTest, SyntaxErrorNamesLineAndColumn) {
               HasSubstr("p.json:2:13: error:"));
 }
 
+// Found by channel_plan_fuzzer: nlohmann throws out_of_range, not parse_error, for a number too large
+// for a double, and it escaped PlanFromJson (an abort).
+TEST(ChannelPlanTest, NumberOutOfRangeIsAnErrorWithItsPlace) {
+  absl::StatusOr<ProgramSpec> plan = PlanFromJson("{\n  \"world_size\": 2,\n  \"format\": 3e333\n}", "p.json");
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(plan.status().message()), "p.json:3:13: error: number overflow parsing '3e333'");
+}
+
 TEST(ChannelPlanTest, BadFieldIsNamedByItsPath) {
   std::string text = PlanToJson(*ShippedPlan("one_shot", 2));
   const size_t at = text.find("\"op\": \"signal\"");
