@@ -80,7 +80,8 @@ enum class GpuKind { kH100, kH200 };
 // between GPUs. Ops are supported everywhere.
 Machine DefaultMachine(int gpus, GpuKind kind = GpuKind::kH100);
 
-// Parses docs/machine.md's JSON; errors carry the offending key.
+// Parses docs/machine.md's JSON; errors carry the offending key, or for text that is not JSON
+// the line and column.
 absl::StatusOr<Machine> ParseMachineJson(absl::string_view text);
 
 // The roofline: max(flops / rate(dtype), bytes / bandwidth), in seconds.

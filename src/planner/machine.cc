@@ -112,8 +112,27 @@ Machine DefaultMachine(int gpus, GpuKind kind) {
 
 absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
   using Json = nlohmann::json;
-  Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError("machine: not a JSON object");
+  Json j;
+  try {
+    j = Json::parse(text.begin(), text.end());
+  } catch (const Json::exception& e) {
+    // parse_error knows the byte (1-based, one past the offending one); out_of_range (a number too
+    // large) does not.
+    std::string where;
+    if (const auto* syntax = dynamic_cast<const Json::parse_error*>(&e)) {
+      int line = 1, col = 1;
+      for (size_t i = 0; i + 1 < syntax->byte && i < text.size(); ++i) {
+        col = text[i] == '\n' ? 1 : col + 1;
+        line += text[i] == '\n';
+      }
+      where = absl::StrCat(" at line ", line, ", column ", col);
+    }
+    std::string what = e.what();
+    const size_t colon = what.rfind(": "), bracket = what.find("] ");
+    what = colon != std::string::npos ? what.substr(colon + 2) : bracket != std::string::npos ? what.substr(bracket + 2) : what;
+    return absl::InvalidArgumentError(absl::StrCat("machine: not JSON", where, ": ", what));
+  }
+  if (!j.is_object()) return absl::InvalidArgumentError("machine: not a JSON object");
   auto number = [](const Json& o, const char* key, double scale, double* out) -> absl::Status {
     if (!o.contains(key) || !o[key].is_number()) {
       return absl::InvalidArgumentError(absl::StrCat("machine: \"", key, "\" must be a number"));

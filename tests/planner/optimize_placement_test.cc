@@ -242,6 +242,15 @@ TEST(OptimizePlacementTest, MachineJsonMatchesTheBuilder) {
   EXPECT_EQ(*parsed, *built);
 }
 
+TEST(OptimizePlacementTest, MachineTextThatIsNotJsonIsPlacedByLineAndColumn) {
+  absl::StatusOr<Machine> parsed = ParseMachineJson("{\"devices\": [\n  {\"device\": \"cpu:0\",}\n]}");
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(parsed.status().message()), ::testing::HasSubstr("machine: not JSON at line 2, column 22: syntax error"));
+  parsed = ParseMachineJson("{\"devices\": 3e333}");
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(parsed.status().message()), "machine: not JSON: number overflow parsing '3e333'");
+}
+
 TEST(OptimizePlacementTest, BadMachineDescriptionsAreErrors) {
   EXPECT_FALSE(ParseMachineJson("[]").ok());
   EXPECT_FALSE(ParseMachineJson(R"({"devices": [{"device": "cuda", "memory_gb": 1, "bandwidth_gbs": 1,
