@@ -93,5 +93,23 @@ expect concat_axis_overflow 2 '^$' "'concatenate': the concatenated axis 0 is lo
 expect alignment_overflow 1 '^$' 'aligned to 4611686018427387904 bytes, need more than 2\^63-1 bytes' -- \
   "$vdev" lower --alignment 4611686018427387904 - <<<$'def @main(%a: f32[2], %b: f32[2]) {\n  %0 = exp(%a)\n  %1 = exp(%b)\n  %2 = add(%0, %1)\n  return %2\n}'
 
+# vdev channels: the shipped plans, and plan files checked as the executors load them.
+expect channels_list 0 $'^one_shot\none_shot_push\ntwo_shot\none_shot_ll\n.*broadcast$' '^$' -- "$vdev" channels list
+"$vdev" channels show two_shot -n 3 > "$tmp/two_shot.json"
+expect channels_check 0 '^two_shot: allreduce on 3 ranks, 3 thread blocks, [0-9]+ ops, 6 memory and 0 port channels: valid$' '^$' -- \
+  "$vdev" channels check "$tmp/two_shot.json"
+expect channels_check_stdin 0 '^two_shot: allreduce on 3 ranks' '^$' -- "$vdev" channels check - < "$tmp/two_shot.json"
+sed '0,/"op": "signal"/s//"op": "sginal"/' "$tmp/two_shot.json" > "$tmp/bad_op.json"
+expect channels_bad_field 1 '^$' 'bad_op.json: ranks\[0\]\.thread_blocks\[0\]\.ops\[[0-9]+\]\.op: expected one of put, get' -- \
+  "$vdev" channels check "$tmp/bad_op.json"
+sed '0,/"op": "signal"/s//"op": "wait"/' "$tmp/two_shot.json" > "$tmp/deadlock.json"
+expect channels_deadlock 1 '^$' 'deadlock.json: program two_shot: rank 0 .* a wait with no matching signal deadlocks' -- \
+  "$vdev" channels check "$tmp/deadlock.json"
+printf '{\n  "format": ,\n}' > "$tmp/syntax.json"
+expect channels_syntax 1 '^$' 'syntax.json:2:13: error:' -- "$vdev" channels check "$tmp/syntax.json"
+expect channels_unknown_plan 2 '^$' "no shipped plan named 'nope'" -- "$vdev" channels show nope
+expect channels_world_size 2 '^$' 'world size 9: expected 1\.\.8' -- "$vdev" channels show one_shot -n 9
+expect channels_no_file 2 '^$' 'cannot open' -- "$vdev" channels check "$tmp/none.json"
+
 echo "cli: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]
