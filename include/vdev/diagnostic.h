@@ -15,6 +15,9 @@ struct SourceLoc {
   friend bool operator==(const SourceLoc&, const SourceLoc&) = default;
 };
 
+// The line and column of byte `offset` (0-based) of `source`; past the end, those of its end.
+SourceLoc LocateOffset(absl::string_view source, size_t offset);
+
 enum class Severity { kError, kWarning, kNote };
 
 struct Diagnostic {

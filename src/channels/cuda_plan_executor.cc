@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "internal/cuda_plan.h"
 #include "internal/cuda_proxy.h"
+#include "internal/packet_sweep.h"
 #include "internal/plan_checks.h"
 #include "src/runtime/internal/cuda_common.h"
 #include "vdev/channel_algorithms.h"
@@ -67,17 +68,6 @@ int InstancesFor(size_t segment_bytes, int tbs, int most, bool packets) {
   return static_cast<int>(std::clamp<size_t>(by_size, 1, static_cast<size_t>(std::max(cap, 1))));
 }
 
-bool SendsPackets(const ProgramSpec& plan) {
-  for (const auto& tbs : plan.ranks) {
-    for (const ThreadBlock& tb : tbs) {
-      for (const Op& op : tb.ops) {
-        if (op.kind == OpKind::kPutPackets || op.kind == OpKind::kReadPutPackets) return true;
-      }
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Session& session, IPCAllocator& allocator,
@@ -110,7 +100,7 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
   s.max_count = max_count;
   s.instances = instances;
   s.most_instances = most_instances;
-  s.packets = SendsPackets(plan);
+  s.packets = internal::UsesPackets(plan);
   const size_t elem = DataTypeSize(type);
   const internal::RegionLayout layout = internal::MakeRegionLayout(
       max_count, elem, InputSegments(plan.collective, plan.world_size), OutputSegments(plan.collective, plan.world_size),

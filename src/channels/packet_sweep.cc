@@ -5,11 +5,23 @@
 
 namespace vdev::channels::internal {
 
+bool UsesPackets(const ProgramSpec& plan) {
+  for (const auto& tbs : plan.ranks) {
+    for (const ThreadBlock& tb : tbs) {
+      for (const Op& op : tb.ops) {
+        if (op.dst.packets || std::any_of(op.srcs.begin(), op.srcs.end(), [](const ChunkRef& s) { return s.packets; })) {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
 std::vector<ChunkRef> SweptScratchSpares(const ProgramSpec& plan, int rank) {
   std::vector<ChunkRef> spares;
-  bool packets = false;
+  if (!UsesPackets(plan)) return spares;
   auto note = [&](const ChunkRef& c) {
-    packets = packets || c.packets;
     if (c.rank != rank || c.buffer != BufferKind::kScratch) return;
     const bool seen = std::any_of(spares.begin(), spares.end(), [&](const ChunkRef& s) {
       return s.index == c.index && s.count == c.count && s.packets == c.packets;
@@ -24,7 +36,6 @@ std::vector<ChunkRef> SweptScratchSpares(const ProgramSpec& plan, int rank) {
       }
     }
   }
-  if (!packets) spares.clear();
   return spares;
 }
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "vdev/channel_plan.h"
+#include "vdev/diagnostic.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::channels {
@@ -245,16 +246,8 @@ namespace {
 
 // FILE:LINE:COL of the byte at `offset` (0-based) of `text`.
 std::string Location(absl::string_view text, absl::string_view file, size_t offset) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return absl::StrCat(file, ":", line, ":", col);
+  const SourceLoc loc = LocateOffset(text, offset);
+  return absl::StrCat(file, ":", loc.line, ":", loc.col);
 }
 
 // nlohmann's message without its "[json.exception.KIND.N] " prefix and "parse error at ...: " part.

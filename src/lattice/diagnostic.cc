@@ -7,6 +7,16 @@
 #include "absl/strings/str_cat.h"
 
 namespace vdev {
+
+SourceLoc LocateOffset(absl::string_view source, size_t offset) {
+  SourceLoc loc{1, 1};
+  for (size_t i = 0; i < offset && i < source.size(); ++i) {
+    loc.col = source[i] == '\n' ? 1 : loc.col + 1;
+    loc.line += source[i] == '\n';
+  }
+  return loc;
+}
+
 namespace {
 
 absl::string_view SeverityName(Severity severity) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "vdev/device_type.h"
+#include "vdev/diagnostic.h"
 
 namespace vdev {
 
@@ -120,12 +121,8 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
     // large) does not.
     std::string where;
     if (const auto* syntax = dynamic_cast<const Json::parse_error*>(&e)) {
-      int line = 1, col = 1;
-      for (size_t i = 0; i + 1 < syntax->byte && i < text.size(); ++i) {
-        col = text[i] == '\n' ? 1 : col + 1;
-        line += text[i] == '\n';
-      }
-      where = absl::StrCat(" at line ", line, ", column ", col);
+      const SourceLoc loc = LocateOffset(text, syntax->byte > 0 ? syntax->byte - 1 : 0);
+      where = absl::StrCat(" at line ", loc.line, ", column ", loc.col);
     }
     std::string what = e.what();
     const size_t colon = what.rfind(": "), bracket = what.find("] ");

@@ -16,6 +16,10 @@ namespace vdev::channels::internal {
 // packet lines carry flags, so only such plans sweep.
 std::vector<ChunkRef> SweptScratchSpares(const ProgramSpec& plan, int rank);
 
+// Whether any op of any rank names a chunk as LL packets (every plan that sends packets reads them
+// so).
+bool UsesPackets(const ProgramSpec& plan);
+
 // The bytes of a scratch half that `spares` occupy in an execution of `count` elements of `elem`
 // bytes per segment (ScratchSpan of each).
 std::vector<Range> SpareSpans(const std::vector<ChunkRef>& spares, uint64_t count, int chunks_per_segment,
