@@ -13,9 +13,10 @@
 //
 // --trace instead prints where one execution's time goes: each rank's block 0 stamps clock64() at
 // its start, after its prologue and after each op step (PlanLaunchArgs::trace), for the last call of
-// a graph of `iters` calls.
+// a graph of `iters` calls. --ports instead measures the port channels (copy engine and host proxy)
+// against memory channels: all_gather_port against all_gather, the same algorithm.
 //
-//   channels_one_gpu_bench [--iters 50] [--reps 7] [--csv FILE] [--trace]
+//   channels_one_gpu_bench [--iters 50] [--reps 7] [--csv FILE] [--trace | --ports]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -244,16 +245,27 @@ void Trace(int iters) {
 int main(int argc, char** argv) {
   int iters = 50, reps = 7;
   std::string csv_path;
+  bool ports = false, trace = false;
   for (int i = 1; i < argc; ++i) {
+    const bool valued = i + 1 < argc;
     if (!std::strcmp(argv[i], "--trace")) {
-      Trace(iters);
-      return 0;
+      trace = true;
+    } else if (!std::strcmp(argv[i], "--ports")) {
+      ports = true;
+    } else if (valued && !std::strcmp(argv[i], "--iters")) {
+      iters = std::atoi(argv[++i]);
+    } else if (valued && !std::strcmp(argv[i], "--reps")) {
+      reps = std::atoi(argv[++i]);
+    } else if (valued && !std::strcmp(argv[i], "--csv")) {
+      csv_path = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: channels_one_gpu_bench [--iters N] [--reps N] [--csv FILE] [--trace | --ports]\n");
+      return 2;
     }
   }
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--iters")) iters = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--csv")) csv_path = argv[i + 1];
+  if (trace) {
+    Trace(iters);
+    return 0;
   }
   FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");
   if (csv) std::fprintf(csv, "world,bytes,variant,family,instances,us\n");
@@ -265,7 +277,9 @@ int main(int argc, char** argv) {
   for (int world : {2, 4, 8}) {
     HandWorld hand(world, kMaxBytes);
     std::map<std::string, std::unique_ptr<PlanWorld>> plans;
-    for (const char* name : {"one_shot_push", "one_shot", "one_shot_ll"}) {
+    const std::vector<const char*> names = ports ? std::vector<const char*>{"all_gather", "all_gather_port"}
+                                                 : std::vector<const char*>{"one_shot_push", "one_shot", "one_shot_ll"};
+    for (const char* name : names) {
       auto plan = vdev::channels::ShippedPlan(name, world);
       Ok(plan.status(), name);
       auto w = PlanWorld::Create(*plan, kMaxBytes / 4);
@@ -278,23 +292,26 @@ int main(int argc, char** argv) {
       for (auto [algorithm, label, family] :
            {std::tuple{AllReduceAlgorithm::kOneShot, "hand-1shot", "one-shot"},
             std::tuple{AllReduceAlgorithm::kOneShotLL, "hand-1shot-ll", "one-shot-ll"}}) {
-        if (!hand.Fits(algorithm, count, sms)) continue;
+        if (ports || !hand.Fits(algorithm, count, sms)) continue;
         Variant v{label, family, 0};
         v.enqueue = [&hand, algorithm, count](int r) { return hand.Enqueue(algorithm, r, count); };
         v.stream = [&hand](int r) { return hand.stream(r); };
         variants.push_back(std::move(v));
       }
-      if (hand.ZeroCopyFits(count, sms)) {
+      if (!ports && hand.ZeroCopyFits(count, sms)) {
         Variant v{"hand-1shot-zc", "one-shot-zc", 0};
         v.enqueue = [&hand, count](int r) { return hand.EnqueueZeroCopy(r, count); };
         v.stream = [&hand](int r) { return hand.stream(r); };
         variants.push_back(std::move(v));
       }
       for (auto& [name, w] : plans) {
-        for (int instances : {1, 2, 4, 8, 16, 32, 64, 128}) {
+        for (int instances : ports ? std::vector<int>{1, 2, 4} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128}) {
           auto fits = w->Fits(instances, true, count);
           if (!fits.ok() || !*fits) continue;
-          const std::string family = name == "one_shot_ll" ? "one-shot-ll" : name == "one_shot" ? "one-shot-zc" : "one-shot";
+          const std::string family = name == "one_shot_ll" ? "one-shot-ll"
+                                     : name == "one_shot"  ? "one-shot-zc"
+                                     : ports               ? "all-gather"
+                                                           : "one-shot";
           Variant v{absl::StrCat("plan-", name), family, instances};
           PlanWorld* pw = w.get();
           v.enqueue = [pw, count, instances](int r) { return pw->Enqueue(r, count, instances, true); };
@@ -341,7 +358,8 @@ int main(int argc, char** argv) {
         for (cudaGraphExec_t g : v.graphs) cudaGraphExecDestroy(g);
       }
       for (auto [plan, ref] : {std::pair{"plan-one_shot_push", "hand-1shot"}, std::pair{"plan-one_shot", "hand-1shot-zc"},
-                               std::pair{"plan-one_shot_ll", "hand-1shot-ll"}}) {
+                               std::pair{"plan-one_shot_ll", "hand-1shot-ll"},
+                               std::pair{"plan-all_gather_port", "plan-all_gather"}}) {
         if (!best.count(plan) || !best.count(ref)) continue;
         std::printf("ratio  world %d %8zu B  %-18s / %-13s = %.3f  (%.2f vs %.2f us, %d instances)\n", world, bytes,
                     plan, ref, best[plan] / best[ref], best[plan], best[ref], best_instances[plan]);

@@ -11,7 +11,9 @@ cp "$SRC/build/tests/channels/channels_cuda_one_gpu_test" "$SRC/build/tests/chan
   "$SRC/build/bench/channels_one_gpu_bench" "$DEST/bin/"
 if [ -n "${OLD:-}" ]; then
   mkdir -p "$DEST/bin/old"
-  cp "$OLD/tests/channels/channels_cuda_one_gpu_test" "$OLD/bench/channels_one_gpu_bench" "$DEST/bin/old/"
+  for built in tests/channels/channels_cuda_one_gpu_test bench/channels_one_gpu_bench; do  # whichever it built
+    if [ -x "$OLD/$built" ]; then cp "$OLD/$built" "$DEST/bin/old/"; fi
+  done
 fi
 strip --strip-debug "$DEST"/bin/channels_* "$DEST"/bin/old/* 2>/dev/null || true
 for lib in $(ldd "$DEST"/bin/channels_* "$DEST"/bin/old/* 2>/dev/null | awk '/libabsl|libz3|libgtest|libgmock/ {print $3}' | sort -u); do

@@ -71,6 +71,11 @@ enum class OpKind {
   kPortPut, kPortSignal, kPortWait, kPortFlush,
 };
 
+// An op on a PortChannel (its `channel` indexes port_channels, not memory_channels).
+constexpr bool IsPortOp(OpKind k) {
+  return k == OpKind::kPortPut || k == OpKind::kPortSignal || k == OpKind::kPortWait || k == OpKind::kPortFlush;
+}
+
 absl::string_view CollectiveName(Collective c);  // "allreduce", "reducescatter", "allgather", "broadcast"
 absl::string_view BufferName(BufferKind b);      // "input", "output", "scratch"
 absl::string_view SyncName(Sync s);              // "none", "before", "after", "both"

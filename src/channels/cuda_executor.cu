@@ -35,10 +35,12 @@ __device__ __noinline__ void Resolve(const PlanLaunchArgs& a, int instance, cons
   ResolvedOp<S> r{};
   static_cast<OpControl&>(r) = op;
   const int tag = op.tag * a.instances + instance;
-  if (op.kind == kDevSignal || op.kind == kDevPortSignal || (op.kind == kDevPortPut && (op.port & kDevWithSignal))) {
+  if (op.kind == kDevSignal) {
     r.word = a.semaphores[op.peer] + tag * kMaxWorkers + a.rank;
+  } else if (op.kind == kDevPortSignal || (op.kind == kDevPortPut && (op.port & kDevWithSignal))) {
+    r.word = a.port_semaphores[op.peer] + tag * kMaxWorkers + a.rank;
   } else if (op.kind == kDevWait) {
-    r.word = a.semaphores[a.rank] + tag * kMaxWorkers + op.peer;
+    r.word = ((op.port & kDevPortSemaphore) ? a.port_semaphores : a.semaphores)[a.rank] + tag * kMaxWorkers + op.peer;
   }
   if (op.nsrcs > 0) {
     const int parts = op.parts * a.instances, part = op.part * a.instances + instance;
@@ -273,7 +275,10 @@ const void* PlanKernel(const PlanLaunchArgs& args) { return reinterpret_cast<con
 
 cudaError_t LaunchPlan(const PlanLaunchArgs& args, cudaStream_t stream, bool programmatic) {
   if (args.tbs <= 0) return cudaSuccess;
-  if (args.uses_ports && (args.port_fifo == nullptr || args.port_tickets == nullptr)) return cudaErrorInvalidValue;
+  if (args.uses_ports &&
+      (args.port_fifo == nullptr || args.port_tickets == nullptr || args.port_semaphores[args.rank] == nullptr)) {
+    return cudaErrorInvalidValue;
+  }
   if (args.elem != (args.dtype == kDevF32 ? 4 : 2)) return cudaErrorInvalidValue;
   cudaLaunchAttribute overlap;
   overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;

@@ -76,8 +76,8 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
   int& max_srcs = flat.max_srcs;
   int& max_tb_ops = flat.max_tb_ops;
   bool& uses_ports = flat.uses_ports;
-  // (peer, tag, signal?) -> signals to / waits for that peer in one execution
-  std::map<std::tuple<int, int, bool>, int> per_call;
+  // (peer, tag, signal?, port?) -> signals to / waits for that peer in one execution
+  std::map<std::tuple<int, int, bool, bool>, int> per_call;
   std::vector<int> counted;  // indices of the signal and wait ops
   for (const auto& tb : plan.ranks[rank]) {
     for (const Op& op : tb.ops) max_srcs = std::max(max_srcs, static_cast<int>(op.srcs.size()));
@@ -87,8 +87,7 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
       const Op& op = plan.ranks[rank][t].ops[i];
       const std::string where = absl::StrCat("plan ", plan.name, " rank ", rank, " tb ", t, " op ", i, " (",
                                              OpName(op.kind), ")");
-      const bool port = op.kind == OpKind::kPortPut || op.kind == OpKind::kPortSignal ||
-                        op.kind == OpKind::kPortWait || op.kind == OpKind::kPortFlush;
+      const bool port = IsPortOp(op.kind);
       uses_ports = uses_ports || port;
       if (op.srcs.size() > static_cast<size_t>(kMaxReduceSources)) {
         return absl::InvalidArgumentError(
@@ -109,7 +108,8 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
       d.sync = static_cast<int8_t>((op.sync == Sync::kBefore || op.sync == Sync::kBoth ? kDevSyncBefore : 0) |
                                    (op.sync == Sync::kAfter || op.sync == Sync::kBoth ? kDevSyncAfter : 0));
       d.relaxed = op.relaxed ? 1 : 0;
-      d.port = static_cast<int8_t>((op.with_signal ? kDevWithSignal : 0) | (op.with_flush ? kDevWithFlush : 0));
+      d.port = static_cast<int8_t>((op.with_signal ? kDevWithSignal : 0) | (op.with_flush ? kDevWithFlush : 0) |
+                                   (op.kind == OpKind::kPortWait ? kDevPortSemaphore : 0));
       if (op.channel >= 0) {
         const ChannelSpec& ch = port ? plan.port_channels[op.channel] : plan.memory_channels[op.channel];
         d.peer = static_cast<int16_t>(ch.dst);
@@ -118,11 +118,11 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
         // A local reduce may still poll packets; name the next rank if it times out.
         d.peer = static_cast<int16_t>((rank + 1) % plan.world_size);
       }
-      // Memory and port channels count their signals in the same semaphores (as the host executor).
+      // Port channels count their signals in semaphores of their own (as the host executor).
       const bool signal = op.kind == OpKind::kSignal || op.kind == OpKind::kPortSignal ||
                           (op.kind == OpKind::kPortPut && op.with_signal);
       if (signal || op.kind == OpKind::kWait || op.kind == OpKind::kPortWait) {
-        d.k = ++per_call[{d.peer, d.tag, signal}];
+        d.k = ++per_call[{d.peer, d.tag, signal, port}];
         counted.push_back(static_cast<int>(ops.size()));
       }
       ops.push_back(d);
@@ -164,7 +164,8 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
   }
   for (int index : counted) {
     DeviceOp& d = ops[index];
-    d.per_call = per_call[{d.peer, d.tag, d.kind != kDevWait}];
+    const bool port = d.kind == kDevPortSignal || d.kind == kDevPortPut || (d.port & kDevPortSemaphore);
+    d.per_call = per_call[{d.peer, d.tag, d.kind != kDevWait, port}];
   }
   for (const ChunkRef& c : SweptScratchSpares(plan, rank)) flat.spares.push_back(ToDevice(c));
   if (flat.spares.size() > static_cast<size_t>(kMaxSweepSpares)) {

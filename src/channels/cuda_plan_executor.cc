@@ -2,6 +2,7 @@
 // (internal/cuda_plan.h), its region, semaphores and epoch counters from a CUDA IPCAllocator, and
 // its port proxy.
 #include <algorithm>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "internal/cuda_plan.h"
@@ -112,16 +113,20 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
   s.device = where.device;
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
   VDEV_RETURN_IF_ERROR(s.plan.Upload(plan, me));
-  if (s.plan.uses_ports) {
-    VDEV_RETURN_IF_ERROR(internal::CheckWorkQueues(2));  // the caller's stream and the proxy's
-    VDEV_ASSIGN_OR_RETURN(s.ports, internal::PortEndpoint::Start());
-  }
   VDEV_ASSIGN_OR_RETURN(s.error, internal::MappedChannelError::Create());
   internal::PlanLaunchArgs& a = s.args;
   a = s.plan.LaunchArgs();
+  static_assert(internal::kPortSemaphoreWords == kBarrierWords);
+  std::vector<uint64_t*> port_semaphores;  // the regions' barrier_out words
+  for (int j = 0; j < plan.world_size; ++j) port_semaphores.push_back(s.region->barrier_out[j]);
+  if (s.plan.uses_ports) {
+    VDEV_RETURN_IF_ERROR(internal::CheckWorkQueues(2));  // the caller's stream and the proxy's
+    VDEV_ASSIGN_OR_RETURN(s.ports, internal::PortEndpoint::Start(port_semaphores));
+  }
   for (int j = 0; j < plan.world_size; ++j) {
     a.regions[j] = static_cast<char*>(s.region->remote_data[j]);
     a.semaphores[j] = s.region->barrier_in[j];
+    a.port_semaphores[j] = s.region->barrier_out[j];
   }
   a.counters = s.region->barrier_flag;
   a.layout = layout;
@@ -140,6 +145,7 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
   // no rank signal before every rank has.
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->remote_data[me], 0, layout.total), "cudaMemset"));
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->barrier_in[me], 0, kBarrierWords * sizeof(uint64_t)), "cudaMemset"));
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->barrier_out[me], 0, kBarrierWords * sizeof(uint64_t)), "cudaMemset"));
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->barrier_flag, 0, kMaxBarrierBlocks * sizeof(uint64_t)), "cudaMemset"));
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
   VDEV_RETURN_IF_ERROR(session.Barrier("cuda channels executor"));

@@ -27,9 +27,10 @@ void Write(uint64_t& word, uint64_t v) { std::atomic_ref<uint64_t>(word).store(v
 
 }  // namespace
 
-PortFifoReader::PortFifoReader(PortFifo* fifo) : fifo_(fifo), next_(Read(fifo->done)) {}
+PortFifoReader::PortFifoReader(PortFifo* fifo, std::vector<uint64_t*> semaphores)
+    : fifo_(fifo), semaphores_(std::move(semaphores)), next_(Read(fifo->done)) {}
 
-bool PortFifoReader::Next(PortRequest* request, uint64_t* ticket) {
+absl::StatusOr<bool> PortFifoReader::Next(PortRequest* request, uint64_t* ticket) {
   PortRequest& q = fifo_->slots[next_ % kPortFifoSlots];
   if (Read(q.seq) != next_ + 1) return false;
   request->dst = Read(q.dst);
@@ -38,6 +39,18 @@ bool PortFifoReader::Next(PortRequest* request, uint64_t* ticket) {
   request->semaphore = Read(q.semaphore);
   request->count = Read(q.count);
   request->seq = next_ + 1;
+  if (request->semaphore != 0) {
+    // The proxy copies where the kernel said: only ever into a rank's port semaphore words.
+    const bool known = std::any_of(semaphores_.begin(), semaphores_.end(), [&](const uint64_t* words) {
+      const uintptr_t begin = reinterpret_cast<uintptr_t>(words);
+      return words != nullptr && request->semaphore >= begin && request->semaphore < begin + kPortSemaphoreBytes &&
+             (request->semaphore - begin) % sizeof(uint64_t) == 0;
+    });
+    if (!known) {
+      return absl::InternalError(absl::StrCat("port proxy: request ", next_, " signals address 0x",
+                                              absl::Hex(request->semaphore), ", not a rank's port semaphore"));
+    }
+  }
   *ticket = next_++;
   return true;
 }
@@ -55,8 +68,8 @@ absl::Status CheckWorkQueues(int streams) {
       "copy queued behind a waiting kernel would never run"));
 }
 
-absl::StatusOr<std::unique_ptr<PortProxy>> PortProxy::Start(PortFifo* fifo) {
-  std::unique_ptr<PortProxy> p(new PortProxy(fifo));
+absl::StatusOr<std::unique_ptr<PortProxy>> PortProxy::Start(PortFifo* fifo, std::vector<uint64_t*> semaphores) {
+  std::unique_ptr<PortProxy> p(new PortProxy(fifo, std::move(semaphores)));
   if (absl::Status s = Cuda(cudaStreamCreateWithFlags(&p->stream_, cudaStreamNonBlocking), "stream"); !s.ok()) return s;
   for (cudaEvent_t& e : p->events_) {
     if (absl::Status s = Cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event"); !s.ok()) return s;
@@ -80,7 +93,12 @@ void PortProxy::Serve() {
     bool idle = true;
     PortRequest q;
     uint64_t ticket = 0;
-    if (reader_.Next(&q, &ticket)) {
+    absl::StatusOr<bool> next = reader_.Next(&q, &ticket);
+    if (!next.ok()) {
+      error_ = next.status();
+      return;  // the kernels' waits time out and report it
+    }
+    if (*next) {
       idle = false;
       taken_.store(ticket + 1, std::memory_order_relaxed);
       const size_t k = ticket % kPortFifoSlots;
@@ -131,7 +149,7 @@ absl::Status PortProxy::Stop() {
   return error_;
 }
 
-absl::StatusOr<std::unique_ptr<PortEndpoint>> PortEndpoint::Start() {
+absl::StatusOr<std::unique_ptr<PortEndpoint>> PortEndpoint::Start(std::vector<uint64_t*> semaphores) {
   std::unique_ptr<PortEndpoint> p(new PortEndpoint());
   if (absl::Status s = Cuda(cudaHostAlloc(reinterpret_cast<void**>(&p->fifo_), sizeof(PortFifo), cudaHostAllocMapped),
                             "FIFO");
@@ -148,7 +166,7 @@ absl::StatusOr<std::unique_ptr<PortEndpoint>> PortEndpoint::Start() {
     return s;
   }
   if (absl::Status s = Cuda(cudaMemset(p->tickets_, 0, sizeof(unsigned long long)), "tickets"); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<PortProxy>> proxy = PortProxy::Start(p->fifo_);
+  absl::StatusOr<std::unique_ptr<PortProxy>> proxy = PortProxy::Start(p->fifo_, std::move(semaphores));
   if (!proxy.ok()) return proxy.status();
   p->proxy_ = *std::move(proxy);
   return p;

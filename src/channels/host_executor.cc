@@ -225,8 +225,7 @@ class Run {
     const int me = region_.worker_id;
     const Op& op = plan_.ranks[me][t].ops[i];
     const int parts = op.parts * s_.instances, part = op.part * s_.instances + m;
-    const bool port = op.kind == OpKind::kPortPut || op.kind == OpKind::kPortSignal ||
-                      op.kind == OpKind::kPortWait || op.kind == OpKind::kPortFlush;
+    const bool port = IsPortOp(op.kind);
     const ChannelSpec* ch = nullptr;
     if (op.channel >= 0) ch = port ? &plan_.port_channels[op.channel] : &plan_.memory_channels[op.channel];
     const int tag = ch != nullptr ? ch->tag * s_.instances + m : 0;
@@ -257,11 +256,12 @@ class Run {
       case OpKind::kPortWait: {
         const auto [k, per_call] = s_.counts[t][i];
         const uint64_t target = (call_ - 1) * per_call + k;
-        uint64_t* word = &region_.barrier_in[me][tag * kMaxWorkers + ch->dst];
+        uint64_t* word = &Semaphores(port, me)[tag * kMaxWorkers + ch->dst];
         const auto order = op.relaxed ? std::memory_order_relaxed : std::memory_order_acquire;
         return Await([&] { return Word(word).load(order) >= target; }, ch->dst, [&] {
           return absl::StrCat(Where(t, m, i), ": waiting for signal #", k, " of this execution from rank ", ch->dst,
-                              " (tag ", ch->tag, "; count ", Word(word).load(), " of ", target, ")");
+                              port ? " by port" : "", " (tag ", ch->tag, "; count ", Word(word).load(), " of ",
+                              target, ")");
         });
       }
       case OpKind::kPutPackets:
@@ -305,7 +305,7 @@ class Run {
           q.bytes = r.size();
         }
         if (op.kind == OpKind::kPortSignal || op.with_signal) {
-          q.semaphore = &region_.barrier_in[ch->dst][tag * kMaxWorkers + me];
+          q.semaphore = &Semaphores(true, ch->dst)[tag * kMaxWorkers + me];
           q.count = (call_ - 1) * s_.counts[t][i].second + s_.counts[t][i].first;
         }
         issued_[op.channel].fetch_add(1);
@@ -321,6 +321,12 @@ class Run {
         return Flush(op.channel, ch->dst, t, m, i);
     }
     return absl::OkStatus();
+  }
+
+  // Rank `rank`'s semaphore words: memory channels' in barrier_in, port channels' (their own,
+  // docs/channels.md) in barrier_out.
+  uint64_t* Semaphores(bool port, int rank) const {
+    return port ? region_.barrier_out[rank] : region_.barrier_in[rank];
   }
 
   absl::Status Flush(int channel, int peer, int t, int m, int i) {
@@ -403,14 +409,14 @@ absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(Sessi
   // The k-th signal and wait of each semaphore in one execution (one thread block signals it and
   // one waits on it: validated).
   const int me = session.rank();
-  std::map<std::tuple<int, int, bool>, int> per_call;  // (peer, tag, signal?) -> count
-  auto key = [&](const Op& op) -> std::optional<std::tuple<int, int, bool>> {
-    const bool port = op.kind == OpKind::kPortSignal || op.kind == OpKind::kPortWait || op.kind == OpKind::kPortPut;
+  std::map<std::tuple<int, int, bool, bool>, int> per_call;  // (peer, tag, signal?, port?) -> count
+  auto key = [&](const Op& op) -> std::optional<std::tuple<int, int, bool, bool>> {
+    const bool port = IsPortOp(op.kind);
     const bool signal = op.kind == OpKind::kSignal || op.kind == OpKind::kPortSignal ||
                         (op.kind == OpKind::kPortPut && op.with_signal);
     if (!signal && op.kind != OpKind::kWait && op.kind != OpKind::kPortWait) return std::nullopt;
     const ChannelSpec& ch = port ? plan.port_channels[op.channel] : plan.memory_channels[op.channel];
-    return std::make_tuple(ch.dst, ch.tag, signal);
+    return std::make_tuple(ch.dst, ch.tag, signal, port);
   };
   state->counts.resize(plan.ranks[me].size());
   for (size_t t = 0; t < plan.ranks[me].size(); ++t) {
@@ -430,7 +436,10 @@ absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(Sessi
   // flags this executor's first executions would take for their own. Zero them all, and let no rank
   // signal before every rank has.
   std::memset(exec->region_->remote_data[me], 0, state->layout.total);
-  for (size_t w = 0; w < kBarrierWords; ++w) Word(&exec->region_->barrier_in[me][w]).store(0);
+  for (size_t w = 0; w < kBarrierWords; ++w) {
+    Word(&exec->region_->barrier_in[me][w]).store(0);
+    Word(&exec->region_->barrier_out[me][w]).store(0);
+  }
   absl::Status met = session.Barrier("channels executor");
   if (!met.ok()) {
     allocator.Free(exec->region_);

@@ -152,7 +152,9 @@ class Simulation {
   }
 
  private:
-  using Key = std::tuple<int, int, int>;  // semaphore: (owner, signalling rank, tag)
+  // A semaphore: (owner, signalling rank, tag, port?). Port channels count in semaphores of their
+  // own, apart from memory channels' between the same ranks with the same tag (docs/channels.md).
+  using Key = std::tuple<int, int, int, bool>;
 
   const std::vector<ChannelSpec>& Channels(OpKind k) const {
     return k == OpKind::kSignal || k == OpKind::kWait || k == OpKind::kPut || k == OpKind::kGet ||
@@ -160,9 +162,9 @@ class Simulation {
                ? p_.memory_channels
                : p_.port_channels;
   }
-  // The semaphore a signal on `ch` raises, and the one a wait on `ch` waits for.
-  static Key SignalKey(const ChannelSpec& ch) { return {ch.dst, ch.src, ch.tag}; }
-  static Key WaitKey(const ChannelSpec& ch) { return {ch.src, ch.dst, ch.tag}; }
+  // The semaphore a signal by `op` on `ch` raises, and the one a wait on `ch` waits for.
+  static Key SignalKey(const Op& op, const ChannelSpec& ch) { return {ch.dst, ch.src, ch.tag, IsPortOp(op.kind)}; }
+  static Key WaitKey(const Op& op, const ChannelSpec& ch) { return {ch.src, ch.dst, ch.tag, IsPortOp(op.kind)}; }
   static bool Signals(const Op& op) {
     return op.kind == OpKind::kSignal || op.kind == OpKind::kPortSignal || (op.kind == OpKind::kPortPut && op.with_signal);
   }
@@ -180,24 +182,26 @@ class Simulation {
           const std::string where = absl::StrCat("rank ", r, " tb ", t, " op ", i, " (", OpName(ops[i].kind), ")");
           if (ops[i].parts != 1) return absl::InvalidArgumentError(absl::StrCat(where, ": signals and waits take one thread block"));
           const ChannelSpec& ch = Channels(ops[i].kind)[ops[i].channel];
-          if (Signals(ops[i])) ++count[SignalKey(ch)].first;
+          if (Signals(ops[i])) ++count[SignalKey(ops[i], ch)].first;
           if (Waits(ops[i])) {
-            ++count[WaitKey(ch)].second;
-            first_wait.emplace(WaitKey(ch), where);
+            ++count[WaitKey(ops[i], ch)].second;
+            first_wait.emplace(WaitKey(ops[i], ch), where);
           }
         }
       }
     }
     for (const auto& [key, sw] : count) {
-      const auto [owner, from, tag] = key;
+      const auto [owner, from, tag, port] = key;
       if (sw.first < sw.second) {
         return absl::InvalidArgumentError(absl::StrCat(
-            first_wait[key], " waits on the channel from rank ", from, " (tag ", tag, "), which rank ", from,
+            first_wait[key], " waits on the ", port ? "port " : "", "channel from rank ", from, " (tag ", tag,
+            "), which rank ", from,
             " signals ", sw.first, " times per execution against ", sw.second,
             " waits: a wait with no matching signal deadlocks"));
       }
       if (sw.first > sw.second) {
-        return absl::InvalidArgumentError(absl::StrCat("rank ", from, " signals rank ", owner, " (tag ", tag, ") ",
+        return absl::InvalidArgumentError(absl::StrCat("rank ", from, " signals rank ", owner, port ? " by port" : "",
+                                                       " (tag ", tag, ") ",
                                                        sw.first, " times per execution but rank ", owner, " waits ",
                                                        sw.second, " times: the semaphore would drift out of step"));
       }
@@ -384,7 +388,7 @@ class Simulation {
     const Actor actor{r, t, static_cast<int>(tb.pc), op.kind, op.channel};
     const ChannelSpec* ch = op.channel >= 0 ? &Channels(op.kind)[op.channel] : nullptr;
     if (Waits(op)) {
-      Semaphore& s = semaphores_[WaitKey(*ch)];
+      Semaphore& s = semaphores_[WaitKey(op, *ch)];
       if (s.signals <= s.waits) return false;
     }
     for (const ChunkRef& src : op.srcs) {
@@ -404,14 +408,14 @@ class Simulation {
     if (op.sync == Sync::kBefore || op.sync == Sync::kBoth) Sync(tb);
     switch (op.kind) {
       case OpKind::kSignal: {
-        Semaphore& s = semaphores_[SignalKey(*ch)];
+        Semaphore& s = semaphores_[SignalKey(op, *ch)];
         ++s.signals;
         s.clocks.push_back(op.relaxed ? zero_ : tb.vc);
         break;
       }
       case OpKind::kWait:
       case OpKind::kPortWait: {
-        Semaphore& s = semaphores_[WaitKey(*ch)];
+        Semaphore& s = semaphores_[WaitKey(op, *ch)];
         if (!op.relaxed) JoinInto(tb.pending, s.clocks[s.waits]);
         ++s.waits;
         break;
@@ -425,7 +429,7 @@ class Simulation {
         }
         NextPhase(x);
         if (Signals(op)) {
-          Semaphore& s = semaphores_[SignalKey(*ch)];
+          Semaphore& s = semaphores_[SignalKey(op, *ch)];
           ++s.signals;
           s.clocks.push_back(x.vc);
         }
@@ -454,9 +458,9 @@ class Simulation {
         std::string what = absl::StrCat("rank ", r, " tb ", t, " op ", tb.pc, " (", OpName(op.kind), ")");
         if (Waits(op)) {
           const ChannelSpec& ch = Channels(op.kind)[op.channel];
-          auto it = semaphores_.find(WaitKey(ch));
+          auto it = semaphores_.find(WaitKey(op, ch));
           const int got = it == semaphores_.end() ? 0 : it->second.signals;
-          absl::StrAppend(&what, " waits for signal #", got + 1, " from rank ", ch.dst, " (tag ", ch.tag, ")");
+          absl::StrAppend(&what, " waits for ", IsPortOp(op.kind) ? "port " : "", "signal #", got + 1, " from rank ", ch.dst, " (tag ", ch.tag, ")");
         } else {
           absl::StrAppend(&what, " waits for packets no one has written yet");
         }

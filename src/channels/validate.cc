@@ -76,8 +76,7 @@ absl::Status CheckOnRank(const ChunkRef& c, int rank, const std::string& where, 
 
 absl::Status CheckOp(const ProgramSpec& p, int rank, int tb, int index, const Op& op) {
   const std::string where = Where(rank, tb, index, op);
-  const bool port = op.kind == OpKind::kPortPut || op.kind == OpKind::kPortSignal || op.kind == OpKind::kPortWait ||
-                    op.kind == OpKind::kPortFlush;
+  const bool port = IsPortOp(op.kind);
   const bool local = op.kind == OpKind::kCopy || (op.kind == OpKind::kReduce && op.channel < 0);
   if (op.kind == OpKind::kCopy && op.channel >= 0) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": a copy is local and takes no channel"));
@@ -183,7 +182,8 @@ absl::Status CheckStructure(const ProgramSpec& p) {
     return absl::InvalidArgumentError(absl::StrCat("scratch_chunks ", p.scratch_chunks,
                                                    ": expected a multiple of chunks_per_segment (up to 64 segments)"));
   }
-  std::map<std::tuple<int, int, int>, std::string> semaphores;
+  // A channel's semaphore: (dst, src, tag) among channels of its kind (port channels count apart).
+  std::map<std::tuple<int, int, int, int>, std::string> semaphores;
   for (int port = 0; port < 2; ++port) {
     const std::vector<ChannelSpec>& channels = port ? p.port_channels : p.memory_channels;
     for (size_t i = 0; i < channels.size(); ++i) {
@@ -196,7 +196,7 @@ absl::Status CheckStructure(const ProgramSpec& p) {
       if (c.tag < 0 || c.tag >= kMaxChannelTags) {
         return absl::InvalidArgumentError(absl::StrCat(name, ": tag ", c.tag, " outside 0..", kMaxChannelTags - 1));
       }
-      auto [it, fresh] = semaphores.emplace(std::make_tuple(c.dst, c.src, c.tag), name);
+      auto [it, fresh] = semaphores.emplace(std::make_tuple(port, c.dst, c.src, c.tag), name);
       if (!fresh) {
         return absl::InvalidArgumentError(absl::StrCat(name, " and ", it->second, " share tag ", c.tag,
                                                        " (and so a semaphore)"));

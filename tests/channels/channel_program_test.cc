@@ -107,6 +107,36 @@ TEST(ChannelProgramTest, WaitsBeforeSignalsOnBothSidesDeadlock) {
                     HasSubstr("rank 1 tb 0 op 0 (wait) waits for signal #1 from rank 0")));
 }
 
+TEST(ChannelProgramTest, APortSignalDoesNotMeetAMemoryChannelsWait) {
+  // Between the same ranks with the same tag, port channels count in semaphores of their own.
+  Program p("t", Collective::kAllReduce, 2);
+  PortChannel port01 = p.AddPortChannel(1, 0);
+  p.AddMemoryChannel(1, 0);
+  MemoryChannel c10 = p.AddMemoryChannel(0, 1);
+  port01.Signal(0);
+  c10.Wait(0);
+  p.Copy(0, p.Output(0, 0), p.Input(0, 0));
+  p.Copy(0, p.Output(1, 0), p.Input(1, 0));
+  EXPECT_THAT(Error(std::move(p).Build()),
+              AllOf(HasSubstr("rank 1 tb 0 op 0 (wait) waits on the channel from rank 0 (tag 0)"),
+                    HasSubstr("wait with no matching signal")));
+}
+
+TEST(ChannelProgramTest, APortWaitWithNoPortSignalIsADeadlock) {
+  Program p("t", Collective::kAllReduce, 2);
+  MemoryChannel c01 = p.AddMemoryChannel(1, 0), c10 = p.AddMemoryChannel(0, 1);
+  p.AddPortChannel(1, 0);
+  PortChannel port10 = p.AddPortChannel(0, 1);
+  c01.Signal(0);
+  c10.Wait(0);  // met by the memory signal; the port wait after it by nothing
+  port10.Wait(0);
+  p.Copy(0, p.Output(0, 0), p.Input(0, 0));
+  p.Copy(0, p.Output(1, 0), p.Input(1, 0));
+  EXPECT_THAT(Error(std::move(p).Build()),
+              AllOf(HasSubstr("rank 1 tb 0 op 1 (port_wait) waits on the port channel from rank 0 (tag 0)"),
+                    HasSubstr("wait with no matching signal")));
+}
+
 TEST(ChannelProgramTest, SignalNeverWaitedForIsRejected) {
   Program p("t", Collective::kAllReduce, 2);
   MemoryChannel c01 = p.AddMemoryChannel(1, 0);

@@ -6,12 +6,17 @@
 // benchmark bench/channels_one_gpu_bench compares with the hand-written kernels).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "channels/plan_world.h"
+#include "channels/port_and_memory_program.h"
+#include "channels/remote_write_probe.h"
 #include "internal/layout.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -95,6 +100,23 @@ absl::Status RunOnce(PlanWorld& w, size_t count, int instances, uint64_t salt) {
   return CheckOutputs(w, count, salt, what);
 }
 
+// The shipped plans these tests run: all but those named in VDEV_ONE_GPU_SKIP_PLANS (comma-separated;
+// the memcheck stage leaves out the port plan, which that tool stalls with every rank in one
+// process, docs/channels.md; its process-per-rank stage runs it). Each one left out is printed.
+std::vector<std::string> PlansToRun() {
+  const char* skip = std::getenv("VDEV_ONE_GPU_SKIP_PLANS");
+  const std::vector<std::string> skipped = absl::StrSplit(skip != nullptr ? skip : "", ',', absl::SkipEmpty());
+  std::vector<std::string> run;
+  for (const std::string& name : ShippedPlanNames()) {
+    if (std::find(skipped.begin(), skipped.end(), name) == skipped.end()) {
+      run.push_back(name);
+    } else {
+      std::printf("plan %s left out (VDEV_ONE_GPU_SKIP_PLANS)\n", name.c_str());
+    }
+  }
+  return run;
+}
+
 class CudaPlansOneGpuTest : public ::testing::TestWithParam<int> {};
 
 // Packet flags repeat after 2^31 executions. Execution 1 (large) leaves packet lines in every rank's
@@ -137,7 +159,7 @@ TEST_P(CudaPlansOneGpuTest, EveryShippedPlanIsExact) {
   const char* cap = std::getenv("VDEV_ONE_GPU_MAX_COUNT");
   const size_t max_count = cap != nullptr ? std::strtoull(cap, nullptr, 10) : 262147;
   uint64_t salt = 0;
-  for (const std::string& name : ShippedPlanNames()) {
+  for (const std::string& name : PlansToRun()) {
     absl::StatusOr<ProgramSpec> plan = ShippedPlan(name, world);
     ASSERT_TRUE(plan.ok()) << plan.status();
     absl::StatusOr<std::unique_ptr<PlanWorld>> w = PlanWorld::Create(*plan, max_count);
@@ -175,6 +197,36 @@ TEST_P(CudaPlansOneGpuTest, PortPlanAtSmallCounts) {
       EXPECT_TRUE(s.ok()) << s;
       if (!s.ok()) w.reset();
     }
+  }
+}
+
+// Port and memory channels on one tag (port_and_memory_program.h): on the GPU the port signal lands
+// in the receiver's port semaphores (the proxy's copy), the acknowledgement in its memory ones.
+TEST(CudaPlansOneGpuTest, PortAndMemoryChannelsOnOneTagCountApart) {
+  REQUIRE_A_GPU();
+  Program p("port_and_memory", Collective::kBroadcast, 2, 1, 1);
+  testing::AddPortAndMemoryChannelsOnOneTag(p);
+  absl::StatusOr<ProgramSpec> plan = std::move(p).Build();
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<std::unique_ptr<PlanWorld>> w = PlanWorld::Create(*plan, 4096);
+  ASSERT_TRUE(w.ok()) << w.status();
+  for (uint64_t round = 1; round <= 200; ++round) {
+    const absl::Status s = RunOnce(**w, 1 + round * 37 % 4096, 1 + static_cast<int>(round % 3), round);
+    ASSERT_TRUE(s.ok()) << "execution " << round << ": " << s;
+  }
+}
+
+// What every wait of the plans relies on: a running kernel's acquire poll sees a word written by
+// another kernel (memory channels' signals) and by the copy engine (port channels'). Each write's
+// latency goes to the log.
+TEST(CudaPlansOneGpuTest, ARunningKernelSeesEveryWriterThePlansWaitFor) {
+  REQUIRE_A_GPU();
+  for (auto [writer, name] : {std::pair{testing::RemoteWriter::kKernelStore, "another kernel's store"},
+                              std::pair{testing::RemoteWriter::kCopyEngine, "a copy engine's copy"}}) {
+    const absl::StatusOr<absl::Duration> seen =
+        testing::ProbeRemoteWrite(writer, absl::Milliseconds(20), absl::Seconds(2));
+    EXPECT_TRUE(seen.ok()) << name << ": " << seen.status();
+    if (seen.ok()) std::printf("%s seen after %s\n", name, absl::FormatDuration(*seen).c_str());
   }
 }
 
@@ -243,7 +295,7 @@ TEST_P(CudaPlansOneGpuTest, HalfTypesSumInF32AndRoundOnce) {
   uint64_t salt = 100;
   for (DataType type : {DataType::kF16, DataType::kBF16}) {
     const int dtype = type == DataType::kF16 ? internal::kDevF16 : internal::kDevBF16;
-    for (const std::string& name : ShippedPlanNames()) {
+    for (const std::string& name : PlansToRun()) {
       absl::StatusOr<std::unique_ptr<PlanWorld>> w = PlanWorld::Create(*ShippedPlan(name, world), 4099, absl::Seconds(10), dtype);
       ASSERT_TRUE(w.ok()) << w.status();
       for (int instances : {1, 3}) {

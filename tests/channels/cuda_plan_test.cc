@@ -122,7 +122,7 @@ TEST(FlattenPlanTest, SemaphoreCountsMatchTheHostExecutors) {
   EXPECT_NE(flat.ops[0].peer, 1);  // rank 1 signals its peers 0 and 2
 }
 
-TEST(FlattenPlanTest, PortChannelsNeedTheProxyAndWaitLikeMemoryChannels) {
+TEST(FlattenPlanTest, PortChannelsNeedTheProxyAndWaitOnPortSemaphores) {
   const FlatPlan flat = Flat(*ShippedPlan("all_gather_port", 3));
   EXPECT_TRUE(flat.uses_ports);
   int port_puts = 0, waits = 0;
@@ -133,7 +133,10 @@ TEST(FlattenPlanTest, PortChannelsNeedTheProxyAndWaitLikeMemoryChannels) {
       EXPECT_EQ(op.k, 1u);
       EXPECT_EQ(op.per_call, 1u);
     }
-    waits += op.kind == kDevWait;
+    if (op.kind == kDevWait) {
+      ++waits;
+      EXPECT_EQ(op.port, kDevPortSemaphore);
+    }
   }
   EXPECT_EQ(port_puts, 2);
   EXPECT_EQ(waits, 2);
@@ -151,6 +154,7 @@ TEST(FlattenPlanTest, EveryPortWaitHasTheSignalOfItsPeersProxy) {
       int waits = 0;
       for (const DeviceOp& w : flat[r].ops) {
         if (w.kind != kDevWait) continue;
+        EXPECT_EQ(w.port, kDevPortSemaphore);
         ++waits;
         int matches = 0;
         for (const DeviceOp& s : flat[w.peer].ops) {

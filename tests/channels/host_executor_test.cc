@@ -12,6 +12,7 @@
 #include "internal/layout.h"
 #include "internal/packet_sweep.h"
 #include "runtime/allreduce_test_util.h"
+#include "channels/port_and_memory_program.h"
 #include "runtime/worker_harness.h"
 #include "vdev/channel_algorithms.h"
 #include "vdev/channel_executor.h"
@@ -199,7 +200,7 @@ std::vector<Primitive> Primitives() {
                    b.Signal(0);
                    a.Wait(0);
                  }});
-  // port put + flush, then a port signal; the receiver acknowledges through a memory channel.
+  // port put + flush, then a port signal; the receiver acknowledges through the reverse port channel.
   all.push_back({"port_put_flush_signal", 2, [](Program& p) {
                    PortChannel a = p.AddPortChannel(1, 0);
                    PortChannel b = p.AddPortChannel(0, 1);
@@ -221,6 +222,8 @@ std::vector<Primitive> Primitives() {
                    a.PutWithSignalAndFlush(0, p.Output(1, 0), p.Input(0, 0));
                    b.Wait(0);
                  }});
+  // Port and memory channels on one tag, each kind counting in semaphores of its own.
+  all.push_back({"port_and_memory_channels_on_one_tag", 2, testing::AddPortAndMemoryChannelsOnOneTag});
   // read_put_packets along a chain 0 -> 1 -> 2; everyone unpacks into its output.
   all.push_back({"read_put_packets", 3, [](Program& p) {
                    MemoryChannel a = p.AddMemoryChannel(1, 0), b = p.AddMemoryChannel(2, 1);

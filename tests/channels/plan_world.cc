@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "vdev/status_macros.h"
@@ -56,10 +57,16 @@ absl::StatusOr<std::unique_ptr<PlanWorld>> PlanWorld::Create(const ProgramSpec& 
     VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(k.semaphores, 0, semaphore_bytes)));
     VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(k.counters, 0, sizeof(uint64_t) * internal::kMaxPlanBlocks)));
     VDEV_RETURN_IF_ERROR(k.device.Upload(plan, r));
-    if (k.device.uses_ports) {
-      VDEV_ASSIGN_OR_RETURN(k.ports, internal::PortEndpoint::Start());
-    }
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&k.port_semaphores), internal::kPortSemaphoreBytes)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(k.port_semaphores, 0, internal::kPortSemaphoreBytes)));
     VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking)));
+  }
+  std::vector<uint64_t*> port_semaphores;
+  for (const Rank& k : w->ranks_) port_semaphores.push_back(k.port_semaphores);
+  for (Rank& k : w->ranks_) {
+    if (k.device.uses_ports) {
+      VDEV_ASSIGN_OR_RETURN(k.ports, internal::PortEndpoint::Start(port_semaphores));
+    }
   }
   VDEV_ASSIGN_OR_RETURN(w->error_, internal::MappedChannelError::Create());
   VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
@@ -73,6 +80,7 @@ PlanWorld::~PlanWorld() {
     if (k.stream != nullptr) cudaStreamDestroy(k.stream);
     cudaFree(k.region);
     cudaFree(k.semaphores);
+    cudaFree(k.port_semaphores);
     cudaFree(k.counters);
     k.device.Free();
   }
@@ -98,6 +106,7 @@ internal::PlanLaunchArgs PlanWorld::Args(int rank, size_t count, int instances) 
   for (int j = 0; j < world(); ++j) {
     a.regions[j] = ranks_[j].region;
     a.semaphores[j] = ranks_[j].semaphores;
+    a.port_semaphores[j] = ranks_[j].port_semaphores;
   }
   a.counters = k.counters;
   a.layout = layout_;

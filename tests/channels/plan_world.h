@@ -52,6 +52,7 @@ class PlanWorld {
   struct Rank {
     char* region = nullptr;
     uint64_t* semaphores = nullptr;
+    uint64_t* port_semaphores = nullptr;
     uint64_t* counters = nullptr;
     internal::DevicePlan device;
     cudaStream_t stream = nullptr;

@@ -21,6 +21,9 @@ struct WorkerResult {
   double seconds = 0;      // the body's own measure, if it reported one (see ReportSeconds)
 };
 
+// VDEV_HARNESS_TIMEOUT_S, when set, replaces the durations a test left at their defaults with that
+// many seconds (kill_after with four times it), for runs under a tool that slows every process down
+// (compute-sanitizer): a fixed 5 s then ends a rendezvous before a slow worker arrives.
 struct HarnessOptions {
   absl::Duration timeout = absl::Seconds(5);    // the sessions' peer timeout
   absl::Duration kill_after = absl::Seconds(60); // the parent kills workers still running then

@@ -23,10 +23,11 @@ struct ProgramSpec;  // vdev/channel_program.h (C++20, which this header's CUDA 
 namespace vdev::channels::internal {
 
 // The device's own op kinds, buffers and syncs (DevicePlan::Upload maps the language's onto them).
-// A port channel's wait is a kDevWait (the proxy's signal lands in the same semaphore words).
+// A port channel's wait is a kDevWait marked kDevPortSemaphore: it polls this rank's port semaphore
+// words, which the peers' proxies raise (internal/cuda_proxy.h), not the memory channels' ones.
 enum DeviceOpKind : int8_t { kDevPut, kDevGet, kDevCopy, kDevSignal, kDevWait, kDevReduce, kDevPutPackets,
                              kDevReadPutPackets, kDevPortPut, kDevPortSignal, kDevPortFlush };
-enum DevicePortFlags : int8_t { kDevWithSignal = 1, kDevWithFlush = 2 };
+enum DevicePortFlags : int8_t { kDevWithSignal = 1, kDevWithFlush = 2, kDevPortSemaphore = 4 };
 enum DeviceBuffer : int8_t { kDevInput, kDevOutput, kDevScratch };
 enum DeviceSync : int8_t { kDevSyncBefore = 1, kDevSyncAfter = 2 };
 // Element types of the sums (PlanLaunchArgs::dtype; elem is 4, 2, 2): f16 and bf16 sum in f32 and
@@ -34,6 +35,7 @@ enum DeviceSync : int8_t { kDevSyncBefore = 1, kDevSyncAfter = 2 };
 enum DeviceDType : int8_t { kDevF32, kDevF16, kDevBF16 };
 // Semaphore words per rank: kMaxChannelTags x kMaxWorkers.
 inline constexpr int kDeviceTags = 256;
+static_assert(kPortSemaphoreWords == size_t{kDeviceTags} * kMaxWorkers);
 
 // Sources of one reduce on the GPU (the shipped plans need at most the world size, 8).
 inline constexpr int kMaxReduceSources = 8;
@@ -63,7 +65,7 @@ struct OpControl {
   int8_t relaxed = 0;
   int8_t nsrcs = 0;
   int8_t batch = 1;    // signals/waits: this and the next batch-1 run in parallel; 0: run by an earlier op
-  int8_t port = 0;     // port puts: DevicePortFlags
+  int8_t port = 0;     // port puts and waits: DevicePortFlags
   int8_t then_reduce = 0;  // a put_packets run: the reduce after it runs in the same step (FlattenPlan)
   int8_t then_wait = 0;    // a signal run: the wait run after it runs in the same step (FlattenPlan)
   uint8_t packets = 0;     // bit j: source j is read as LL packets
@@ -191,9 +193,10 @@ struct PlanLaunchArgs {
   const DeviceRef* spares = nullptr;  // DevicePlan's: what the stale-packet sweep spares (none: no sweep)
   char* regions[kMaxWorkers] = {};       // each rank's region (input, output, scratch halves), mapped here
   uint64_t* semaphores[kMaxWorkers] = {};  // each rank's kMaxChannelTags x kMaxWorkers semaphore words
+  uint64_t* port_semaphores[kMaxWorkers] = {};  // port channels' (as many words; cuda_proxy.h)
   unsigned long long timeout_ns = 8'000'000'000ull;
   ChannelError* error = nullptr;         // host-mapped
-  bool uses_ports = false;               // DevicePlan::uses_ports: then the two below are required
+  bool uses_ports = false;               // DevicePlan::uses_ports: then the ports' fields are required
   PortFifo* port_fifo = nullptr;         // this rank's FIFO (device address of host-mapped memory)
   unsigned long long* port_tickets = nullptr;  // its ticket counter (device memory, zeroed)
 };

@@ -1,13 +1,14 @@
 // Port channels on the GPU: the plan kernel (cuda_executor.cu) writes each port put or signal as a
 // request into a FIFO in host-mapped memory; one host thread per rank (PortProxy) serves them in
 // order with copy-engine transfers on its own stream — the data with cudaMemcpyAsync between the
-// ranks' buffers, then the signal as an 8-byte copy of the count into the peer's semaphore word, so
-// a peer that sees the count sees the data — and reports each finished request back through the
-// same memory, which a kernel's flush waits for. No SM copies the data.
+// ranks' buffers, then the signal as an 8-byte copy of the count into the peer's port semaphore
+// word, so a peer that sees the count sees the data — and reports each finished request back
+// through the same memory, which a kernel's flush waits for. No SM copies the data. Port channels
+// count in semaphores of their own (a region's barrier_out words; memory channels' are barrier_in).
 //
 //   PortFifo* fifo = ...;                        // cudaHostAlloc(cudaHostAllocMapped), zeroed
 //   VDEV_RETURN_IF_ERROR(CheckWorkQueues(2));    // the rank's stream and the proxy's
-//   auto proxy = PortProxy::Start(fifo);          // then launch plans with args.port_fifo set
+//   auto proxy = PortProxy::Start(fifo, ports);   // every rank's port semaphores; then launch plans
 //   ...
 //   VDEV_RETURN_IF_ERROR(proxy->Stop());          // after the kernels: the first CUDA error, if any
 //
@@ -30,21 +31,27 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "vdev/session.h"
 
 namespace vdev::channels::internal {
 
 // Requests in flight per rank; a kernel that finds the FIFO full waits (bounded) for a slot.
 inline constexpr int kPortFifoSlots = 256;
+// A rank's port semaphore words (device memory): word [tag * kMaxWorkers + src] counts rank src's
+// port signals, as PlanLaunchArgs::semaphores do memory channels' (256 tags).
+inline constexpr size_t kPortSemaphoreWords = size_t{256} * kMaxWorkers;
+inline constexpr size_t kPortSemaphoreBytes = kPortSemaphoreWords * sizeof(uint64_t);
 
 // One request. `seq` is written last (ticket + 1) and tells the proxy the slot is complete.
 struct PortRequest {
   uint64_t dst;        // device address; 0 with bytes 0: a signal alone
   uint64_t src;
   uint64_t bytes;
-  uint64_t semaphore;  // the peer's semaphore word (device address); 0: no signal
+  uint64_t semaphore;  // the peer's port semaphore word (device address); 0: no signal
   uint64_t count;      // the value to raise it to
   uint64_t seq;
 };
@@ -64,16 +71,20 @@ struct PortFifo {
 // ticket order as each one's seq appears, and retires them in the same order.
 class PortFifoReader {
  public:
-  explicit PortFifoReader(PortFifo* fifo);
-  // The next request once the kernel has written all of it (a copy; its slot is `ticket` % slots),
-  // or false. The slot stays the kernel's to reuse only after Retire(ticket).
-  bool Next(PortRequest* request, uint64_t* ticket);
+  // `semaphores`: every rank's port semaphore words (kPortSemaphoreWords each, device addresses),
+  // the only places a request may signal.
+  PortFifoReader(PortFifo* fifo, std::vector<uint64_t*> semaphores);
+  // The next request once the kernel has written all of it (a copy; its slot is `ticket` % slots):
+  // true, or false when there is none yet; an error when its semaphore is none of a rank's words.
+  // The slot stays the kernel's to reuse only after Retire(ticket).
+  absl::StatusOr<bool> Next(PortRequest* request, uint64_t* ticket);
   // Publishes that every request up to `ticket` is finished (tickets retire in order).
   void Retire(uint64_t ticket);
   PortFifo* fifo() const { return fifo_; }
 
  private:
   PortFifo* fifo_;
+  std::vector<uint64_t*> semaphores_;
   uint64_t next_;
 };
 
@@ -84,8 +95,8 @@ absl::Status CheckWorkQueues(int streams);
 class PortProxy {
  public:
   // Starts the thread that serves `fifo` (host address; the kernel gets the device one) on a new
-  // stream of the current device.
-  static absl::StatusOr<std::unique_ptr<PortProxy>> Start(PortFifo* fifo);
+  // stream of the current device; `semaphores` as PortFifoReader's.
+  static absl::StatusOr<std::unique_ptr<PortProxy>> Start(PortFifo* fifo, std::vector<uint64_t*> semaphores);
   ~PortProxy();
 
   // Finishes the requests already written, stops the thread and returns the first CUDA error.
@@ -95,7 +106,7 @@ class PortProxy {
   std::string Progress() const;
 
  private:
-  explicit PortProxy(PortFifo* fifo) : reader_(fifo) {}
+  PortProxy(PortFifo* fifo, std::vector<uint64_t*> semaphores) : reader_(fifo, std::move(semaphores)) {}
   void Serve();
 
   PortFifoReader reader_;
@@ -109,10 +120,11 @@ class PortProxy {
 
 // A rank's port-channel endpoint on the current device: its FIFO in host-mapped memory (the kernel
 // writes requests at fifo_device()), its ticket counter in device memory (zeroed) and the proxy that
-// serves the FIFO. Destroying it stops the proxy before the FIFO goes.
+// serves the FIFO, signalling into `semaphores` (every rank's port semaphore words). Destroying it
+// stops the proxy before the FIFO goes.
 class PortEndpoint {
  public:
-  static absl::StatusOr<std::unique_ptr<PortEndpoint>> Start();
+  static absl::StatusOr<std::unique_ptr<PortEndpoint>> Start(std::vector<uint64_t*> semaphores);
   ~PortEndpoint();
   PortFifo* fifo_device() const { return fifo_device_; }
   unsigned long long* tickets() const { return tickets_; }
