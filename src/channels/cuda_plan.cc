@@ -77,8 +77,9 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
   int& max_tb_ops = flat.max_tb_ops;
   bool& uses_ports = flat.uses_ports;
   // (peer, tag, signal?, port?) -> signals to / waits for that peer in one execution
-  std::map<std::tuple<int, int, bool, bool>, int> per_call;
-  std::vector<int> counted;  // indices of the signal and wait ops
+  using SemaphoreKey = std::tuple<int, int, bool, bool>;
+  std::map<SemaphoreKey, int> per_call;
+  std::vector<std::pair<int, SemaphoreKey>> counted;  // the signal and wait ops: index and key
   for (const auto& tb : plan.ranks[rank]) {
     for (const Op& op : tb.ops) max_srcs = std::max(max_srcs, static_cast<int>(op.srcs.size()));
   }
@@ -122,8 +123,9 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
       const bool signal = op.kind == OpKind::kSignal || op.kind == OpKind::kPortSignal ||
                           (op.kind == OpKind::kPortPut && op.with_signal);
       if (signal || op.kind == OpKind::kWait || op.kind == OpKind::kPortWait) {
-        d.k = ++per_call[{d.peer, d.tag, signal, port}];
-        counted.push_back(static_cast<int>(ops.size()));
+        const SemaphoreKey key{d.peer, d.tag, signal, port};
+        d.k = ++per_call[key];
+        counted.push_back({static_cast<int>(ops.size()), key});
       }
       ops.push_back(d);
     }
@@ -162,11 +164,7 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
                                                      " per thread block (split it across thread blocks)"));
     }
   }
-  for (int index : counted) {
-    DeviceOp& d = ops[index];
-    const bool port = d.kind == kDevPortSignal || d.kind == kDevPortPut || (d.port & kDevPortSemaphore);
-    d.per_call = per_call[{d.peer, d.tag, d.kind != kDevWait, port}];
-  }
+  for (const auto& [index, key] : counted) ops[index].per_call = per_call[key];
   for (const ChunkRef& c : SweptScratchSpares(plan, rank)) flat.spares.push_back(ToDevice(c));
   if (flat.spares.size() > static_cast<size_t>(kMaxSweepSpares)) {
     return absl::InvalidArgumentError(absl::StrCat("plan ", plan.name, " touches ", flat.spares.size(),

@@ -248,7 +248,7 @@ class Run {
         // The k-th signal of execution e sets the count to (e - 1) * per_call + k (one thread block
         // signals each semaphore, in order).
         const auto [k, per_call] = s_.counts[t][i];
-        Word(&region_.barrier_in[ch->dst][tag * kMaxWorkers + me])
+        Word(&Semaphores(false, ch->dst)[tag * kMaxWorkers + me])
             .store((call_ - 1) * per_call + k, op.relaxed ? std::memory_order_relaxed : std::memory_order_release);
         return absl::OkStatus();
       }
