@@ -3,7 +3,7 @@
 // the hand-written kernel with its data path: one_shot_push against the one-shot kernel (push to the
 // peers' scratch, one barrier, sum), one_shot against the zero-copy one-shot kernel (entry barrier,
 // sum of the peers' inputs read in place, exit barrier), one_shot_ll against the one-shot LL kernel;
-// f32, 4 KB to 1 MB. Each variant's calls are captured per worker into a CUDA graph of
+// f32 (or --dtype f16 / bf16), 4 KB to 1 MB. Each variant's calls are captured per worker into a CUDA graph of
 // `iters` calls; a timed repeat launches every worker's graph and waits for all (wall clock / iters),
 // variants interleaved within each repeat; the median of the repeats is reported. Plans run with
 // 1..128 instances; the best is reported beside the full sweep. Every variant uses programmatic
@@ -16,7 +16,7 @@
 // a graph of `iters` calls. --ports instead measures the port channels (copy engine and host proxy)
 // against memory channels: all_gather_port against all_gather, the same algorithm.
 //
-//   channels_one_gpu_bench [--iters 50] [--reps 7] [--csv FILE] [--trace | --ports]
+//   channels_one_gpu_bench [--iters 50] [--reps 7] [--csv FILE] [--dtype f32|f16|bf16] [--trace | --ports]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -54,11 +54,10 @@ void Ok(const absl::Status& s, const std::string& what) {
 // The hand-written kernels' workspaces for `world` workers on this GPU.
 class HandWorld {
  public:
-  HandWorld(int world, size_t max_bytes) : world_(world), streams_(world) {
-    Allocate(vdev::AllReduceWorkspaceBytes(AllReduceAlgorithm::kOneShot, world, max_bytes / 4, DataType::kF32),
-             &main_);
-    Allocate(vdev::AllReduceWorkspaceBytes(AllReduceAlgorithm::kOneShotLL, world, max_bytes / 4, DataType::kF32),
-             &ll_);
+  HandWorld(int world, size_t max_bytes, DataType type) : world_(world), type_(type), streams_(world) {
+    const size_t max_count = max_bytes / vdev::DataTypeSize(type);
+    Allocate(vdev::AllReduceWorkspaceBytes(AllReduceAlgorithm::kOneShot, world, max_count, type), &main_);
+    Allocate(vdev::AllReduceWorkspaceBytes(AllReduceAlgorithm::kOneShotLL, world, max_count, type), &ll_);
     for (int r = 0; r < world; ++r) {
       Ok(Cuda(cudaMalloc(reinterpret_cast<void**>(&in_.emplace_back()), max_bytes)), "cudaMalloc");
       Ok(Cuda(cudaMalloc(reinterpret_cast<void**>(&out_.emplace_back()), max_bytes)), "cudaMalloc");
@@ -90,13 +89,13 @@ class HandWorld {
     return a;
   }
   bool ZeroCopyFits(size_t count, int sms) {
-    const vdev::internal::KernelLaunch l = vdev::internal::PlanZeroCopyOneShot(DataType::kF32, count);
+    const vdev::internal::KernelLaunch l = vdev::internal::PlanZeroCopyOneShot(type_, count);
     int per_sm = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(l.kernel), l.threads, 0);
     return int64_t{world_} * l.blocks * 2 <= int64_t{per_sm} * sms;
   }
   absl::Status EnqueueZeroCopy(int rank, size_t count) {
-    return Cuda(vdev::internal::LaunchZeroCopyOneShot(DataType::kF32, ZeroCopyArgs(rank, count), streams_[rank], true));
+    return Cuda(vdev::internal::LaunchZeroCopyOneShot(type_, ZeroCopyArgs(rank, count), streams_[rank], true));
   }
 
   vdev::internal::KernelArgs Args(AllReduceAlgorithm algorithm, int rank, size_t count) {
@@ -121,13 +120,13 @@ class HandWorld {
   }
   bool Fits(AllReduceAlgorithm algorithm, size_t count, int sms) {
     vdev::internal::KernelArgs a = Args(algorithm, 0, count);
-    const vdev::internal::KernelLaunch l = vdev::internal::PlanAllReduce(algorithm, DataType::kF32, a);
+    const vdev::internal::KernelLaunch l = vdev::internal::PlanAllReduce(algorithm, type_, a);
     int per_sm = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(l.kernel), l.threads, 0);
     return int64_t{world_} * l.blocks * 2 <= int64_t{per_sm} * sms;
   }
   absl::Status Enqueue(AllReduceAlgorithm algorithm, int rank, size_t count) {
-    return Cuda(vdev::internal::LaunchAllReduce(algorithm, DataType::kF32, Args(algorithm, rank, count),
+    return Cuda(vdev::internal::LaunchAllReduce(algorithm, type_, Args(algorithm, rank, count),
                                                 streams_[rank], true));
   }
   cudaStream_t stream(int rank) const { return streams_[rank]; }
@@ -150,6 +149,7 @@ class HandWorld {
     }
   }
   int world_;
+  DataType type_;
   std::vector<Region> main_, ll_;
   std::vector<char*> in_, out_;
   std::vector<cudaStream_t> streams_;
@@ -246,6 +246,7 @@ int main(int argc, char** argv) {
   int iters = 50, reps = 7;
   std::string csv_path;
   bool ports = false, trace = false;
+  DataType type = DataType::kF32;
   for (int i = 1; i < argc; ++i) {
     const bool valued = i + 1 < argc;
     if (!std::strcmp(argv[i], "--trace")) {
@@ -258,8 +259,14 @@ int main(int argc, char** argv) {
       reps = std::atoi(argv[++i]);
     } else if (valued && !std::strcmp(argv[i], "--csv")) {
       csv_path = argv[++i];
+    } else if (valued && !std::strcmp(argv[i], "--dtype") &&
+               (!std::strcmp(argv[i + 1], "f32") || !std::strcmp(argv[i + 1], "f16") || !std::strcmp(argv[i + 1], "bf16"))) {
+      const std::string name = argv[++i];
+      type = name == "f32" ? DataType::kF32 : name == "f16" ? DataType::kF16 : DataType::kBF16;
     } else {
-      std::fprintf(stderr, "usage: channels_one_gpu_bench [--iters N] [--reps N] [--csv FILE] [--trace | --ports]\n");
+      std::fprintf(stderr,
+                   "usage: channels_one_gpu_bench [--iters N] [--reps N] [--csv FILE] [--dtype f32|f16|bf16] "
+                   "[--trace | --ports]\n");
       return 2;
     }
   }
@@ -272,22 +279,27 @@ int main(int argc, char** argv) {
   int sms = 0;
   Ok(Cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0)), "attr");
   const size_t kMaxBytes = size_t{1} << 20;
+  const size_t elem = vdev::DataTypeSize(type);
+  const int dtype = type == DataType::kF32   ? vdev::channels::internal::kDevF32
+                    : type == DataType::kF16 ? vdev::channels::internal::kDevF16
+                                             : vdev::channels::internal::kDevBF16;
   const size_t sizes[] = {4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20};
+  std::printf("# %s sums\n", std::string(vdev::DataTypeName(type)).c_str());
   std::printf("%-6s %-9s %-22s %-9s %10s\n", "world", "bytes", "variant", "instances", "us/call");
   for (int world : {2, 4, 8}) {
-    HandWorld hand(world, kMaxBytes);
+    HandWorld hand(world, kMaxBytes, type);
     std::map<std::string, std::unique_ptr<PlanWorld>> plans;
     const std::vector<const char*> names = ports ? std::vector<const char*>{"all_gather", "all_gather_port"}
                                                  : std::vector<const char*>{"one_shot_push", "one_shot", "one_shot_ll"};
     for (const char* name : names) {
       auto plan = vdev::channels::ShippedPlan(name, world);
       Ok(plan.status(), name);
-      auto w = PlanWorld::Create(*plan, kMaxBytes / 4);
+      auto w = PlanWorld::Create(*plan, kMaxBytes / elem, absl::Seconds(10), dtype);
       Ok(w.status(), name);
       plans[name] = std::move(*w);
     }
     for (size_t bytes : sizes) {
-      const size_t count = bytes / 4;
+      const size_t count = bytes / elem;
       std::vector<Variant> variants;
       for (auto [algorithm, label, family] :
            {std::tuple{AllReduceAlgorithm::kOneShot, "hand-1shot", "one-shot"},

@@ -44,6 +44,10 @@ for stage in $STAGES; do
       # bench_again: the same run a second time, for the spread between two runs of one version.
       timeout 200 bin/channels_one_gpu_bench --csv "$OUT/channels_$stage.csv" 2>&1 | tee "$OUT/channels_$stage.log" \
         | grep -E "^ratio|rror" ;;
+    bench_f16|bench_bf16)
+      # The same benchmark summing f16 or bf16 (the hand-written kernels and the plans alike).
+      timeout 200 bin/channels_one_gpu_bench --dtype ${stage#bench_} --csv "$OUT/channels_$stage.csv" 2>&1 \
+        | tee "$OUT/channels_$stage.log" | grep -E "^ratio|rror" ;;
     trace)
       # Where one execution's time goes (block 0 of each rank; channels_one_gpu_bench --trace).
       timeout 100 bin/channels_one_gpu_bench --trace 2>&1 | tee "$OUT/channels_trace.log" | grep -E "^trace|rror" ;;
