@@ -38,7 +38,8 @@ for stage in $STAGES; do
         | tee -a "$OUT/channels_old_bench.log" | grep -E "^ratio|rror" ;;
     variant_bench)
       # Another build of this code (bin/$VARIANT/), e.g. a constant changed, in the same call.
-      timeout 200 bin/$VARIANT/channels_one_gpu_bench 2>&1 | tee "$OUT/channels_${VARIANT}_bench.log" \
+      # Appends: named twice in STAGES, both passes stay.
+      timeout 200 bin/$VARIANT/channels_one_gpu_bench 2>&1 | tee -a "$OUT/channels_${VARIANT}_bench.log" \
         | grep -E "^ratio|rror" ;;
     bench|bench_again)
       # bench_again: the same run a second time, for the spread between two runs of one version.
