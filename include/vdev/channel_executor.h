@@ -5,7 +5,8 @@
 //
 // Memory: each rank's input, output and scratch (two halves: execution e uses half e & 1) live in
 // one region from the collective IPC allocator, laid out for `max_count`; semaphores are the
-// region's `barrier_in` words (word [tag * 8 + src] counts rank src's signals on `tag`; the k-th
+// region's `barrier_in` words for memory channels and its `barrier_out` words for port channels,
+// which count apart (word [tag * 8 + src] counts rank src's signals on `tag`; the k-th
 // signal of execution e stores (e-1)·W + k, W signals per execution, and the matching wait waits for
 // that count; counts are never reset), an LL
 // packet carries the execution's flag (0x80000000 | e, repeating after 2^31 executions; so that no

@@ -23,7 +23,8 @@
 //     scratch): waits for the packets and forwards them.
 //   PortChannel(dst, src): the same reach through a proxy thread of rank `src` that copies with the
 //     copy engine (no SMs spent): Put (optionally with_signal, with_flush), Signal, Wait, Flush
-//     (waits until the proxy finished this channel's earlier requests).
+//     (waits until the proxy finished this channel's earlier requests). Its signals count in a
+//     semaphore of its own: a port signal never meets a memory channel's wait.
 //   Local: Copy(dst, src) and Reduce(dst, srcs), both on one rank. `Reduce` writes
 //     dst = srcs[0] + srcs[1] + ... in that order (list dst itself among srcs for `dst +=`); a
 //     scratch source marked `packets` is read as packets (waiting for their flags).
@@ -111,7 +112,8 @@ struct Op {
 };
 
 // A channel from `src` (the rank that uses it) to `dst`; `tag` tells apart channels between the same
-// pair (each thread block uses its own). Its semaphore lives at `dst`, counted per (src, tag).
+// pair (each thread block uses its own). Its semaphore lives at `dst`, counted per (src, tag) among
+// the channels of its kind (memory and port channels count apart).
 struct ChannelSpec {
   int dst = 0;
   int src = 0;

@@ -5,8 +5,9 @@
 // and rounds once, so both executors give the same bits.
 //
 // Memory: the region holds input, output and two scratch halves laid out for `max_count`
-// (as the host executor's); the semaphores are the region's `barrier_in` words and the kernel's
-// epoch counters its `barrier_flag` words, all zeroed at Create (a pooled region keeps what an
+// (as the host executor's); the semaphores are the region's `barrier_in` words (memory channels)
+// and `barrier_out` words (port channels), the kernel's epoch counters its `barrier_flag` words, all
+// zeroed at Create (a pooled region keeps what an
 // earlier user left). Execute copies `in` into the region, runs the plan and copies the output to
 // `out`, all on `stream`; nothing waits on the host. Inputs written into input() and outputs read
 // from output() spare both copies.
