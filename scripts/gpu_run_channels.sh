@@ -71,7 +71,8 @@ for stage in $STAGES; do
       done ;;
     sanitize_executor)
       # memcheck with one process per rank (CudaPlanExecutor; the test forks workers sharing GPU 0):
-      # every shipped plan, the port plan included, on 2 and 3 workers (EXECUTOR_TOOLS: memcheck racecheck).
+      # every shipped plan, the port plan included, on 2..8 workers (EXECUTOR_TOOLS: memcheck racecheck;
+      # both take about 5 minutes on one H100).
       for tool in ${EXECUTOR_TOOLS:-memcheck racecheck}; do
         VDEV_HARNESS_TIMEOUT_S=60 timeout 300 compute-sanitizer --tool $tool --target-processes all --error-exitcode 9 \
           bin/channels_cuda_executor_test --gtest_filter='*EveryShippedPlanMatches*' 2>&1 | grep -vE "^\[ RUN" | tail -20
