@@ -12,6 +12,7 @@
 #include "internal/layout.h"
 #include "internal/packet_sweep.h"
 #include "runtime/allreduce_test_util.h"
+#include "channels/host_run_check.h"
 #include "channels/port_and_memory_program.h"
 #include "runtime/worker_harness.h"
 #include "vdev/channel_algorithms.h"
@@ -23,6 +24,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using testing::RunAndCheck;
 using vdev::testing::ExpectAllOk;
 using vdev::testing::HalfInput;
 using vdev::testing::HalfSum;
@@ -31,43 +33,6 @@ using vdev::testing::Input;
 using vdev::testing::RunWorkers;
 using vdev::testing::UniqueSessionId;
 using vdev::testing::WorkerResult;
-
-// What rank `rank`'s output element i must be, from everyone's Input<T>(r, j, salt).
-template <typename T>
-T Expected(const ProgramSpec& plan, int rank, size_t i, size_t count, uint64_t salt) {
-  const int n = plan.world_size;
-  T sum = 0;
-  switch (plan.collective) {
-    case Collective::kAllReduce:
-      for (int r = 0; r < n; ++r) sum += Input<T>(r, i, salt);
-      return sum;
-    case Collective::kReduceScatter:
-      for (int r = 0; r < n; ++r) sum += Input<T>(r, rank * count + i, salt);
-      return sum;
-    case Collective::kAllGather: return Input<T>(static_cast<int>(i / count), i % count, salt);
-    case Collective::kBroadcast: return Input<T>(plan.root, i, salt);
-  }
-  return sum;
-}
-
-template <typename T>
-absl::Status RunAndCheck(Session& s, HostPlanExecutor& exec, size_t count, uint64_t salt, bool in_place) {
-  const ProgramSpec& plan = exec.plan();
-  const size_t in_n = count * InputSegments(plan.collective, plan.world_size);
-  const size_t out_n = count * OutputSegments(plan.collective, plan.world_size);
-  std::vector<T> in(std::max(in_n, out_n)), out(out_n, static_cast<T>(-7));
-  for (size_t i = 0; i < in_n; ++i) in[i] = Input<T>(s.rank(), i, salt);
-  T* dst = in_place ? in.data() : out.data();
-  VDEV_RETURN_IF_ERROR(exec.Execute(in.data(), dst, count));
-  for (size_t i = 0; i < out_n; ++i) {
-    const T want = Expected<T>(plan, s.rank(), i, count, salt);
-    if (dst[i] != want) {
-      return absl::InternalError(absl::StrCat(plan.name, " count ", count, " salt ", salt, " element ", i, ": got ",
-                                              dst[i], " want ", want));
-    }
-  }
-  return absl::OkStatus();
-}
 
 class ShippedPlansTest : public ::testing::TestWithParam<int> {};
 
