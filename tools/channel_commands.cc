@@ -1,12 +1,18 @@
-// `vdev channels list|show|check`: the shipped collectives written in the channel language, and
-// execution-plan files (vdev/channel_plan.h) checked as the plan executors load them.
+// `vdev channels list|show|check|run`: the shipped collectives written in the channel language,
+// execution-plan files (vdev/channel_plan.h) checked as the plan executors load them, and a plan run
+// on the host executor with its result checked against the collective's definition.
+#include <cstdint>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
 #include "vdev/channel_algorithms.h"
+#include "vdev/channel_executor.h"
 #include "vdev/channel_plan.h"
 
 namespace vdev::cli {
@@ -27,6 +33,123 @@ std::string Summary(const channels::ProgramSpec& plan) {
   return absl::StrCat(plan.name, ": ", channels::CollectiveName(plan.collective), " on ", plan.world_size,
                       " ranks, ", tbs, " thread blocks, ", ops, " ops, ", plan.memory_channels.size(), " memory and ",
                       plan.port_channels.size(), " port channels");
+}
+
+struct RunArgs {
+  std::string plan;
+  int ranks = 2;
+  size_t count = 1001;
+  std::string dtype = "f32";
+  int instances = 1;
+  int executions = 3;
+  double timeout_seconds = 8;
+};
+
+// Rank r's input element i: small integers, so every sum of up to 8 of them is exact in f32.
+template <typename T>
+T InputValue(int rank, size_t i) {
+  return static_cast<T>(static_cast<int64_t>((rank * 131 + i * 7) % 1009) - 504);
+}
+
+// What rank `rank`'s output element i must hold by the definition of the plan's collective.
+template <typename T>
+T Wanted(const channels::ProgramSpec& plan, int rank, size_t i, size_t count) {
+  T sum = 0;
+  switch (plan.collective) {
+    case channels::Collective::kAllReduce:
+      for (int r = 0; r < plan.world_size; ++r) sum += InputValue<T>(r, i);
+      return sum;
+    case channels::Collective::kReduceScatter:
+      for (int r = 0; r < plan.world_size; ++r) sum += InputValue<T>(r, rank * count + i);
+      return sum;
+    case channels::Collective::kAllGather: return InputValue<T>(static_cast<int>(i / count), i % count);
+    case channels::Collective::kBroadcast: return InputValue<T>(plan.root, i);
+  }
+  return sum;
+}
+
+// Runs the plan (RunPlanInThreads) and checks every rank's every output element: "" when exact, else
+// what is wrong.
+template <typename T>
+std::string RunAndCompare(const channels::ProgramSpec& plan, const RunArgs& args, DataType type) {
+  const int n = plan.world_size;
+  const size_t in_n = args.count * channels::InputSegments(plan.collective, n);
+  const size_t out_n = args.count * channels::OutputSegments(plan.collective, n);
+  std::vector<std::vector<T>> in(n, std::vector<T>(in_n)), out(n, std::vector<T>(out_n));
+  std::vector<const void*> in_ptrs;
+  std::vector<void*> out_ptrs;
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < in_n; ++i) in[r][i] = InputValue<T>(r, i);
+    in_ptrs.push_back(in[r].data());
+    out_ptrs.push_back(out[r].data());
+  }
+  const absl::Status run = channels::RunPlanInThreads(plan, in_ptrs, out_ptrs, args.count, type, args.instances,
+                                                      absl::Seconds(args.timeout_seconds), args.executions);
+  if (!run.ok()) return std::string(run.message());
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < out_n; ++i) {
+      const T want = Wanted<T>(plan, r, i, args.count);
+      if (out[r][i] != want) {
+        return absl::StrCat("rank ", r, " output element ", i, ": got ", out[r][i], ", want ", want);
+      }
+    }
+  }
+  return "";
+}
+
+// A shipped plan's name, or a plan file (a path ending in .json, containing '/', or -); as `check`
+// does, a file that does not load exits kExitNegative with its located message, anything else the
+// user got wrong kExitUsage.
+std::optional<channels::ProgramSpec> PlanFor(const RunArgs& args, int* exit_code) {
+  const std::string& name = args.plan;
+  if (name == "-" || absl::EndsWith(name, ".json") || absl::StrContains(name, '/')) {
+    std::string text;
+    if (!ReadSource(name, &text)) {
+      *exit_code = kExitUsage;
+      return std::nullopt;
+    }
+    absl::StatusOr<channels::ProgramSpec> plan = channels::PlanFromJson(text, DisplayName(name));
+    if (!plan.ok()) {
+      std::cerr << plan.status().message() << "\n";
+      *exit_code = kExitNegative;
+      return std::nullopt;
+    }
+    return *std::move(plan);
+  }
+  absl::StatusOr<channels::ProgramSpec> plan = channels::ShippedPlan(name, args.ranks);
+  if (!plan.ok()) {
+    std::cerr << "vdev channels run: error: " << plan.status().message() << "\n";
+    *exit_code = kExitUsage;
+    return std::nullopt;
+  }
+  return *std::move(plan);
+}
+
+std::string Counted(int n, absl::string_view what) { return absl::StrCat(n, " ", what, n == 1 ? "" : "s"); }
+
+void Run(const RunArgs& args, int* exit_code) {
+  const bool f32 = args.dtype == "f32", f64 = args.dtype == "f64", i32 = args.dtype == "i32";
+  if (!f32 && !f64 && !i32) {
+    std::cerr << "vdev channels run: error: --dtype " << args.dtype << ": f32, f64 or i32\n";
+    *exit_code = kExitUsage;
+    return;
+  }
+  const std::optional<channels::ProgramSpec> plan = PlanFor(args, exit_code);
+  if (!plan) return;
+  const DataType type = f32 ? DataType::kF32 : f64 ? DataType::kF64 : DataType::kI32;
+  const std::string wrong = f32 ? RunAndCompare<float>(*plan, args, type)
+                            : f64 ? RunAndCompare<double>(*plan, args, type)
+                                  : RunAndCompare<int32_t>(*plan, args, type);
+  const std::string what =
+      absl::StrCat(Summary(*plan), "; ", args.count, " ", args.dtype, " elements a segment, ",
+                   Counted(args.instances, "instance"), ", ", Counted(args.executions, "execution"), " on the host executor");
+  if (!wrong.empty()) {
+    std::cerr << what << ": " << wrong << "\n";
+    *exit_code = kExitNegative;
+    return;
+  }
+  std::cout << what << ": exact\n";
+  *exit_code = kExitOk;
 }
 
 }  // namespace
@@ -73,6 +196,24 @@ void AddChannelCommands(CLI::App& app, int* exit_code) {
     std::cout << Summary(*plan) << ": valid\n";
     *exit_code = kExitOk;
   });
+  auto run = std::make_shared<RunArgs>();
+  CLI::App* run_cmd = channels->add_subcommand(
+      "run", "Run a plan on the host executor (a thread per rank) and check every output element against the "
+             "collective's definition");
+  run_cmd->add_option("PLAN", run->plan, "a shipped plan's name, or a plan file (a path ending in .json, or -)")
+      ->required();
+  run_cmd->add_option("-n,--ranks", run->ranks, "world size for a shipped plan, 1..8 (a file gives its own)")
+      ->capture_default_str();
+  run_cmd->add_option("--count", run->count, "elements a segment")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  run_cmd->add_option("--dtype", run->dtype, "f32, f64 or i32")->capture_default_str();
+  run_cmd->add_option("--instances", run->instances, "copies of every thread block, each a part of the data")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  run_cmd->add_option("--executions", run->executions, "executions in a row")->capture_default_str()->check(
+      CLI::Range(1, 100000));
+  run_cmd->add_option("--timeout", run->timeout_seconds, "seconds a wait may take")->capture_default_str()->check(
+      CLI::PositiveNumber);
+  run_cmd->callback([run, exit_code] { Run(*run, exit_code); });
 }
 
 }  // namespace vdev::cli

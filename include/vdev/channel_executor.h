@@ -29,10 +29,12 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "vdev/allreduce.h"
 #include "vdev/channel_program.h"
 #include "vdev/ipc_memory.h"
@@ -81,6 +83,16 @@ class HostPlanExecutor {
   ProgramSpec plan_;
   std::unique_ptr<State> state_;
 };
+
+// Runs `plan` `executions` times in a row on the host executor with every rank a thread of this
+// process, each in a session of its own over a fresh rendezvous directory, with a host IPC
+// allocator: `inputs[r]` holds rank r's InputSegments(...) * count elements of `type`, `outputs[r]`
+// receives OutputSegments(...) * count (every execution takes the same inputs). For running a plan
+// without launching worker processes (`vdev channels run`, Python's run_channel_plan). An error
+// names the rank that failed first.
+absl::Status RunPlanInThreads(const ProgramSpec& plan, const std::vector<const void*>& inputs,
+                              const std::vector<void*>& outputs, size_t count, DataType type, int instances,
+                              absl::Duration timeout, int executions = 1);
 
 }  // namespace vdev::channels
 

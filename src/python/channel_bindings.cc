@@ -2,13 +2,10 @@
 // channel_algorithms.h, channel_executor.h): vdev.channels builds programs, validates them, converts
 // execution plans to and from JSON and runs them on the host executor, one thread per rank. The
 // classes here are the extension's (ChannelProgram, …); python/vdev/channels.py names them.
-#include <stdlib.h>
 
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -21,8 +18,6 @@
 #include "vdev/channel_executor.h"
 #include "vdev/channel_plan.h"
 #include "vdev/channel_program.h"
-#include "vdev/ipc_memory.h"
-#include "vdev/session.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::python {
@@ -98,8 +93,8 @@ std::optional<DataType> ChannelType(const py::dtype& dtype) {
   return std::nullopt;
 }
 
-// Runs `plan` once on the host executor with one thread per rank: each joins a session of its own
-// rendezvous directory, allocates the IPC region and executes. Returns every rank's output.
+// Runs `plan` once on the host executor with one thread per rank (channels::RunPlanInThreads).
+// Returns every rank's output.
 py::list Run(const ProgramSpec& plan, const std::vector<py::array>& arrays, int instances, double timeout_seconds) {
   const int world = plan.world_size;
   if (static_cast<int>(arrays.size()) != world) {
@@ -139,40 +134,12 @@ py::list Run(const ProgramSpec& plan, const std::vector<py::array>& arrays, int 
     in[r] = inputs[r].data();
     out[r] = outputs[r].mutable_data();
   }
-  std::vector<absl::Status> statuses(world);
+  absl::Status status;
   {
     py::gil_scoped_release release;
-    std::string dir = "/tmp/vdev-channels-XXXXXX";
-    if (mkdtemp(dir.data()) == nullptr) {
-      statuses[0] = absl::InternalError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
-    } else {
-      std::vector<std::thread> threads;
-      for (int r = 0; r < world; ++r) {
-        threads.emplace_back([&, r] {
-          statuses[r] = [&]() -> absl::Status {
-            SessionOptions options;
-            options.rank = r;
-            options.local_rank = r;
-            options.world_size = world;
-            options.rendezvous_dir = dir;
-            options.timeout = absl::Seconds(timeout_seconds);
-            options.remove_rendezvous_dir = r == 0;
-            VDEV_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(options));
-            VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> allocator, CreateHostIPCAllocator(session.get()));
-            VDEV_ASSIGN_OR_RETURN(auto executor, channels::HostPlanExecutor::Create(*session, *allocator, plan, count,
-                                                                                    *type, instances));
-            return executor->Execute(in[r], out[r], count);
-          }();
-        });
-      }
-      for (std::thread& t : threads) t.join();
-    }
+    status = channels::RunPlanInThreads(plan, in, out, count, *type, instances, absl::Seconds(timeout_seconds));
   }
-  for (int r = 0; r < world; ++r) {
-    if (!statuses[r].ok()) {
-      RaiseChannelError(absl::Status(statuses[r].code(), absl::StrCat("rank ", r, ": ", statuses[r].message())));
-    }
-  }
+  if (!status.ok()) RaiseChannelError(status);
   return py::cast(outputs);
 }
 

@@ -110,6 +110,16 @@ expect channels_syntax 1 '^$' 'syntax.json:2:13: error:' -- "$vdev" channels che
 expect channels_unknown_plan 2 '^$' "no shipped plan named 'nope'" -- "$vdev" channels show nope
 expect channels_world_size 2 '^$' 'world size 9: expected 1\.\.8' -- "$vdev" channels show one_shot -n 9
 expect channels_no_file 2 '^$' 'cannot open' -- "$vdev" channels check "$tmp/none.json"
+# vdev channels run: the plan on the host executor, every output element checked.
+expect channels_run 0 '^one_shot: allreduce on 4 ranks, .*; 1001 f32 elements a segment, 1 instance, 3 executions on the host executor: exact$' \
+  '^$' -- "$vdev" channels run one_shot -n 4
+expect channels_run_port_i32 0 '^all_gather_port: allgather on 3 ranks, .* [0-9]+ port channels; 77 i32 elements a segment, 2 instances, 5 executions .*: exact$' \
+  '^$' -- "$vdev" channels run all_gather_port -n 3 --count 77 --dtype i32 --instances 2 --executions 5
+expect channels_run_file 0 '^two_shot: allreduce on 3 ranks, .*: exact$' '^$' -- "$vdev" channels run "$tmp/two_shot.json" --dtype f64
+expect channels_run_stdin 0 '^two_shot: allreduce on 3 ranks, .*: exact$' '^$' -- "$vdev" channels run - < "$tmp/two_shot.json"
+expect channels_run_deadlock 1 '^$' 'deadlock.json: program two_shot: rank 0 .* deadlocks' -- "$vdev" channels run "$tmp/deadlock.json"
+expect channels_run_dtype 2 '^$' '--dtype f16: f32, f64 or i32' -- "$vdev" channels run one_shot --dtype f16
+expect channels_run_unknown 2 '^$' "no shipped plan named 'nope'" -- "$vdev" channels run nope
 
 echo "cli: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]
