@@ -51,23 +51,6 @@ T InputValue(int rank, size_t i) {
   return static_cast<T>(static_cast<int64_t>((rank * 131 + i * 7) % 1009) - 504);
 }
 
-// What rank `rank`'s output element i must hold by the definition of the plan's collective.
-template <typename T>
-T Wanted(const channels::ProgramSpec& plan, int rank, size_t i, size_t count) {
-  T sum = 0;
-  switch (plan.collective) {
-    case channels::Collective::kAllReduce:
-      for (int r = 0; r < plan.world_size; ++r) sum += InputValue<T>(r, i);
-      return sum;
-    case channels::Collective::kReduceScatter:
-      for (int r = 0; r < plan.world_size; ++r) sum += InputValue<T>(r, rank * count + i);
-      return sum;
-    case channels::Collective::kAllGather: return InputValue<T>(static_cast<int>(i / count), i % count);
-    case channels::Collective::kBroadcast: return InputValue<T>(plan.root, i);
-  }
-  return sum;
-}
-
 // Runs the plan (RunPlanInThreads) and checks every rank's every output element: "" when exact, else
 // what is wrong.
 template <typename T>
@@ -88,7 +71,7 @@ std::string RunAndCompare(const channels::ProgramSpec& plan, const RunArgs& args
   if (!run.ok()) return std::string(run.message());
   for (int r = 0; r < n; ++r) {
     for (size_t i = 0; i < out_n; ++i) {
-      const T want = Wanted<T>(plan, r, i, args.count);
+      const T want = channels::CollectiveOutput<T>(plan, r, i, args.count, InputValue<T>);
       if (out[r][i] != want) {
         return absl::StrCat("rank ", r, " output element ", i, ": got ", out[r][i], ", want ", want);
       }
@@ -97,25 +80,28 @@ std::string RunAndCompare(const channels::ProgramSpec& plan, const RunArgs& args
   return "";
 }
 
-// A shipped plan's name, or a plan file (a path ending in .json, containing '/', or -); as `check`
-// does, a file that does not load exits kExitNegative with its located message, anything else the
-// user got wrong kExitUsage.
+// A plan file (`-`: standard input) loaded as the executors load it: an unreadable file exits
+// kExitUsage, one that does not load kExitNegative with its located message (`check` and `run`).
+std::optional<channels::ProgramSpec> LoadPlanFile(const std::string& path, int* exit_code) {
+  std::string text;
+  if (!ReadSource(path, &text)) {
+    *exit_code = kExitUsage;
+    return std::nullopt;
+  }
+  absl::StatusOr<channels::ProgramSpec> plan = channels::PlanFromJson(text, DisplayName(path));
+  if (!plan.ok()) {
+    std::cerr << plan.status().message() << "\n";
+    *exit_code = kExitNegative;
+    return std::nullopt;
+  }
+  return *std::move(plan);
+}
+
+// A shipped plan's name, or a plan file (a path ending in .json, containing '/', or -); an unknown
+// name or world size exits kExitUsage.
 std::optional<channels::ProgramSpec> PlanFor(const RunArgs& args, int* exit_code) {
   const std::string& name = args.plan;
-  if (name == "-" || absl::EndsWith(name, ".json") || absl::StrContains(name, '/')) {
-    std::string text;
-    if (!ReadSource(name, &text)) {
-      *exit_code = kExitUsage;
-      return std::nullopt;
-    }
-    absl::StatusOr<channels::ProgramSpec> plan = channels::PlanFromJson(text, DisplayName(name));
-    if (!plan.ok()) {
-      std::cerr << plan.status().message() << "\n";
-      *exit_code = kExitNegative;
-      return std::nullopt;
-    }
-    return *std::move(plan);
-  }
+  if (name == "-" || absl::EndsWith(name, ".json") || absl::StrContains(name, '/')) return LoadPlanFile(name, exit_code);
   absl::StatusOr<channels::ProgramSpec> plan = channels::ShippedPlan(name, args.ranks);
   if (!plan.ok()) {
     std::cerr << "vdev channels run: error: " << plan.status().message() << "\n";
@@ -182,17 +168,8 @@ void AddChannelCommands(CLI::App& app, int* exit_code) {
   check_cmd->add_option("FILE", *file, "a plan file (`vdev channels show` writes them); - reads standard input")
       ->required();
   check_cmd->callback([file, exit_code] {
-    std::string text;
-    if (!ReadSource(*file, &text)) {
-      *exit_code = kExitUsage;
-      return;
-    }
-    absl::StatusOr<channels::ProgramSpec> plan = channels::PlanFromJson(text, DisplayName(*file));
-    if (!plan.ok()) {
-      std::cerr << plan.status().message() << "\n";
-      *exit_code = kExitNegative;
-      return;
-    }
+    const std::optional<channels::ProgramSpec> plan = LoadPlanFile(*file, exit_code);
+    if (!plan) return;
     std::cout << Summary(*plan) << ": valid\n";
     *exit_code = kExitOk;
   });

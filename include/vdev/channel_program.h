@@ -140,6 +140,36 @@ struct ProgramSpec {
   friend bool operator==(const ProgramSpec&, const ProgramSpec&) = default;
 };
 
+// Whether `op` raises its channel's semaphore at the peer (a signal, or a port put with_signal), and
+// whether it waits on this rank's semaphore for the reverse channel.
+inline bool SignalsSemaphore(const Op& op) {
+  return op.kind == OpKind::kSignal || op.kind == OpKind::kPortSignal || (op.kind == OpKind::kPortPut && op.with_signal);
+}
+inline bool WaitsOnSemaphore(const Op& op) { return op.kind == OpKind::kWait || op.kind == OpKind::kPortWait; }
+// The channel a channel op (op.channel >= 0) of a valid program runs on: a port channel for port ops.
+inline const ChannelSpec& ChannelOf(const ProgramSpec& p, const Op& op) {
+  return IsPortOp(op.kind) ? p.port_channels[op.channel] : p.memory_channels[op.channel];
+}
+
+// What element i of rank `rank`'s output holds after the plan's collective, `count` elements a
+// segment, where `input(r, j)` is element j of rank r's input: sums taken in T, in rank order (as
+// every shipped plan sums). For checking a run against the collective's definition.
+template <typename T, typename Input>
+T CollectiveOutput(const ProgramSpec& plan, int rank, size_t i, size_t count, Input input) {
+  T sum = 0;
+  switch (plan.collective) {
+    case Collective::kAllReduce:
+      for (int r = 0; r < plan.world_size; ++r) sum += input(r, i);
+      return sum;
+    case Collective::kReduceScatter:
+      for (int r = 0; r < plan.world_size; ++r) sum += input(r, rank * count + i);
+      return sum;
+    case Collective::kAllGather: return input(static_cast<int>(i / count), i % count);
+    case Collective::kBroadcast: return input(plan.root, i);
+  }
+  return sum;
+}
+
 // Largest channel tag: a semaphore is word [tag * 8 + src] of the owner's 256 x 8 barrier words.
 inline constexpr int kMaxChannelTags = 256;
 inline constexpr int kMaxThreadBlocks = 256;

@@ -112,7 +112,7 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
       d.port = static_cast<int8_t>((op.with_signal ? kDevWithSignal : 0) | (op.with_flush ? kDevWithFlush : 0) |
                                    (op.kind == OpKind::kPortWait ? kDevPortSemaphore : 0));
       if (op.channel >= 0) {
-        const ChannelSpec& ch = port ? plan.port_channels[op.channel] : plan.memory_channels[op.channel];
+        const ChannelSpec& ch = ChannelOf(plan, op);
         d.peer = static_cast<int16_t>(ch.dst);
         d.tag = static_cast<int16_t>(ch.tag);
       } else {
@@ -120,9 +120,8 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
         d.peer = static_cast<int16_t>((rank + 1) % plan.world_size);
       }
       // Port channels count their signals in semaphores of their own (as the host executor).
-      const bool signal = op.kind == OpKind::kSignal || op.kind == OpKind::kPortSignal ||
-                          (op.kind == OpKind::kPortPut && op.with_signal);
-      if (signal || op.kind == OpKind::kWait || op.kind == OpKind::kPortWait) {
+      const bool signal = SignalsSemaphore(op);
+      if (signal || WaitsOnSemaphore(op)) {
         const SemaphoreKey key{d.peer, d.tag, signal, port};
         d.k = ++per_call[key];
         counted.push_back({static_cast<int>(ops.size()), key});

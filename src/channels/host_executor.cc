@@ -227,7 +227,7 @@ class Run {
     const int parts = op.parts * s_.instances, part = op.part * s_.instances + m;
     const bool port = IsPortOp(op.kind);
     const ChannelSpec* ch = nullptr;
-    if (op.channel >= 0) ch = port ? &plan_.port_channels[op.channel] : &plan_.memory_channels[op.channel];
+    if (op.channel >= 0) ch = &ChannelOf(plan_, op);
     const int tag = ch != nullptr ? ch->tag * s_.instances + m : 0;
     internal::Range r{};
     if (!op.srcs.empty()) {
@@ -411,12 +411,10 @@ absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(Sessi
   const int me = session.rank();
   std::map<std::tuple<int, int, bool, bool>, int> per_call;  // (peer, tag, signal?, port?) -> count
   auto key = [&](const Op& op) -> std::optional<std::tuple<int, int, bool, bool>> {
-    const bool port = IsPortOp(op.kind);
-    const bool signal = op.kind == OpKind::kSignal || op.kind == OpKind::kPortSignal ||
-                        (op.kind == OpKind::kPortPut && op.with_signal);
-    if (!signal && op.kind != OpKind::kWait && op.kind != OpKind::kPortWait) return std::nullopt;
-    const ChannelSpec& ch = port ? plan.port_channels[op.channel] : plan.memory_channels[op.channel];
-    return std::make_tuple(ch.dst, ch.tag, signal, port);
+    const bool signal = SignalsSemaphore(op);
+    if (!signal && !WaitsOnSemaphore(op)) return std::nullopt;
+    const ChannelSpec& ch = ChannelOf(plan, op);
+    return std::make_tuple(ch.dst, ch.tag, signal, IsPortOp(op.kind));
   };
   state->counts.resize(plan.ranks[me].size());
   for (size_t t = 0; t < plan.ranks[me].size(); ++t) {

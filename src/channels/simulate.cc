@@ -156,19 +156,9 @@ class Simulation {
   // own, apart from memory channels' between the same ranks with the same tag (docs/channels.md).
   using Key = std::tuple<int, int, int, bool>;
 
-  const std::vector<ChannelSpec>& Channels(OpKind k) const {
-    return k == OpKind::kSignal || k == OpKind::kWait || k == OpKind::kPut || k == OpKind::kGet ||
-                   k == OpKind::kReduce || k == OpKind::kPutPackets || k == OpKind::kReadPutPackets
-               ? p_.memory_channels
-               : p_.port_channels;
-  }
   // The semaphore a signal by `op` on `ch` raises, and the one a wait on `ch` waits for.
   static Key SignalKey(const Op& op, const ChannelSpec& ch) { return {ch.dst, ch.src, ch.tag, IsPortOp(op.kind)}; }
   static Key WaitKey(const Op& op, const ChannelSpec& ch) { return {ch.src, ch.dst, ch.tag, IsPortOp(op.kind)}; }
-  static bool Signals(const Op& op) {
-    return op.kind == OpKind::kSignal || op.kind == OpKind::kPortSignal || (op.kind == OpKind::kPortPut && op.with_signal);
-  }
-  static bool Waits(const Op& op) { return op.kind == OpKind::kWait || op.kind == OpKind::kPortWait; }
 
   // Every semaphore is signalled as often as it is waited for in one execution.
   absl::Status CheckBalance() {
@@ -178,12 +168,12 @@ class Simulation {
       for (size_t t = 0; t < p_.ranks[r].size(); ++t) {
         const std::vector<Op>& ops = p_.ranks[r][t].ops;
         for (size_t i = 0; i < ops.size(); ++i) {
-          if (!Signals(ops[i]) && !Waits(ops[i])) continue;
+          if (!SignalsSemaphore(ops[i]) && !WaitsOnSemaphore(ops[i])) continue;
           const std::string where = absl::StrCat("rank ", r, " tb ", t, " op ", i, " (", OpName(ops[i].kind), ")");
           if (ops[i].parts != 1) return absl::InvalidArgumentError(absl::StrCat(where, ": signals and waits take one thread block"));
-          const ChannelSpec& ch = Channels(ops[i].kind)[ops[i].channel];
-          if (Signals(ops[i])) ++count[SignalKey(ops[i], ch)].first;
-          if (Waits(ops[i])) {
+          const ChannelSpec& ch = ChannelOf(p_, ops[i]);
+          if (SignalsSemaphore(ops[i])) ++count[SignalKey(ops[i], ch)].first;
+          if (WaitsOnSemaphore(ops[i])) {
             ++count[WaitKey(ops[i], ch)].second;
             first_wait.emplace(WaitKey(ops[i], ch), where);
           }
@@ -386,8 +376,8 @@ class Simulation {
     const Op& op = p_.ranks[r][t].ops[tb.pc];
     const int call = call_[r];
     const Actor actor{r, t, static_cast<int>(tb.pc), op.kind, op.channel};
-    const ChannelSpec* ch = op.channel >= 0 ? &Channels(op.kind)[op.channel] : nullptr;
-    if (Waits(op)) {
+    const ChannelSpec* ch = op.channel >= 0 ? &ChannelOf(p_, op) : nullptr;
+    if (WaitsOnSemaphore(op)) {
       Semaphore& s = semaphores_[WaitKey(op, *ch)];
       if (s.signals <= s.waits) return false;
     }
@@ -428,7 +418,7 @@ class Simulation {
           VDEV_RETURN_IF_ERROR(Move(op, x.id, x.phase, x.vc, {r, -2, -1, op.kind, op.channel}, call, nullptr));
         }
         NextPhase(x);
-        if (Signals(op)) {
+        if (SignalsSemaphore(op)) {
           Semaphore& s = semaphores_[SignalKey(op, *ch)];
           ++s.signals;
           s.clocks.push_back(x.vc);
@@ -456,8 +446,8 @@ class Simulation {
         if (tb.done) continue;
         const Op& op = p_.ranks[r][t].ops[tb.pc];
         std::string what = absl::StrCat("rank ", r, " tb ", t, " op ", tb.pc, " (", OpName(op.kind), ")");
-        if (Waits(op)) {
-          const ChannelSpec& ch = Channels(op.kind)[op.channel];
+        if (WaitsOnSemaphore(op)) {
+          const ChannelSpec& ch = ChannelOf(p_, op);
           auto it = semaphores_.find(WaitKey(op, ch));
           const int got = it == semaphores_.end() ? 0 : it->second.signals;
           absl::StrAppend(&what, " waits for ", IsPortOp(op.kind) ? "port " : "", "signal #", got + 1, " from rank ", ch.dst, " (tag ", ch.tag, ")");

@@ -214,11 +214,8 @@ absl::Status CheckStructure(const ProgramSpec& p) {
       const std::vector<Op>& ops = p.ranks[r][t].ops;
       for (size_t i = 0; i < ops.size(); ++i) {
         VDEV_RETURN_IF_ERROR(CheckOp(p, r, static_cast<int>(t), static_cast<int>(i), ops[i]));
-        const OpKind k = ops[i].kind;
-        const bool sync_op = k == OpKind::kSignal || k == OpKind::kWait || k == OpKind::kPortSignal ||
-                             k == OpKind::kPortWait || (k == OpKind::kPortPut && ops[i].with_signal);
-        if (!sync_op) continue;
-        const bool port = k != OpKind::kSignal && k != OpKind::kWait;
+        if (!SignalsSemaphore(ops[i]) && !WaitsOnSemaphore(ops[i])) continue;
+        const bool port = IsPortOp(ops[i].kind);
         auto [it, fresh] = user.emplace(std::make_pair(port ? 1 : 0, ops[i].channel), static_cast<int>(t));
         if (!fresh && it->second != static_cast<int>(t)) {
           return absl::InvalidArgumentError(absl::StrCat(

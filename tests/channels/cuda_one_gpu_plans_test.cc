@@ -43,19 +43,7 @@ int DeviceCount() {
   if (DeviceCount() == 0) GTEST_SKIP() << "needs a GPU"
 
 float Expected(const ProgramSpec& plan, int rank, size_t i, size_t count, uint64_t salt) {
-  const int n = plan.world_size;
-  float sum = 0;
-  switch (plan.collective) {
-    case Collective::kAllReduce:
-      for (int r = 0; r < n; ++r) sum += Input<float>(r, i, salt);
-      return sum;
-    case Collective::kReduceScatter:
-      for (int r = 0; r < n; ++r) sum += Input<float>(r, rank * count + i, salt);
-      return sum;
-    case Collective::kAllGather: return Input<float>(static_cast<int>(i / count), i % count, salt);
-    case Collective::kBroadcast: return Input<float>(plan.root, i, salt);
-  }
-  return sum;
+  return CollectiveOutput<float>(plan, rank, i, count, [salt](int r, size_t j) { return Input<float>(r, j, salt); });
 }
 
 absl::Status FillInputs(PlanWorld& w, size_t count, uint64_t salt) {

@@ -19,19 +19,7 @@ namespace vdev::channels::testing {
 // What rank `rank`'s output element i must be, from everyone's vdev::testing::Input<T>(r, j, salt).
 template <typename T>
 T Expected(const ProgramSpec& plan, int rank, size_t i, size_t count, uint64_t salt) {
-  const int n = plan.world_size;
-  T sum = 0;
-  switch (plan.collective) {
-    case Collective::kAllReduce:
-      for (int r = 0; r < n; ++r) sum += vdev::testing::Input<T>(r, i, salt);
-      return sum;
-    case Collective::kReduceScatter:
-      for (int r = 0; r < n; ++r) sum += vdev::testing::Input<T>(r, rank * count + i, salt);
-      return sum;
-    case Collective::kAllGather: return vdev::testing::Input<T>(static_cast<int>(i / count), i % count, salt);
-    case Collective::kBroadcast: return vdev::testing::Input<T>(plan.root, i, salt);
-  }
-  return sum;
+  return CollectiveOutput<T>(plan, rank, i, count, [salt](int r, size_t j) { return vdev::testing::Input<T>(r, j, salt); });
 }
 
 // One execution of `count` elements a segment on `exec`, every output element checked (in place:
