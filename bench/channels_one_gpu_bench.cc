@@ -14,9 +14,11 @@
 // --trace instead prints where one execution's time goes: each rank's block 0 stamps clock64() at
 // its start, after its prologue and after each op step (PlanLaunchArgs::trace), for the last call of
 // a graph of `iters` calls. --ports instead measures the port channels (copy engine and host proxy)
-// against memory channels: all_gather_port against all_gather, the same algorithm.
+// against memory channels: all_gather_port against all_gather, the same algorithm. --compiled adds
+// each plan compiled for its shape (internal/compiled_plan.h) beside the generic kernel, same sweep.
 //
-//   channels_one_gpu_bench [--iters 50] [--reps 7] [--csv FILE] [--dtype f32|f16|bf16] [--trace | --ports]
+//   channels_one_gpu_bench [--iters 50] [--reps 7] [--csv FILE] [--dtype f32|f16|bf16] [--compiled]
+//                          [--worlds 2,4,8] [--plans one_shot_push,one_shot,one_shot_ll] [--trace | --ports]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "channels/plan_world.h"
 #include "internal/allreduce_layout.h"
 #include "internal/cuda_kernels.h"
@@ -245,7 +248,9 @@ void Trace(int iters) {
 int main(int argc, char** argv) {
   int iters = 50, reps = 7;
   std::string csv_path;
-  bool ports = false, trace = false;
+  bool ports = false, trace = false, compiled = false;
+  std::vector<int> worlds = {2, 4, 8};
+  std::vector<std::string> plan_names = {"one_shot_push", "one_shot", "one_shot_ll"};
   DataType type = DataType::kF32;
   for (int i = 1; i < argc; ++i) {
     const bool valued = i + 1 < argc;
@@ -253,10 +258,17 @@ int main(int argc, char** argv) {
       trace = true;
     } else if (!std::strcmp(argv[i], "--ports")) {
       ports = true;
+    } else if (!std::strcmp(argv[i], "--compiled")) {
+      compiled = true;
     } else if (valued && !std::strcmp(argv[i], "--iters")) {
       iters = std::atoi(argv[++i]);
     } else if (valued && !std::strcmp(argv[i], "--reps")) {
       reps = std::atoi(argv[++i]);
+    } else if (valued && !std::strcmp(argv[i], "--worlds")) {
+      worlds.clear();
+      for (absl::string_view w : absl::StrSplit(argv[++i], ',')) worlds.push_back(std::atoi(std::string(w).c_str()));
+    } else if (valued && !std::strcmp(argv[i], "--plans")) {
+      plan_names = absl::StrSplit(argv[++i], ',');
     } else if (valued && !std::strcmp(argv[i], "--csv")) {
       csv_path = argv[++i];
     } else if (valued && !std::strcmp(argv[i], "--dtype") &&
@@ -266,7 +278,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: channels_one_gpu_bench [--iters N] [--reps N] [--csv FILE] [--dtype f32|f16|bf16] "
-                   "[--trace | --ports]\n");
+                   "[--compiled] [--worlds 2,4,8] [--plans A,B] [--trace | --ports]\n");
       return 2;
     }
   }
@@ -286,17 +298,23 @@ int main(int argc, char** argv) {
   const size_t sizes[] = {4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20};
   std::printf("# %s sums\n", std::string(vdev::DataTypeName(type)).c_str());
   std::printf("%-6s %-9s %-22s %-9s %10s\n", "world", "bytes", "variant", "instances", "us/call");
-  for (int world : {2, 4, 8}) {
+  for (int world : worlds) {
     HandWorld hand(world, kMaxBytes, type);
     std::map<std::string, std::unique_ptr<PlanWorld>> plans;
-    const std::vector<const char*> names = ports ? std::vector<const char*>{"all_gather", "all_gather_port"}
-                                                 : std::vector<const char*>{"one_shot_push", "one_shot", "one_shot_ll"};
-    for (const char* name : names) {
+    const std::vector<std::string> names =
+        ports ? std::vector<std::string>{"all_gather", "all_gather_port"} : plan_names;
+    for (const std::string& name : names) {
       auto plan = vdev::channels::ShippedPlan(name, world);
       Ok(plan.status(), name);
       auto w = PlanWorld::Create(*plan, kMaxBytes / elem, absl::Seconds(10), dtype);
       Ok(w.status(), name);
       plans[name] = std::move(*w);
+      if (compiled && plan->port_channels.empty()) {
+        auto c = PlanWorld::Create(*plan, kMaxBytes / elem, absl::Seconds(10), dtype);
+        Ok(c.status(), name);
+        Ok((*c)->UseCompiledKernels(), name);
+        plans[absl::StrCat("compiled:", name)] = std::move(*c);
+      }
     }
     for (size_t bytes : sizes) {
       const size_t count = bytes / elem;
@@ -316,15 +334,18 @@ int main(int argc, char** argv) {
         v.stream = [&hand](int r) { return hand.stream(r); };
         variants.push_back(std::move(v));
       }
-      for (auto& [name, w] : plans) {
-        for (int instances : ports ? std::vector<int>{1, 2, 4} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128}) {
+      for (auto& [key, w] : plans) {
+        const std::string name = w->plan().name;
+        const std::vector<int> sweep = ports ? std::vector<int>{1, 2, 4} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128};
+        Ok(w->Prepare(count, sweep), key);  // compiled plans: every kernel of this size, on every core
+        for (int instances : sweep) {
           auto fits = w->Fits(instances, true, count);
           if (!fits.ok() || !*fits) continue;
           const std::string family = name == "one_shot_ll" ? "one-shot-ll"
                                      : name == "one_shot"  ? "one-shot-zc"
                                      : ports               ? "all-gather"
                                                            : "one-shot";
-          Variant v{absl::StrCat("plan-", name), family, instances};
+          Variant v{absl::StrCat(w->compiled() ? "compiled-" : "plan-", name), family, instances};
           PlanWorld* pw = w.get();
           v.enqueue = [pw, count, instances](int r) { return pw->Enqueue(r, count, instances, true); };
           v.stream = [pw](int r) { return pw->stream(r); };
@@ -371,6 +392,9 @@ int main(int argc, char** argv) {
       }
       for (auto [plan, ref] : {std::pair{"plan-one_shot_push", "hand-1shot"}, std::pair{"plan-one_shot", "hand-1shot-zc"},
                                std::pair{"plan-one_shot_ll", "hand-1shot-ll"},
+                               std::pair{"compiled-one_shot_push", "hand-1shot"},
+                               std::pair{"compiled-one_shot", "hand-1shot-zc"},
+                               std::pair{"compiled-one_shot_ll", "hand-1shot-ll"},
                                std::pair{"plan-all_gather_port", "plan-all_gather"}}) {
         if (!best.count(plan) || !best.count(ref)) continue;
         std::printf("ratio  world %d %8zu B  %-18s / %-13s = %.3f  (%.2f vs %.2f us, %d instances)\n", world, bytes,

@@ -45,6 +45,29 @@ for stage in $STAGES; do
       # bench_again: the same run a second time, for the spread between two runs of one version.
       timeout 200 bin/channels_one_gpu_bench --csv "$OUT/channels_$stage.csv" 2>&1 | tee "$OUT/channels_$stage.log" \
         | grep -E "^ratio|rror" ;;
+    compiled_test)
+      # Compiled plans (internal/compiled_plan.h): exact on every world, taking turns with the generic
+      # kernel, a timeout reported alike; the NVRTC they need (packed lib/, the toolkit's headers).
+      ls -l lib/libnvrtc* /usr/local/cuda/include/cuda_fp16.h 2>&1 | tee "$OUT/channels_nvrtc.log"
+      timeout ${COMPILED_TEST_TIMEOUT_S:-500} bin/channels_cuda_one_gpu_test --gtest_filter='*Compiled*:*TakeTurns*:*HalfTypes*' 2>&1 \
+        | tee "$OUT/channels_compiled_test.log" | grep -E "OK \]|FAILED|Failure|rror" ;;
+    executor_compiled)
+      # CudaPlanExecutor with PlanKernel::kCompiled: worker processes (2..8) sharing GPU 0, each
+      # compiling its rank's kernels, every shipped plan against the host executor.
+      timeout 200 bin/channels_cuda_executor_test --gtest_filter='*Compiled*' 2>&1 \
+        | tee "$OUT/channels_executor_compiled.log" | grep -E "OK \]|FAILED|Failure|rror|SKIP" ;;
+    sanitize_compiled)
+      # memcheck and racecheck of compiled plans (every rank in one process), small counts.
+      for tool in memcheck racecheck; do
+        VDEV_ONE_GPU_MAX_COUNT=4099 VDEV_PLAN_WORLD_TIMEOUT_S=60 timeout 120 compute-sanitizer --tool $tool \
+          bin/channels_cuda_one_gpu_test \
+          --gtest_filter='*ExactCompiled/world2:*ExactCompiled/world3' 2>&1 \
+          | tee "$OUT/channels_sanitize_compiled_$tool.log" | grep -E "OK \]|FAILED|ERROR SUMMARY|RACECHECK SUMMARY|Hazard"
+      done ;;
+    compiled_bench)
+      # The plans compiled for each shape beside the generic kernel and the hand-written kernels.
+      timeout ${COMPILED_BENCH_TIMEOUT_S:-500} bin/channels_one_gpu_bench --compiled --csv "$OUT/channels_compiled_bench.csv" 2>&1 \
+        | tee "$OUT/channels_compiled_bench.log" | grep -E "^ratio|rror" ;;
     bench_f16|bench_bf16)
       # The same benchmark summing f16 or bf16 (the hand-written kernels and the plans alike).
       timeout 200 bin/channels_one_gpu_bench --dtype ${stage#bench_} --csv "$OUT/channels_$stage.csv" 2>&1 \

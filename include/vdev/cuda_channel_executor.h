@@ -1,6 +1,7 @@
 // Running execution plans (vdev/channel_plan.h) on GPUs: one worker process per GPU (or several
 // sharing one), each rank's region from a CUDA IPCAllocator, every execution one launch of the
-// generic plan kernel (docs/channels.md, "The CUDA executor") on the caller's stream. The plans and
+// generic plan kernel or of the plan compiled for its shape (PlanKernel below; docs/channels.md,
+// "The CUDA executor", "Compiled plans") on the caller's stream. The plans and
 // their results are those of the host executor (vdev/channel_executor.h): every reduce sums in f32
 // and rounds once, so both executors give the same bits.
 //
@@ -33,6 +34,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -43,6 +45,16 @@
 #include "vdev/session.h"
 
 namespace vdev::channels {
+namespace internal {
+struct PlanLaunchArgs;
+}  // namespace internal
+
+// Which kernel runs a plan: the generic kernel, which walks the plan's ops; or the plan compiled
+// for each shape (count, type, instances) at run time with NVRTC into a kernel of its own, the
+// same steps with every op a constant of its code (docs/channels.md, "Compiled plans"): faster,
+// but each new count costs a compilation (~0.2-0.6 s) at its first Execute unless Precompile'd.
+// Plans with port channels always run on the generic kernel.
+enum class PlanKernel { kGeneric, kCompiled };
 
 class CudaPlanExecutor {
  public:
@@ -53,7 +65,8 @@ class CudaPlanExecutor {
   // block, up to 32; for plans with LL packets about 1 KB, up to 128.
   static absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> Create(Session& session, IPCAllocator& allocator,
                                                                   ProgramSpec plan, size_t max_count, DataType type,
-                                                                  int instances = 0);
+                                                                  int instances = 0,
+                                                                  PlanKernel kernel = PlanKernel::kGeneric);
   // `strategy="plan:NAME"`: the shipped plan NAME for the session's world size (NotFound for an
   // unknown name, InvalidArgument for a malformed one).
   static absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> ForStrategy(Session& session, IPCAllocator& allocator,
@@ -73,6 +86,9 @@ class CudaPlanExecutor {
   // the result stays there until the next Execute is enqueued.
   void* input() const;
   void* output() const;
+  // PlanKernel::kCompiled: compiles now the kernels that executions of these counts will run, on
+  // every core at once (no-op for the generic kernel).
+  absl::Status Precompile(const std::vector<size_t>& counts);
   // A wait of an earlier execution that timed out, once the stream has reached it.
   absl::Status CheckErrors();
 
@@ -82,6 +98,8 @@ class CudaPlanExecutor {
 
  private:
   CudaPlanExecutor() = default;
+  // The launch arguments of an execution of `count` elements per segment.
+  internal::PlanLaunchArgs ArgsFor(size_t count) const;
   Session* session_ = nullptr;
   ProgramSpec plan_;
   std::unique_ptr<State> state_;

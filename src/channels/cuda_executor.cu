@@ -19,40 +19,11 @@ namespace {
 
 using ::vdev::internal::FollowPreviousGrid;
 
-// Where chunk reference c starts (scratch: in half 0).
-__device__ char* At(const PlanLaunchArgs& a, const DeviceRef& c) {
-  char* region = a.regions[c.rank];
-  char* base = region + (c.buffer == kDevInput    ? a.layout.input
-                         : c.buffer == kDevOutput ? a.layout.output
-                                                  : a.layout.scratch[0]);
-  if (c.packets) return base + 16 * PacketLine(a.count, a.chunks_per_segment, c.index, a.elem);
-  return base + ChunkBegin(a.count, a.chunks_per_segment, c.index) * a.elem;
-}
-
-// Resolves op `op` for instance `instance` (one thread per op).
+// Resolves op `op` for instance `instance` (one thread per op). Not inlined: the kernel's
+// registers are for its steps.
 template <int S>
 __device__ __noinline__ void Resolve(const PlanLaunchArgs& a, int instance, const DeviceOp& op, ResolvedOp<S>* out) {
-  ResolvedOp<S> r{};
-  static_cast<OpControl&>(r) = op;
-  const int tag = op.tag * a.instances + instance;
-  if (op.kind == kDevSignal) {
-    r.word = a.semaphores[op.peer] + tag * kMaxWorkers + a.rank;
-  } else if (op.kind == kDevPortSignal || (op.kind == kDevPortPut && (op.port & kDevWithSignal))) {
-    r.word = a.port_semaphores[op.peer] + tag * kMaxWorkers + a.rank;
-  } else if (op.kind == kDevWait) {
-    r.word = ((op.port & kDevPortSemaphore) ? a.port_semaphores : a.semaphores)[a.rank] + tag * kMaxWorkers + op.peer;
-  }
-  if (op.nsrcs > 0) {
-    const int parts = op.parts * a.instances, part = op.part * a.instances + instance;
-    const Range whole = ChunkBytes(a.count, a.chunks_per_segment, op.dst.index, op.dst.count, a.elem);
-    const Range p = PartOf(whole.size(), part, parts);
-    r.bytes = p.size();
-    r.dst = At(a, op.dst) + (op.dst.packets ? 2 * p.begin : p.begin);
-    for (int j = 0; j < op.nsrcs && j < S; ++j) {
-      r.src[j] = At(a, op.srcs[j]) + (op.srcs[j].packets ? 2 * p.begin : p.begin);
-    }
-  }
-  *out = r;
+  *out = ResolveOp<S>(a, instance, op);
 }
 
 // The key of a block's resolved ops: what they depend on besides the plan and the regions (never 0,
@@ -94,39 +65,6 @@ __device__ __forceinline__ void PrefetchFirstSources(const ResolvedOp<S>& op) {
     if (j >= op.nsrcs || (op.packets >> j & 1) || (op.scratch >> (j + 1) & 1)) continue;
     for (const uint64_t o : {uint64_t{8} * threadIdx.x, uint64_t{16} * threadIdx.x}) {
       if (o < op.bytes) PrefetchL1(op.src[j] + o);
-    }
-  }
-}
-
-// The stale-packet sweep of execution `call` (layout.h, PacketSweepSlice): the grid's threads zero
-// its slice of the rank's own scratch half but for the spans this execution's ops touch
-// (a.spares). Run after the block's ops: while it runs, only those spans are written.
-__device__ __noinline__ void SweepStalePackets(const PlanLaunchArgs& a, uint64_t call) {
-  __shared__ uint64_t span_begin[kMaxSweepSpares], span_end[kMaxSweepSpares];
-  const Range slice = PacketSweepSlice(call, a.layout.scratch[1] - a.layout.scratch[0]);
-  if (slice.size() == 0) return;
-  if (static_cast<int>(threadIdx.x) < a.num_spares) {
-    const DeviceRef& c = a.spares[threadIdx.x];
-    const Range span = ScratchSpan(a.count, a.chunks_per_segment, c.index, c.count, c.packets != 0, a.elem);
-    span_begin[threadIdx.x] = span.begin;
-    span_end[threadIdx.x] = span.end;
-  }
-  __syncthreads();
-  auto spared = [&](uint64_t begin, uint64_t end) {
-    for (int k = 0; k < a.num_spares; ++k) {
-      if (span_begin[k] < end && begin < span_end[k]) return true;
-    }
-    return false;
-  };
-  char* half = a.regions[a.rank] + a.layout.scratch[call & 1];
-  const uint64_t stride = 16ull * gridDim.x * blockDim.x;
-  for (uint64_t u = slice.begin + 16ull * (blockIdx.x * blockDim.x + threadIdx.x); u < slice.end; u += stride) {
-    if (!spared(u, u + 16)) {
-      *reinterpret_cast<uint4*>(half + u) = make_uint4(0, 0, 0, 0);
-      continue;
-    }
-    for (uint64_t b = u; b < u + 16; ++b) {  // a span's edge (data spans end on any element)
-      if (!spared(b, b + 1)) half[b] = 0;
     }
   }
 }
@@ -231,13 +169,7 @@ __global__ void __launch_bounds__(kThreads, 1) RunPlanKernel(const __grid_consta
   // The sweep's own test first: most executions then call nothing.
   if (a.num_spares > 0 && SweepsPackets(call)) SweepStalePackets(a, call);
   if (a.trace != nullptr) Stamp(a, call, kTraceEndNs, static_cast<long long>(GlobalTimer()));
-  // Block b advances the counters congruent to b modulo the grid, so all of them stay equal whatever
-  // grid (instances) the next execution uses: after a barrier (every thread of the block has read
-  // its counter); the next grid reads them once this one has finished (griddepcontrol.wait).
-  __syncthreads();
-  for (int c = blockIdx.x + threadIdx.x * gridDim.x; c < kMaxPlanBlocks; c += blockDim.x * gridDim.x) {
-    a.counters[c] = call;
-  }
+  AdvanceEpochCounters(a, call);
 }
 
 // The kernel instance for the element type, the plan's widest reduce (fewer registers for fewer
@@ -273,7 +205,7 @@ size_t ResolvedTableBytes(int max_srcs, int max_tb_ops) {
 
 const void* PlanKernel(const PlanLaunchArgs& args) { return reinterpret_cast<const void*>(KernelFor(args)); }
 
-cudaError_t LaunchPlan(const PlanLaunchArgs& args, cudaStream_t stream, bool programmatic) {
+cudaError_t LaunchPlan(const PlanLaunchArgs& args, cudaStream_t stream, bool programmatic, const void* kernel) {
   if (args.tbs <= 0) return cudaSuccess;
   if (args.uses_ports &&
       (args.port_fifo == nullptr || args.port_tickets == nullptr || args.port_semaphores[args.rank] == nullptr)) {
@@ -289,7 +221,9 @@ cudaError_t LaunchPlan(const PlanLaunchArgs& args, cudaStream_t stream, bool pro
   config.stream = stream;
   config.attrs = &overlap;
   config.numAttrs = programmatic ? 1 : 0;
-  return cudaLaunchKernelEx(&config, KernelFor(args), args);
+  if (kernel == nullptr) return cudaLaunchKernelEx(&config, KernelFor(args), args);
+  void* params[] = {const_cast<PlanLaunchArgs*>(&args)};
+  return cudaLaunchKernelExC(&config, kernel, params);
 }
 
 }  // namespace vdev::channels::internal

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "internal/compiled_plan.h"
 #include "internal/cuda_plan.h"
 #include "internal/cuda_proxy.h"
 #include "internal/packet_sweep.h"
@@ -32,6 +33,7 @@ struct CudaPlanExecutor::State {
   bool packets = false;    // the plan sends LL packets (InstancesFor)
   std::unique_ptr<internal::MappedChannelError> error;
   std::unique_ptr<internal::PortEndpoint> ports;  // port plans
+  std::unique_ptr<internal::CompiledPlan> compiled;  // PlanKernel::kCompiled
 
   ~State() {
     if (region != nullptr) {
@@ -39,6 +41,7 @@ struct CudaPlanExecutor::State {
       cudaDeviceSynchronize();  // no launch of this executor may still run
     }
     ports.reset();
+    compiled.reset();
     plan.Free();
     if (region != nullptr) allocator->Free(region);
   }
@@ -73,7 +76,8 @@ int InstancesFor(size_t segment_bytes, int tbs, int most, bool packets) {
 
 absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Session& session, IPCAllocator& allocator,
                                                                             ProgramSpec plan, size_t max_count,
-                                                                            DataType type, int instances) {
+                                                                            DataType type, int instances,
+                                                                            PlanKernel kernel) {
   VDEV_RETURN_IF_ERROR(internal::CheckPlanForSession(plan, session));
   if (allocator.backend() != MemoryBackend::kCuda) {
     return absl::InvalidArgumentError("the CUDA plan executor needs a CUDA IPC allocator");
@@ -113,6 +117,10 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
   s.device = where.device;
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
   VDEV_RETURN_IF_ERROR(s.plan.Upload(plan, me));
+  if (kernel == PlanKernel::kCompiled && !s.plan.uses_ports) {
+    VDEV_ASSIGN_OR_RETURN(internal::FlatPlan flat, internal::FlattenPlan(plan, me));
+    VDEV_ASSIGN_OR_RETURN(s.compiled, internal::CompiledPlan::Create(std::move(flat), me, plan.chunks_per_segment));
+  }
   VDEV_ASSIGN_OR_RETURN(s.error, internal::MappedChannelError::Create());
   internal::PlanLaunchArgs& a = s.args;
   a = s.plan.LaunchArgs();
@@ -169,10 +177,8 @@ absl::Status CudaPlanExecutor::Execute(const void* in, void* out, size_t count, 
   if (count == 0 || count > s.max_count) {
     return absl::InvalidArgumentError(absl::StrCat("count ", count, ": this executor takes 1..", s.max_count));
   }
-  internal::PlanLaunchArgs a = s.args;
-  a.count = count;
+  const internal::PlanLaunchArgs a = ArgsFor(count);
   const size_t elem = static_cast<size_t>(a.elem);
-  a.instances = s.instances > 0 ? s.instances : InstancesFor(count * elem, a.tbs, s.most_instances, s.packets);
   const size_t in_bytes = count * elem * static_cast<size_t>(InputSegments(plan_.collective, plan_.world_size));
   const size_t out_bytes = count * elem * static_cast<size_t>(OutputSegments(plan_.collective, plan_.world_size));
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
@@ -184,9 +190,37 @@ absl::Status CudaPlanExecutor::Execute(const void* in, void* out, size_t count, 
   // Programmatic only after the caller's own work: the kernel reads its input after
   // griddepcontrol.wait, which waits for the stream's previous kernel; a copy in front of it is
   // no kernel to overlap.
-  VDEV_RETURN_IF_ERROR(CudaStatus(internal::LaunchPlan(a, stream, /*programmatic=*/!copy_in), "launching the plan kernel"));
+  const void* kernel = nullptr;  // the generic kernel
+  if (s.compiled != nullptr) {
+    VDEV_ASSIGN_OR_RETURN(kernel, s.compiled->Kernel(a));
+  }
+  VDEV_RETURN_IF_ERROR(
+      CudaStatus(internal::LaunchPlan(a, stream, /*programmatic=*/!copy_in, kernel), "launching the plan kernel"));
   if (!copy_out || out_bytes == 0) return absl::OkStatus();
   return CudaStatus(cudaMemcpyAsync(out, output(), out_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+}
+
+internal::PlanLaunchArgs CudaPlanExecutor::ArgsFor(size_t count) const {
+  const State& s = *state_;
+  internal::PlanLaunchArgs a = s.args;
+  a.count = count;
+  a.instances = s.instances > 0 ? s.instances
+                                : InstancesFor(count * static_cast<size_t>(a.elem), a.tbs, s.most_instances, s.packets);
+  return a;
+}
+
+absl::Status CudaPlanExecutor::Precompile(const std::vector<size_t>& counts) {
+  State& s = *state_;
+  if (s.compiled == nullptr) return absl::OkStatus();
+  std::vector<internal::PlanLaunchArgs> launches;
+  for (const size_t count : counts) {
+    if (count == 0 || count > s.max_count) {
+      return absl::InvalidArgumentError(absl::StrCat("count ", count, ": this executor takes 1..", s.max_count));
+    }
+    launches.push_back(ArgsFor(count));
+  }
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
+  return s.compiled->Prepare(launches);
 }
 
 void* CudaPlanExecutor::input() const {

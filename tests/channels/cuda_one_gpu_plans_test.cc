@@ -1,6 +1,7 @@
 // The CUDA plan executor with 2..8 ranks sharing one GPU (PlanWorld): every shipped plan exact at
 // odd and large sizes (f32; f16 and bf16 with the host executor's rounding), with 1 and several
-// instances, under programmatic launch (port channels through each rank's PortProxy); many
+// instances, under programmatic launch (port channels through each rank's PortProxy), on the
+// generic kernel and compiled for each shape (internal/compiled_plan.h); many
 // executions enqueued back to back; a rank that never launches reported by rank, thread block and
 // op. What it cannot check: NVLink's ordering (same-GPU traffic goes through one L2) and speed (the
 // benchmark bench/channels_one_gpu_bench compares with the hand-written kernels).
@@ -140,28 +141,67 @@ TEST_P(CudaPlansOneGpuTest, StalePacketLinesNeverPassForNewAcrossTheFlagsPeriod)
   EXPECT_TRUE(s.ok()) << s;
 }
 
-TEST_P(CudaPlansOneGpuTest, EveryShippedPlanIsExact) {
-  REQUIRE_A_GPU();
-  const int world = GetParam();
+// Every shipped plan at odd sizes with 1 and 4 instances; `compiled`: the plans compiled for each
+// shape (internal/compiled_plan.h; port plans stay on the generic kernel) instead of the generic kernel.
+void EveryShippedPlanIsExact(int world, bool compiled) {
   // 1 MB and a ragged tail; VDEV_ONE_GPU_MAX_COUNT lowers it (the sanitizer runs).
   const char* cap = std::getenv("VDEV_ONE_GPU_MAX_COUNT");
   const size_t max_count = cap != nullptr ? std::strtoull(cap, nullptr, 10) : 262147;
+  // Compiled: fewer counts, as each is a kernel of its own (~0.3 s to compile per rank).
+  const std::vector<size_t> counts = compiled ? std::vector<size_t>{1, static_cast<size_t>(world + 1), 1001, max_count}
+                                              : std::vector<size_t>{1, 3, static_cast<size_t>(world + 1), 1001, 4096, max_count};
   uint64_t salt = 0;
   for (const std::string& name : PlansToRun()) {
     absl::StatusOr<ProgramSpec> plan = ShippedPlan(name, world);
     ASSERT_TRUE(plan.ok()) << plan.status();
+    if (compiled && !plan->port_channels.empty()) continue;
     absl::StatusOr<std::unique_ptr<PlanWorld>> w = PlanWorld::Create(*plan, max_count);
     ASSERT_TRUE(w.ok()) << w.status();
+    if (compiled) {
+      ASSERT_TRUE((*w)->UseCompiledKernels().ok());
+      for (size_t count : counts) ASSERT_TRUE((*w)->Prepare(count, {1, 4}).ok());
+    }
     for (int instances : {1, 4}) {
       absl::StatusOr<bool> fits = (*w)->Fits(instances, true, max_count);
       ASSERT_TRUE(fits.ok()) << fits.status();
       ASSERT_TRUE(*fits) << name << " world " << world << " instances " << instances;
-      for (size_t count : {size_t{1}, size_t{3}, static_cast<size_t>(world + 1), size_t{1001}, size_t{4096},
-                           max_count}) {
+      for (size_t count : counts) {
         absl::Status s = RunOnce(**w, count, instances, ++salt);
         ASSERT_TRUE(s.ok()) << s;
       }
     }
+  }
+}
+
+TEST_P(CudaPlansOneGpuTest, EveryShippedPlanIsExact) {
+  REQUIRE_A_GPU();
+  EveryShippedPlanIsExact(GetParam(), /*compiled=*/false);
+}
+
+TEST_P(CudaPlansOneGpuTest, EveryShippedPlanIsExactCompiled) {
+  REQUIRE_A_GPU();
+  EveryShippedPlanIsExact(GetParam(), /*compiled=*/true);
+}
+
+// Executions on the generic kernel and compiled ones in turn, of varying sizes and instances, enqueued
+// back to back: both keep the same epoch counters, semaphore counts, packet flags and scratch halves.
+TEST_P(CudaPlansOneGpuTest, CompiledAndGenericExecutionsTakeTurns) {
+  REQUIRE_A_GPU();
+  const int world = GetParam();
+  for (const char* name : {"one_shot_ll", "one_shot", "two_shot"}) {
+    absl::StatusOr<std::unique_ptr<PlanWorld>> w = PlanWorld::Create(*ShippedPlan(name, world), 70000);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE((*w)->UseCompiledKernels().ok());
+    ASSERT_TRUE(FillInputs(**w, 70000, 9).ok());
+    for (int call = 0; call < 60; ++call) {
+      const size_t count = call == 59 ? 70000 : 1 + (call % 6) * 9973;
+      (*w)->set_use_compiled(call % 2 == 1);
+      for (int r = 0; r < world; ++r) ASSERT_TRUE((*w)->Enqueue(r, count, 1 + call % 3, true).ok());
+    }
+    absl::Status s = (*w)->Synchronize();
+    ASSERT_TRUE(s.ok()) << s;
+    s = CheckOutputs(**w, 70000, 9, name);
+    EXPECT_TRUE(s.ok()) << s;
   }
 }
 
@@ -281,11 +321,14 @@ TEST_P(CudaPlansOneGpuTest, HalfTypesSumInF32AndRoundOnce) {
   REQUIRE_A_GPU();
   const int world = GetParam();
   uint64_t salt = 100;
+  int nth = 0;
   for (DataType type : {DataType::kF16, DataType::kBF16}) {
     const int dtype = type == DataType::kF16 ? internal::kDevF16 : internal::kDevBF16;
     for (const std::string& name : PlansToRun()) {
       absl::StatusOr<std::unique_ptr<PlanWorld>> w = PlanWorld::Create(*ShippedPlan(name, world), 4099, absl::Seconds(10), dtype);
       ASSERT_TRUE(w.ok()) << w.status();
+      // Every other plan compiled (internal/compiled_plan.h), port plans aside.
+      if (++nth % 2 == 0 && (*w)->plan().port_channels.empty()) ASSERT_TRUE((*w)->UseCompiledKernels().ok());
       for (int instances : {1, 3}) {
         for (size_t count : {size_t{1}, size_t{3}, size_t{1001}, size_t{4099}}) {
           absl::Status s = RunHalfOnce(**w, type, count, instances, ++salt);
@@ -304,6 +347,18 @@ TEST(CudaPlansOneGpuTest, RankThatNeverLaunchesIsReportedByRankThreadBlockAndOp)
   absl::StatusOr<std::unique_ptr<PlanWorld>> w =
       PlanWorld::Create(*ShippedPlan("one_shot", 2), 16, absl::Milliseconds(200));
   ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_TRUE((*w)->Enqueue(0, 16, 1, false).ok());
+  absl::Status s = (*w)->Synchronize();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("rank 0 tb 0 op 1 waiting for rank 1"));
+}
+
+TEST(CudaPlansOneGpuTest, RankThatNeverLaunchesIsReportedByACompiledPlanAsByTheGenericKernel) {
+  REQUIRE_A_GPU();
+  absl::StatusOr<std::unique_ptr<PlanWorld>> w =
+      PlanWorld::Create(*ShippedPlan("one_shot", 2), 16, absl::Milliseconds(200));
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_TRUE((*w)->UseCompiledKernels().ok());
   ASSERT_TRUE((*w)->Enqueue(0, 16, 1, false).ok());
   absl::Status s = (*w)->Synchronize();
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);

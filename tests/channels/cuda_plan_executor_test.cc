@@ -59,7 +59,8 @@ struct Worker {
   }
 };
 
-absl::Status SameAsHost(Session& s) {
+// `kernel`: PlanKernel::kCompiled runs every plan but the port one compiled (docs/channels.md).
+absl::Status SameAsHost(Session& s, PlanKernel kernel) {
   VDEV_ASSIGN_OR_RETURN(Worker w, Worker::Make(s));
   const size_t max_count = 4099;
   int salt = 0;
@@ -68,14 +69,15 @@ absl::Status SameAsHost(Session& s) {
     const size_t in_segments = InputSegments(plan.collective, s.world_size());
     const size_t out_segments = OutputSegments(plan.collective, s.world_size());
     for (DataType type : {DataType::kF32, DataType::kBF16}) {
-      VDEV_ASSIGN_OR_RETURN(auto gpu, CudaPlanExecutor::Create(s, *w.gpu, plan, max_count, type));
+      VDEV_ASSIGN_OR_RETURN(auto gpu, CudaPlanExecutor::Create(s, *w.gpu, plan, max_count, type, 0, kernel));
       VDEV_ASSIGN_OR_RETURN(auto host, HostPlanExecutor::Create(s, *w.host, plan, max_count, type));
+      VDEV_RETURN_IF_ERROR(gpu->Precompile({1, 3, 1001, max_count}));
       const size_t elem = DataTypeSize(type);
       void* in = nullptr;
       void* out = nullptr;
       VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&in, max_count * in_segments * elem)));
       VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&out, max_count * out_segments * elem)));
-      for (size_t count : {size_t{1}, size_t{3}, size_t{1001}, max_count}) {
+      for (size_t count : {size_t{1}, size_t{3}, size_t{1001}, max_count}) {  // as precompiled
         const std::vector<char> input = Inputs(type, s.rank(), count * in_segments, ++salt);
         std::vector<char> want(count * out_segments * elem), got(want.size());
         VDEV_RETURN_IF_ERROR(host->Execute(input.data(), want.data(), count));
@@ -214,7 +216,12 @@ class CudaPlanExecutorWorldsTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(CudaPlanExecutorWorldsTest, EveryShippedPlanMatchesTheHostExecutor) {
   REQUIRE_GPUS(1);
-  ExpectAllOk(RunWorkers(GetParam(), UniqueSessionId(), SameAsHost));
+  ExpectAllOk(RunWorkers(GetParam(), UniqueSessionId(), [](Session& s) { return SameAsHost(s, PlanKernel::kGeneric); }));
+}
+
+TEST_P(CudaPlanExecutorWorldsTest, EveryShippedPlanCompiledMatchesTheHostExecutor) {
+  REQUIRE_GPUS(1);
+  ExpectAllOk(RunWorkers(GetParam(), UniqueSessionId(), [](Session& s) { return SameAsHost(s, PlanKernel::kCompiled); }));
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, CudaPlanExecutorWorldsTest, ::testing::Range(2, 9),

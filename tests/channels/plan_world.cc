@@ -1,6 +1,7 @@
 // PlanWorld: N ranks of a channel plan on one GPU (see plan_world.h).
 #include "channels/plan_world.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -87,14 +88,23 @@ PlanWorld::~PlanWorld() {
 }
 
 absl::StatusOr<bool> PlanWorld::Fits(int instances, bool programmatic, size_t count) const {
-  int per_sm = 0;
-  const int threads = internal::PlanThreads(Args(0, count, instances));
-  VDEV_RETURN_IF_ERROR(
-      Cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, internal::PlanKernel(Args(0, count, instances)), threads, 0)));
   int64_t blocks = 0;
   for (const auto& tbs : plan_.ranks) {
     if (static_cast<int64_t>(tbs.size()) * instances > internal::kMaxPlanBlocks) return false;
     blocks += static_cast<int64_t>(tbs.size()) * instances;
+  }
+  // Compiled, each rank's kernel is its own, with registers of its own: the fewest blocks an SM
+  // holds of any of them.
+  int per_sm = 0;
+  for (int r = 0; r < (compiled() ? world() : 1); ++r) {
+    const internal::PlanLaunchArgs a = Args(r, count, instances);
+    const void* kernel = internal::PlanKernel(a);
+    if (compiled()) {
+      VDEV_ASSIGN_OR_RETURN(kernel, ranks_[r].compiled->Kernel(a));
+    }
+    int fit = 0;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, internal::PlanThreads(a), 0)));
+    per_sm = r == 0 ? fit : std::min(per_sm, fit);
   }
   return blocks * (programmatic ? 2 : 1) <= int64_t{per_sm} * sms_;
 }
@@ -127,7 +137,38 @@ internal::PlanLaunchArgs PlanWorld::Args(int rank, size_t count, int instances) 
 
 absl::Status PlanWorld::Enqueue(int rank, size_t count, int instances, bool programmatic) {
   if (ranks_[rank].device.tbs * instances > internal::kMaxPlanBlocks) return absl::InvalidArgumentError("too many blocks");
-  return Cuda(internal::LaunchPlan(Args(rank, count, instances), ranks_[rank].stream, programmatic));
+  const internal::PlanLaunchArgs a = Args(rank, count, instances);
+  const void* kernel = nullptr;
+  if (compiled()) {
+    VDEV_ASSIGN_OR_RETURN(kernel, ranks_[rank].compiled->Kernel(a));
+  }
+  return Cuda(internal::LaunchPlan(a, ranks_[rank].stream, programmatic, kernel));
+}
+
+absl::Status PlanWorld::UseCompiledKernels() {
+  for (int r = 0; r < world(); ++r) {
+    VDEV_ASSIGN_OR_RETURN(internal::FlatPlan flat, internal::FlattenPlan(plan_, r));
+    VDEV_ASSIGN_OR_RETURN(ranks_[r].compiled,
+                          internal::CompiledPlan::Create(std::move(flat), r, plan_.chunks_per_segment));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PlanWorld::Prepare(size_t count, const std::vector<int>& instances) {
+  if (!compiled()) return absl::OkStatus();
+  // Every rank at once (each compiles its shapes on threads of its own).
+  std::vector<absl::Status> done(world());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world(); ++r) {
+    std::vector<internal::PlanLaunchArgs> launches;
+    for (const int i : instances) {
+      if (ranks_[r].device.tbs * i <= internal::kMaxPlanBlocks) launches.push_back(Args(r, count, i));
+    }
+    threads.emplace_back([this, r, launches, &done] { done[r] = ranks_[r].compiled->Prepare(launches); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : done) VDEV_RETURN_IF_ERROR(s);
+  return absl::OkStatus();
 }
 
 absl::Status PlanWorld::Synchronize() {

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "internal/compiled_plan.h"
 #include "internal/cuda_plan.h"
 #include "internal/cuda_proxy.h"
 #include "vdev/channel_program.h"
@@ -35,6 +36,13 @@ class PlanWorld {
   // Enqueues rank `rank`'s execution for `count` elements per segment.
   internal::PlanLaunchArgs Args(int rank, size_t count, int instances) const;
   absl::Status Enqueue(int rank, size_t count, int instances, bool programmatic);
+  // From now on every rank runs its plan compiled (internal/compiled_plan.h) instead of on the
+  // generic kernel; Prepare compiles the kernels of shapes to come beforehand.
+  absl::Status UseCompiledKernels();
+  absl::Status Prepare(size_t count, const std::vector<int>& instances);
+  // After UseCompiledKernels: whether the next executions run compiled (true) or on the generic kernel.
+  void set_use_compiled(bool on) { use_compiled_ = on; }
+  bool compiled() const { return use_compiled_ && !ranks_.empty() && ranks_[0].compiled != nullptr; }
   // Rank `rank`'s launches stamp into `trace` (device memory, kPlanTraceSlots per block; null: none).
   void set_trace(int rank, long long* trace) { ranks_[rank].trace = trace; }
   float* Input(int rank) const { return reinterpret_cast<float*>(ranks_[rank].region + layout_.input); }
@@ -58,6 +66,7 @@ class PlanWorld {
     cudaStream_t stream = nullptr;
     long long* trace = nullptr;
     std::unique_ptr<internal::PortEndpoint> ports;  // plans with port channels
+    std::unique_ptr<internal::CompiledPlan> compiled;  // UseCompiledKernels
   };
   PlanWorld() = default;
 
@@ -66,6 +75,7 @@ class PlanWorld {
   std::vector<Rank> ranks_;
   absl::Duration timeout_;
   int sms_ = 0;
+  bool use_compiled_ = true;
   int dtype_ = internal::kDevF32;
   int elem_ = 4;
   std::unique_ptr<internal::MappedChannelError> error_;

@@ -1,12 +1,12 @@
 // The plan kernel's view of one op and of its own block (cuda_executor.cu): ops resolved for this
 // block, their operands in one execution, and the block's failure and timeout state. Device code,
-// included by cuda_executor.cu alone.
+// included by cuda_executor.cu and by compiled plans (internal/compiled_plan.h).
 #ifndef VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_BLOCK_CUH_
 #define VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_BLOCK_CUH_
 
 #include <cuda_runtime.h>
 
-#include "internal/cuda_plan.h"
+#include "internal/cuda_plan_args.h"
 #include "src/runtime/internal/cuda_elem.cuh"
 #include "src/runtime/internal/cuda_sync.cuh"
 
@@ -36,22 +36,6 @@ __device__ __forceinline__ void RaiseRelease(uint64_t* p, uint64_t v) {
 __device__ __forceinline__ void RaiseRelaxed(uint64_t* p, uint64_t v) {
   asm volatile("red.relaxed.sys.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-
-// One op as a block runs it, resolved into shared memory: every pointer advanced to this block's
-// part (scratch pointers into half 0; OpControl::scratch marks them, and an odd execution adds the
-// distance to half 1); for a signal or wait the semaphore word (its place among its semaphore's
-// signals, k of per_call, comes with the OpControl, as do the sources read as packets). Nothing in it
-// depends on the execution, so a block resolves its ops once per (count, instances, element size)
-// and keeps them in device memory (PlanLaunchArgs::table): a later execution of the same shape
-// copies them into shared memory with one round trip instead of walking the plan. The op loop then
-// reads nothing but this.
-template <int S>
-struct alignas(16) ResolvedOp : OpControl {
-  char* dst;
-  const char* src[S];
-  uint64_t bytes;       // data bytes of this block's part
-  uint64_t* word;       // signals, waits, port signals: the semaphore word
-};
 
 // The operands of one op in this execution: its resolved pointers with the scratch half applied.
 template <int S>
@@ -127,7 +111,8 @@ struct Block {
   // Waits until every lane that arrives here with this one holds a complete packet line in *v
   // (reloading `line` while its own is not): the lanes poll as one, a vote per reload, as the
   // hand-written LL kernels do. False when the wait timed out (recorded) or the block gave up.
-  __device__ bool AwaitLine(const char* line, int peer, uint4* v) const {
+  __device__ __forceinline__
+  bool AwaitLine(const char* line, int peer, uint4* v) const {
     const unsigned lanes = __activemask();
     bool ok = Complete(*v);
     if (__all_sync(lanes, ok)) return true;

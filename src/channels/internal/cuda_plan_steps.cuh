@@ -1,7 +1,7 @@
 // The steps of the plan kernel (cuda_executor.cu): copies and sums (f32, f16, bf16: in f32), LL packet sends and sums,
 // signals and waits, fused runs of puts, and port requests to the rank's proxy. Each is run by every
 // thread of a block (signals and waits: one thread each; port requests: thread 0). Device code,
-// included by cuda_executor.cu alone.
+// included by cuda_executor.cu and by compiled plans (internal/compiled_plan.h).
 #ifndef VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_STEPS_CUH_
 #define VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_STEPS_CUH_
 
@@ -353,6 +353,50 @@ __device__ __forceinline__ void RunOp(const Block& b, const ResolvedOp<S>& resol
     }
     default:
       return;
+  }
+}
+
+// The stale-packet sweep of execution `call` (layout.h, PacketSweepSlice): the grid's threads zero
+// its slice of the rank's own scratch half but for the spans this execution's ops touch
+// (a.spares). Run after the block's ops: while it runs, only those spans are written.
+__device__ __noinline__ void SweepStalePackets(const PlanLaunchArgs& a, uint64_t call) {
+  __shared__ uint64_t span_begin[kMaxSweepSpares], span_end[kMaxSweepSpares];
+  const Range slice = PacketSweepSlice(call, a.layout.scratch[1] - a.layout.scratch[0]);
+  if (slice.size() == 0) return;
+  if (static_cast<int>(threadIdx.x) < a.num_spares) {
+    const DeviceRef& c = a.spares[threadIdx.x];
+    const Range span = ScratchSpan(a.count, a.chunks_per_segment, c.index, c.count, c.packets != 0, a.elem);
+    span_begin[threadIdx.x] = span.begin;
+    span_end[threadIdx.x] = span.end;
+  }
+  __syncthreads();
+  auto spared = [&](uint64_t begin, uint64_t end) {
+    for (int k = 0; k < a.num_spares; ++k) {
+      if (span_begin[k] < end && begin < span_end[k]) return true;
+    }
+    return false;
+  };
+  char* half = a.regions[a.rank] + a.layout.scratch[call & 1];
+  const uint64_t stride = 16ull * gridDim.x * blockDim.x;
+  for (uint64_t u = slice.begin + 16ull * (blockIdx.x * blockDim.x + threadIdx.x); u < slice.end; u += stride) {
+    if (!spared(u, u + 16)) {
+      *reinterpret_cast<uint4*>(half + u) = make_uint4(0, 0, 0, 0);
+      continue;
+    }
+    for (uint64_t b = u; b < u + 16; ++b) {  // a span's edge (data spans end on any element)
+      if (!spared(b, b + 1)) half[b] = 0;
+    }
+  }
+}
+
+// Ends execution `call` of this block: block b advances the epoch counters congruent to b modulo
+// the grid, so all of them stay equal whatever grid (instances) the next execution uses; after a
+// barrier (every thread of the block has read its counter); the next grid reads them once this one
+// has finished (griddepcontrol.wait).
+__device__ __forceinline__ void AdvanceEpochCounters(const PlanLaunchArgs& a, uint64_t call) {
+  __syncthreads();
+  for (int c = blockIdx.x + threadIdx.x * gridDim.x; c < kMaxPlanBlocks; c += blockDim.x * gridDim.x) {
+    a.counters[c] = call;
   }
 }
 
