@@ -14,7 +14,6 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "src/runtime/internal/cuda_common.h"
@@ -50,8 +49,6 @@ typedef unsigned int uint32_t;
 typedef unsigned long uint64_t;
 typedef unsigned long uintptr_t;
 )";
-
-std::string Pointer(const void* p) { return absl::StrFormat("0x%xull", reinterpret_cast<uintptr_t>(p)); }
 
 // Statements that make `name` device op `d` resolved for the block's instance (a variable of the
 // kernel), as ResolveOp resolves it, for this count: offsets into the launch's regions and
@@ -174,6 +171,15 @@ std::string ToolkitInclude() {
   return VDEV_CUDA_INCLUDE_DIR;
 }
 
+std::string ProgramLog(nvrtcProgram program) {
+  size_t size = 0;
+  nvrtcGetProgramLogSize(program, &size);
+  std::string log(size, '\0');
+  nvrtcGetProgramLog(program, log.data());
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  return log;
+}
+
 absl::Status Nvrtc(nvrtcResult r, absl::string_view what) {
   if (r == NVRTC_SUCCESS) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(what, ": ", nvrtcGetErrorString(r)));
@@ -239,21 +245,10 @@ absl::StatusOr<std::string> CompilePlanCubin(const std::string& source, int arch
   std::string out;
   absl::Status status = absl::OkStatus();
   if (compiled != NVRTC_SUCCESS) {
-    size_t size = 0;
-    nvrtcGetProgramLogSize(program, &size);
-    std::string log(size, '\0');
-    nvrtcGetProgramLog(program, log.data());
-    while (!log.empty() && log.back() == '\0') log.pop_back();
     status = absl::InternalError(absl::StrCat("NVRTC could not compile a plan (", nvrtcGetErrorString(compiled),
-                                              "): ", log.substr(0, 4096)));
+                                              "): ", ProgramLog(program).substr(0, 4096)));
   } else {
-    if (verbose) {
-      size_t size = 0;
-      nvrtcGetProgramLogSize(program, &size);
-      std::string log(size, '\0');
-      nvrtcGetProgramLog(program, log.data());
-      std::fprintf(stderr, "%s", log.c_str());
-    }
+    if (verbose) std::fprintf(stderr, "%s", ProgramLog(program).c_str());
     size_t size = 0;
     status = Nvrtc(nvrtcGetCUBINSize(program, &size), "nvrtcGetCUBINSize");
     if (status.ok()) {
