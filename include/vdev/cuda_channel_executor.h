@@ -98,6 +98,8 @@ class CudaPlanExecutor {
 
  private:
   CudaPlanExecutor() = default;
+  // InvalidArgument unless 1 <= count <= max_count.
+  absl::Status CheckCount(size_t count) const;
   // The launch arguments of an execution of `count` elements per segment.
   internal::PlanLaunchArgs ArgsFor(size_t count) const;
   Session* session_ = nullptr;

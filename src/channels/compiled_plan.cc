@@ -272,7 +272,9 @@ CompiledPlan::~CompiledPlan() {
 
 absl::Status CompiledPlan::Bind(const PlanLaunchArgs& a) {
   if (a.rank != rank_ || a.chunks_per_segment != chunks_per_segment_) {
-    return absl::InvalidArgumentError(absl::StrCat("a compiled plan of rank ", rank_, " launched for rank ", a.rank));
+    return absl::InvalidArgumentError(absl::StrCat("a compiled plan of rank ", rank_, " (", chunks_per_segment_,
+                                                   " chunks a segment) launched for rank ", a.rank, " (",
+                                                   a.chunks_per_segment, ")"));
   }
   if (arch_ != 0) return absl::OkStatus();
   int device = 0, major = 0, minor = 0;
@@ -283,7 +285,7 @@ absl::Status CompiledPlan::Bind(const PlanLaunchArgs& a) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<const void*> CompiledPlan::Load(const PlanLaunchArgs& a, const std::string& cubin) {
+absl::Status CompiledPlan::Load(const PlanLaunchArgs& a, const std::string& cubin) {
   cudaLibrary_t library = nullptr;
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaLibraryLoadData(&library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
                                   "cudaLibraryLoadData"));
@@ -298,15 +300,18 @@ absl::StatusOr<const void*> CompiledPlan::Load(const PlanLaunchArgs& a, const st
     return s;
   }
   kernels_.emplace(ShapeOf(a), std::make_pair(library, kernel));
-  return reinterpret_cast<const void*>(kernel);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<const void*> CompiledPlan::Kernel(const PlanLaunchArgs& a) {
-  VDEV_RETURN_IF_ERROR(Bind(a));
-  if (auto it = kernels_.find(ShapeOf(a)); it != kernels_.end()) return reinterpret_cast<const void*>(it->second.second);
-  VDEV_ASSIGN_OR_RETURN(const std::string source, CompiledPlanSource(flat_, a));
-  VDEV_ASSIGN_OR_RETURN(const std::string cubin, CompilePlanCubin(source, arch_));
-  return Load(a, cubin);
+  auto it = kernels_.find(ShapeOf(a));
+  if (it == kernels_.end()) {
+    VDEV_RETURN_IF_ERROR(Prepare({a}));
+    it = kernels_.find(ShapeOf(a));
+  } else {
+    VDEV_RETURN_IF_ERROR(Bind(a));
+  }
+  return reinterpret_cast<const void*>(it->second.second);
 }
 
 absl::Status CompiledPlan::Prepare(const std::vector<PlanLaunchArgs>& launches) {
@@ -331,7 +336,7 @@ absl::Status CompiledPlan::Prepare(const std::vector<PlanLaunchArgs>& launches) 
   for (std::thread& t : threads) t.join();
   for (size_t i = 0; i < todo.size(); ++i) {
     if (!cubins[i].ok()) return cubins[i].status();
-    VDEV_RETURN_IF_ERROR(Load(todo[i], *cubins[i]).status());
+    VDEV_RETURN_IF_ERROR(Load(todo[i], *cubins[i]));
   }
   return absl::OkStatus();
 }

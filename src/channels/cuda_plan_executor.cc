@@ -174,9 +174,7 @@ CudaPlanExecutor::~CudaPlanExecutor() = default;
 
 absl::Status CudaPlanExecutor::Execute(const void* in, void* out, size_t count, cudaStream_t stream) {
   State& s = *state_;
-  if (count == 0 || count > s.max_count) {
-    return absl::InvalidArgumentError(absl::StrCat("count ", count, ": this executor takes 1..", s.max_count));
-  }
+  VDEV_RETURN_IF_ERROR(CheckCount(count));
   const internal::PlanLaunchArgs a = ArgsFor(count);
   const size_t elem = static_cast<size_t>(a.elem);
   const size_t in_bytes = count * elem * static_cast<size_t>(InputSegments(plan_.collective, plan_.world_size));
@@ -200,6 +198,11 @@ absl::Status CudaPlanExecutor::Execute(const void* in, void* out, size_t count, 
   return CudaStatus(cudaMemcpyAsync(out, output(), out_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
 }
 
+absl::Status CudaPlanExecutor::CheckCount(size_t count) const {
+  if (count > 0 && count <= state_->max_count) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("count ", count, ": this executor takes 1..", state_->max_count));
+}
+
 internal::PlanLaunchArgs CudaPlanExecutor::ArgsFor(size_t count) const {
   const State& s = *state_;
   internal::PlanLaunchArgs a = s.args;
@@ -214,9 +217,7 @@ absl::Status CudaPlanExecutor::Precompile(const std::vector<size_t>& counts) {
   if (s.compiled == nullptr) return absl::OkStatus();
   std::vector<internal::PlanLaunchArgs> launches;
   for (const size_t count : counts) {
-    if (count == 0 || count > s.max_count) {
-      return absl::InvalidArgumentError(absl::StrCat("count ", count, ": this executor takes 1..", s.max_count));
-    }
+    VDEV_RETURN_IF_ERROR(CheckCount(count));
     launches.push_back(ArgsFor(count));
   }
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));

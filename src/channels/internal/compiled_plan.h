@@ -62,7 +62,7 @@ class CompiledPlan {
   static Shape ShapeOf(const PlanLaunchArgs& a) { return {a.count, a.dtype, a.instances}; }
   // Checks that `a` is this plan's, and learns the device's compute capability.
   absl::Status Bind(const PlanLaunchArgs& a);
-  absl::StatusOr<const void*> Load(const PlanLaunchArgs& a, const std::string& cubin);
+  absl::Status Load(const PlanLaunchArgs& a, const std::string& cubin);
 
   FlatPlan flat_;
   int rank_;
