@@ -28,8 +28,8 @@ PlanLaunchArgs FakeArgs(const ProgramSpec& plan, const FlatPlan& flat, int rank,
                               OutputSegments(plan.collective, plan.world_size), plan.chunks_per_segment,
                               plan.scratch_chunks);
   for (int j = 0; j < plan.world_size; ++j) {
-    a.regions[j] = reinterpret_cast<char*>(uintptr_t{0x7f0000000000} + (uintptr_t{j} << 32));
-    a.semaphores[j] = reinterpret_cast<uint64_t*>(uintptr_t{0x7e0000000000} + (uintptr_t{j} << 24));
+    a.regions[j] = reinterpret_cast<char*>(uintptr_t{0x7f0000000000} + (static_cast<uintptr_t>(j) << 32));
+    a.semaphores[j] = reinterpret_cast<uint64_t*>(uintptr_t{0x7e0000000000} + (static_cast<uintptr_t>(j) << 24));
   }
   return a;
 }

@@ -140,6 +140,11 @@ absl::Status PlanWorld::Enqueue(int rank, size_t count, int instances, bool prog
   const internal::PlanLaunchArgs a = Args(rank, count, instances);
   const void* kernel = nullptr;
   if (compiled()) {
+    // Every rank's kernel of a new shape before this rank's launch: the ranks share this process's
+    // context, where a kernel's load waits for the running kernels (CompiledPlan::Kernel).
+    bool everyone = true;
+    for (const Rank& k : ranks_) everyone = everyone && k.compiled->Has(a);  // a shape is the same for all
+    if (!everyone) VDEV_RETURN_IF_ERROR(Prepare(count, {instances}));
     VDEV_ASSIGN_OR_RETURN(kernel, ranks_[rank].compiled->Kernel(a));
   }
   return Cuda(internal::LaunchPlan(a, ranks_[rank].stream, programmatic, kernel));

@@ -42,8 +42,13 @@ class CompiledPlan {
   CompiledPlan& operator=(const CompiledPlan&) = delete;
 
   // The kernel for `a` on the current device, to pass to LaunchPlan (compiled now if its shape is
-  // new: ~0.2-0.6 s).
+  // new: ~0.2-0.6 s). Loading a kernel waits for the kernels running in the device's context: where
+  // several ranks share one (ranks as threads of one process on one GPU), compile every rank's
+  // kernel of a shape before any of them launches, or a rank's plan polls for a peer whose load
+  // waits for it.
   absl::StatusOr<const void*> Kernel(const PlanLaunchArgs& a);
+  // Whether `a`'s shape is compiled and loaded.
+  bool Has(const PlanLaunchArgs& a) const { return kernels_.contains(ShapeOf(a)); }
   // Compiles the kernels of launches to come, on every core at once.
   absl::Status Prepare(const std::vector<PlanLaunchArgs>& launches);
 

@@ -80,9 +80,49 @@ __device__ __forceinline__ void SumPlain(char* dst, const char* const (&srcs)[S]
   }
 }
 
+// Waits until every lane that arrives here with this one holds a complete line in v[j] for each packet
+// source j of `op`: each round reloads every source still pending, together, so the sources that
+// arrive late cost one memory round trip together, not one each. (Awaiting them one after another —
+// Block::AwaitLine per source — cost 1.28-1.52x the hand-written LL kernel on 8 ranks sharing one
+// H100 against 0.99-1.02x this way: BENCHMARKS.md, run 18.) False when the block gave up.
+template <int S>
+__device__ __forceinline__ bool AwaitLines(const Block& b, const Operands<S>& op, uint64_t o, uint4 (&v)[S]) {
+  uint32_t pending = 0;
+#pragma unroll
+  for (int j = 0; j < S; ++j) {
+    if (j < op.nsrcs && (op.packets & (1u << j)) && !b.Complete(v[j])) pending |= 1u << j;
+  }
+  const unsigned lanes = __activemask();
+  if (!__any_sync(lanes, pending != 0)) return true;
+  for (uint32_t spins = 1;; ++spins) {
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+      if (pending & (1u << j)) v[j] = LoadLine(op.src[j] + 2 * o);
+    }
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+      if ((pending & (1u << j)) && b.Complete(v[j])) pending &= ~(1u << j);
+    }
+    if (!__any_sync(lanes, pending != 0)) return true;
+    if ((spins & 1023) == 0) {
+      const bool give_up = __any_sync(lanes, b.TimedOut());
+      if (give_up || b.Failed()) {
+        if (give_up && pending != 0) {
+          uint32_t seen = 0;
+#pragma unroll
+          for (int j = S - 1; j >= 0; --j) seen = (pending & (1u << j)) ? v[j].y : seen;
+          b.Fail(op.peer, b.op, seen, b.flag);
+        }
+        b.gave_up = true;
+        return false;
+      }
+    }
+  }
+}
+
 // One 16-byte line (8 data bytes at offset o) of a reduce or copy with packet sources. Every
-// source's line is loaded at once; the lanes then wait together for those that had not arrived, in
-// order, so lines that already landed cost one memory round trip together. Source `own` (-1: none)
+// source's line is loaded at once; the lanes then wait together for those that had not arrived
+// (AwaitLines), so lines that already landed cost one memory round trip together. Source `own` (-1: none)
 // is taken from `own_data` instead of memory (a value this thread has just sent). False when the
 // block gave up.
 template <int S, typename T>
@@ -100,10 +140,7 @@ __device__ __forceinline__ bool SumPacketLine(const Block& b, const Operands<S>&
       v[j] = make_uint4(d.x, b.flag, d.y, b.flag);
     }
   }
-#pragma unroll
-  for (int j = 0; j < S; ++j) {
-    if (j < op.nsrcs && (op.packets & (1u << j)) && !b.AwaitLine(op.src[j] + 2 * o, op.peer, &v[j])) return false;
-  }
+  if (!AwaitLines<S>(b, op, o, v)) return false;
   if (!sum) {
     Store8(op.dst + o, n, make_uint2(v[0].x, v[0].z));
     return true;
