@@ -40,7 +40,8 @@ absl::StatusOr<ProgramSpec> ShippedPlan(absl::string_view name, int world_size);
 // whether NAME is shipped (a plan may also come from a file).
 absl::StatusOr<std::string> PlanNameFromStrategy(absl::string_view strategy);
 // The shipped plan that `strategy` ("plan:NAME") names, for `world_size` ranks: PlanNameFromStrategy,
-// then ShippedPlan.
+// then ShippedPlan. A strategy says how an all-reduce runs: a plan of another collective is
+// InvalidArgument (run as an all-reduce, it would give wrong sums without a word).
 absl::StatusOr<ProgramSpec> ShippedPlanForStrategy(absl::string_view strategy, int world_size);
 
 }  // namespace vdev::channels

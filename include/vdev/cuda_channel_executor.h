@@ -53,8 +53,12 @@ struct PlanLaunchArgs;
 // for each shape (count, type, instances) at run time with NVRTC into a kernel of its own, the
 // same steps with every op a constant of its code (docs/channels.md, "Compiled plans"): faster,
 // but each new count costs a compilation (~0.2-0.6 s) at its first Execute unless Precompile'd.
-// Plans with port channels always run on the generic kernel.
-enum class PlanKernel { kGeneric, kCompiled };
+// Plans with port channels always run on the generic kernel. kAuto: compiled where NVRTC compiles
+// the plan kernel's headers in this process (checked once; BUILD_NOTES.md, "NVRTC"), else the
+// generic kernel. Ranks may differ: executions of the two kernels follow one another correctly.
+enum class PlanKernel { kGeneric, kCompiled, kAuto };
+// "generic", "compiled" or "auto" (VDEV_PLAN_KERNEL of vdev run's CUDA backend); InvalidArgument else.
+absl::StatusOr<PlanKernel> PlanKernelFromName(absl::string_view name);
 
 class CudaPlanExecutor {
  public:
@@ -71,7 +75,8 @@ class CudaPlanExecutor {
   // unknown name, InvalidArgument for a malformed one).
   static absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> ForStrategy(Session& session, IPCAllocator& allocator,
                                                                        absl::string_view strategy, size_t max_count,
-                                                                       DataType type);
+                                                                       DataType type,
+                                                                       PlanKernel kernel = PlanKernel::kGeneric);
   ~CudaPlanExecutor();
 
   // Enqueues one execution for `count` elements per segment (1..max_count) on `stream`: `in` holds
@@ -93,6 +98,8 @@ class CudaPlanExecutor {
   absl::Status CheckErrors();
 
   const ProgramSpec& plan() const { return plan_; }
+  // The kernel this rank runs: kGeneric or kCompiled (kAuto resolved at Create).
+  PlanKernel kernel() const;
 
   struct State;  // opaque: the region, the uploaded plan, the port proxy
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "vdev/channel_algorithms.h"
 
 namespace vdev::channels {
@@ -207,7 +208,19 @@ absl::StatusOr<std::string> PlanNameFromStrategy(absl::string_view strategy) {
 absl::StatusOr<ProgramSpec> ShippedPlanForStrategy(absl::string_view strategy, int world_size) {
   absl::StatusOr<std::string> name = PlanNameFromStrategy(strategy);
   if (!name.ok()) return name.status();
-  return ShippedPlan(*name, world_size);
+  absl::StatusOr<ProgramSpec> plan = ShippedPlan(*name, world_size);
+  if (plan.ok() && plan->collective != Collective::kAllReduce) {
+    std::vector<std::string> all_reduces;
+    for (const std::string& n : ShippedPlanNames()) {
+      if (absl::StatusOr<ProgramSpec> p = ShippedPlan(n, world_size); p.ok() && p->collective == Collective::kAllReduce) {
+        all_reduces.push_back(n);
+      }
+    }
+    return absl::InvalidArgumentError(absl::StrCat("strategy ", strategy, ": plan ", *name, " is an ",
+                                                   CollectiveName(plan->collective), ", not an allreduce (allreduce plans: ",
+                                                   absl::StrJoin(all_reduces, ", "), ")"));
+  }
+  return plan;
 }
 
 }  // namespace vdev::channels

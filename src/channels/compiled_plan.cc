@@ -261,6 +261,25 @@ absl::StatusOr<std::string> CompilePlanCubin(const std::string& source, int arch
   return out;
 }
 
+absl::Status ProbePlanCompiler(int arch) {
+  return CompilePlanCubin(absl::StrCat("#include \"internal/cuda_plan_steps.cuh\"\nextern \"C\" __global__ void ",
+                                       kKernelName, "() {}\n"),
+                          arch)
+      .status();
+}
+
+absl::Status PlanCompilerWorks() {
+  static const absl::Status* const works = [] {
+    int device = 0, major = 0, minor = 0;
+    absl::Status s = CudaStatus(cudaGetDevice(&device), "cudaGetDevice");
+    if (s.ok()) s = CudaStatus(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+    if (s.ok()) s = CudaStatus(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute");
+    if (s.ok()) s = ProbePlanCompiler(10 * major + minor);
+    return new absl::Status(std::move(s));
+  }();
+  return *works;
+}
+
 absl::StatusOr<std::unique_ptr<CompiledPlan>> CompiledPlan::Create(FlatPlan flat, int rank, int chunks_per_segment) {
   if (flat.uses_ports) return absl::UnimplementedError("plans with port channels run on the generic kernel");
   return std::unique_ptr<CompiledPlan>(new CompiledPlan(std::move(flat), rank, chunks_per_segment));

@@ -117,6 +117,9 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
   s.device = where.device;
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
   VDEV_RETURN_IF_ERROR(s.plan.Upload(plan, me));
+  if (kernel == PlanKernel::kAuto) {
+    kernel = !s.plan.uses_ports && internal::PlanCompilerWorks().ok() ? PlanKernel::kCompiled : PlanKernel::kGeneric;
+  }
   if (kernel == PlanKernel::kCompiled && !s.plan.uses_ports) {
     VDEV_ASSIGN_OR_RETURN(internal::FlatPlan flat, internal::FlattenPlan(plan, me));
     VDEV_ASSIGN_OR_RETURN(s.compiled, internal::CompiledPlan::Create(std::move(flat), me, plan.chunks_per_segment));
@@ -165,9 +168,21 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
 absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::ForStrategy(Session& session,
                                                                                  IPCAllocator& allocator,
                                                                                  absl::string_view strategy,
-                                                                                 size_t max_count, DataType type) {
+                                                                                 size_t max_count, DataType type,
+                                                                                 PlanKernel kernel) {
   VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlanForStrategy(strategy, session.world_size()));
-  return Create(session, allocator, std::move(plan), max_count, type);
+  return Create(session, allocator, std::move(plan), max_count, type, /*instances=*/0, kernel);
+}
+
+PlanKernel CudaPlanExecutor::kernel() const {
+  return state_->compiled != nullptr ? PlanKernel::kCompiled : PlanKernel::kGeneric;
+}
+
+absl::StatusOr<PlanKernel> PlanKernelFromName(absl::string_view name) {
+  if (name == "generic") return PlanKernel::kGeneric;
+  if (name == "compiled") return PlanKernel::kCompiled;
+  if (name == "auto") return PlanKernel::kAuto;
+  return absl::InvalidArgumentError(absl::StrCat("plan kernel '", name, "': expected generic, compiled or auto"));
 }
 
 CudaPlanExecutor::~CudaPlanExecutor() = default;

@@ -159,8 +159,9 @@ class CudaBackend final : public ExecutionBackend {
   }
 
 #if VDEV_HAVE_CHANNELS_CUDA
-  // The shipped channel plan NAME, run by the generic plan kernel on the worker's stream (its region
-  // from the GPU's IPC allocator).
+  // The shipped channel plan NAME on the worker's stream (its region from the GPU's IPC allocator),
+  // compiled for each count where NVRTC works here, else on the generic kernel (PlanKernel::kAuto;
+  // VDEV_PLAN_KERNEL=generic|compiled|auto chooses).
   absl::Status PlanAllReduce(const TensorRef& in, const TensorRef& out, const AllReduceStrategy& strategy, DataType type,
                              const VirtualDevice& d) {
     VDEV_ASSIGN_OR_RETURN(Gpu * gpu, GpuOf(d));
@@ -172,8 +173,13 @@ class CudaBackend final : public ExecutionBackend {
     Gpu::PlanSlot& slot = gpu->plans[absl::StrCat(strategy.plan, "/", DataTypeName(type))];
     if (slot.executor == nullptr || slot.max_count < count) {
       slot.executor.reset();
-      VDEV_ASSIGN_OR_RETURN(slot.executor, channels::CudaPlanExecutor::ForStrategy(
-                                               *session_, *gpu->ipc, AllReduceStrategyName(strategy), count, type));
+      const char* env = std::getenv("VDEV_PLAN_KERNEL");
+      const absl::StatusOr<channels::PlanKernel> kernel =
+          channels::PlanKernelFromName(env != nullptr && *env != 0 ? env : "auto");
+      if (!kernel.ok()) return absl::InvalidArgumentError(absl::StrCat("VDEV_PLAN_KERNEL: ", kernel.status().message()));
+      VDEV_ASSIGN_OR_RETURN(slot.executor,
+                            channels::CudaPlanExecutor::ForStrategy(*session_, *gpu->ipc, AllReduceStrategyName(strategy),
+                                                                    count, type, *kernel));
       slot.max_count = count;
     }
     return slot.executor->Execute(in.data, out.data, count, gpu->stream);

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "internal/compiled_plan.h"
 #include "vdev/channel_algorithms.h"
+#include "vdev/cuda_channel_executor.h"
 
 namespace vdev::channels::internal {
 namespace {
@@ -66,6 +67,22 @@ TEST(CompiledPlanTest, APortPlanIsLeftToTheGenericKernel) {
   const absl::StatusOr<std::string> source = CompiledPlanSource(flat, FakeArgs(plan, flat, 0, 64, 1, kDevF32));
   EXPECT_EQ(source.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(CompiledPlan::Create(flat, 0, plan.chunks_per_segment).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(CompiledPlanTest, TheProbeSaysWhetherNvrtcCompilesThePlanHeaders) {
+  EXPECT_TRUE(ProbePlanCompiler(90).ok());
+  setenv("VDEV_NVRTC_OPTIONS", "--no-such-nvrtc-option", 1);
+  const absl::Status refused = ProbePlanCompiler(90);
+  unsetenv("VDEV_NVRTC_OPTIONS");
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr("NVRTC could not compile a plan"));
+}
+
+TEST(CompiledPlanTest, PlanKernelNames) {
+  EXPECT_EQ(*PlanKernelFromName("generic"), PlanKernel::kGeneric);
+  EXPECT_EQ(*PlanKernelFromName("compiled"), PlanKernel::kCompiled);
+  EXPECT_EQ(*PlanKernelFromName("auto"), PlanKernel::kAuto);
+  EXPECT_THAT(PlanKernelFromName("fast").status().message(),
+              ::testing::HasSubstr("plan kernel 'fast': expected generic, compiled or auto"));
 }
 
 TEST(CompiledPlanTest, ACompileErrorCarriesNvrtcsLog) {

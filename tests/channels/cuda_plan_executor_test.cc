@@ -4,6 +4,7 @@
 // rank, thread block and op. Skipped without a GPU.
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -59,7 +60,8 @@ struct Worker {
   }
 };
 
-// `kernel`: PlanKernel::kCompiled runs every plan but the port one compiled (docs/channels.md).
+// `kernel`: PlanKernel::kCompiled runs every plan but the port one compiled (docs/channels.md), as
+// kAuto does where NVRTC works (on the GPU machine it does).
 absl::Status SameAsHost(Session& s, PlanKernel kernel) {
   VDEV_ASSIGN_OR_RETURN(Worker w, Worker::Make(s));
   const size_t max_count = 4099;
@@ -70,6 +72,9 @@ absl::Status SameAsHost(Session& s, PlanKernel kernel) {
     const size_t out_segments = OutputSegments(plan.collective, s.world_size());
     for (DataType type : {DataType::kF32, DataType::kBF16}) {
       VDEV_ASSIGN_OR_RETURN(auto gpu, CudaPlanExecutor::Create(s, *w.gpu, plan, max_count, type, 0, kernel));
+      const PlanKernel runs = kernel == PlanKernel::kGeneric || !plan.port_channels.empty() ? PlanKernel::kGeneric
+                                                                                           : PlanKernel::kCompiled;
+      if (gpu->kernel() != runs) return absl::InternalError(absl::StrCat(name, ": not the kernel expected"));
       VDEV_ASSIGN_OR_RETURN(auto host, HostPlanExecutor::Create(s, *w.host, plan, max_count, type));
       VDEV_RETURN_IF_ERROR(gpu->Precompile({1, 3, 1001, max_count}));
       const size_t elem = DataTypeSize(type);
@@ -222,6 +227,34 @@ TEST_P(CudaPlanExecutorWorldsTest, EveryShippedPlanMatchesTheHostExecutor) {
 TEST_P(CudaPlanExecutorWorldsTest, EveryShippedPlanCompiledMatchesTheHostExecutor) {
   REQUIRE_GPUS(1);
   ExpectAllOk(RunWorkers(GetParam(), UniqueSessionId(), [](Session& s) { return SameAsHost(s, PlanKernel::kCompiled); }));
+}
+
+TEST(CudaPlanExecutorTest, AutoRunsPlansCompiledWhereNvrtcWorks) {
+  REQUIRE_GPUS(1);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) { return SameAsHost(s, PlanKernel::kAuto); }));
+}
+
+// NVRTC failing here (an option it refuses stands for a toolkit without headers): kAuto runs the
+// generic kernel, and the plan still runs.
+TEST(CudaPlanExecutorTest, AutoRunsTheGenericKernelWhereNvrtcFails) {
+  REQUIRE_GPUS(1);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+    setenv("VDEV_NVRTC_OPTIONS", "--no-such-nvrtc-option", 1);  // a worker process of its own
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> ipc, CreateCudaIPCAllocator(&s, 0));
+    VDEV_ASSIGN_OR_RETURN(auto exec, CudaPlanExecutor::ForStrategy(s, *ipc, "plan:one_shot_ll", 1000, DataType::kF32,
+                                                                   PlanKernel::kAuto));
+    if (exec->kernel() != PlanKernel::kGeneric) return absl::InternalError("kAuto compiled without a working NVRTC");
+    std::vector<float> ones(1000, 1.0f);
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(exec->input(), ones.data(), 4000, cudaMemcpyHostToDevice)));
+    VDEV_RETURN_IF_ERROR(exec->Execute(exec->input(), exec->output(), 1000, nullptr));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
+    VDEV_RETURN_IF_ERROR(exec->CheckErrors());
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(ones.data(), exec->output(), 4000, cudaMemcpyDeviceToHost)));
+    for (float v : ones) {
+      if (v != 2.0f) return absl::InternalError(absl::StrCat("sum ", v, ", not 2"));
+    }
+    return s.Barrier("done");
+  }));
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, CudaPlanExecutorWorldsTest, ::testing::Range(2, 9),

@@ -359,6 +359,13 @@ TEST(HostExecutorTest, StrategyNameSelectsAShippedPlan) {
     if (unknown.code() != absl::StatusCode::kNotFound) return absl::InternalError(unknown.ToString());
     absl::Status bad = HostPlanExecutor::ForStrategy(s, *alloc, "two_shot", 100, DataType::kF32).status();
     if (bad.code() != absl::StatusCode::kInvalidArgument) return absl::InternalError(bad.ToString());
+    // Not an all-reduce: refused, not run as one.
+    absl::Status gather = HostPlanExecutor::ForStrategy(s, *alloc, "plan:all_gather", 100, DataType::kF32).status();
+    if (gather.code() != absl::StatusCode::kInvalidArgument ||
+        !absl::StrContains(gather.message(), "plan all_gather is an allgather, not an allreduce (allreduce plans: "
+                                             "one_shot, one_shot_push, two_shot, one_shot_ll)")) {
+      return absl::InternalError(gather.ToString());
+    }
     return absl::OkStatus();
   }));
 }

@@ -103,6 +103,12 @@ expect run_stdin 2 '^$' "^<stdin>: error: this command needs a program file, not
   "$vdev" run - <"$prog"
 expect bad_seed 2 '^$' 'random:x' -- "$vdev" run "$prog" --inputs random:x
 expect zero_workers 2 '' 'workers' -- "$vdev" run "$prog" --workers 0
+# plan:NAME runs an all-reduce as the channel plan NAME; a plan of another collective is refused,
+# naming the all-reduce plans, rather than run as an all-reduce.
+expect plan_strategy 0 'match the CPU reference' '' -- \
+  "$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --check --allreduce-strategy plan:two_shot
+expect plan_not_allreduce 1 '' 'tp_mlp\.vdev:[0-9]+:[0-9]+: .*plan all_gather is an allgather, not an allreduce \(allreduce plans: one_shot, ' -- \
+  "$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --check --allreduce-strategy plan:all_gather
 
 # 3. A worker killed mid-run: the run fails within 10 s, naming the worker; nothing is left behind
 # (the host backend unlinks its segments once every worker has mapped them, so the check is that

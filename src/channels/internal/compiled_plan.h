@@ -32,6 +32,12 @@ absl::StatusOr<std::string> CompiledPlanSource(const FlatPlan& flat, const PlanL
 // a CUBIN. No GPU needed; an error carries NVRTC's log.
 absl::StatusOr<std::string> CompilePlanCubin(const std::string& source, int arch);
 
+// Whether NVRTC compiles the plan kernel's headers here for the current device (the toolkit's
+// include directory found, the options accepted), checked once per process: PlanKernel::kAuto.
+absl::Status PlanCompilerWorks();
+// The same check for compute capability `arch`, each time (no GPU needed).
+absl::Status ProbePlanCompiler(int arch);
+
 // A rank's compiled kernels, one per shape, compiled at first use. Not thread-safe.
 class CompiledPlan {
  public:
