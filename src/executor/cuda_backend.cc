@@ -39,7 +39,7 @@ struct Gpu {
   struct PlanSlot {
     std::unique_ptr<channels::CudaPlanExecutor> executor;
     size_t max_count = 0;
-    absl::flat_hash_set<size_t> loaded;  // counts whose kernel every worker has (compiled plans)
+    absl::flat_hash_set<size_t> loaded;  // counts whose kernel every worker has loaded
   };
   absl::flat_hash_map<std::string, PlanSlot> plans;
 #endif
@@ -185,11 +185,12 @@ class CudaBackend final : public ExecutionBackend {
       slot.max_count = count;
       slot.loaded.clear();
     }
-    if (slot.executor->kernel() == channels::PlanKernel::kCompiled && slot.loaded.insert(count).second) {
+    if (slot.loaded.insert(count).second) {
       // Every worker's kernel for this count compiled and loaded before any worker launches one:
       // workers that share a process (a threaded session) share its context, where a load waits
       // for the running kernels — a peer's plan polling for this worker. Every worker reaches here
-      // for the same counts in the same order (an all-reduce's count is every worker's).
+      // for the same counts in the same order (an all-reduce's count is every worker's), whichever
+      // kernel kAuto gave it (Precompile does nothing for the generic one).
       VDEV_RETURN_IF_ERROR(slot.executor->Precompile({count}));
       VDEV_RETURN_IF_ERROR(session_->Barrier("compiled channel plan loaded"));
     }
