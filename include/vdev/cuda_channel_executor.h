@@ -83,7 +83,10 @@ class CudaPlanExecutor {
   // InputSegments(...) * count elements, `out` receives OutputSegments(...) * count (device memory
   // of the allocator's GPU; `in` may equal `out` when both have the same size). Every worker
   // enqueues the same executions in the same order, each after the previous one (one stream, or
-  // streams that wait for each other): two executions of one executor never run at once.
+  // streams that wait for each other): two executions of one executor never run at once. With
+  // kCompiled or kAuto, the first Execute of each count also compiles and loads this rank's kernel
+  // (unless Precompile'd) and meets every worker (a session barrier) before launching: where workers
+  // share a process, a kernel's load waits for the running kernels, a peer's plan polling for it.
   absl::Status Execute(const void* in, void* out, size_t count, cudaStream_t stream);
   // This rank's input and output segments in the region (device memory). An Execute whose `in` is
   // input() copies nothing in and is launched as a programmatic dependent launch (the kernel's

@@ -180,6 +180,15 @@ std::string ProgramLog(nvrtcProgram program) {
   return log;
 }
 
+// The current device's compute capability as NVRTC names it (90 for sm_90).
+absl::StatusOr<int> CurrentDeviceArch() {
+  int device = 0, major = 0, minor = 0;
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), "cudaGetDevice"));
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute"));
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute"));
+  return 10 * major + minor;
+}
+
 absl::Status Nvrtc(nvrtcResult r, absl::string_view what) {
   if (r == NVRTC_SUCCESS) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(what, ": ", nvrtcGetErrorString(r)));
@@ -270,12 +279,8 @@ absl::Status ProbePlanCompiler(int arch) {
 
 absl::Status PlanCompilerWorks() {
   static const absl::Status* const works = [] {
-    int device = 0, major = 0, minor = 0;
-    absl::Status s = CudaStatus(cudaGetDevice(&device), "cudaGetDevice");
-    if (s.ok()) s = CudaStatus(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
-    if (s.ok()) s = CudaStatus(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute");
-    if (s.ok()) s = ProbePlanCompiler(10 * major + minor);
-    return new absl::Status(std::move(s));
+    const absl::StatusOr<int> arch = CurrentDeviceArch();
+    return new absl::Status(arch.ok() ? ProbePlanCompiler(*arch) : arch.status());
   }();
   return *works;
 }
@@ -296,11 +301,7 @@ absl::Status CompiledPlan::Bind(const PlanLaunchArgs& a) {
                                                    a.chunks_per_segment, ")"));
   }
   if (arch_ != 0) return absl::OkStatus();
-  int device = 0, major = 0, minor = 0;
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), "cudaGetDevice"));
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute"));
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute"));
-  arch_ = 10 * major + minor;
+  VDEV_ASSIGN_OR_RETURN(arch_, CurrentDeviceArch());
   return absl::OkStatus();
 }
 

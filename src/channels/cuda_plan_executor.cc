@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "internal/compiled_plan.h"
 #include "internal/cuda_plan.h"
@@ -34,6 +35,10 @@ struct CudaPlanExecutor::State {
   std::unique_ptr<internal::MappedChannelError> error;
   std::unique_ptr<internal::PortEndpoint> ports;  // port plans
   std::unique_ptr<internal::CompiledPlan> compiled;  // PlanKernel::kCompiled
+  // kCompiled or kAuto asked for: the first Execute of each count meets every worker once its
+  // kernel is loaded (Execute); `met` holds the counts that did.
+  bool meet_per_count = false;
+  absl::flat_hash_set<size_t> met;
 
   ~State() {
     if (region != nullptr) {
@@ -117,6 +122,7 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
   s.device = where.device;
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
   VDEV_RETURN_IF_ERROR(s.plan.Upload(plan, me));
+  s.meet_per_count = kernel != PlanKernel::kGeneric && !s.plan.uses_ports;
   if (kernel == PlanKernel::kAuto) {
     kernel = !s.plan.uses_ports && internal::PlanCompilerWorks().ok() ? PlanKernel::kCompiled : PlanKernel::kGeneric;
   }
@@ -203,6 +209,14 @@ absl::Status CudaPlanExecutor::Execute(const void* in, void* out, size_t count, 
   // Programmatic only after the caller's own work: the kernel reads its input after
   // griddepcontrol.wait, which waits for the stream's previous kernel; a copy in front of it is
   // no kernel to overlap.
+  if (s.meet_per_count && s.met.insert(count).second) {
+    // Every worker's kernel for this count compiled and loaded before any worker launches one:
+    // workers that share a process (a threaded session) share its context, where a load waits for
+    // the running kernels — a peer's plan polling for this worker. Every worker executes the same
+    // counts in the same order, whichever kernel kAuto gave it.
+    if (s.compiled != nullptr) VDEV_RETURN_IF_ERROR(s.compiled->Prepare({a}));
+    VDEV_RETURN_IF_ERROR(session_->Barrier("compiled channel plan loaded"));
+  }
   const void* kernel = nullptr;  // the generic kernel
   if (s.compiled != nullptr) {
     VDEV_ASSIGN_OR_RETURN(kernel, s.compiled->Kernel(a));

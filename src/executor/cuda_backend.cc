@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "prepared_op.h"
 #include "session_reduce.h"
@@ -39,7 +38,6 @@ struct Gpu {
   struct PlanSlot {
     std::unique_ptr<channels::CudaPlanExecutor> executor;
     size_t max_count = 0;
-    absl::flat_hash_set<size_t> loaded;  // counts whose kernel every worker has loaded
   };
   absl::flat_hash_map<std::string, PlanSlot> plans;
 #endif
@@ -183,16 +181,6 @@ class CudaBackend final : public ExecutionBackend {
                             channels::CudaPlanExecutor::ForStrategy(*session_, *gpu->ipc, AllReduceStrategyName(strategy),
                                                                     count, type, *kernel));
       slot.max_count = count;
-      slot.loaded.clear();
-    }
-    if (slot.loaded.insert(count).second) {
-      // Every worker's kernel for this count compiled and loaded before any worker launches one:
-      // workers that share a process (a threaded session) share its context, where a load waits
-      // for the running kernels — a peer's plan polling for this worker. Every worker reaches here
-      // for the same counts in the same order (an all-reduce's count is every worker's), whichever
-      // kernel kAuto gave it (Precompile does nothing for the generic one).
-      VDEV_RETURN_IF_ERROR(slot.executor->Precompile({count}));
-      VDEV_RETURN_IF_ERROR(session_->Barrier("compiled channel plan loaded"));
     }
     return slot.executor->Execute(in.data, out.data, count, gpu->stream);
   }
