@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libabsl-dev libz3-dev libgtest-dev libgmock-dev librapidcheck-dev
           libbenchmark-dev nlohmann-json3-dev libcli11-dev clang-14 libclang-rt-14-dev graphviz
-          libopenblas-dev
+          libopenblas-dev clang-format-14
           python3 python3-dev pybind11-dev python3-pybind11 python3-pytest python3-hypothesis python3-numpy
           python3-matplotlib libdlpack-dev)
 missing=()

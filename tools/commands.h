@@ -1,7 +1,7 @@
 // The vdev command line: each layer registers its subcommands on the one CLI11 app.
 //
 // A subcommand's callback stores the process exit status in *exit_code: 0 success, 1 a negative
-// answer or a planning error, 2 a usage or parse error (shared/spec/cli.md).
+// answer or a planning error, 2 a usage or parse error (docs/spec/cli.md).
 #ifndef VDEV_TOOLS_COMMANDS_H_
 #define VDEV_TOOLS_COMMANDS_H_
 

@@ -1,5 +1,5 @@
 // `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]
-//            [--optimize [--machine FILE | --gpus N] [--time-limit S]]` (shared/spec/cli.md).
+//            [--optimize [--machine FILE | --gpus N] [--time-limit S]]` (docs/spec/cli.md).
 #include <iostream>
 #include <memory>
 #include <optional>

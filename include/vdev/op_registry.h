@@ -3,7 +3,7 @@
 // VerifyModule checks every call of a registered op against its OpDef and infers the call's type
 // with its rule; calls of unregistered ops are accepted as written (a frontend's op set is open)
 // and have an unknown type unless one is written. OpRegistry::Global() holds the built-in ops of
-// shared/spec/ir-text.md and the standard set (elementwise unary/binary with broadcasting, matmul,
+// docs/spec/ir-text.md and the standard set (elementwise unary/binary with broadcasting, matmul,
 // reshape, split, concat, reductions, conv2d, layout_transform, allreduce). Example:
 //
 //   OpDef def{.name = "my.gelu", .min_args = 1, .max_args = 1, .infer = SameAsFirstArg};

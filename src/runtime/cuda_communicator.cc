@@ -40,8 +40,8 @@ ncclDataType_t NcclType(DataType type) {
 // kAuto's choice by message size, per world size: each row covers sizes up to max_bytes where that
 // algorithm was the fastest variant in bench/allreduce_bench (bf16, CUDA graphs, H200s with NV18
 // links, NCCL 2.28.3; docs/allreduce.md): the tables bench/derive_auto_table.py derived from
-// docs/results/run11/bench2.csv (2 GPUs, 2026-11-23, with the sentinel kernel and warp-wide polls) and
-// docs/results/run8/bench{3,4}.csv (2026-11-22, before it), where sizes on which two kernels tie
+// docs/results/allreduce/h200x2_bench.csv (2 GPUs, with the sentinel kernel and warp-wide polls) and
+// docs/results/allreduce/h200x{3,4}_bench.csv (measured before those), where sizes on which two kernels tie
 // within 0.01 us (LL128 at 1 KB on 4 GPUs) keep the neighbouring row. Above the last row: NCCL.
 constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
 const std::vector<AutoRow>& BuiltInTable(int world) {

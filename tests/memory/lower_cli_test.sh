@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `vdev lower` end to end: exit statuses of shared/spec/cli.md, the lowered text (a fixed point of
+# `vdev lower` end to end: exit statuses of docs/spec/cli.md, the lowered text (a fixed point of
 # `vdev fmt`), --json and --dot. Usage: lower_cli_test.sh VDEV EXAMPLES_DIR
 set -uo pipefail
 vdev=$1
