@@ -128,6 +128,12 @@ absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateThreadBackend(ThreadGrou
 // op without one is a located error naming the kernels that exist.
 absl::Status CheckKernels(const LoweredProgram& program, absl::string_view backend_name);
 
+// Before any worker starts: `workers` is a number of workers the program can mean. An all-reduce
+// written with `workers=N` (`%s = allreduce(%y, op=sum, workers=2)`) states the number it was
+// written for, and any other number is a located error (Executor::Load checks it too). Without
+// such an attribute the number cannot be known: an all-reduce sums over however many workers run.
+absl::Status CheckWorkerCount(const LoweredProgram& program, int workers);
+
 // The CUDA backend: values planned on `cuda:i` live on a GPU, `cpu` ones in host memory (CPU
 // kernels). Worker w maps the program's `cuda:i` onto visible GPU (w * V + i) mod G, where V is the
 // number of virtual CUDA devices the program names and G the number of visible GPUs: with fewer GPUs
