@@ -60,8 +60,9 @@ std::optional<PlanOptions> ToPlanOptions(const PlanningFlags& flags);
 // program has no functions. On failure prints the located error (a planning error with its
 // conflicting annotations as notes, and the JSON error when `json`), sets *exit_code (kExitUsage
 // for an unreadable, unparsable or invalid program, kExitNegative after) and returns nullopt.
+// `*source`, when given, receives the program text.
 std::optional<CompileResult> CompileForCommand(const std::string& path, const CompileOptions& options, bool json,
-                                               int* exit_code);
+                                               int* exit_code, std::string* source = nullptr);
 
 // `vdev lower FILE [--json] [--dot]`.
 void AddMemoryCommands(CLI::App& app, int* exit_code);

@@ -30,11 +30,13 @@ int RunLower(const LowerArgs& args) {
   std::optional<PlanOptions> plan_options = ToPlanOptions(args.planning);
   if (!plan_options) return kExitUsage;
   LowerOptions lower_options;
-  std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(args.strategy);
+  std::string note;
+  std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(args.strategy, &note);
   if (!strategy) {
     std::cerr << "--allreduce-strategy: error: expected auto, one-shot, two-shot, nccl or plan:NAME, found '" << args.strategy << "'\n";
     return kExitUsage;
   }
+  if (!note.empty()) std::cerr << "vdev lower: " << note << "\n";
   lower_options.strategy = *strategy;
   lower_options.ipc_allreduce = !args.no_ipc;
   if (args.alignment <= 0 || (args.alignment & (args.alignment - 1)) != 0) {

@@ -128,6 +128,12 @@ absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateThreadBackend(ThreadGrou
 // op without one is a located error naming the kernels that exist.
 absl::Status CheckKernels(const LoweredProgram& program, absl::string_view backend_name);
 
+// Before any worker starts: `workers` is a number of workers the program can mean. An all-reduce
+// written with `workers=N` (`%s = allreduce(%y, op=sum, workers=2)`) states the number it was
+// written for, and any other number is a located error (Executor::Load checks it too). Without
+// such an attribute the number cannot be known: an all-reduce sums over however many workers run.
+absl::Status CheckWorkerCount(const LoweredProgram& program, int workers);
+
 // How the CUDA backend spreads a worker's work over streams.
 enum class CudaStreams {
   kPerGpu,            // one stream per GPU (the default)

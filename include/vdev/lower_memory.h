@@ -54,8 +54,12 @@ struct AllReduceStrategy {
 };
 std::string AllReduceStrategyName(const AllReduceStrategy& strategy);  // "auto", "one-shot", "plan:two_shot"
 std::ostream& operator<<(std::ostream& os, const AllReduceStrategy& strategy);
-// "auto", "one-shot", "two-shot", "nccl", or "plan:NAME" with NAME of [a-z0-9_-]+.
-std::optional<AllReduceStrategy> AllReduceStrategyFromName(absl::string_view name);
+// "auto", "one-shot", "two-shot", "nccl", or "plan:NAME" with NAME of [a-z0-9_-]+. One spelling is
+// canonical (what AllReduceStrategyName prints): built-in strategies with hyphens, plan names with
+// underscores, as the shipped plans are named (vdev/channel_algorithms.h). The other spelling
+// (`one_shot`, `plan:one-shot`) is accepted; then `*note`, when given, says how it is spelled (for
+// stderr), and is emptied otherwise.
+std::optional<AllReduceStrategy> AllReduceStrategyFromName(absl::string_view name, std::string* note = nullptr);
 
 struct LowerOptions {
   // The strategy written on every rewritten all-reduce.

@@ -94,6 +94,8 @@ class OpRegistry {
   absl::Status Register(OpDef def);
   // nullptr when unknown. The pointer stays valid for the registry's lifetime.
   const OpDef* Find(absl::string_view name) const;
+  // Every registered op's name, sorted (for "did you mean" suggestions).
+  std::vector<std::string> Names() const;
 
  private:
   mutable absl::Mutex mutex_;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "internal/lexer.h"
 #include "internal/scope.h"
 #include "vdev/ir.h"
@@ -57,7 +58,7 @@ class Verifier : public Visitor {
   TypeId FunctionType(FuncId f);
   const OpDef* Lookup(Symbol op);
   void CheckOpCall(BindingId b, const Expr& e);
-  TypeId InferOpCall(const Expr& e);
+  TypeId InferOpCall(BindingId id, const Expr& e);
   TypeId InferCall(const Expr& e, absl::Span<const TypeId> params, TypeId result, absl::Span<const Operand> args,
                    const std::string& callee);
 
@@ -408,7 +409,7 @@ void Verifier::CheckOpCall(BindingId id, const Expr& e) {
   (void)id;
 }
 
-TypeId Verifier::InferOpCall(const Expr& e) {
+TypeId Verifier::InferOpCall(BindingId id, const Expr& e) {
   const OpDef* def = Lookup(e.op);
   if (def == nullptr || !def->infer) return kNoType;
   std::vector<TypeId>& arg_types = op_arg_types_;
@@ -417,7 +418,12 @@ TypeId Verifier::InferOpCall(const Expr& e) {
   OpCall call(m_, e, arg_types);
   absl::StatusOr<TypeId> t = def->infer(call);
   if (!t.ok()) {
-    Fail(call.error_loc().valid() ? call.error_loc() : e.loc, std::string(t.status().message()));
+    // The rule's message names the op (`'matmul': …`); the binding is named instead, so a built
+    // module's error (no location) says which call is wrong.
+    absl::string_view message = t.status().message();
+    absl::ConsumePrefix(&message, absl::StrCat("'", def->name, "': "));
+    Fail(call.error_loc().valid() ? call.error_loc() : e.loc,
+         absl::StrCat("%", m_.Name(m_.bindings[id].name), " = ", PrintExprHead(m_, e), ": ", message));
     return kNoType;
   }
   return *t;
@@ -449,7 +455,7 @@ void Verifier::BindingDone(BindingId id) {
   TypeId t = kNoType;
   switch (e.kind) {
     case ExprKind::kOpCall:
-      t = InferOpCall(e);
+      t = InferOpCall(id, e);
       break;
     case ExprKind::kCallGlobal: {
       const Function& callee = m_.functions[e.func];

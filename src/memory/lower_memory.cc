@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "ir_walk.h"
 #include "vdev/builtin_ops.h"
 #include "vdev/status_macros.h"
@@ -411,21 +412,31 @@ std::ostream& operator<<(std::ostream& os, const AllReduceStrategy& strategy) {
   return os << AllReduceStrategyName(strategy);
 }
 
-std::optional<AllReduceStrategy> AllReduceStrategyFromName(absl::string_view name) {
+std::optional<AllReduceStrategy> AllReduceStrategyFromName(absl::string_view name, std::string* note) {
   constexpr absl::string_view kPlanPrefix = "plan:";
+  std::optional<AllReduceStrategy> strategy;
   if (absl::StartsWith(name, kPlanPrefix)) {
     const absl::string_view plan = name.substr(kPlanPrefix.size());
     if (plan.empty()) return std::nullopt;
     for (char c : plan) {
       if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '_' && c != '-') return std::nullopt;
     }
-    return AllReduceStrategy::Plan(std::string(plan));
+    // Plan names are identifiers (`one_shot_ll`): a hyphen is the other spelling of their underscore.
+    strategy = AllReduceStrategy::Plan(absl::StrReplaceAll(plan, {{"-", "_"}}));
+  } else {
+    // Built-in strategies are spelled with hyphens (`one-shot`); `one_shot` is accepted too.
+    const std::string hyphenated = absl::StrReplaceAll(name, {{"_", "-"}});
+    for (AllReduceStrategy::Kind k : {AllReduceStrategy::kAuto, AllReduceStrategy::kOneShot,
+                                      AllReduceStrategy::kTwoShot, AllReduceStrategy::kNccl}) {
+      if (AllReduceStrategyName(k) == hyphenated) strategy = k;
+    }
+    if (!strategy) return std::nullopt;
   }
-  for (AllReduceStrategy::Kind k : {AllReduceStrategy::kAuto, AllReduceStrategy::kOneShot,
-                                    AllReduceStrategy::kTwoShot, AllReduceStrategy::kNccl}) {
-    if (AllReduceStrategyName(k) == name) return k;
+  const std::string canonical = AllReduceStrategyName(*strategy);
+  if (note != nullptr) {
+    *note = canonical == name ? "" : absl::StrCat("note: all-reduce strategy '", name, "' is spelled '", canonical, "'");
   }
-  return std::nullopt;
+  return strategy;
 }
 
 absl::StatusOr<MemoryPlan> LowerMemory(ir::Module& module, std::vector<ir::DeviceId>& binding_devices,
