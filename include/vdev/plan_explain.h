@@ -1,7 +1,7 @@
 // Why a value is where the plan puts it: the chain of constraints from an annotation to the value,
 // and a warning when one annotation moves most of a program.
 //
-// Placement is unification (shared/spec/ir-text.md, "Placement semantics"): an op's operands and
+// Placement is unification (docs/spec/ir-text.md, "Placement semantics"): an op's operands and
 // result share one device, a call's arguments its callee's parameters, a tuple its fields, and so
 // on. An annotation fixes one value; every value unified with it, directly or through a chain of
 // such constraints, follows. ExplainPlacement walks those constraints back from a value to the

@@ -10,7 +10,7 @@
 
 namespace vdev::internal {
 
-// The verifier accepts any op name (the text's op set is open, shared/spec/ir-text.md); a program
+// The verifier accepts any op name (the text's op set is open, docs/spec/ir-text.md); a program
 // that is to run may only call ops of ir::OpRegistry::Global(), ops with a kernel on some device
 // type, and the executor's own. The first other call is an error located in `source` (or naming
 // its binding, for a built module) with the closest known name when one is near.
