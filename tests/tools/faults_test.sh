@@ -7,9 +7,11 @@
 #   3. errors found before any worker starts: an empty program, no @main, an unwritable
 #      --outputs, a malformed --workers;
 #   4. a tensor type over 2^63 bytes is a located error (exit 2, FILE:LINE:COL and caret) for plan,
-#      plan --optimize --json, lower and run.
+#      plan --optimize --json, lower and run;
+#   5. errors in JSON inputs have positions: a channel plan that is not an object (100,000 arrays
+#      deep), an op that no device of an --optimize machine implements (in the --json report too).
 # Waits are on events (a worker's pid appearing, a process ending), each bounded.
-# Usage: run_faults_test.sh PATH_TO_VDEV
+# Usage: faults_test.sh PATH_TO_VDEV
 set -u
 vdev=$1
 examples=$(cd "$(dirname "$0")/../../examples" && pwd)
@@ -163,5 +165,22 @@ printf 'def @main(%%x: f32[1152921504606846976,1], %%y: f32[1,2]) {\n  %%z = add
 expect huge_inferred 2 "huge_result\.vdev:2:3: error: '%z' has type f32\[1152921504606846976,2\]" -- \
   "$vdev" plan "$work/huge_result.vdev"
 
-echo "run_faults: $passes passed, $failures failed"
+# 5. Positions in JSON inputs.
+{ head -c 100000 /dev/zero | tr '\0' '['; head -c 100000 /dev/zero | tr '\0' ']'; } >"$work/c_nested.json"
+expect deep_channel_plan 1 "c_nested\.json:1:1: error: expected a plan \(a JSON object\) at the top level, found array" -- \
+  "$vdev" channels check "$work/c_nested.json"
+cat >"$work/machine.json" <<'JSON'
+{"devices": [{"device": "cpu:0", "memory_gb": 1, "bandwidth_gbs": 1, "default_tflops": 1},
+             {"device": "cuda:0", "memory_gb": 1, "bandwidth_gbs": 1, "default_tflops": 1}],
+ "links": [{"between": ["cpu:0", "cuda:0"], "bandwidth_gbs": 1, "latency_us": 1}],
+ "ops": {"relu": ["cuda"]}}
+JSON
+printf 'def @main(%%x: f32[4] on cpu:0) -> f32[4] {\n  %%y = relu(%%x)\n  return %%y\n}\n' >"$work/cpu_relu.vdev"
+expect unplaceable_op 1 "cpu_relu\.vdev:2:8: error: relu at 2:8 is implemented on no device" -- \
+  "$vdev" plan --optimize --machine "$work/machine.json" "$work/cpu_relu.vdev"
+"$vdev" plan --optimize --json --machine "$work/machine.json" "$work/cpu_relu.vdev" >"$work/report.json" 2>/dev/null
+grep -Pzq '"line": 2,\s*"col": 8,\s*"message": "relu at 2:8' "$work/report.json" && pass ||
+  fail "unplaceable_op_json: the report has no line 2, col 8: $(cat "$work/report.json")"
+
+echo "faults: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]
