@@ -89,8 +89,9 @@ int RunAsController(const RunArgs& args) {
     std::cerr << s.message() << "\n";
     return kExitUsage;
   }
+  // Each worker would find this only once started: found here, before any starts.
   if (const ir::FuncId main = program->module.FindGlobal("main");
-      main == ir::kNoFunc || program->module.functions[main].kind != ir::FuncKind::kGlobal) {  // found before any worker
+      main == ir::kNoFunc || program->module.functions[main].kind != ir::FuncKind::kGlobal) {
     std::cerr << FormatDiagnostic(o.file, program->source,
                                   {Severity::kError, SourceLoc{1, 1}, "the program has no function @main to run"});
     return kExitUsage;
