@@ -16,11 +16,11 @@ int64_t TensorBytes(const TypeTable& types, TypeId t) {
   int64_t elements = 1;
   bool dynamic = false;
   for (int64_t d : types.dims(t)) {
-    if (d == kDynamicDim) {
+    if (d < 0) {  // `?` (any other negative dimension is refused where it is made)
       dynamic = true;  // the known dimensions must still have a size
       continue;
     }
-    if (d < 0 || __builtin_mul_overflow(elements, d, &elements)) return kOverflow;
+    if (__builtin_mul_overflow(elements, d, &elements)) return kOverflow;
   }
   int64_t bytes = 0;
   if (__builtin_mul_overflow(elements, static_cast<int64_t>(DTypeBytes(types.node(t).dtype)), &bytes)) return kOverflow;
