@@ -16,9 +16,11 @@ set -u
 vdev=$1
 examples=$(cd "$(dirname "$0")/../../examples" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/vdev_faults_test.XXXXXX")
-background=()
+# Only jobs still running are killed: a pid already waited for may belong to another process now.
 cleanup() {
-  for p in "${background[@]}"; do kill -9 "$p" 2>/dev/null; done
+  local running
+  running=$(jobs -p)
+  [ -n "$running" ] && kill -9 $running 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -66,7 +68,6 @@ long_run_1=("$vdev" run "$examples/run/tp_mlp.vdev" --workers 1 --repeat 1000000
 for rank in 1 0; do
   TMPDIR=$work "${long_run[@]}" >"$work/stop_out" 2>"$work/stop_err" &
   controller=$!
-  background+=("$controller")
   victim=$(worker_pid "$controller" "$rank")
   if [ -z "$victim" ]; then
     fail "stopped_worker_$rank: worker $rank never appeared"
@@ -84,7 +85,6 @@ for rank in 1 0; do
   else
     fail "stopped_worker_$rank: status $status, stderr: $(cat "$work/stop_err")"
   fi
-  kill -9 "$victim" 2>/dev/null  # should it have survived: never leave a stopped process behind
 done
 
 # 2. The temporary directory, whatever ends the controller.
@@ -93,7 +93,6 @@ set -m  # background jobs in groups of their own, so SIGINT reaches them (not ig
 for sig in INT TERM HUP; do
   TMPDIR=$work "${long_run_1[@]}" >/dev/null 2>&1 &
   controller=$!
-  background+=("$controller")
   if [ -z "$(worker_pid "$controller" 0)" ] || [ -z "$(run_dirs)" ]; then
     fail "temp_dir_$sig: no workers or no temporary directory (dirs: $(run_dirs))"
   else
@@ -102,17 +101,14 @@ for sig in INT TERM HUP; do
     wait "$controller" 2>/dev/null
     [ -z "$(run_dirs)" ] && pass || fail "temp_dir_$sig: left $(run_dirs)"
   fi
-  kill -9 "$controller" 2>/dev/null
 done
 set +m
 # SIGKILL runs nothing of the controller: its directory stays until the next run sweeps it; a live
 # run's directory stays.
 TMPDIR=$work "${long_run_1[@]}" >/dev/null 2>&1 &
 killed=$!
-background+=("$killed")
 TMPDIR=$work "${long_run_1[@]}" >/dev/null 2>&1 &
 live=$!
-background+=("$live")
 if [ -z "$(worker_pid "$killed" 0)" ] || [ -z "$(worker_pid "$live" 0)" ]; then
   fail "sweep: the runs did not start"
 else
