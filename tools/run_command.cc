@@ -8,11 +8,8 @@
 // shared memory) and calls the worker function "vdev.run.worker" on all of them. Each worker writes its
 // outputs as .npy files; the controller prints their summaries and, with --check, compares them
 // with the CPU reference. A failing or killed worker fails the run (exit 1), named by the session.
-#include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -24,6 +21,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "run_output_dir.h"
+#include "vdev/diagnostic.h"
 #include "vdev/executor.h"
 #include "vdev/controller.h"
 #include "vdev/npy.h"
@@ -44,37 +43,6 @@ struct RunArgs {
   double timeout_seconds = 600;
 };
 
-// A temporary directory for the workers' outputs, removed when the run ends.
-class OutputDir {
- public:
-  static absl::StatusOr<OutputDir> Make(const std::string& requested) {
-    OutputDir dir;
-    if (!requested.empty()) {
-      std::error_code error;
-      std::filesystem::create_directories(requested, error);
-      if (error) return absl::InvalidArgumentError(absl::StrCat("--outputs ", requested, ": ", error.message()));
-      dir.path_ = requested;
-      return dir;
-    }
-    std::string pattern = (std::filesystem::temp_directory_path() / "vdev-run-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) return absl::InternalError("cannot make a temporary directory");
-    dir.path_ = pattern;
-    dir.temporary_ = true;
-    return dir;
-  }
-  OutputDir(OutputDir&& other) noexcept : path_(std::move(other.path_)), temporary_(other.temporary_) { other.temporary_ = false; }
-  ~OutputDir() {
-    std::error_code ignored;
-    if (temporary_) std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  OutputDir() = default;
-  std::string path_;
-  bool temporary_ = false;
-};
-
 int RunAsController(RunArgs args) {
   RunOptions& o = args.options;
   // The workers get the canonical spelling, so the note is printed once.
@@ -93,6 +61,13 @@ int RunAsController(RunArgs args) {
       std::cerr << s.message() << "\n";
       return kExitUsage;
     }
+  }
+  // Each worker would find this only once started: found here, before any starts.
+  if (const ir::FuncId main = program->module.FindGlobal("main");
+      main == ir::kNoFunc || program->module.functions[main].kind != ir::FuncKind::kGlobal) {
+    std::cerr << FormatDiagnostic(o.file, program->source,
+                                  {Severity::kError, SourceLoc{1, 1}, "the program has no function @main to run"});
+    return kExitUsage;
   }
   // Random inputs are drawn by each worker (only the seed is checked here); files are read here
   // first, so a bad one stops the run before any worker starts.
@@ -148,7 +123,14 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* run = app.add_subcommand("run", "Plan, lower and run @main on N workers; print each output's summary");
   run->add_option("FILE", args->options.file, "program text")->required();
-  run->add_option("-n,--workers", args->options.workers, "number of workers (1..8)")->check(CLI::Range(1, kMaxWorkers));
+  run->add_option("-n,--workers", args->options.workers, "number of workers (1..8)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            int n = 0;
+            if (absl::SimpleAtoi(text, &n) && n >= 1 && n <= kMaxWorkers) return "";
+            return absl::StrCat("expected a whole number of workers from 1 to ", kMaxWorkers, ", found '", text, "'");
+          },
+          "1..8"));
   run->add_option("--backend", args->options.backend, "cuda or host (default: host)")
       ->check(CLI::IsMember({"cuda", "host"}));
   run->add_option("--inputs", args->options.inputs, "random:SEED (default random:0; the same inputs on every worker), random-per-rank:SEED (each worker its own) or a directory of PARAM.npy files");
