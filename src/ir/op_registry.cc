@@ -186,6 +186,7 @@ void OpRegistry::AddBuiltinOps(OpRegistry& r) {
 void OpRegistry::AddStandardOps(OpRegistry& r) {
   internal::AddElementwiseAndNnOps(r);
   internal::AddShapeOps(r);
+  internal::AddSelectOps(r);
 }
 
 }  // namespace vdev::ir
