@@ -25,6 +25,7 @@
 #include "absl/strings/string_view.h"
 #include "vdev/ir.h"
 #include "vdev/tensor.h"
+#include "vdev/virtual_device.h"
 
 namespace vdev::frontend {
 
@@ -35,6 +36,9 @@ struct ImportOptions {
   // Values of graph inputs known at import (keyed by ONNX name). They stay parameters, but an op
   // that needs a value at import (a Reshape's shape, a Slice's bounds) may read them.
   std::map<std::string, HostTensor> known_inputs;
+  // Placement annotations: the value of each named ONNX tensor is wrapped in
+  // `on_device(%value, device)` where it is computed, and its users read the annotated value.
+  std::map<std::string, VirtualDevice> placements;
 };
 
 struct ImportedParam {

@@ -111,6 +111,11 @@ absl::Status Importer::ImportNode(const onnx::NodeProto& node, int index, int64_
   for (int i = 0; i < node.output_size(); ++i) {
     if (!node.output(i).empty() && !by_name_.contains(node.output(i)))
       return ctx.Unsupported(absl::StrCat("output ", i + 1, " ('", node.output(i), "')"));
+    auto place = options_.placements.find(node.output(i));
+    if (place == options_.placements.end()) continue;
+    VDEV_ASSIGN_OR_RETURN(int placed, ctx.Emit("on_device", {by_name_.at(node.output(i)), ir::Arg(place->second)}));
+    values_[placed].name = node.output(i);
+    by_name_[node.output(i)] = placed;
   }
   return absl::OkStatus();
 }
@@ -188,6 +193,10 @@ absl::StatusOr<ImportedModel> Importer::Run(const onnx::ModelProto& model) {
   const onnx::GraphProto& graph = model.graph();
   VDEV_RETURN_IF_ERROR(AddGraphInputs(graph));
   for (int i = 0; i < graph.node_size(); ++i) VDEV_RETURN_IF_ERROR(ImportNode(graph.node(i), i, opset));
+  for (const auto& [name, device] : options_.placements) {
+    if (!by_name_.contains(name))
+      return absl::InvalidArgumentError(absl::StrCat(file_, ": --place names '", name, "', which the graph does not compute"));
+  }
   return Build(graph);
 }
 
