@@ -73,6 +73,9 @@ void AddRunCommand(CLI::App& app, int* exit_code);
 // `vdev channels list`, `vdev channels show NAME [-n N]`, `vdev channels check FILE`.
 void AddChannelCommands(CLI::App& app, int* exit_code);
 
+// `vdev import MODEL.onnx --out DIR` (builds with the ONNX frontend only: VDEV_HAVE_ONNX).
+void AddImportCommand(CLI::App& app, int* exit_code);
+
 }  // namespace vdev::cli
 
 #endif  // VDEV_TOOLS_COMMANDS_H_

@@ -202,6 +202,7 @@ void OpRegistry::AddBuiltinOps(OpRegistry& r) {
 void OpRegistry::AddStandardOps(OpRegistry& r) {
   internal::AddElementwiseAndNnOps(r);
   internal::AddShapeOps(r);
+  internal::AddSelectOps(r);
 }
 
 }  // namespace vdev::ir

@@ -273,6 +273,7 @@ void AddElementwiseAndNnOps(OpRegistry& r) {
   AddOp(r, {"cast", 1, 1, {}, {"dtype"}, Cast});
   AddOp(r, {"softmax", 1, 1, {}, {}, Softmax});
   AddOp(r, {"nn.softmax", 1, 1, {}, {}, Softmax});
+  AddOp(r, {"log_softmax", 1, 1, {}, {}, Softmax});
   AddOp(r, {"gelu", 1, 1, {}, {}, Gelu});
   AddOp(r, {"layer_norm", 3, 3, {}, {}, Norm});
   AddOp(r, {"rms_norm", 2, 2, {}, {}, Norm});

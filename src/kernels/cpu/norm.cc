@@ -10,7 +10,8 @@ namespace vdev::kernels_internal {
 namespace {
 
 // softmax(x, axis=-1): any axis; the axis is gathered into a contiguous f32 row.
-absl::Status SoftmaxKernel(absl::string_view name, const KernelCall& call) {
+// log_softmax(x, axis=-1): x - max - log(sum exp(x - max)), which keeps every finite value finite.
+absl::Status SoftmaxKernel(absl::string_view name, const KernelCall& call, bool log = false) {
   const KernelOp op = KernelOp::Cpu(name);
   VDEV_ASSIGN_OR_RETURN(AroundAxis view, CheckSoftmax(op, call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
@@ -32,6 +33,12 @@ absl::Status SoftmaxKernel(absl::string_view name, const KernelCall& call) {
         for (int64_t i = 0; i < len; ++i) {
           row[i] = std::exp(row[i] - max);
           sum += row[i];
+        }
+        if (log) {
+          const double shift = static_cast<double>(max) + std::log(sum);
+          for (int64_t i = 0; i < len; ++i)
+            o[base + i * inner] = FromFloat<T>(static_cast<float>(ToFloat(in[base + i * inner]) - shift));
+          continue;
         }
         const float scale = static_cast<float>(1.0 / sum);
         for (int64_t i = 0; i < len; ++i) o[base + i * inner] = FromFloat<T>(row[i] * scale);
@@ -90,6 +97,7 @@ absl::Status NormKernel(const KernelCall& call) {
 void RegisterNormKernels(KernelRegistry& r) {
   AddCpuKernel(r, "softmax", [](const KernelCall& c) { return SoftmaxKernel("softmax", c); });
   AddCpuKernel(r, "nn.softmax", [](const KernelCall& c) { return SoftmaxKernel("nn.softmax", c); });
+  AddCpuKernel(r, "log_softmax", [](const KernelCall& c) { return SoftmaxKernel("log_softmax", c, /*log=*/true); });
   AddCpuKernel(r, "layer_norm", NormKernel<false>);
   AddCpuKernel(r, "rms_norm", NormKernel<true>);
 }
