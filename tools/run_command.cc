@@ -47,7 +47,7 @@ struct RunArgs {
 // On each worker: RunWorker with the options the controller sends, over the session InitCCL made.
 VDEV_REGISTER_WORKER_FUNCTION(
     "vdev.run.worker", [](WorkerContext& context, const WorkerArgs& args) -> absl::StatusOr<WorkerValue> {
-      VDEV_RETURN_IF_ERROR(args.ExpectCount(7));
+      VDEV_RETURN_IF_ERROR(args.ExpectCount(8));
       RunOptions options;
       VDEV_ASSIGN_OR_RETURN(options.file, args.String(0));
       VDEV_ASSIGN_OR_RETURN(options.backend, args.String(1));
@@ -56,6 +56,8 @@ VDEV_REGISTER_WORKER_FUNCTION(
       VDEV_ASSIGN_OR_RETURN(int64_t profile, args.Int(4));
       VDEV_ASSIGN_OR_RETURN(std::string output_dir, args.String(5));
       VDEV_ASSIGN_OR_RETURN(options.allreduce_strategy, args.String(6));
+      VDEV_ASSIGN_OR_RETURN(int64_t fuse, args.Int(7));
+      options.fuse_allreduce = fuse != 0;
       options.repeat = static_cast<int>(repeat);
       options.profile = profile != 0;
       options.workers = context.num_workers();
@@ -73,7 +75,7 @@ absl::Status RunOnWorkers(const RunOptions& o, double timeout_seconds, const std
   VDEV_ASSIGN_OR_RETURN(RemoteFunc run, session->GetGlobalFunc("vdev.run.worker"));
   VDEV_RETURN_IF_ERROR(session
                            ->CallPacked(run, o.file, o.backend, o.inputs, int64_t{o.repeat}, int64_t{o.profile ? 1 : 0},
-                                        output_dir, o.allreduce_strategy)
+                                        output_dir, o.allreduce_strategy, int64_t{o.fuse_allreduce ? 1 : 0})
                            .status());
   VDEV_RETURN_IF_ERROR(session->SyncAllWorkers());
   return session->Shutdown();
@@ -189,6 +191,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--repeat", args->options.repeat, "run K times (CUDA: graph replay from the 3rd)")->check(CLI::PositiveNumber);
   run->add_option("--allreduce-strategy", args->options.allreduce_strategy,
                   "strategy of the IPC all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
+  run->add_flag("--no-fuse-allreduce", [args](int64_t) { args->options.fuse_allreduce = false; },
+                "keep each all-reduce, residual add and rms_norm apart (no vdev.allreduce_add_rms_norm)");
   run->add_flag("--profile", args->options.profile, "print per-op time and the share of copies and all-reduces");
   run->add_option("--timeout", args->timeout_seconds,
                   "seconds a worker may take per step and a collective may wait before the run fails (default 600)")

@@ -27,6 +27,7 @@ struct RunOptions {
   int repeat = 1;
   bool profile = false;
   std::string allreduce_strategy = "auto";  // written on every IPC all-reduce: auto, one-shot, two-shot, nccl, plan:NAME
+  bool fuse_allreduce = true;               // LowerOptions::fuse_allreduce (`--no-fuse-allreduce` clears it)
 };
 
 // CompileForExecution of options.file with options.allreduce_strategy.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "vdev/diagnostic.h"
+#include "vdev/fuse_allreduce.h"
 #include "vdev/half.h"
 #include "vdev/status_macros.h"
 
@@ -124,6 +125,7 @@ OpKind KindOf(absl::string_view name) {
   if (name == "device_copy") return OpKind::kCopy;
   if (name == "vdev.allreduce") return OpKind::kIpcAllReduce;
   if (name == "allreduce") return OpKind::kAllReduce;
+  if (name == kFusedAllReduceOp) return OpKind::kFusedAllReduce;
   if (name == "vm.shape_of") return OpKind::kShapeOf;
   return OpKind::kKernel;
 }
@@ -177,6 +179,14 @@ absl::StatusOr<PreparedOp> PrepareOp(const LoweredProgram& program, ir::BindingI
   op.device = m.Device(device);
   VDEV_RETURN_IF_ERROR(DecodeAttrs(program, expr, op));
   switch (op.kind) {
+    case OpKind::kFusedAllReduce: {
+      const DeviceType type = backend.KernelDevice(op.device);
+      op.kernel = KernelRegistry::Global().Find(kAddRmsNormKernel, type);
+      if (op.kernel == nullptr)
+        return absl::InvalidArgumentError(Located(program, expr.loc, absl::StrCat("the fused all-reduce has no ", kAddRmsNormKernel,
+                                                                                  " kernel on ", DeviceTypeName(type))));
+      [[fallthrough]];
+    }
     case OpKind::kIpcAllReduce:
     case OpKind::kAllReduce: {
       VDEV_ASSIGN_OR_RETURN(op.reduce, ReduceOpOf(program, expr, op));
@@ -185,7 +195,7 @@ absl::StatusOr<PreparedOp> PrepareOp(const LoweredProgram& program, ir::BindingI
         if (!strategy)
           return absl::InvalidArgumentError(Located(program, expr.loc, absl::StrCat("unknown all-reduce strategy '", *s, "'")));
         op.strategy = *strategy;
-      } else if (op.kind == OpKind::kAllReduce) {
+      } else if (op.kind != OpKind::kIpcAllReduce) {
         op.strategy = AllReduceStrategy::kNccl;
       }
       break;

@@ -82,6 +82,7 @@ absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("--allreduce-strategy: expected auto, one-shot, two-shot, nccl or plan:NAME, found '",
                                                    options.allreduce_strategy, "'"));
   lower.strategy = *strategy;
+  lower.fuse_allreduce = options.fuse_allreduce;
   // Every worker reads FILE again, and only the controller has the caller's standard input.
   VDEV_ASSIGN_OR_RETURN(std::string text, ReadSourceFile(options.file, StandardInput::kRefused));
   return CompileForExecution(text, options.file, lower);
