@@ -25,9 +25,9 @@ run_model() {  # NAME FILE ARGS...
 for stage in ${STAGES:-test bench model torch check profile sanitize}; do
   case $stage in
     test)
-      step test 150 "$bin/runtime_cuda_test" --gtest_filter='*ZeroCopy*:*GraphReplays*:*EdgeValues*OnTwo*' ;;
+      step test 120 "$bin/runtime_cuda_test" --gtest_filter='*ZeroCopy*:*GraphReplays*:*EdgeValues*OnTwo*' ;;
     bench)
-      step bench 200 "$bin/vdev" launch -n 2 -- "$bin/allreduce_bench" --csv "$out/bench2.csv" --min-bytes 4096 \
+      step bench 150 "$bin/vdev" launch -n 2 -- "$bin/allreduce_bench" --csv "$out/bench2.csv" --min-bytes 4096 \
         --max-bytes 268435456 --no-llm --no-eager --reps 9 --variants \
         vdev-auto,vdev-inplace,vdev-inplace-noexit,vdev-1shot-ll,vdev-1shot-ll128,vdev-1shot-sentinel,vdev-2shot-ll,vdev-1shot,vdev-2shot,nccl,nccl-symm ;;
     model)
@@ -51,7 +51,7 @@ for stage in ${STAGES:-test bench model torch check profile sanitize}; do
       run_model profile_unfused "$out/tp256.vdev" --repeat 3 --profile --no-fuse-allreduce ;;
     sanitize)
       for tool in memcheck racecheck; do
-        step "sanitize_$tool" 90 "$bin/vdev" launch -n 2 -- compute-sanitizer --tool $tool --report-api-errors no \
+        step "sanitize_$tool" 60 "$bin/vdev" launch -n 2 -- compute-sanitizer --tool $tool --report-api-errors no \
           --error-exitcode 9 "$bin/allreduce_bench" --only-vdev --min-bytes 4096 --max-bytes 262144 --reps 1 --no-llm \
           --no-eager --variants vdev-inplace,vdev-inplace-noexit,vdev-auto
       done ;;
