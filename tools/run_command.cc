@@ -139,6 +139,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--repeat", args->options.repeat, "run K times (CUDA: graph replay from the 3rd)")->check(CLI::PositiveNumber);
   run->add_option("--allreduce-strategy", args->options.allreduce_strategy,
                   "strategy of the IPC all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
+  run->add_flag("--no-fuse-allreduce", [args](int64_t) { args->options.fuse_allreduce = false; },
+                "keep each all-reduce, residual add and rms_norm apart (no vdev.allreduce_add_rms_norm)");
   run->add_flag("--profile", args->options.profile, "print per-op time and the share of copies and all-reduces");
   run->add_option("--timeout", args->timeout_seconds,
                   "seconds a worker may take per step and a collective may wait before the run fails (default 600)")

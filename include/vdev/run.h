@@ -87,6 +87,7 @@ struct RunOptions {
   bool profile = false;
   std::string allreduce_strategy = "auto";  // written on every IPC all-reduce: auto, one-shot, two-shot, nccl, plan:NAME
   bool print_timing = true;  // worker 0 prints its timing line (`vdev run`'s first line)
+  bool fuse_allreduce = true;               // LowerOptions::fuse_allreduce (`--no-fuse-allreduce` clears it)
 };
 
 // `vdev run`'s workers: starts options.workers processes of `worker_program` (empty: this program),

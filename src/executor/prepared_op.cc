@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "known_ops.h"
 #include "vdev/diagnostic.h"
+#include "vdev/fuse_allreduce.h"
 #include "vdev/half.h"
 #include "vdev/status_macros.h"
 
@@ -124,7 +125,7 @@ constexpr std::pair<absl::string_view, OpKind> kExecutorOps[] = {
     {"vm.reshape_tensor", OpKind::kView},             {"memory.view", OpKind::kView},
     {"on_device", OpKind::kAlias},                    {"device_copy", OpKind::kCopy},
     {"vdev.allreduce", OpKind::kIpcAllReduce},        {"allreduce", OpKind::kAllReduce},
-    {"vm.shape_of", OpKind::kShapeOf},
+    {"vm.shape_of", OpKind::kShapeOf},                {kFusedAllReduceOp, OpKind::kFusedAllReduce},
 };
 
 OpKind KindOf(absl::string_view name) {
@@ -189,6 +190,14 @@ absl::StatusOr<PreparedOp> PrepareOp(const LoweredProgram& program, ir::BindingI
   op.device = m.Device(device);
   VDEV_RETURN_IF_ERROR(DecodeAttrs(program, expr, op));
   switch (op.kind) {
+    case OpKind::kFusedAllReduce: {
+      const DeviceType type = backend.KernelDevice(op.device);
+      op.kernel = KernelRegistry::Global().Find(kAddRmsNormKernel, type);
+      if (op.kernel == nullptr)
+        return absl::InvalidArgumentError(Located(program, expr.loc, absl::StrCat("the fused all-reduce has no ", kAddRmsNormKernel,
+                                                                                  " kernel on ", DeviceTypeName(type))));
+      [[fallthrough]];
+    }
     case OpKind::kIpcAllReduce:
     case OpKind::kAllReduce: {
       VDEV_RETURN_IF_ERROR(CheckDeclaredWorkers(program, b, backend.world_size()));
@@ -198,7 +207,7 @@ absl::StatusOr<PreparedOp> PrepareOp(const LoweredProgram& program, ir::BindingI
         if (!strategy)
           return absl::InvalidArgumentError(Located(program, expr.loc, absl::StrCat("unknown all-reduce strategy '", *s, "'")));
         op.strategy = *strategy;
-      } else if (op.kind == OpKind::kAllReduce) {
+      } else if (op.kind != OpKind::kIpcAllReduce) {
         op.strategy = AllReduceStrategy::kNccl;
       }
       break;

@@ -21,6 +21,7 @@ enum class OpKind {
   kCopy,           // device_copy
   kIpcAllReduce,   // vdev.allreduce: the input lies in ipc_memory
   kAllReduce,      // allreduce
+  kFusedAllReduce, // vdev.allreduce_add_rms_norm: the all-reduce, then the add_rms_norm kernel
   kShapeOf,        // vm.shape_of: an i64 tensor on the host
 };
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "run_internal.h"
+#include "vdev/fuse_allreduce.h"
 #include "vdev/npy.h"
 #include "vdev/source_file.h"
 #include "vdev/status_macros.h"
@@ -23,21 +24,24 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 void PrintProfile(const std::vector<OpProfile>& profile) {
-  double total = 0, copies = 0, allreduces = 0;
+  double total = 0, copies = 0, allreduces = 0, norms = 0;
   for (const OpProfile& p : profile) {
     total += p.seconds;
     if (p.op == "device_copy") copies += p.seconds;
-    if (p.op == "allreduce" || p.op == "vdev.allreduce") allreduces += p.seconds;
+    // The fused op is an all-reduce that also adds the residual and normalises.
+    if (p.op == "allreduce" || p.op == "vdev.allreduce" || p.op == kFusedAllReduceOp) allreduces += p.seconds;
+    if (p.op == "rms_norm" || p.op == "layer_norm") norms += p.seconds;
   }
   std::vector<OpProfile> sorted = profile;
   std::stable_sort(sorted.begin(), sorted.end(), [](const OpProfile& a, const OpProfile& b) { return a.seconds > b.seconds; });
   std::cout << absl::StrFormat("profile (worker 0, one run, %.3f ms in ops):\n", total * 1e3);
-  std::cout << absl::StrFormat("  %-22s %7s %11s %7s\n", "op", "calls", "time ms", "share");
+  std::cout << absl::StrFormat("  %-28s %7s %11s %7s\n", "op", "calls", "time ms", "share");
   for (const OpProfile& p : sorted)
-    std::cout << absl::StrFormat("  %-22s %7d %11.3f %6.1f%%\n", p.op, p.calls, p.seconds * 1e3,
+    std::cout << absl::StrFormat("  %-28s %7d %11.3f %6.1f%%\n", p.op, p.calls, p.seconds * 1e3,
                                  total > 0 ? 100 * p.seconds / total : 0.0);
-  std::cout << absl::StrFormat("  copies %.1f%%, all-reduces %.1f%% of op time\n", total > 0 ? 100 * copies / total : 0.0,
-                               total > 0 ? 100 * allreduces / total : 0.0);
+  const double share = total > 0 ? 100 / total : 0.0;
+  std::cout << absl::StrFormat("  copies %.1f%%, all-reduces %.1f%% (fused ones included), all-reduces + norms %.1f%% of op time\n",
+                               share * copies, share * allreduces, share * (allreduces + norms));
 }
 
 absl::Status WriteOutputs(const std::vector<HostTensor>& outputs, const std::string& dir, int rank) {
@@ -69,13 +73,14 @@ int CpuThreadsPerWorker(int workers) {
 }
 
 absl::StatusOr<LoweredProgram> CompileWithStrategy(absl::string_view text, absl::string_view file,
-                                                   absl::string_view strategy_name) {
+                                                   absl::string_view strategy_name, bool fuse_allreduce) {
   LowerOptions lower;
   std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(strategy_name);
   if (!strategy)
     return absl::InvalidArgumentError(absl::StrCat("--allreduce-strategy: expected auto, one-shot, two-shot, nccl or plan:NAME, found '",
                                                    strategy_name, "'"));
   lower.strategy = *strategy;
+  lower.fuse_allreduce = fuse_allreduce;
   return CompileForExecution(text, file, lower);
 }
 
@@ -93,7 +98,7 @@ int VirtualCudaDevices(const ir::Module& m) {
 absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options) {
   // Every worker reads FILE again, and only the controller has the caller's standard input.
   VDEV_ASSIGN_OR_RETURN(std::string text, ReadSourceFile(options.file, StandardInput::kRefused));
-  return internal::CompileWithStrategy(text, options.file, options.allreduce_strategy);
+  return internal::CompileWithStrategy(text, options.file, options.allreduce_strategy, options.fuse_allreduce);
 }
 
 absl::Status RunWorker(const RunOptions& options, Session* session, const std::string& output_dir) {

@@ -12,9 +12,9 @@ namespace vdev::internal {
 int CpuThreadsPerWorker(int workers);
 
 // CompileForExecution of `text` with the all-reduce strategy named `strategy` (an error names the
-// choices when it is not one).
+// choices when it is not one) and, unless `fuse_allreduce` is false, the all-reduce fusion.
 absl::StatusOr<LoweredProgram> CompileWithStrategy(absl::string_view text, absl::string_view file,
-                                                   absl::string_view strategy);
+                                                   absl::string_view strategy, bool fuse_allreduce = true);
 
 }  // namespace vdev::internal
 

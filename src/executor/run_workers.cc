@@ -32,7 +32,7 @@ namespace {
 // On each worker: RunWorker with the options the controller sends, over the session InitCCL made.
 VDEV_REGISTER_WORKER_FUNCTION(
     "vdev.run.worker", [](WorkerContext& context, const WorkerArgs& args) -> absl::StatusOr<WorkerValue> {
-      VDEV_RETURN_IF_ERROR(args.ExpectCount(8));
+      VDEV_RETURN_IF_ERROR(args.ExpectCount(9));
       RunOptions options;
       VDEV_ASSIGN_OR_RETURN(options.file, args.String(0));
       VDEV_ASSIGN_OR_RETURN(options.backend, args.String(1));
@@ -42,6 +42,8 @@ VDEV_REGISTER_WORKER_FUNCTION(
       VDEV_ASSIGN_OR_RETURN(std::string output_dir, args.String(5));
       VDEV_ASSIGN_OR_RETURN(options.allreduce_strategy, args.String(6));
       VDEV_ASSIGN_OR_RETURN(int64_t print_timing, args.Int(7));
+      VDEV_ASSIGN_OR_RETURN(int64_t fuse, args.Int(8));
+      options.fuse_allreduce = fuse != 0;
       options.repeat = static_cast<int>(repeat);
       options.profile = profile != 0;
       options.print_timing = print_timing != 0;
@@ -156,7 +158,8 @@ absl::Status RunFileOnWorkers(const RunOptions& o, absl::Duration timeout, const
   VDEV_ASSIGN_OR_RETURN(RemoteFunc run, session->GetGlobalFunc("vdev.run.worker"));
   VDEV_RETURN_IF_ERROR(session
                            ->CallPacked(run, o.file, o.backend, o.inputs, int64_t{o.repeat}, int64_t{o.profile ? 1 : 0},
-                                        output_dir, o.allreduce_strategy, int64_t{o.print_timing ? 1 : 0})
+                                        output_dir, o.allreduce_strategy, int64_t{o.print_timing ? 1 : 0},
+                                        int64_t{o.fuse_allreduce ? 1 : 0})
                            .status());
   VDEV_RETURN_IF_ERROR(session->SyncAllWorkers());
   return session->Shutdown();

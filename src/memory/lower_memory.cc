@@ -14,6 +14,7 @@
 #include "absl/strings/str_replace.h"
 #include "ir_walk.h"
 #include "vdev/builtin_ops.h"
+#include "vdev/fuse_allreduce.h"
 #include "vdev/status_macros.h"
 
 namespace vdev {
@@ -193,7 +194,7 @@ class FunctionLowering {
             break;
           }
           VDEV_RETURN_IF_ERROR(Produce(b, pos, v));
-          if (op == "allreduce") RewriteAllReduce(b);
+          if (op == "allreduce" || op == kFusedAllReduceOp) RewriteAllReduce(b);
           break;
         }
         case ir::ExprKind::kAlias:
@@ -265,6 +266,7 @@ class FunctionLowering {
     const ir::Expr& e = m_.bindings[b].expr;
     AllReduceInfo info;
     info.binding = b;
+    info.fused = m_.OpName(e) == kFusedAllReduceOp;
     const ir::Attr* op = m_.FindAttr(e, "op");
     info.op = op == nullptr ? "sum" : std::string(op->value.kind == ir::OperandKind::kIdent
                                                       ? m_.Name(op->value.symbol)
@@ -325,6 +327,8 @@ class FunctionLowering {
     for (ir::BindingId b : order) {
       auto it = tensor_of.find(b);
       if (it == tensor_of.end()) {
+        // A fused all-reduce has two results, which it allocates itself; it still takes its strategy.
+        if (allreduce_of.contains(b) && allreduce_of[b]->fused) AddStrategy(b, *allreduce_of[b]);
         lowered.push_back(b);
         continue;
       }
@@ -344,6 +348,26 @@ class FunctionLowering {
       WriteInto(b, tensor.alloc, allreduce_of.contains(b) ? allreduce_of[b] : nullptr);
     }
     m_.blocks[body_].bindings = std::move(lowered);
+  }
+
+  // `strategy="S"`: a string, since strategy names ("one-shot") are not identifiers of the text form.
+  ir::Attr StrategyAttr(const AllReduceStrategy& s) {
+    ir::Operand strategy;
+    strategy.kind = ir::OperandKind::kString;
+    strategy.symbol = m_.symbols.Intern(absl::StrCat("\"", AllReduceStrategyName(s), "\""));
+    return m_.MakeAttr("strategy", strategy);
+  }
+
+  // A fused all-reduce's strategy: the rewrite's when its input moved to ipc_memory, else NCCL.
+  void AddStrategy(ir::BindingId b, const AllReduceInfo& info) {
+    const ir::Expr old = m_.bindings[b].expr;
+    std::vector<ir::Attr> attrs(m_.Attrs(old).begin(), m_.Attrs(old).end());
+    attrs.push_back(StrategyAttr(info.ipc ? info.strategy : AllReduceStrategy(AllReduceStrategy::kNccl)));
+    const std::vector<ir::Operand> args(m_.Args(old).begin(), m_.Args(old).end());
+    const std::string op(m_.OpName(old));
+    ir::Expr expr = m_.MakeOpCall(op, args, attrs);
+    expr.loc = old.loc;
+    m_.bindings[b].expr = std::move(expr);
   }
 
   // Rebuilds op or kernel-call binding `b` to write into `alloc` (`out=%t`); a rewritten all-reduce
@@ -366,11 +390,7 @@ class FunctionLowering {
     if (allreduce != nullptr && allreduce->ipc) {
       op = "vdev.allreduce";
       if (m_.FindAttr(old, "op") == nullptr) attrs.push_back(m_.MakeAttr("op", m_.IdentOperand("sum")));
-      // A string: strategy names ("one-shot") are not identifiers of the text form.
-      ir::Operand strategy;
-      strategy.kind = ir::OperandKind::kString;
-      strategy.symbol = m_.symbols.Intern(absl::StrCat("\"", AllReduceStrategyName(allreduce->strategy), "\""));
-      attrs.push_back(m_.MakeAttr("strategy", strategy));
+      attrs.push_back(StrategyAttr(allreduce->strategy));
     }
     attrs.push_back(m_.MakeAttr("out", m_.LocalOperand(ir::ValueRef::Binding(alloc))));
     ir::Expr expr = m_.MakeOpCall(op, args, attrs);
@@ -442,6 +462,7 @@ std::optional<AllReduceStrategy> AllReduceStrategyFromName(absl::string_view nam
 absl::StatusOr<MemoryPlan> LowerMemory(ir::Module& module, std::vector<ir::DeviceId>& binding_devices,
                                        const LowerOptions& options) {
   MemoryPlan plan;
+  if (options.fuse_allreduce) plan.fused = FuseAllReduceAddNorm(module, binding_devices);
   for (ir::FuncId f : module.items) {
     if (module.functions[f].kind != ir::FuncKind::kGlobal || module.functions[f].body == ir::kNoBlock) continue;
     VDEV_ASSIGN_OR_RETURN(FunctionMemory fm, FunctionLowering(module, binding_devices, options, f).Run());

@@ -13,6 +13,7 @@
 #include "internal/allreduce_layout.h"
 #include "internal/cuda_common.h"
 #include "internal/cuda_kernels.h"
+#include "internal/cuda_zero_copy.h"
 #include "vdev/cuda_allreduce.h"
 #include "vdev/status_macros.h"
 
@@ -308,7 +309,7 @@ absl::Status CudaCommunicator::AllReduce(const void* in, void* out, size_t count
 }
 
 absl::Status CudaCommunicator::AllReduceZeroCopy(const IPCBuffer& in, void* out, size_t count, DataType type,
-                                                 cudaStream_t stream) {
+                                                 cudaStream_t stream, ZeroCopyRead read) {
   if (count == 0) return absl::OkStatus();
   VDEV_RETURN_IF_ERROR(CheckStream(stream));
   const IPCMemory* mem = in.memory;
@@ -329,8 +330,13 @@ absl::Status CudaCommunicator::AllReduceZeroCopy(const IPCBuffer& in, void* out,
     VDEV_RETURN_IF_ERROR(NcclAvailable());
     return NcclStatus(ncclAllReduce(local, out, count, NcclType(type), ncclSum, nccl_, stream), "ncclAllReduce");
   }
+  if (read == ZeroCopyRead::kAuto && bytes > options_.max_zero_copy_bytes) {
+    return AllReduce(local, out, count, type, AllReduceAlgorithm::kAuto, stream);
+  }
   const internal::KernelArgs a = ArgsFor(*mem, in.offset, local, out, count, options_.kernel_timeout, error_device_);
-  return CudaStatus(internal::LaunchZeroCopyOneShot(type, a, stream, options_.programmatic_launch),
+  return CudaStatus(read == ZeroCopyRead::kInPlaceNoExitBarrier
+                        ? internal::LaunchZeroCopyOneShotNoExit(type, a, stream, options_.programmatic_launch)
+                        : internal::LaunchZeroCopyOneShot(type, a, stream, options_.programmatic_launch),
                     "zero-copy all-reduce launch");
 }
 

@@ -208,6 +208,45 @@ TEST(RunReference, AFailingWorkerIsNamedAndTheOthersDoNotHang) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("reference worker"));
 }
 
+// The fused all-reduce (vdev.allreduce_add_rms_norm) on 2 workers as threads gives what the three
+// unfused ops give: both programs compute h = residual + sum and n = rms_norm(h) with one rounding
+// per stored value, so the outputs agree within CompareOutputs' tolerance (equal up to the order of
+// the norm's f32/f64 accumulation).
+TEST(RunReference, FusedAllReduceMatchesTheUnfusedChain) {
+  constexpr char kText[] = R"(def @main(%x: bf16[8,64], %w: bf16[64,64], %g: bf16[64], %w2: bf16[64,64], %g2: bf16[64]) -> (bf16[8,64], bf16[8,64]) {
+  %o = matmul(%x, %w)
+  %ar = allreduce(%o, op=sum)
+  %h = add(%x, %ar)
+  %n = rms_norm(%h, %g)
+  %d = matmul(%n, %w2)
+  %flat = reshape(%d, [512])
+  %ar2 = allreduce(%flat, op=sum)
+  %back = reshape(%ar2, [8, 64])
+  %h2 = add(%h, %back)
+  %n2 = rms_norm(%h2, %g2, epsilon=0.001)
+  %out = (%h2, %n2)
+  return %out
+})";
+  LowerOptions unfused_options;
+  unfused_options.fuse_allreduce = false;
+  auto fused = CompileForExecution(kText, "fused.vdev");
+  auto unfused = CompileForExecution(kText, "unfused.vdev", unfused_options);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  ASSERT_EQ(fused->memory.fused.size(), 2u);
+  ASSERT_TRUE(unfused->memory.fused.empty());
+  auto a = RunReference(*fused, 2, "random:11");
+  auto b = RunReference(*unfused, 2, "random:11");
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_EQ((*a)[k].size(), 2u);
+    EXPECT_TRUE(CompareOutputs((*a)[k], (*b)[k], k).ok()) << CompareOutputs((*a)[k], (*b)[k], k);
+    // The residual sums are the same roundings of the same sums: bitwise equal.
+    EXPECT_EQ((*a)[k][0].bytes, (*b)[k][0].bytes) << "worker " << k;
+  }
+}
+
 TEST(Summarize, PrintsTypeSumAndMeanAbsoluteValue) {
   EXPECT_EQ(Summarize(F32({2, 2}, {1, -2, 3, -4})), "f32[2,2] sum=-2 mean|x|=2.5");
 }

@@ -32,6 +32,13 @@ contains plan "$tmp/plan.vdev" 'strategy="plan:two_shot"'
 "$vdev" lower --no-ipc-allreduce "$examples/allreduce_reshape.vdev" >"$tmp/nccl.vdev"; check no-ipc 0 $?
 if grep -q ipc "$tmp/nccl.vdev"; then echo "FAIL no-ipc: ipc memory used"; failures=$((failures + 1)); fi
 
+"$vdev" lower "$examples/tp_block.vdev" >"$tmp/fused.vdev"; check fuse 0 $?
+contains fuse "$tmp/fused.vdev" '= vdev.allreduce_add_rms_norm(%o, %x, %g, op=sum, strategy="auto")'
+contains fuse "$tmp/fused.vdev" '= vdev.allreduce_add_rms_norm(%flat, %h, %g2, op=sum, epsilon=0.00001, strategy="auto")'
+"$vdev" lower --no-fuse-allreduce "$examples/tp_block.vdev" >"$tmp/unfused.vdev"; check no-fuse 0 $?
+if grep -q allreduce_add_rms_norm "$tmp/unfused.vdev"; then echo "FAIL no-fuse: fused anyway"; failures=$((failures + 1)); fi
+contains no-fuse "$tmp/unfused.vdev" '= rms_norm(%h, %g, out='
+
 "$vdev" lower --dot "$examples/tp_transformer_10.vdev" >"$tmp/tp.dot"; check dot 0 $?
 contains dot "$tmp/tp.dot" "digraph"
 contains dot "$tmp/tp.dot" "color=red"
