@@ -25,7 +25,9 @@ run_model() {  # NAME FILE ARGS...
 for stage in ${STAGES:-test bench model torch check profile sanitize}; do
   case $stage in
     test)
-      step test 120 "$bin/runtime_cuda_test" --gtest_filter='*ZeroCopy*:*GraphReplays*:*EdgeValues*OnTwo*' ;;
+      step test 120 "$bin/runtime_cuda_test" --gtest_filter='*ZeroCopy*:*GraphReplays*:*EdgeValues*OnTwo*'
+      # The fused op's CUDA epilogue (vdev.add_rms_norm) against its CPU reference.
+      if [ -x "$bin/cuda_kernels_test" ]; then step kernels 60 "$bin/cuda_kernels_test" --gtest_filter='*NormsMatchTheCpu*'; fi ;;
     bench)
       step bench 150 "$bin/vdev" launch -n 2 -- "$bin/allreduce_bench" --csv "$out/bench2.csv" --min-bytes 4096 \
         --max-bytes 268435456 --no-llm --no-eager --reps 9 --variants \

@@ -56,9 +56,10 @@ struct CudaCommunicatorOptions {
   // kNccl then runs one-shot or two-shot, and what only NCCL could do is FailedPrecondition.
   bool use_nccl = true;
   // Largest input AllReduceZeroCopy reads in place (ZeroCopyRead::kAuto); larger ones go to the
-  // copy-in kernels. 0: never in place. Measured on 2 H100s (docs/allreduce.md), the in-place kernel
-  // lost to the copy-in kernels at every size from 4 KB to 16 MB: its entry barrier and the reads'
-  // round trip cost more than the copy the push kernels fold into their send.
+  // copy-in kernels. 0: never in place. On 2 H100s (bf16, CUDA graphs, 2026-11-26) the in-place
+  // kernel took 1.7-3.3x the copy-in kernels' time from 4 KB to 2 MB and tied at 256 MB: its
+  // barriers and the reads' round trip cost more than the copy the push kernels fold into their send
+  // (docs/allreduce.md, "Where its time goes").
   size_t max_zero_copy_bytes = 0;
 };
 

@@ -2,10 +2,10 @@
 // one vdev.allreduce_add_rms_norm whose results the add and the norm bindings project.
 #include "vdev/fuse_allreduce.h"
 
-#include <algorithm>
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace vdev {
@@ -46,7 +46,13 @@ class Fuser {
   Fuser(ir::Module& m, std::vector<ir::DeviceId>& devices, ir::BlockId body)
       : m_(m), devices_(devices), body_(body), reads_(m) {
     const std::vector<ir::BindingId>& order = m_.blocks[body_].bindings;
-    for (size_t i = 0; i < order.size(); ++i) pos_[order[i]] = static_cast<int>(i);
+    for (size_t i = 0; i < order.size(); ++i) {
+      pos_[order[i]] = static_cast<int>(i);
+      const ir::Expr& e = m_.bindings[order[i]].expr;
+      if (Op(order[i]) != "rms_norm" || e.args.count != 2) continue;
+      const ir::Operand& x = m_.Args(e)[0];
+      if (x.is_local() && x.value.is_binding()) first_norm_.try_emplace(x.value.index, order[i]);
+    }
   }
 
   void Run(std::vector<FusedAllReduce>* fused) {
@@ -55,6 +61,7 @@ class Fuser {
       if (Op(b) != "allreduce") continue;
       if (std::optional<FusedAllReduce> f = TryFuse(b)) fused->push_back(*f);
     }
+    if (!removed_.empty()) RebuildOrder();
   }
 
  private:
@@ -91,9 +98,10 @@ class Fuser {
     const ir::Expr& adde = m_.bindings[add].expr;
     if (adde.args.count != 2 || adde.attrs.count != 0) return std::nullopt;
     const ir::Operand a0 = m_.Args(adde)[0], a1 = m_.Args(adde)[1];
-    const ir::Operand residual = IsBindingOperand(a1, chain.back()) ? a0 : a1;
-    if (!IsBindingOperand(IsBindingOperand(a1, chain.back()) ? a1 : a0, chain.back())) return std::nullopt;
-    if (IsBindingOperand(residual, chain.back()) || !residual.is_local()) return std::nullopt;
+    const bool sum_second = IsBindingOperand(a1, chain.back());
+    if (!sum_second && !IsBindingOperand(a0, chain.back())) return std::nullopt;
+    const ir::Operand residual = sum_second ? a0 : a1;
+    if (!residual.is_local() || IsBindingOperand(residual, chain.back())) return std::nullopt;  // add(%v, %v)
     const ir::TypeId type = m_.bindings[add].type;
     if (type == ir::kNoType || m_.types.kind(type) != ir::TypeKind::kTensor) return std::nullopt;
     if (m_.bindings[chain.back()].type != type || ResidualType(residual) != type) return std::nullopt;
@@ -111,17 +119,13 @@ class Fuser {
     return m_.bindings[o.value.index].type;
   }
 
-  // The first rms_norm of this body, after `add`, on its device, that normalises `add`'s result.
+  // The first rms_norm of this body that normalises `add`'s result, when it runs on add's device.
   std::optional<ir::BindingId> NormOf(ir::BindingId add) const {
-    const std::vector<ir::BindingId>& order = m_.blocks[body_].bindings;
-    for (size_t i = static_cast<size_t>(pos_.at(add)) + 1; i < order.size(); ++i) {
-      const ir::BindingId b = order[i];
-      if (Op(b) != "rms_norm" || Device(b) != Device(add)) continue;
-      const ir::Expr& e = m_.bindings[b].expr;
-      if (e.args.count == 2 && IsBindingOperand(m_.Args(e)[0], add) && m_.bindings[b].type == m_.bindings[add].type)
-        return b;
-    }
-    return std::nullopt;
+    auto it = first_norm_.find(add);
+    if (it == first_norm_.end()) return std::nullopt;
+    const ir::BindingId b = it->second;
+    if (Device(b) != Device(add) || m_.bindings[b].type != m_.bindings[add].type) return std::nullopt;
+    return b;
   }
 
   FusedAllReduce Rewrite(const std::vector<ir::BindingId>& chain, ir::BindingId add, ir::BindingId norm,
@@ -141,20 +145,27 @@ class Fuser {
     devices_[f] = Device(add);
     Project(add, f, 0);
     Project(norm, f, 1);
-    // The fused op takes the add's place; the all-reduce and its reshapes leave the body.
+    // The fused op takes the add's place; the all-reduce and its reshapes leave the body (Run
+    // rebuilds the body's order once, at the end).
+    for (ir::BindingId b : chain) {
+      removed_.insert(b);
+      pos_.erase(b);
+    }
+    fused_before_[add] = f;
+    report.fused = f;
+    return report;
+  }
+
+  void RebuildOrder() {
     std::vector<ir::BindingId>& order = m_.blocks[body_].bindings;
     std::vector<ir::BindingId> kept;
     kept.reserve(order.size());
     for (ir::BindingId b : order) {
-      if (std::find(chain.begin(), chain.end(), b) != chain.end()) continue;
-      if (b == add) kept.push_back(f);
+      if (removed_.contains(b)) continue;
+      if (auto it = fused_before_.find(b); it != fused_before_.end()) kept.push_back(it->second);
       kept.push_back(b);
     }
     order = std::move(kept);
-    pos_.clear();
-    for (size_t i = 0; i < order.size(); ++i) pos_[order[i]] = static_cast<int>(i);
-    report.fused = f;
-    return report;
   }
 
   // Binding `b` becomes `%tuple.index`, keeping its name, type and declared type.
@@ -173,6 +184,9 @@ class Fuser {
   const ir::BlockId body_;
   Reads reads_;
   absl::flat_hash_map<ir::BindingId, int> pos_;
+  absl::flat_hash_map<ir::BindingId, ir::BindingId> first_norm_;  // x -> the first rms_norm(x, ...) of the body
+  absl::flat_hash_set<ir::BindingId> removed_;                     // all-reduces and reshapes fused away
+  absl::flat_hash_map<ir::BindingId, ir::BindingId> fused_before_;  // add -> the fused op placed before it
 };
 
 }  // namespace

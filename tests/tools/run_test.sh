@@ -45,6 +45,11 @@ for workers in 1 2 4; do
       "$vdev" run "$examples/$example" --backend host --workers "$workers" --check
   done
 done
+# The fused all-reduce runs (its op in the profile) and checks; --no-fuse-allreduce runs the three ops.
+expect fused 0 "vdev\.allreduce_add_rms_norm +2 .*$ok_re" '' -- \
+  "$vdev" run "$examples/memory/tp_block.vdev" --workers 2 --check --profile
+expect unfused 0 "rms_norm +2 .*$ok_re" '' -- \
+  "$vdev" run "$examples/memory/tp_block.vdev" --workers 2 --check --profile --no-fuse-allreduce
 # A run that outlasts --timeout fails, naming the worker and the bound; the bound is checked.
 expect timeout 1 '' 'vdev run: failed: worker [0-9] did not finish .* within 1s' -- \
   "$vdev" run "$examples/memory/tp_transformer_10.vdev" --workers 2 --timeout 1
