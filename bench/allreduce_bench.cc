@@ -7,7 +7,8 @@
 // ncclAllReduce on NCCL symmetric windows (ncclMemAlloc + ncclCommWindowRegister), and shipped
 // channel plans run by CudaPlanExecutor with input and output in its region (plan-one_shot_ll,
 // plan-one_shot, plan-one_shot_push, plan-two_shot: up to --max-plan-bytes, default 4 MB; instances
-// by size as the executor picks them). Variants are interleaved within each size. For each size and variant:
+// by size as the executor picks them; --plan-kernel generic|compiled|auto picks their kernel, generic by
+// default). Variants are interleaved within each size. For each size and variant:
 // a correctness check (integer-valued bf16 inputs, exact expected sums, inputs intact), then CUDA-
 // graph and eager timings: each repeat runs a warm-up batch (which also lines the GPUs up), then a
 // timed batch of `iters` back-to-back ops between two events; per-op time = elapsed / iters; the
@@ -86,7 +87,7 @@ int Main(int argc, char** argv) {
   size_t max_bytes = size_t{1} << 30, min_bytes = 1024, max_plan_bytes = size_t{4} << 20;
   int reps = 15;
   bool llm = true, eager = true, only_vdev = false;
-  std::string csv_path, only;
+  std::string csv_path, only, plan_kernel = "generic";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -99,7 +100,10 @@ int Main(int argc, char** argv) {
     if (a == "--no-eager") eager = false;
     if (a == "--only-vdev") only_vdev = true;  // for compute-sanitizer runs
     if (a == "--variants") only = "," + next() + ",";  // e.g. vdev-auto,nccl
+    if (a == "--plan-kernel") plan_kernel = next();    // generic, compiled or auto (the plan-* variants)
   }
+  const absl::StatusOr<channels::PlanKernel> plan_kernel_or = channels::PlanKernelFromName(plan_kernel);
+  Ok(plan_kernel_or.status(), "--plan-kernel");
   absl::StatusOr<std::unique_ptr<Session>> session_or = Session::FromEnvironment();
   Ok(session_or.status(), "session");
   Session& session = **session_or;
@@ -195,7 +199,7 @@ int Main(int argc, char** argv) {
     const std::string variant = absl::StrCat("plan-", name);
     if (plan_bytes == 0 || !selected(variant)) continue;
     absl::StatusOr<std::unique_ptr<channels::CudaPlanExecutor>> exec = channels::CudaPlanExecutor::ForStrategy(
-        session, *ipc_allocator, absl::StrCat("plan:", name), plan_bytes / 2, DataType::kBF16);
+        session, *ipc_allocator, absl::StrCat("plan:", name), plan_bytes / 2, DataType::kBF16, *plan_kernel_or);
     Ok(exec.status(), variant.c_str());
     channels::CudaPlanExecutor* e = exec->get();
     plans.push_back(std::move(*exec));

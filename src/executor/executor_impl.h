@@ -4,6 +4,7 @@
 #define VDEV_SRC_EXECUTOR_EXECUTOR_IMPL_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,8 +105,16 @@ struct Executor::Impl {
   absl::Status CheckCapturable();
   absl::StatusOr<internal::Value> Execute(absl::Span<const internal::Value> args);
   absl::Status Step(std::vector<internal::Activation>& stack);
+  absl::Status RunTimedOp(internal::Activation& act, ir::BindingId b, internal::Value* result);
+  absl::Status MakeConst(ir::BindingId b, internal::Value* result);
+  absl::Status PushArm(std::vector<internal::Activation>& stack, ir::BindingId b);
+  absl::Status PushCall(std::vector<internal::Activation>& stack, ir::BindingId b);
   absl::StatusOr<internal::Value> Lookup(const internal::Env& env, const ir::Operand& o) const;
   absl::Status RunOp(internal::Activation& act, ir::BindingId b, internal::Value* result);
+  absl::Status RunKernel(internal::Activation& act, ir::BindingId b, const internal::PreparedOp& op,
+                         internal::Value* result);
+  absl::StatusOr<std::optional<internal::Value>> OutTensor(const internal::Env& env, ir::BindingId b,
+                                                          const internal::PreparedOp& op) const;
   absl::Status RunFusedAllReduce(internal::Activation& act, ir::BindingId b, const internal::PreparedOp& op,
                                  internal::Value* result);
   absl::StatusOr<std::vector<std::shared_ptr<DeviceBuffer>>> OutputBuffers(internal::Activation& act, ir::BindingId b,

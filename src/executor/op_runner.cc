@@ -98,15 +98,9 @@ absl::Status Executor::Impl::RunOp(Activation& act, ir::BindingId b, Value* resu
     if (i >= args.size()) return absl::InvalidArgumentError(absl::StrCat(Where(b), "missing operand"));
     return Lookup(env, args[i]);
   };
-  auto out_tensor = [&]() -> absl::StatusOr<std::optional<Value>> {
-    if (op.out_arg < 0) return std::optional<Value>();
-    VDEV_ASSIGN_OR_RETURN(Value t, Lookup(env, m.Attrs(e)[op.out_arg].value));
-    if (t.kind != Value::Kind::kTensor) return absl::InvalidArgumentError(absl::StrCat(Where(b), "out= is not a tensor"));
-    return std::optional<Value>(std::move(t));
-  };
   // The result's memory: `out=%t`, or a new buffer of the binding's type on the op's device.
   auto fresh_output = [&](ir::DType dtype, const Shape& shape) -> absl::StatusOr<Value> {
-    VDEV_ASSIGN_OR_RETURN(std::optional<Value> out, out_tensor());
+    VDEV_ASSIGN_OR_RETURN(std::optional<Value> out, OutTensor(env, b, op));
     if (out) return *out;
     std::vector<TensorRef> refs = {TensorRef{nullptr, dtype, shape}};
     VDEV_ASSIGN_OR_RETURN(auto buffers, OutputBuffers(act, b, op, &refs));
@@ -169,6 +163,23 @@ absl::Status Executor::Impl::RunOp(Activation& act, ir::BindingId b, Value* resu
     case OpKind::kKernel:
       break;
   }
+  return RunKernel(act, b, op, result);
+}
+
+// `out=%t` of binding b when its op has one.
+absl::StatusOr<std::optional<Value>> Executor::Impl::OutTensor(const Env& env, ir::BindingId b, const PreparedOp& op) const {
+  if (op.out_arg < 0) return std::optional<Value>();
+  const ir::Module& m = program->module;
+  VDEV_ASSIGN_OR_RETURN(Value t, Lookup(env, m.Attrs(m.bindings[b].expr)[op.out_arg].value));
+  if (t.kind != Value::Kind::kTensor) return absl::InvalidArgumentError(absl::StrCat(Where(b), "out= is not a tensor"));
+  return std::optional<Value>(std::move(t));
+}
+
+// A kernel's call: operands (numbers as the op's constants), results in `out=` or fresh buffers.
+absl::Status Executor::Impl::RunKernel(Activation& act, ir::BindingId b, const PreparedOp& op, Value* result) {
+  const ir::Module& m = program->module;
+  absl::Span<const ir::Operand> args = m.Args(m.bindings[b].expr);
+  const Env& env = *act.env;
   std::vector<TensorRef> inputs;
   inputs.reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
@@ -191,7 +202,7 @@ absl::Status Executor::Impl::RunOp(Activation& act, ir::BindingId b, Value* resu
     outs.push_back(TensorRef{nullptr, m.types.node(t).dtype, shape});
   }
   std::vector<std::shared_ptr<DeviceBuffer>> buffers;
-  VDEV_ASSIGN_OR_RETURN(std::optional<Value> out, out_tensor());
+  VDEV_ASSIGN_OR_RETURN(std::optional<Value> out, OutTensor(env, b, op));
   if (out && !tuple) {
     outs[0].data = out->tensor.data;
   } else {

@@ -153,9 +153,8 @@ ProgramSpec PlanFromJson(const std::string& text, const std::string& file) {
   return *std::move(plan);
 }
 
-}  // namespace
-
-void BindChannels(py::module_& m) {
+// ChannelChunk: a rank's chunks.
+void BindChunk(py::module_& m) {
   py::class_<ChunkRef>(m, "ChannelChunk", "`count` consecutive chunks of one rank's input, output or scratch.")
       .def(py::init([](int rank, const std::string& buffer, int index, int count, bool packets) {
              return ChunkRef{rank, Named("buffer", buffer, kBuffers, channels::BufferName), index, count, packets};
@@ -173,7 +172,10 @@ void BindChannels(py::module_& m) {
         return absl::StrCat("ChannelChunk(", c.rank, ", '", channels::BufferName(c.buffer), "', ", c.index,
                             ", count=", c.count, c.packets ? ", packets=True" : "", ")");
       });
+}
 
+// ChannelPlan: a validated plan.
+void BindPlan(py::module_& m) {
   py::class_<ProgramSpec>(m, "ChannelPlan", "A validated channel program: the execution plan the executors load.")
       .def_readonly("name", &ProgramSpec::name)
       .def_property_readonly("collective",
@@ -195,7 +197,10 @@ void BindChannels(py::module_& m) {
         return absl::StrCat("<vdev.channels.Plan ", p.name, ": ", channels::CollectiveName(p.collective), " on ",
                             p.world_size, " ranks>");
       });
+}
 
+// ChannelMemoryChannel: SM copies between two ranks.
+void BindMemoryChannel(py::module_& m) {
   py::class_<PyMemoryChannel>(m, "ChannelMemoryChannel",
                               "A channel from rank `src` into rank `dst`'s memory, used by `src` (SM copies).")
       .def_property_readonly("index", [](PyMemoryChannel& c) { return c.channel.index(); })
@@ -220,7 +225,10 @@ void BindChannels(py::module_& m) {
       .def("read_put_packets", [](PyMemoryChannel& c, int tb, const ChunkRef& dst, const ChunkRef& src,
                                   const std::string& sync) { c.Get().ReadPutPackets(tb, dst, src, SyncArg(sync)); },
            py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none");
+}
 
+// ChannelPortChannel: copy-engine transfers served by a proxy.
+void BindPortChannel(py::module_& m) {
   py::class_<PyPortChannel>(m, "ChannelPortChannel",
                             "A channel from rank `src` to rank `dst` served by a proxy thread of `src` (copy engine).")
       .def_property_readonly("index", [](PyPortChannel& c) { return c.channel.index(); })
@@ -238,7 +246,10 @@ void BindChannels(py::module_& m) {
            py::arg("tb"), py::kw_only(), py::arg("sync") = "after")
       .def("flush", [](PyPortChannel& c, int tb, const std::string& sync) { c.Get().Flush(tb, SyncArg(sync)); },
            py::arg("tb"), py::kw_only(), py::arg("sync") = "after");
+}
 
+// ChannelProgram: the builder.
+void BindProgram(py::module_& m) {
   py::class_<PyProgram, std::shared_ptr<PyProgram>>(m, "ChannelProgram",
                                                     "The builder of a channel program (channel_program.h).")
       .def(py::init([](const std::string& name, const std::string& collective, int world_size, int chunks_per_segment,
@@ -283,7 +294,10 @@ void BindChannels(py::module_& m) {
            },
            "Validates the program (channel_program.h: ranges, deadlocks, races, the collective's result) and\n"
            "returns its plan; ChannelError naming rank, thread block and op otherwise. The builder is used up.");
+}
 
+// Validation, the shipped plans and the host executor.
+void BindPlanFunctions(py::module_& m) {
   m.def("validate_channel_plan", [](const ProgramSpec& plan) {
           absl::Status status;
           {
@@ -303,6 +317,17 @@ void BindChannels(py::module_& m) {
         "Runs `plan` once on the host executor, one thread per rank (one 1-D array per rank: float32,\n"
         "float64, int32, float16, or uint16 as bf16 bits); returns every rank's output. ChannelError naming\n"
         "the rank on failure.");
+}
+
+}  // namespace
+
+void BindChannels(py::module_& m) {
+  BindChunk(m);
+  BindPlan(m);
+  BindMemoryChannel(m);
+  BindPortChannel(m);
+  BindProgram(m);
+  BindPlanFunctions(m);
 }
 
 }  // namespace vdev::python
