@@ -51,12 +51,17 @@ struct Edge {
   Rule rule;
 };
 
+// What an annotation is written on: the binding of an on_device or device_copy, a parameter, or a
+// function (its written result device).
+enum class PinSource : uint8_t { kBinding, kParam, kResult };
+
 struct Pin {
   uint32_t node;
   VirtualDevice device;
   SourceLoc loc;
-  std::string what;     // "on_device(%a, cpu:0)", "parameter %x on cuda:0", …
-  bool on_device;       // a normal on_device annotation (the warnings consider only these)
+  PinSource source;
+  uint32_t id;     // BindingId, ParamId or FuncId by `source`
+  bool on_device;  // a normal on_device annotation (the warnings consider only these)
 };
 
 class ConstraintGraph {
@@ -64,7 +69,7 @@ class ConstraintGraph {
   ConstraintGraph(const ir::Module& input, const PlanResult& plan) : m_(input), plan_(plan) {
     params_ = static_cast<uint32_t>(m_.params.size());
     bindings_ = static_cast<uint32_t>(m_.bindings.size());
-    device_.assign(params_ + bindings_ + m_.functions.size(), std::nullopt);
+    device_.assign(params_ + bindings_ + m_.functions.size(), ir::kNoDevice);
     for (uint32_t p = 0; p < params_ && p < plan_.module.params.size(); ++p) SetDevice(p, plan_.module.params[p].device);
     for (ir::FuncId f = 0; f < m_.functions.size() && f < plan_.module.functions.size(); ++f)
       SetDevice(ResultNode(f), plan_.module.functions[f].result_device);
@@ -76,19 +81,46 @@ class ConstraintGraph {
   uint32_t BindingNode(ir::BindingId b) const { return params_ + b; }
   uint32_t ResultNode(ir::FuncId f) const { return params_ + bindings_ + f; }
   size_t size() const { return device_.size(); }
-  const std::optional<VirtualDevice>& Device(uint32_t node) const { return device_[node]; }
+  // The node's device in the plan, or nullptr when it has none.
+  const VirtualDevice* Device(uint32_t node) const {
+    return device_[node] == ir::kNoDevice ? nullptr : &plan_.module.Device(device_[node]);
+  }
+  // "on_device(%a, cpu:0)", "parameter %x on cuda:0", "the result of @f on cpu:0".
+  std::string What(const Pin& pin) const {
+    switch (pin.source) {
+      case PinSource::kBinding: return ir::PrintExprHead(m_, m_.bindings[pin.id].expr);
+      case PinSource::kParam:
+        return absl::StrCat("parameter %", m_.Name(m_.params[pin.id].name), " on ", pin.device.ToString());
+      case PinSource::kResult:
+        return absl::StrCat("the result of @", ir::FunctionPath(m_, pin.id), " on ", pin.device.ToString());
+    }
+    return "";
+  }
   const std::vector<Pin>& pins() const { return pins_; }
   const std::vector<Edge>& edges() const { return edges_; }
   // Edges of `node` (indices into edges()).
   absl::Span<const uint32_t> EdgesOf(uint32_t node) const {
     return absl::Span<const uint32_t>(incident_.data() + offset_[node], offset_[node + 1] - offset_[node]);
   }
+  // How many counted values an on_device pin asks for by itself: the annotated value, and the
+  // operands of the op call that makes it (which share its device by the op's own rule).
+  uint32_t Implied(const Pin& pin) const {
+    std::vector<uint32_t> implied = {pin.node};
+    if (pin.node >= params_ && pin.node < params_ + bindings_ &&
+        m_.bindings[pin.node - params_].expr.kind == ir::ExprKind::kOpCall) {
+      for (const ir::Operand& o : m_.Args(m_.bindings[pin.node - params_].expr))
+        if (o.is_local() && device_[Local(o)] == device_[pin.node]) implied.push_back(Local(o));
+    }
+    std::sort(implied.begin(), implied.end());
+    implied.erase(std::unique(implied.begin(), implied.end()), implied.end());
+    return static_cast<uint32_t>(absl::c_count_if(implied, [&](uint32_t n) { return IsCountedValue(n); }));
+  }
+
   // A value the warnings count: a parameter, or a binding that is not an on_device or device_copy.
   bool IsCountedValue(uint32_t node) const {
     if (node < params_) return true;
     if (node >= params_ + bindings_) return false;
-    const absl::string_view op = m_.OpName(m_.bindings[node - params_].expr);
-    return op != "on_device" && op != "device_copy";
+    return !IsMove(node - params_);
   }
 
   std::string Name(uint32_t node) const {
@@ -117,42 +149,58 @@ class ConstraintGraph {
   }
 
   // Whether the plan put both sides of an edge on one device (so the constraint held there).
-  bool Holds(const Edge& e) const { return device_[e.a] && device_[e.b] && *device_[e.a] == *device_[e.b]; }
+  bool Holds(const Edge& e) const { return device_[e.a] != ir::kNoDevice && device_[e.a] == device_[e.b]; }
 
  private:
-  void SetDevice(uint32_t node, ir::DeviceId d) {
-    if (d != ir::kNoDevice) device_[node] = plan_.module.Device(d);
-  }
+  void SetDevice(uint32_t node, ir::DeviceId d) { device_[node] = d; }
   uint32_t Local(const ir::Operand& o) const {
     return o.value.is_param() ? ParamNode(o.value.index) : BindingNode(o.value.index);
   }
   void AddEdge(uint32_t a, uint32_t b, ir::BindingId why, Rule rule, ir::FuncId func = ir::kNoFunc) {
     edges_.push_back({a, b, why, func, rule});
   }
-  void AddPin(uint32_t node, const VirtualDevice& device, SourceLoc loc, std::string what, bool on_device = false) {
-    pins_.push_back({node, device, loc, std::move(what), on_device});
+  void AddPin(uint32_t node, ir::DeviceId device, SourceLoc loc, PinSource source, uint32_t id, bool on_device = false) {
+    pins_.push_back({node, m_.Device(device), loc, source, id, on_device});
   }
 
   void Collect() {
     for (uint32_t p = 0; p < params_; ++p) {
       const ir::Param& param = m_.params[p];
-      if (param.device != ir::kNoDevice)
-        AddPin(p, m_.Device(param.device), param.device_loc,
-               absl::StrCat("parameter %", m_.Name(param.name), " on ", m_.Device(param.device).ToString()));
+      if (param.device != ir::kNoDevice) AddPin(p, param.device, param.device_loc, PinSource::kParam, p);
     }
     for (ir::FuncId f = 0; f < m_.functions.size(); ++f) {
       const ir::Function& fn = m_.functions[f];
       if (fn.result_device != ir::kNoDevice)
-        AddPin(ResultNode(f), m_.Device(fn.result_device), fn.result_device_loc,
-               absl::StrCat("the result of @", ir::FunctionPath(m_, f), " on ", m_.Device(fn.result_device).ToString()));
+        AddPin(ResultNode(f), fn.result_device, fn.result_device_loc, PinSource::kResult, f);
       if (fn.body != ir::kNoBlock && m_.blocks[fn.body].result.is_local())
         AddEdge(ResultNode(f), Local(m_.blocks[fn.body].result), ir::kNoBinding, Rule::kReturn, f);
     }
+    MarkReadMoves();
     // Bindings in id order: a binding's device falls back on its operand's (a removed on_device),
     // and operands are defined before their users.
     for (ir::BindingId b = 0; b < bindings_; ++b) {
       if (b < plan_.binding_devices.size()) SetDevice(BindingNode(b), plan_.binding_devices[b]);
       CollectBinding(b);
+    }
+  }
+
+  bool IsMove(ir::BindingId b) const {
+    const absl::string_view op = m_.OpName(m_.bindings[b].expr);
+    return op == "on_device" || op == "device_copy";
+  }
+
+  // A move that nothing reads (directly or through other such moves) constrains nothing: the planner
+  // drops it before collecting (docs/planner.md, "Unused moves"). Readers come after what they read,
+  // so one pass in reverse id order marks every move that something kept reads.
+  void MarkReadMoves() {
+    read_.assign(bindings_, false);
+    for (const ir::Block& block : m_.blocks)
+      if (block.result.is_local() && block.result.value.is_binding()) read_[block.result.value.index] = true;
+    for (ir::BindingId b = bindings_; b-- > 0;) {
+      if (IsMove(b) && !read_[b]) continue;
+      ir::ForEachLocalRead(m_, m_.bindings[b].expr, [&](const ir::Operand& o) {
+        if (o.value.is_binding()) read_[o.value.index] = true;
+      });
     }
   }
 
@@ -166,13 +214,15 @@ class ConstraintGraph {
         if (e.func == ir::kNoFunc) return;
         const ir::Function& callee = m_.functions[e.func];
         absl::Span<const ir::Param> params = m_.Params(callee);
-        for (size_t i = 0; i < args.size() && i < params.size(); ++i)
-          if (args[i].is_local()) {
-            AddEdge(self, Local(args[i]), b, callee.kind == ir::FuncKind::kKernel ? Rule::kOperand : Rule::kArgument);
-            if (callee.kind != ir::FuncKind::kKernel)
-              AddEdge(Local(args[i]), ParamNode(callee.params.begin + static_cast<uint32_t>(i)), b, Rule::kArgument);
-          }
-        if (callee.kind != ir::FuncKind::kKernel) AddEdge(self, ResultNode(e.func), b, Rule::kCallResult);
+        // A kernel call runs on one device like an op; a function call unifies each argument with
+        // its parameter and the call with the callee's result.
+        const bool kernel = callee.kind == ir::FuncKind::kKernel;
+        for (size_t i = 0; i < args.size() && i < params.size(); ++i) {
+          if (!args[i].is_local()) continue;
+          if (kernel) AddEdge(self, Local(args[i]), b, Rule::kOperand);
+          else AddEdge(Local(args[i]), ParamNode(callee.params.begin + static_cast<uint32_t>(i)), b, Rule::kArgument);
+        }
+        if (!kernel) AddEdge(self, ResultNode(e.func), b, Rule::kCallResult);
         return;
       }
       case ir::ExprKind::kTuple:
@@ -183,7 +233,7 @@ class ConstraintGraph {
       case ir::ExprKind::kAlias:
         if (!args.empty() && args[0].is_local())
           AddEdge(self, Local(args[0]), b, e.kind == ir::ExprKind::kProject ? Rule::kProject : Rule::kAlias);
-        if (!device_[self] && !args.empty() && args[0].is_local()) device_[self] = device_[Local(args[0])];
+        if (device_[self] == ir::kNoDevice && !args.empty() && args[0].is_local()) device_[self] = device_[Local(args[0])];
         return;
       case ir::ExprKind::kIf:
         if (!args.empty() && args[0].is_local()) AddEdge(self, Local(args[0]), b, Rule::kIf);
@@ -202,12 +252,12 @@ class ConstraintGraph {
     if (op == "on_device" || op == "device_copy") {
       if (args.empty() || !args[0].is_local()) return;
       const uint32_t value = Local(args[0]);
-      if (!device_[self]) device_[self] = device_[value];  // removed: its consumers read the value
-      const std::string head = ir::PrintExprHead(m_, e);
+      if (device_[self] == ir::kNoDevice) device_[self] = device_[value];  // removed: its consumers read the value
+      if (!read_[b]) return;
       if (op == "device_copy") {
         for (auto [key, node] : {std::pair{"src", value}, std::pair{"dst", self}})
           if (const ir::Attr* a = m_.FindAttr(e, key); a != nullptr && a->value.is_device())
-            AddPin(node, m_.Device(a->value.index), loc, head);
+            AddPin(node, a->value.index, loc, PinSource::kBinding, b);
         return;
       }
       auto flag = [&](absl::string_view key, bool fallback) {
@@ -217,9 +267,8 @@ class ConstraintGraph {
       const bool body = flag("constrain_body", true), result = flag("constrain_result", false);
       if (!body && !result) return AddEdge(self, value, b, Rule::kFreeOnDevice);
       if (args.size() < 2 || !args[1].is_device()) return;
-      const VirtualDevice& device = m_.Device(args[1].index);
-      if (body) AddPin(value, device, loc, head, /*on_device=*/true);
-      if (result) AddPin(self, device, loc, head);
+      if (body) AddPin(value, args[1].index, loc, PinSource::kBinding, b, /*on_device=*/true);
+      if (result) AddPin(self, args[1].index, loc, PinSource::kBinding, b);
       return;
     }
     if (op == "vm.shape_of" || absl::StartsWith(op, "memory.")) return;  // host operands: pinned elsewhere
@@ -241,7 +290,8 @@ class ConstraintGraph {
   const ir::Module& m_;
   const PlanResult& plan_;
   uint32_t params_ = 0, bindings_ = 0;
-  std::vector<std::optional<VirtualDevice>> device_;
+  std::vector<ir::DeviceId> device_;  // in plan_.module's table; kNoDevice: none
+  std::vector<bool> read_;            // by binding: something kept reads it
   std::vector<Edge> edges_;
   std::vector<Pin> pins_;
   std::vector<uint32_t> offset_, incident_;
@@ -276,8 +326,8 @@ absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const Plan
   const ConstraintGraph graph(input, plan);
   absl::StatusOr<uint32_t> start = FindValue(input, graph, value);
   if (!start.ok()) return start.status();
-  const std::optional<VirtualDevice>& device = graph.Device(*start);
-  if (!device) return absl::NotFoundError(absl::StrCat(graph.Name(*start), " has no device in the plan"));
+  const VirtualDevice* device = graph.Device(*start);
+  if (device == nullptr) return absl::NotFoundError(absl::StrCat(graph.Name(*start), " has no device in the plan"));
   std::vector<std::vector<const Pin*>> pins_of(graph.size());
   for (const Pin& pin : graph.pins())
     if (Decides(pin.device, *device)) pins_of[pin.node].push_back(&pin);
@@ -293,7 +343,7 @@ absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const Plan
     ++reached;
     if (!pins_of[node].empty()) {
       const Pin& pin = *pins_of[node].front();
-      std::string out = absl::StrCat(graph.Name(*start), " is on ", device->ToString(), ":\n  ", pin.what);
+      std::string out = absl::StrCat(graph.Name(*start), " is on ", device->ToString(), ":\n  ", graph.What(pin));
       if (pin.loc.valid()) absl::StrAppend(&out, " at ", pin.loc.line, ":", pin.loc.col);
       absl::StrAppend(&out, " puts ", graph.Name(node), " on ", pin.device.ToString(), "\n");
       for (uint32_t n = node; n != *start;) {
@@ -323,8 +373,15 @@ absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const Plan
 std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const PlanResult& plan,
                                                  const VirtualDevice& default_device) {
   std::vector<Diagnostic> warnings;
+  // Only an on_device to another device than the default can move values off it: without one, no
+  // graph is built (a large program pays one pass over its bindings).
+  const bool off_default = absl::c_any_of(input.bindings, [&](const ir::Binding& b) {
+    if (b.expr.kind != ir::ExprKind::kOpCall || input.OpName(b.expr) != "on_device") return false;
+    absl::Span<const ir::Operand> args = input.Args(b.expr);
+    return args.size() >= 2 && args[1].is_device() && !Decides(default_device, input.Device(args[1].index));
+  });
+  if (!off_default) return warnings;
   const ConstraintGraph graph(input, plan);
-  if (std::none_of(graph.pins().begin(), graph.pins().end(), [](const Pin& p) { return p.on_device; })) return warnings;
   // Union-find over the constraints that held: each class is a set of values on one device.
   std::vector<uint32_t> parent(graph.size());
   std::iota(parent.begin(), parent.end(), 0u);
@@ -340,10 +397,13 @@ std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const 
     if (graph.IsCountedValue(n)) ++count[find(n)], ++total;
   std::vector<bool> reported(graph.size(), false);
   for (const Pin& pin : graph.pins()) {
-    const std::optional<VirtualDevice>& device = graph.Device(pin.node);
+    const VirtualDevice* device = graph.Device(pin.node);
     const uint32_t root = find(pin.node);
-    if (!pin.on_device || !device || reported[root] || Decides(default_device, *device) || 2 * count[root] <= total)
+    if (!pin.on_device || device == nullptr || reported[root] || !Decides(pin.device, *device) ||
+        Decides(default_device, *device))
       continue;
+    // What annotating a computation asks for: it and its operands. The warning is about the rest.
+    if (2 * (count[root] - graph.Implied(pin)) <= total) continue;
     reported[root] = true;
     // The first few constraints it spread through, nearest first.
     std::vector<std::string> through;
@@ -365,7 +425,7 @@ std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const 
     }
     warnings.push_back(
         {Severity::kWarning, pin.loc,
-         absl::StrCat(pin.what, " puts ", count[root], " of the program's ", total, " values on ", device->ToString(),
+         absl::StrCat(graph.What(pin), " puts ", count[root], " of the program's ", total, " values on ", device->ToString(),
                       " instead of the default ", default_device.ToString(), ": they share a device with ",
                       graph.Name(pin.node), " through ", absl::StrJoin(through, ", "),
                       ", … (`vdev plan --explain VALUE` shows the chain for a value; docs/planner.md shows how to "
