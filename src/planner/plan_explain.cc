@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/algorithm/container.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -27,7 +28,7 @@ namespace vdev {
 namespace {
 
 // Why two values share a device; the text follows the binding that makes the constraint.
-enum class Rule : uint8_t { kOperand, kArgument, kCallResult, kReturn, kTuple, kProject, kIf, kAlias, kFreeOnDevice };
+enum class Rule : uint8_t { kOperand, kArgument, kCallResult, kReturn, kTuple, kProject, kIf, kAlias, kFreeOnDevice, kUncopied };
 
 absl::string_view RuleText(Rule rule) {
   switch (rule) {
@@ -40,6 +41,7 @@ absl::string_view RuleText(Rule rule) {
     case Rule::kIf: return "an if, its condition and both arms share one device";
     case Rule::kAlias: return "an alias is its value";
     case Rule::kFreeOnDevice: return "a free on_device joins its two sides";
+    case Rule::kUncopied: return "an annotation that needs no copy is its value";
   }
   return "";
 }
@@ -57,12 +59,18 @@ enum class PinSource : uint8_t { kBinding, kParam, kResult };
 
 struct Pin {
   uint32_t node;
-  VirtualDevice device;
+  ir::DeviceId device;  // in the input's table
   SourceLoc loc;
   PinSource source;
   uint32_t id;     // BindingId, ParamId or FuncId by `source`
   bool on_device;  // a normal on_device annotation (the warnings consider only these)
 };
+
+// Whether the pinned device is part of what the value ended with (a scope-only pin counts).
+bool Decides(const VirtualDevice& pin, const VirtualDevice& device) {
+  std::optional<VirtualDevice> joined = Join(pin, device);
+  return joined && *joined == device;
+}
 
 class ConstraintGraph {
  public:
@@ -90,9 +98,9 @@ class ConstraintGraph {
     switch (pin.source) {
       case PinSource::kBinding: return ir::PrintExprHead(m_, m_.bindings[pin.id].expr);
       case PinSource::kParam:
-        return absl::StrCat("parameter %", m_.Name(m_.params[pin.id].name), " on ", pin.device.ToString());
+        return absl::StrCat("parameter %", m_.Name(m_.params[pin.id].name), " on ", PinDevice(pin).ToString());
       case PinSource::kResult:
-        return absl::StrCat("the result of @", ir::FunctionPath(m_, pin.id), " on ", pin.device.ToString());
+        return absl::StrCat("the result of @", ir::FunctionPath(m_, pin.id), " on ", PinDevice(pin).ToString());
     }
     return "";
   }
@@ -114,6 +122,17 @@ class ConstraintGraph {
     std::sort(implied.begin(), implied.end());
     implied.erase(std::unique(implied.begin(), implied.end()), implied.end());
     return static_cast<uint32_t>(absl::c_count_if(implied, [&](uint32_t n) { return IsCountedValue(n); }));
+  }
+
+  const VirtualDevice& PinDevice(const Pin& pin) const { return m_.Device(pin.device); }
+  ir::DeviceId DeviceId(uint32_t node) const { return device_[node]; }
+  // Whether `pin` gave `node` (part of) the device the plan has it on. Memoised per pair of devices:
+  // an annotated program has a pin per annotation, but few devices.
+  bool PinDecides(const Pin& pin, uint32_t node) const {
+    if (device_[node] == ir::kNoDevice) return false;
+    auto [it, inserted] = decides_.try_emplace(std::pair{pin.device, device_[node]}, false);
+    if (inserted) it->second = Decides(PinDevice(pin), plan_.module.Device(device_[node]));
+    return it->second;
   }
 
   // A value the warnings count: a parameter, or a binding that is not an on_device or device_copy.
@@ -160,10 +179,11 @@ class ConstraintGraph {
     edges_.push_back({a, b, why, func, rule});
   }
   void AddPin(uint32_t node, ir::DeviceId device, SourceLoc loc, PinSource source, uint32_t id, bool on_device = false) {
-    pins_.push_back({node, m_.Device(device), loc, source, id, on_device});
+    pins_.push_back({node, device, loc, source, id, on_device});
   }
 
   void Collect() {
+    edges_.reserve(2 * static_cast<size_t>(bindings_));
     for (uint32_t p = 0; p < params_; ++p) {
       const ir::Param& param = m_.params[p];
       if (param.device != ir::kNoDevice) AddPin(p, param.device, param.device_loc, PinSource::kParam, p);
@@ -269,6 +289,12 @@ class ConstraintGraph {
       if (args.size() < 2 || !args[1].is_device()) return;
       if (body) AddPin(value, args[1].index, loc, PinSource::kBinding, b, /*on_device=*/true);
       if (result) AddPin(self, args[1].index, loc, PinSource::kBinding, b);
+      // A function's returned annotation pins its result too; where the plan made no copy (both
+      // sides on one device), the annotation's consumers read the value itself.
+      const ir::Block& block = m_.blocks[m_.bindings[b].block];
+      if (body && block.owner == ir::kNoBinding && block.result.is_local() && block.result.value == ir::ValueRef::Binding(b))
+        AddPin(ResultNode(block.func), args[1].index, loc, PinSource::kBinding, b);
+      AddEdge(self, value, b, Rule::kUncopied);
       return;
     }
     if (op == "vm.shape_of" || absl::StartsWith(op, "memory.")) return;  // host operands: pinned elsewhere
@@ -292,16 +318,11 @@ class ConstraintGraph {
   uint32_t params_ = 0, bindings_ = 0;
   std::vector<ir::DeviceId> device_;  // in plan_.module's table; kNoDevice: none
   std::vector<bool> read_;            // by binding: something kept reads it
+  mutable absl::flat_hash_map<std::pair<ir::DeviceId, ir::DeviceId>, bool> decides_;
   std::vector<Edge> edges_;
   std::vector<Pin> pins_;
   std::vector<uint32_t> offset_, incident_;
 };
-
-// Whether the pinned device is part of what the value ended with (a scope-only pin counts).
-bool Decides(const VirtualDevice& pin, const VirtualDevice& device) {
-  std::optional<VirtualDevice> joined = Join(pin, device);
-  return joined && *joined == device;
-}
 
 // The node `value` names (see ExplainPlacement), or NotFound.
 absl::StatusOr<uint32_t> FindValue(const ir::Module& m, const ConstraintGraph& graph, absl::string_view value) {
@@ -328,9 +349,11 @@ absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const Plan
   if (!start.ok()) return start.status();
   const VirtualDevice* device = graph.Device(*start);
   if (device == nullptr) return absl::NotFoundError(absl::StrCat(graph.Name(*start), " has no device in the plan"));
-  std::vector<std::vector<const Pin*>> pins_of(graph.size());
+  std::vector<const Pin*> pin_of(graph.size(), nullptr);  // the first pin that decides each node
   for (const Pin& pin : graph.pins())
-    if (Decides(pin.device, *device)) pins_of[pin.node].push_back(&pin);
+    if (pin_of[pin.node] == nullptr && graph.PinDecides(pin, pin.node) && graph.Device(pin.node) != nullptr &&
+        *graph.Device(pin.node) == *device)
+      pin_of[pin.node] = &pin;
   // Breadth first from the value: the first pinned node ends the shortest chain.
   std::vector<uint32_t> via(graph.size(), UINT32_MAX);  // the edge a node was reached by
   std::vector<bool> seen(graph.size(), false);
@@ -341,11 +364,11 @@ absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const Plan
     const uint32_t node = queue.front();
     queue.pop_front();
     ++reached;
-    if (!pins_of[node].empty()) {
-      const Pin& pin = *pins_of[node].front();
+    if (pin_of[node] != nullptr) {
+      const Pin& pin = *pin_of[node];
       std::string out = absl::StrCat(graph.Name(*start), " is on ", device->ToString(), ":\n  ", graph.What(pin));
       if (pin.loc.valid()) absl::StrAppend(&out, " at ", pin.loc.line, ":", pin.loc.col);
-      absl::StrAppend(&out, " puts ", graph.Name(node), " on ", pin.device.ToString(), "\n");
+      absl::StrAppend(&out, " puts ", graph.Name(node), " on ", graph.PinDevice(pin).ToString(), "\n");
       for (uint32_t n = node; n != *start;) {
         const Edge& e = graph.edges()[via[n]];
         const uint32_t next = e.a == n ? e.b : e.a;
@@ -375,10 +398,14 @@ std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const 
   std::vector<Diagnostic> warnings;
   // Only an on_device to another device than the default can move values off it: without one, no
   // graph is built (a large program pays one pass over its bindings).
+  absl::flat_hash_map<ir::DeviceId, bool> off;  // by annotated device: not where the default puts it
   const bool off_default = absl::c_any_of(input.bindings, [&](const ir::Binding& b) {
     if (b.expr.kind != ir::ExprKind::kOpCall || input.OpName(b.expr) != "on_device") return false;
     absl::Span<const ir::Operand> args = input.Args(b.expr);
-    return args.size() >= 2 && args[1].is_device() && !Decides(default_device, input.Device(args[1].index));
+    if (args.size() < 2 || !args[1].is_device()) return false;
+    auto [it, inserted] = off.try_emplace(args[1].index, false);
+    if (inserted) it->second = !Decides(default_device, input.Device(args[1].index));
+    return it->second;
   });
   if (!off_default) return warnings;
   const ConstraintGraph graph(input, plan);
@@ -395,12 +422,18 @@ std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const 
   uint32_t total = 0;
   for (uint32_t n = 0; n < graph.size(); ++n)
     if (graph.IsCountedValue(n)) ++count[find(n)], ++total;
+  absl::flat_hash_map<ir::DeviceId, bool> default_has;  // by planned device: the default's refinement
+  auto DefaultHas = [&](ir::DeviceId d) {
+    auto [it, inserted] = default_has.try_emplace(d, false);
+    if (inserted) it->second = Decides(default_device, plan.module.Device(d));
+    return it->second;
+  };
   std::vector<bool> reported(graph.size(), false);
   for (const Pin& pin : graph.pins()) {
     const VirtualDevice* device = graph.Device(pin.node);
     const uint32_t root = find(pin.node);
-    if (!pin.on_device || device == nullptr || reported[root] || !Decides(pin.device, *device) ||
-        Decides(default_device, *device))
+    if (!pin.on_device || device == nullptr || reported[root] || !graph.PinDecides(pin, pin.node) ||
+        DefaultHas(graph.DeviceId(pin.node)))
       continue;
     // What annotating a computation asks for: it and its operands. The warning is about the rest.
     if (2 * (count[root] - graph.Implied(pin)) <= total) continue;
@@ -419,8 +452,8 @@ std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const 
         if (seen[other]) continue;
         seen[other] = true;
         queue.push_back(other);
-        if (std::string why = graph.Why(e); through.size() < 3 && absl::c_find(through, why) == through.end())
-          through.push_back(std::move(why));
+        if (e.rule == Rule::kUncopied || through.size() == 3) continue;  // the annotation itself is no news
+        if (std::string why = graph.Why(e); absl::c_find(through, why) == through.end()) through.push_back(std::move(why));
       }
     }
     warnings.push_back(
