@@ -7,7 +7,6 @@
 #include <string>
 #include <tuple>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "commands.h"
 #include "vdev/compile.h"
@@ -97,23 +96,17 @@ std::optional<Machine> LoadMachine(const PlanArgs& args) {
 
 // The annotation-spread warnings (stderr, and the JSON report's warnings) and, with --explain, the
 // explanation instead of the program: an exit status then, nullopt when the plan is to be printed.
-// Only annotations move values away from the default device, so only annotated programs are read
-// again (the plan consumed the parsed module).
 std::optional<int> WarnAndExplain(const PlanArgs& args, const CompileOptions& compile_options, const std::string& text,
                                   CompileResult& compiled) {
-  if (args.explain.empty() && !absl::StrContains(text, "on_device")) return std::nullopt;
-  absl::StatusOr<ir::Module> input = ir::ParseModule(text);
-  if (!input.ok() || !ir::VerifyModule(*input).ok()) {
-    std::cerr << "vdev plan: the program no longer parses (a vdev bug)\n";
-    return kExitNegative;
-  }
-  const VirtualDevice default_device = compile_options.plan.default_device.value_or(input->config.EffectiveDefault());
-  for (Diagnostic& w : AnnotationSpreadWarnings(*input, compiled.plan, default_device)) {
+  if (!compiled.input) return std::nullopt;  // not annotated: nothing moved off the default device
+  const ir::Module& input = *compiled.input;
+  const VirtualDevice default_device = compile_options.plan.default_device.value_or(input.config.EffectiveDefault());
+  for (Diagnostic& w : AnnotationSpreadWarnings(input, compiled.plan, default_device)) {
     std::cerr << FormatDiagnostic(DisplayName(args.file), text, w);
     compiled.plan.warnings.push_back(std::move(w));
   }
   if (args.explain.empty()) return std::nullopt;
-  absl::StatusOr<std::string> why = ExplainPlacement(*input, compiled.plan, args.explain);
+  absl::StatusOr<std::string> why = ExplainPlacement(input, compiled.plan, args.explain);
   if (!why.ok()) {
     std::cerr << "vdev plan: --explain: " << why.status().message() << "\n";
     return kExitUsage;
@@ -128,6 +121,8 @@ int RunPlan(const PlanArgs& args) {
   CompileOptions compile_options;
   compile_options.plan = *std::move(options);
   compile_options.stop_after = CompileStage::kTypes;
+  compile_options.keep_input =
+      args.explain.empty() ? CompileOptions::KeepInput::kIfAnnotated : CompileOptions::KeepInput::kAlways;
   if (args.optimize) {
     compile_options.optimize_for = LoadMachine(args);
     if (!compile_options.optimize_for) return kExitUsage;

@@ -3,12 +3,19 @@
 
     PYTHONPATH=build/python python3 examples/python/plan_program.py
 
-The program: two matmuls whose inputs come from the host, an RMS norm annotated onto the CPU
-in between, and a residual add. The planner puts the rest on the config's default device
-(cuda:0) and makes the device changes explicit copies.
+The program: a matmul annotated onto the CPU, an RMS norm, a second matmul and a residual add.
+An op's operands and result share one device, so the annotation takes the first matmul's inputs
+%x and %w1 to the CPU with it; its result is where the value moves, so the RMS norm, the second
+matmul and the add stay on the config's default device cuda:0, and %h is copied there once.
+EXPECTED_PLACEMENT states that; the example checks the plan against it (exit 1 otherwise).
 """
 
+import sys
+
 import vdev
+
+EXPECTED_PLACEMENT = {"x": "cpu:0", "w1": "cpu:0", "w2": "cuda:0", "gamma": "cuda:0", "h": "cpu:0",
+                      "n": "cuda:0", "y": "cuda:0", "out": "cuda:0"}
 
 
 def build() -> vdev.Module:
@@ -40,6 +47,11 @@ def main() -> None:
         print(f"copy of %{copy.of}: {copy.src} -> {copy.dst} (into {copy.into})")
     for warning in plan.warnings:
         print(warning)
+    placement = {name: str(device) for name, device in plan.placement().items()}
+    if placement != EXPECTED_PLACEMENT:
+        print(f"the placement differs from EXPECTED_PLACEMENT: {placement}", file=sys.stderr)
+        sys.exit(1)
+    print("placement as stated in EXPECTED_PLACEMENT")
 
 
 if __name__ == "__main__":

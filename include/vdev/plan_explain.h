@@ -42,8 +42,9 @@ namespace vdev {
 absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const PlanResult& plan, absl::string_view value);
 
 // One warning per `on_device` annotation that puts more than half of the program's values (its
-// parameters and bindings, moves excluded) on a device other than `default_device`: the values
-// unified with it, located at the annotation, naming the first constraints through which it spread.
+// parameters and bindings, moves excluded) on a device other than `default_device`, not counting
+// what annotating a computation asks for by itself (the annotated value and its op's operands):
+// located at the annotation, naming the first constraints through which it spread.
 std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const PlanResult& plan,
                                                  const VirtualDevice& default_device);
 

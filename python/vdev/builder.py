@@ -10,13 +10,14 @@
 
 Blocks open and close with ``with``: ``function``, ``kernel``, ``fn`` (a local function) and ``if_``.
 Operands are Values, VirtualDevices, ``vdev.Global('f')``, numbers, lists of ints, booleans and
-(as attribute values) identifier strings such as ``op="sum"``.
+(as attribute values) identifier strings such as ``op="sum"``: ``b.op("allreduce", y, op="sum")``
+(the op's own name is positional-only, so an attribute may be called ``op``).
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from vdev._errors import BuildError
 from vdev._vdev import Module, Type, Value, VirtualDevice, _Builder
@@ -121,10 +122,17 @@ class Builder(_Builder):
         yield arm
         arm.value = self.end_if()
 
-    def op(self, op: str, *args: Any, name: str = "", type: Optional[Type] = None,  # type: ignore[override]
-           **attrs: Any) -> Value:
-        """``%name = op(args…, key=value…)``."""
-        return _Builder.op(self, op, list(args), attrs, name, type)
+    def op(self, op_name: str, /, *args: Any, name: str = "", type: Optional[Type] = None,  # type: ignore[override]
+           attrs: Optional[Mapping[str, Any]] = None, **more_attrs: Any) -> Value:
+        """``%name = op_name(args…, key=value…)``: every keyword but ``name``, ``type`` and ``attrs``
+        is an attribute (``b.op("allreduce", y, op="sum")``); attributes with those three names go in
+        ``attrs={"name": …}``. ``name`` names the binding, ``type`` writes its type."""
+        all_attrs = dict(attrs or {})
+        for key, value in more_attrs.items():
+            if key in all_attrs:
+                raise BuildError(f"attribute '{key}' given twice (in attrs and as a keyword)")
+            all_attrs[key] = value
+        return _Builder.op(self, op_name, list(args), all_attrs, name, type)
 
     def on_device(self, value: Value, device: DeviceLike, *, constrain_body: Optional[bool] = None,
                   constrain_result: Optional[bool] = None, name: str = "") -> Value:

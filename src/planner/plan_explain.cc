@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/algorithm/container.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -27,7 +28,7 @@ namespace vdev {
 namespace {
 
 // Why two values share a device; the text follows the binding that makes the constraint.
-enum class Rule : uint8_t { kOperand, kArgument, kCallResult, kReturn, kTuple, kProject, kIf, kAlias, kFreeOnDevice };
+enum class Rule : uint8_t { kOperand, kArgument, kCallResult, kReturn, kTuple, kProject, kIf, kAlias, kFreeOnDevice, kUncopied };
 
 absl::string_view RuleText(Rule rule) {
   switch (rule) {
@@ -40,6 +41,7 @@ absl::string_view RuleText(Rule rule) {
     case Rule::kIf: return "an if, its condition and both arms share one device";
     case Rule::kAlias: return "an alias is its value";
     case Rule::kFreeOnDevice: return "a free on_device joins its two sides";
+    case Rule::kUncopied: return "an annotation that needs no copy is its value";
   }
   return "";
 }
@@ -51,20 +53,31 @@ struct Edge {
   Rule rule;
 };
 
+// What an annotation is written on: the binding of an on_device or device_copy, a parameter, or a
+// function (its written result device).
+enum class PinSource : uint8_t { kBinding, kParam, kResult };
+
 struct Pin {
   uint32_t node;
-  VirtualDevice device;
+  ir::DeviceId device;  // in the input's table
   SourceLoc loc;
-  std::string what;     // "on_device(%a, cpu:0)", "parameter %x on cuda:0", …
-  bool on_device;       // a normal on_device annotation (the warnings consider only these)
+  PinSource source;
+  uint32_t id;     // BindingId, ParamId or FuncId by `source`
+  bool on_device;  // a normal on_device annotation (the warnings consider only these)
 };
+
+// Whether the pinned device is part of what the value ended with (a scope-only pin counts).
+bool Decides(const VirtualDevice& pin, const VirtualDevice& device) {
+  std::optional<VirtualDevice> joined = Join(pin, device);
+  return joined && *joined == device;
+}
 
 class ConstraintGraph {
  public:
   ConstraintGraph(const ir::Module& input, const PlanResult& plan) : m_(input), plan_(plan) {
     params_ = static_cast<uint32_t>(m_.params.size());
     bindings_ = static_cast<uint32_t>(m_.bindings.size());
-    device_.assign(params_ + bindings_ + m_.functions.size(), std::nullopt);
+    device_.assign(params_ + bindings_ + m_.functions.size(), ir::kNoDevice);
     for (uint32_t p = 0; p < params_ && p < plan_.module.params.size(); ++p) SetDevice(p, plan_.module.params[p].device);
     for (ir::FuncId f = 0; f < m_.functions.size() && f < plan_.module.functions.size(); ++f)
       SetDevice(ResultNode(f), plan_.module.functions[f].result_device);
@@ -76,19 +89,57 @@ class ConstraintGraph {
   uint32_t BindingNode(ir::BindingId b) const { return params_ + b; }
   uint32_t ResultNode(ir::FuncId f) const { return params_ + bindings_ + f; }
   size_t size() const { return device_.size(); }
-  const std::optional<VirtualDevice>& Device(uint32_t node) const { return device_[node]; }
+  // The node's device in the plan, or nullptr when it has none.
+  const VirtualDevice* Device(uint32_t node) const {
+    return device_[node] == ir::kNoDevice ? nullptr : &plan_.module.Device(device_[node]);
+  }
+  // "on_device(%a, cpu:0)", "parameter %x on cuda:0", "the result of @f on cpu:0".
+  std::string What(const Pin& pin) const {
+    switch (pin.source) {
+      case PinSource::kBinding: return ir::PrintExprHead(m_, m_.bindings[pin.id].expr);
+      case PinSource::kParam:
+        return absl::StrCat("parameter %", m_.Name(m_.params[pin.id].name), " on ", PinDevice(pin).ToString());
+      case PinSource::kResult:
+        return absl::StrCat("the result of @", ir::FunctionPath(m_, pin.id), " on ", PinDevice(pin).ToString());
+    }
+    return "";
+  }
   const std::vector<Pin>& pins() const { return pins_; }
   const std::vector<Edge>& edges() const { return edges_; }
   // Edges of `node` (indices into edges()).
   absl::Span<const uint32_t> EdgesOf(uint32_t node) const {
     return absl::Span<const uint32_t>(incident_.data() + offset_[node], offset_[node + 1] - offset_[node]);
   }
+  // How many counted values an on_device pin asks for by itself: the annotated value, and the
+  // operands of the op call that makes it (which share its device by the op's own rule).
+  uint32_t Implied(const Pin& pin) const {
+    std::vector<uint32_t> implied = {pin.node};
+    if (pin.node >= params_ && pin.node < params_ + bindings_ &&
+        m_.bindings[pin.node - params_].expr.kind == ir::ExprKind::kOpCall) {
+      for (const ir::Operand& o : m_.Args(m_.bindings[pin.node - params_].expr))
+        if (o.is_local() && device_[Local(o)] == device_[pin.node]) implied.push_back(Local(o));
+    }
+    std::sort(implied.begin(), implied.end());
+    implied.erase(std::unique(implied.begin(), implied.end()), implied.end());
+    return static_cast<uint32_t>(absl::c_count_if(implied, [&](uint32_t n) { return IsCountedValue(n); }));
+  }
+
+  const VirtualDevice& PinDevice(const Pin& pin) const { return m_.Device(pin.device); }
+  ir::DeviceId DeviceId(uint32_t node) const { return device_[node]; }
+  // Whether `pin` gave `node` (part of) the device the plan has it on. Memoised per pair of devices:
+  // an annotated program has a pin per annotation, but few devices.
+  bool PinDecides(const Pin& pin, uint32_t node) const {
+    if (device_[node] == ir::kNoDevice) return false;
+    auto [it, inserted] = decides_.try_emplace(std::pair{pin.device, device_[node]}, false);
+    if (inserted) it->second = Decides(PinDevice(pin), plan_.module.Device(device_[node]));
+    return it->second;
+  }
+
   // A value the warnings count: a parameter, or a binding that is not an on_device or device_copy.
   bool IsCountedValue(uint32_t node) const {
     if (node < params_) return true;
     if (node >= params_ + bindings_) return false;
-    const absl::string_view op = m_.OpName(m_.bindings[node - params_].expr);
-    return op != "on_device" && op != "device_copy";
+    return !IsMove(node - params_);
   }
 
   std::string Name(uint32_t node) const {
@@ -117,42 +168,59 @@ class ConstraintGraph {
   }
 
   // Whether the plan put both sides of an edge on one device (so the constraint held there).
-  bool Holds(const Edge& e) const { return device_[e.a] && device_[e.b] && *device_[e.a] == *device_[e.b]; }
+  bool Holds(const Edge& e) const { return device_[e.a] != ir::kNoDevice && device_[e.a] == device_[e.b]; }
 
  private:
-  void SetDevice(uint32_t node, ir::DeviceId d) {
-    if (d != ir::kNoDevice) device_[node] = plan_.module.Device(d);
-  }
+  void SetDevice(uint32_t node, ir::DeviceId d) { device_[node] = d; }
   uint32_t Local(const ir::Operand& o) const {
     return o.value.is_param() ? ParamNode(o.value.index) : BindingNode(o.value.index);
   }
   void AddEdge(uint32_t a, uint32_t b, ir::BindingId why, Rule rule, ir::FuncId func = ir::kNoFunc) {
     edges_.push_back({a, b, why, func, rule});
   }
-  void AddPin(uint32_t node, const VirtualDevice& device, SourceLoc loc, std::string what, bool on_device = false) {
-    pins_.push_back({node, device, loc, std::move(what), on_device});
+  void AddPin(uint32_t node, ir::DeviceId device, SourceLoc loc, PinSource source, uint32_t id, bool on_device = false) {
+    pins_.push_back({node, device, loc, source, id, on_device});
   }
 
   void Collect() {
+    edges_.reserve(2 * static_cast<size_t>(bindings_));
     for (uint32_t p = 0; p < params_; ++p) {
       const ir::Param& param = m_.params[p];
-      if (param.device != ir::kNoDevice)
-        AddPin(p, m_.Device(param.device), param.device_loc,
-               absl::StrCat("parameter %", m_.Name(param.name), " on ", m_.Device(param.device).ToString()));
+      if (param.device != ir::kNoDevice) AddPin(p, param.device, param.device_loc, PinSource::kParam, p);
     }
     for (ir::FuncId f = 0; f < m_.functions.size(); ++f) {
       const ir::Function& fn = m_.functions[f];
       if (fn.result_device != ir::kNoDevice)
-        AddPin(ResultNode(f), m_.Device(fn.result_device), fn.result_device_loc,
-               absl::StrCat("the result of @", ir::FunctionPath(m_, f), " on ", m_.Device(fn.result_device).ToString()));
+        AddPin(ResultNode(f), fn.result_device, fn.result_device_loc, PinSource::kResult, f);
       if (fn.body != ir::kNoBlock && m_.blocks[fn.body].result.is_local())
         AddEdge(ResultNode(f), Local(m_.blocks[fn.body].result), ir::kNoBinding, Rule::kReturn, f);
     }
+    MarkReadMoves();
     // Bindings in id order: a binding's device falls back on its operand's (a removed on_device),
     // and operands are defined before their users.
     for (ir::BindingId b = 0; b < bindings_; ++b) {
       if (b < plan_.binding_devices.size()) SetDevice(BindingNode(b), plan_.binding_devices[b]);
       CollectBinding(b);
+    }
+  }
+
+  bool IsMove(ir::BindingId b) const {
+    const absl::string_view op = m_.OpName(m_.bindings[b].expr);
+    return op == "on_device" || op == "device_copy";
+  }
+
+  // A move that nothing reads (directly or through other such moves) constrains nothing: the planner
+  // drops it before collecting (docs/planner.md, "Unused moves"). Readers come after what they read,
+  // so one pass in reverse id order marks every move that something kept reads.
+  void MarkReadMoves() {
+    read_.assign(bindings_, false);
+    for (const ir::Block& block : m_.blocks)
+      if (block.result.is_local() && block.result.value.is_binding()) read_[block.result.value.index] = true;
+    for (ir::BindingId b = bindings_; b-- > 0;) {
+      if (IsMove(b) && !read_[b]) continue;
+      ir::ForEachLocalRead(m_, m_.bindings[b].expr, [&](const ir::Operand& o) {
+        if (o.value.is_binding()) read_[o.value.index] = true;
+      });
     }
   }
 
@@ -166,13 +234,15 @@ class ConstraintGraph {
         if (e.func == ir::kNoFunc) return;
         const ir::Function& callee = m_.functions[e.func];
         absl::Span<const ir::Param> params = m_.Params(callee);
-        for (size_t i = 0; i < args.size() && i < params.size(); ++i)
-          if (args[i].is_local()) {
-            AddEdge(self, Local(args[i]), b, callee.kind == ir::FuncKind::kKernel ? Rule::kOperand : Rule::kArgument);
-            if (callee.kind != ir::FuncKind::kKernel)
-              AddEdge(Local(args[i]), ParamNode(callee.params.begin + static_cast<uint32_t>(i)), b, Rule::kArgument);
-          }
-        if (callee.kind != ir::FuncKind::kKernel) AddEdge(self, ResultNode(e.func), b, Rule::kCallResult);
+        // A kernel call runs on one device like an op; a function call unifies each argument with
+        // its parameter and the call with the callee's result.
+        const bool kernel = callee.kind == ir::FuncKind::kKernel;
+        for (size_t i = 0; i < args.size() && i < params.size(); ++i) {
+          if (!args[i].is_local()) continue;
+          if (kernel) AddEdge(self, Local(args[i]), b, Rule::kOperand);
+          else AddEdge(Local(args[i]), ParamNode(callee.params.begin + static_cast<uint32_t>(i)), b, Rule::kArgument);
+        }
+        if (!kernel) AddEdge(self, ResultNode(e.func), b, Rule::kCallResult);
         return;
       }
       case ir::ExprKind::kTuple:
@@ -183,7 +253,7 @@ class ConstraintGraph {
       case ir::ExprKind::kAlias:
         if (!args.empty() && args[0].is_local())
           AddEdge(self, Local(args[0]), b, e.kind == ir::ExprKind::kProject ? Rule::kProject : Rule::kAlias);
-        if (!device_[self] && !args.empty() && args[0].is_local()) device_[self] = device_[Local(args[0])];
+        if (device_[self] == ir::kNoDevice && !args.empty() && args[0].is_local()) device_[self] = device_[Local(args[0])];
         return;
       case ir::ExprKind::kIf:
         if (!args.empty() && args[0].is_local()) AddEdge(self, Local(args[0]), b, Rule::kIf);
@@ -202,12 +272,12 @@ class ConstraintGraph {
     if (op == "on_device" || op == "device_copy") {
       if (args.empty() || !args[0].is_local()) return;
       const uint32_t value = Local(args[0]);
-      if (!device_[self]) device_[self] = device_[value];  // removed: its consumers read the value
-      const std::string head = ir::PrintExprHead(m_, e);
+      if (device_[self] == ir::kNoDevice) device_[self] = device_[value];  // removed: its consumers read the value
+      if (!read_[b]) return;
       if (op == "device_copy") {
         for (auto [key, node] : {std::pair{"src", value}, std::pair{"dst", self}})
           if (const ir::Attr* a = m_.FindAttr(e, key); a != nullptr && a->value.is_device())
-            AddPin(node, m_.Device(a->value.index), loc, head);
+            AddPin(node, a->value.index, loc, PinSource::kBinding, b);
         return;
       }
       auto flag = [&](absl::string_view key, bool fallback) {
@@ -217,9 +287,14 @@ class ConstraintGraph {
       const bool body = flag("constrain_body", true), result = flag("constrain_result", false);
       if (!body && !result) return AddEdge(self, value, b, Rule::kFreeOnDevice);
       if (args.size() < 2 || !args[1].is_device()) return;
-      const VirtualDevice& device = m_.Device(args[1].index);
-      if (body) AddPin(value, device, loc, head, /*on_device=*/true);
-      if (result) AddPin(self, device, loc, head);
+      if (body) AddPin(value, args[1].index, loc, PinSource::kBinding, b, /*on_device=*/true);
+      if (result) AddPin(self, args[1].index, loc, PinSource::kBinding, b);
+      // A function's returned annotation pins its result too; where the plan made no copy (both
+      // sides on one device), the annotation's consumers read the value itself.
+      const ir::Block& block = m_.blocks[m_.bindings[b].block];
+      if (body && block.owner == ir::kNoBinding && block.result.is_local() && block.result.value == ir::ValueRef::Binding(b))
+        AddPin(ResultNode(block.func), args[1].index, loc, PinSource::kBinding, b);
+      AddEdge(self, value, b, Rule::kUncopied);
       return;
     }
     if (op == "vm.shape_of" || absl::StartsWith(op, "memory.")) return;  // host operands: pinned elsewhere
@@ -241,17 +316,13 @@ class ConstraintGraph {
   const ir::Module& m_;
   const PlanResult& plan_;
   uint32_t params_ = 0, bindings_ = 0;
-  std::vector<std::optional<VirtualDevice>> device_;
+  std::vector<ir::DeviceId> device_;  // in plan_.module's table; kNoDevice: none
+  std::vector<bool> read_;            // by binding: something kept reads it
+  mutable absl::flat_hash_map<std::pair<ir::DeviceId, ir::DeviceId>, bool> decides_;
   std::vector<Edge> edges_;
   std::vector<Pin> pins_;
   std::vector<uint32_t> offset_, incident_;
 };
-
-// Whether the pinned device is part of what the value ended with (a scope-only pin counts).
-bool Decides(const VirtualDevice& pin, const VirtualDevice& device) {
-  std::optional<VirtualDevice> joined = Join(pin, device);
-  return joined && *joined == device;
-}
 
 // The node `value` names (see ExplainPlacement), or NotFound.
 absl::StatusOr<uint32_t> FindValue(const ir::Module& m, const ConstraintGraph& graph, absl::string_view value) {
@@ -276,11 +347,13 @@ absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const Plan
   const ConstraintGraph graph(input, plan);
   absl::StatusOr<uint32_t> start = FindValue(input, graph, value);
   if (!start.ok()) return start.status();
-  const std::optional<VirtualDevice>& device = graph.Device(*start);
-  if (!device) return absl::NotFoundError(absl::StrCat(graph.Name(*start), " has no device in the plan"));
-  std::vector<std::vector<const Pin*>> pins_of(graph.size());
+  const VirtualDevice* device = graph.Device(*start);
+  if (device == nullptr) return absl::NotFoundError(absl::StrCat(graph.Name(*start), " has no device in the plan"));
+  std::vector<const Pin*> pin_of(graph.size(), nullptr);  // the first pin that decides each node
   for (const Pin& pin : graph.pins())
-    if (Decides(pin.device, *device)) pins_of[pin.node].push_back(&pin);
+    if (pin_of[pin.node] == nullptr && graph.PinDecides(pin, pin.node) && graph.Device(pin.node) != nullptr &&
+        *graph.Device(pin.node) == *device)
+      pin_of[pin.node] = &pin;
   // Breadth first from the value: the first pinned node ends the shortest chain.
   std::vector<uint32_t> via(graph.size(), UINT32_MAX);  // the edge a node was reached by
   std::vector<bool> seen(graph.size(), false);
@@ -291,11 +364,11 @@ absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const Plan
     const uint32_t node = queue.front();
     queue.pop_front();
     ++reached;
-    if (!pins_of[node].empty()) {
-      const Pin& pin = *pins_of[node].front();
-      std::string out = absl::StrCat(graph.Name(*start), " is on ", device->ToString(), ":\n  ", pin.what);
+    if (pin_of[node] != nullptr) {
+      const Pin& pin = *pin_of[node];
+      std::string out = absl::StrCat(graph.Name(*start), " is on ", device->ToString(), ":\n  ", graph.What(pin));
       if (pin.loc.valid()) absl::StrAppend(&out, " at ", pin.loc.line, ":", pin.loc.col);
-      absl::StrAppend(&out, " puts ", graph.Name(node), " on ", pin.device.ToString(), "\n");
+      absl::StrAppend(&out, " puts ", graph.Name(node), " on ", graph.PinDevice(pin).ToString(), "\n");
       for (uint32_t n = node; n != *start;) {
         const Edge& e = graph.edges()[via[n]];
         const uint32_t next = e.a == n ? e.b : e.a;
@@ -323,8 +396,19 @@ absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const Plan
 std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const PlanResult& plan,
                                                  const VirtualDevice& default_device) {
   std::vector<Diagnostic> warnings;
+  // Only an on_device to another device than the default can move values off it: without one, no
+  // graph is built (a large program pays one pass over its bindings).
+  absl::flat_hash_map<ir::DeviceId, bool> off;  // by annotated device: not where the default puts it
+  const bool off_default = absl::c_any_of(input.bindings, [&](const ir::Binding& b) {
+    if (b.expr.kind != ir::ExprKind::kOpCall || input.OpName(b.expr) != "on_device") return false;
+    absl::Span<const ir::Operand> args = input.Args(b.expr);
+    if (args.size() < 2 || !args[1].is_device()) return false;
+    auto [it, inserted] = off.try_emplace(args[1].index, false);
+    if (inserted) it->second = !Decides(default_device, input.Device(args[1].index));
+    return it->second;
+  });
+  if (!off_default) return warnings;
   const ConstraintGraph graph(input, plan);
-  if (std::none_of(graph.pins().begin(), graph.pins().end(), [](const Pin& p) { return p.on_device; })) return warnings;
   // Union-find over the constraints that held: each class is a set of values on one device.
   std::vector<uint32_t> parent(graph.size());
   std::iota(parent.begin(), parent.end(), 0u);
@@ -338,12 +422,21 @@ std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const 
   uint32_t total = 0;
   for (uint32_t n = 0; n < graph.size(); ++n)
     if (graph.IsCountedValue(n)) ++count[find(n)], ++total;
+  absl::flat_hash_map<ir::DeviceId, bool> default_has;  // by planned device: the default's refinement
+  auto DefaultHas = [&](ir::DeviceId d) {
+    auto [it, inserted] = default_has.try_emplace(d, false);
+    if (inserted) it->second = Decides(default_device, plan.module.Device(d));
+    return it->second;
+  };
   std::vector<bool> reported(graph.size(), false);
   for (const Pin& pin : graph.pins()) {
-    const std::optional<VirtualDevice>& device = graph.Device(pin.node);
+    const VirtualDevice* device = graph.Device(pin.node);
     const uint32_t root = find(pin.node);
-    if (!pin.on_device || !device || reported[root] || Decides(default_device, *device) || 2 * count[root] <= total)
+    if (!pin.on_device || device == nullptr || reported[root] || !graph.PinDecides(pin, pin.node) ||
+        DefaultHas(graph.DeviceId(pin.node)))
       continue;
+    // What annotating a computation asks for: it and its operands. The warning is about the rest.
+    if (2 * (count[root] - graph.Implied(pin)) <= total) continue;
     reported[root] = true;
     // The first few constraints it spread through, nearest first.
     std::vector<std::string> through;
@@ -359,13 +452,13 @@ std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const 
         if (seen[other]) continue;
         seen[other] = true;
         queue.push_back(other);
-        if (std::string why = graph.Why(e); through.size() < 3 && absl::c_find(through, why) == through.end())
-          through.push_back(std::move(why));
+        if (e.rule == Rule::kUncopied || through.size() == 3) continue;  // the annotation itself is no news
+        if (std::string why = graph.Why(e); absl::c_find(through, why) == through.end()) through.push_back(std::move(why));
       }
     }
     warnings.push_back(
         {Severity::kWarning, pin.loc,
-         absl::StrCat(pin.what, " puts ", count[root], " of the program's ", total, " values on ", device->ToString(),
+         absl::StrCat(graph.What(pin), " puts ", count[root], " of the program's ", total, " values on ", device->ToString(),
                       " instead of the default ", default_device.ToString(), ": they share a device with ",
                       graph.Name(pin.node), " through ", absl::StrJoin(through, ", "),
                       ", … (`vdev plan --explain VALUE` shows the chain for a value; docs/planner.md shows how to "

@@ -20,6 +20,7 @@
 #include "vdev/machine.h"
 #include "vdev/optimize_placement.h"
 #include "vdev/plan_devices.h"
+#include "vdev/plan_explain.h"
 
 namespace vdev::python {
 namespace {
@@ -267,11 +268,13 @@ py::list LoweredAllReduces(const PyLowered& l) {
 
 LowerOptions LowerOptionsOf(const std::string& strategy, bool ipc_allreduce, int64_t alignment) {
   LowerOptions options;
-  std::optional<AllReduceStrategy> parsed = AllReduceStrategyFromName(strategy);
+  std::string note;
+  std::optional<AllReduceStrategy> parsed = AllReduceStrategyFromName(strategy, &note);
   if (!parsed) {
     throw py::value_error(absl::StrCat("unknown all-reduce strategy '", strategy,
                                        "' (expected auto, one-shot, two-shot, nccl or plan:NAME)"));
   }
+  if (!note.empty()) py::module_::import("warnings").attr("warn")(note);  // to stderr, once per call site
   if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
     throw py::value_error(absl::StrCat("alignment must be a positive power of two, found ", alignment));
   }
@@ -404,6 +407,15 @@ void BindPlan(py::module_& m) {
       .def("result_device", [](const PyPlan& p, const std::string& path) {
              return DeviceOrNone(p.result.module, p.result.module.functions[p.Function(path)].result_device);
            }, py::arg("function") = "main")
+      .def("explain", [](const PyPlan& p, const std::string& name, const std::string& function) {
+             absl::StatusOr<std::string> why = ExplainPlacement(
+                 p.input->module, p.result, function == "main" ? name : absl::StrCat(function, ":", name));
+             if (!why.ok()) throw py::key_error(std::string(why.status().message()));
+             return *why;
+           }, py::arg("name"), py::arg("function") = "main",
+           "Why parameter or binding `name` of `function` is where the plan puts it: the annotation that\n"
+           "decided it and the chain of constraints (shared devices) from there, one per line; or the\n"
+           "default that decided it. KeyError for an unknown name.")
       .def("placement", &PyPlan::Placement, py::arg("function") = "main",
            "{name: device} for the parameters and surviving bindings of `function`, in program order.")
       .def_property_readonly("copies", &PyPlan::Copies, "The device changes the plan makes (list of vdev.Copy).")

@@ -4,7 +4,6 @@
 // HostTensors the executor reads. The GIL is released while programs run.
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -15,6 +14,7 @@
 #include "python/executor_inputs.h"
 #include "python/numpy_tensors.h"
 #include "vdev/executor.h"
+#include "vdev/run.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::python {
@@ -85,41 +85,26 @@ class PyExecutor {
 };
 
 // `workers` threads of one ThreadGroup, each an executor on the host backend with its own inputs:
-// the all-reduces of the program sum across them (what `vdev run --check` uses as its reference).
+// the all-reduces of the program sum across them (RunInThreads, what `vdev run --check` uses as its
+// reference). A worker count the program's all-reduces were not written for is refused first.
 py::list RunWorkers(const PyLowered& lowered, const std::vector<py::sequence>& per_worker) {
   const int workers = static_cast<int>(per_worker.size());
   if (workers < 1) throw py::value_error("run_workers needs the inputs of at least one worker");
   std::unique_ptr<LoweredProgram> program = ProgramOf(lowered);
+  if (absl::Status s = CheckWorkerCount(*program, workers); !s.ok()) throw py::value_error(std::string(s.message()));
   std::vector<ExecutorInputs> inputs;
   for (const py::sequence& in : per_worker) inputs.emplace_back(program->module, in);
-  std::vector<std::vector<HostTensor>> results(workers);
-  std::vector<absl::Status> statuses(workers);
+  std::vector<std::vector<TensorRef>> views;
+  for (const ExecutorInputs& in : inputs) views.emplace_back(in.views().begin(), in.views().end());
+  absl::StatusOr<std::vector<std::vector<HostTensor>>> results;
   {
     py::gil_scoped_release release;
-    statuses[0] = CheckKernels(*program, "host");
-    if (statuses[0].ok()) {
-      ThreadGroup group(workers);
-      std::vector<std::thread> threads;
-      for (int k = 0; k < workers; ++k) {
-        threads.emplace_back([&, k] {
-          absl::Status status = [&]() -> absl::Status {
-            VDEV_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionBackend> backend, CreateThreadBackend(&group, k));
-            VDEV_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Load(*program, backend.get()));
-            VDEV_ASSIGN_OR_RETURN(results[k], executor->RunViews(inputs[k].views()));
-            return absl::OkStatus();
-          }();
-          if (!status.ok()) group.Abort(status);
-          statuses[k] = status;
-        });
-      }
-      for (std::thread& t : threads) t.join();
-    }
+    absl::Status kernels = CheckKernels(*program, "host");
+    results = kernels.ok() ? RunInThreads(*program, views) : absl::StatusOr<std::vector<std::vector<HostTensor>>>(kernels);
   }
-  for (int k = 0; k < workers; ++k) {
-    if (!statuses[k].ok()) RaiseRunError(absl::Status(statuses[k].code(), absl::StrCat("worker ", k, ": ", statuses[k].message())));
-  }
+  if (!results.ok()) RaiseRunError(results.status());
   py::list out;
-  for (std::vector<HostTensor>& r : results) out.append(Outputs(std::move(r)));
+  for (std::vector<HostTensor>& r : *results) out.append(Outputs(std::move(r)));
   return out;
 }
 
@@ -146,7 +131,9 @@ void BindRun(py::module_& m) {
         "run(lowered, *inputs, backend='host'): Executor(lowered, backend=backend).run(*inputs).");
   m.def("run_workers", &RunWorkers, py::arg("lowered"), py::arg("inputs"),
         "run_workers(lowered, inputs): one host worker per entry of `inputs` (each a list of arrays), as\n"
-        "threads whose all-reduces sum across them; returns each worker's outputs.");
+        "threads whose all-reduces sum across them; returns each worker's outputs. ValueError when the\n"
+        "program's all-reduces are written for another number of workers (`workers=N`); without that\n"
+        "attribute any number runs and the all-reduces sum over all of them.");
 }
 
 }  // namespace vdev::python

@@ -86,3 +86,11 @@ def test_compile_optimizes_as_plan_does():
     assert vdev.compile(PROGRAM, optimize=True, machine=machine).lowered.pools
     with pytest.raises(ValueError, match="machine= is what optimize=True plans for"):
         vdev.compile(PROGRAM, machine=machine)
+
+
+def test_the_other_spelling_of_a_strategy_is_accepted_with_a_warning():
+    text = TRANSFORMER.read_text()
+    with pytest.warns(UserWarning, match="'one_shot' is spelled 'one-shot'"):
+        underscored = vdev.compile(text, strategy="one_shot")
+    assert underscored.lowered.to_json() == vdev.compile(text, strategy="one-shot").lowered.to_json()
+    assert 'strategy="one-shot"' in underscored.text()

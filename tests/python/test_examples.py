@@ -23,6 +23,8 @@ def test_plan_program_prints_where_each_value_lives():
     assert placement["%h"] == "cpu:0" and placement["%x"] == "cpu:0"
     assert placement["%n"] == placement["%out"] == "cuda:0"
     assert "copy of %h: cpu:0 -> cuda:0 (into n)" in run.stdout
+    # The example compares the whole placement with the one its docstring states.
+    assert "placement as stated in EXPECTED_PLACEMENT" in run.stdout
 
 
 def test_plot_placement_writes_the_graph_and_the_pool_chart(tmp_path):

@@ -147,3 +147,18 @@ def test_operand_kinds_print_as_written():
                      flag=True, mode="NCHW", n=-3)
             b.ret(s)
     assert "my.op(%x, 2, 2.5, [1, 2], cuda:1, @main, flag=true, mode=NCHW, n=-3)" in b.module.text()
+
+
+def test_builder_takes_any_attribute_name():
+    with vdev.Builder() as b:
+        t = b.tensor_type("f32", [2])
+        with b.function("main"):
+            x = b.param("x", t)
+            y = b.op("allreduce", x, op="sum", name="y")
+            b.ret(b.op("my.op", y, attrs={"name": "n", "type": "t", "attrs": 1}, op="o"))
+    assert "%y = allreduce(%x, op=sum)" in b.module.text()
+    assert "my.op(%y, name=n, type=t, attrs=1, op=o)" in b.module.text()
+    with pytest.raises(vdev.BuildError, match="attribute 'op' given twice"):
+        with vdev.Builder() as b:
+            with b.function("main"):
+                b.ret(b.op("allreduce", b.param("x", b.tensor_type("f32", [2])), attrs={"op": "sum"}, op="max"))

@@ -187,3 +187,18 @@ def test_lowering_gives_the_planners_conflict_copies_storage_as_vdev_lower_does(
     run = cli("lower", str(path), "--json")
     assert run.returncode == 0, run.stderr
     assert lowered.to_json() == run.stdout
+
+
+def test_explain_names_the_annotation_and_the_chain_of_constraints():
+    text = (REPO / "examples" / "planner" / "mlp_one_pin.vdev").read_text()
+    plan = vdev.plan(vdev.parse(text, file="mlp_one_pin.vdev"))
+    assert plan.explain("out").splitlines() == [
+        "%out is on cpu:0:",
+        "  on_device(%r, cpu:0) at 10:8 puts %r on cpu:0",
+        "  %r = relu(%h) at 9:3: an op's operands and result share one device, so %h is there too",
+        "  %h = matmul(%x, %w1) at 8:3: an op's operands and result share one device, so %x is there too",
+        "  %out = add(%x, %s) at 13:3: an op's operands and result share one device, so %out is there too",
+    ]
+    assert plan.explain("%w2").startswith("%w2 is on cpu:0:\n  on_device(%r, cpu:0) at 10:8")
+    with pytest.raises(KeyError, match="no value %nope in @main"):
+        plan.explain("nope")

@@ -10,6 +10,8 @@ import weakref
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import vdev
 
@@ -94,6 +96,53 @@ def test_run_workers_names_the_failing_worker():
         vdev.run_workers(lowered(ALLREDUCE), [[np.zeros(8, np.float32)], [np.zeros(8, np.int32)]])
     with pytest.raises(ValueError):
         vdev.run_workers(lowered(ALLREDUCE), [])
+
+
+TWO_WORKER_ALLREDUCE = """def @main(%x: f32[8]) -> f32[8] {
+  %0 = allreduce(%x, op=sum, workers=2)
+  return %0
+}
+"""
+
+
+def built_allreduce(workers=None):
+    """The all-reduce program built in Python: `op` is an attribute like any other."""
+    attrs = {} if workers is None else {"workers": workers}
+    with vdev.Builder() as b:
+        t = b.tensor_type("f32", [8])
+        with b.function("main", result=t):
+            b.ret(b.op("allreduce", b.param("x", t), op="sum", **attrs))
+    return b.module
+
+
+def test_run_workers_refuses_a_count_the_program_is_not_written_for():
+    program = lowered(TWO_WORKER_ALLREDUCE)
+    xs = [np.full(8, k + 1, np.float32) for k in range(3)]
+    with pytest.raises(ValueError, match=r"program.vdev:2:\d+: error: the all-reduce %0 is written for 2 workers "
+                                         r"\(workers=2\); it cannot run on 3"):
+        vdev.run_workers(program, [[x] for x in xs])
+    for [out] in vdev.run_workers(program, [[x] for x in xs[:2]]):
+        np.testing.assert_array_equal(out, xs[0] + xs[1])
+
+
+@settings(max_examples=20, deadline=None)
+@given(written_for=st.one_of(st.none(), st.integers(1, 4)), workers=st.integers(1, 4))
+def test_a_worker_count_is_refused_exactly_when_the_program_states_another(written_for, workers):
+    program = vdev.lower(vdev.plan(built_allreduce(written_for)))
+    xs = [np.full(8, k + 1, np.float32) for k in range(workers)]
+    if written_for is not None and written_for != workers:
+        with pytest.raises(ValueError, match=f"written for {written_for} workers"):
+            vdev.run_workers(program, [[x] for x in xs])
+        return
+    # Without `workers=`, the count is not knowable: the all-reduce sums however many run.
+    for [out] in vdev.run_workers(program, [[x] for x in xs]):
+        np.testing.assert_array_equal(out, np.full(8, workers * (workers + 1) / 2, np.float32))
+
+
+def test_an_unknown_op_is_named_with_the_closest_known_one():
+    program = lowered("def @main(%x: f32[8]) -> f32[8] {\n  %0 = negatve(%x)\n  return %0\n}\n")
+    with pytest.raises(vdev.RunError, match=r"op 'negatve' has no kernel .*\(did you mean 'negative'\?\)"):
+        vdev.run(program, np.zeros(8, np.float32))
 
 
 def test_running_releases_the_gil():

@@ -1,0 +1,133 @@
+// ExplainPlacement and AnnotationSpreadWarnings (vdev/plan_explain.h): the chain from an annotation
+// to a value, through ops, calls and returns; the defaults; the warning when one annotation moves
+// most of a program, and its absence where an annotation moves a part.
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "vdev/ir_text.h"
+#include "vdev/plan_devices.h"
+#include "vdev/plan_explain.h"
+
+namespace vdev {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+struct Planned {
+  ir::Module input;
+  PlanResult plan;
+};
+
+Planned Plan(const std::string& text) {
+  absl::StatusOr<ir::Module> m = ir::ParseModule(text);
+  EXPECT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(ir::VerifyModule(*m).ok());
+  absl::StatusOr<PlanResult> plan = PlanDevices(*m, PlanOptions{});
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return {*std::move(m), *std::move(plan)};
+}
+
+const VirtualDevice kCuda0 = VirtualDevice::ForDevice(DeviceType::kCUDA, 0);
+
+// exp is pinned to the CPU; %x follows it, the call passes %x to @f, and @f's result is added to
+// the annotated value and returned.
+constexpr char kThroughACall[] = R"(def @f(%p: f32[4]) -> f32[4] {
+  %q = negative(%p)
+  return %q
+}
+def @main(%x: f32[4], %z: f32[4]) -> f32[4] {
+  %a = exp(%x)
+  %b = on_device(%a, cpu:0)
+  %y = @f(%x)
+  %w = negative(%z)
+  %s = add(%y, %b)
+  return %s
+}
+)";
+
+TEST(ExplainPlacement, TheChainGoesFromTheAnnotationThroughOpsAndCalls) {
+  Planned p = Plan(kThroughACall);
+  absl::StatusOr<std::string> why = ExplainPlacement(p.input, p.plan, "f:q");
+  ASSERT_TRUE(why.ok()) << why.status();
+  EXPECT_EQ(*why,
+            "%q in @f is on cpu:0:\n"
+            "  on_device(%a, cpu:0) at 7:8 puts %a on cpu:0\n"
+            "  %a = exp(%x) at 6:3: an op's operands and result share one device, so %x is there too\n"
+            "  %y = @f(%x) at 8:3: an argument shares its parameter's device, so %p in @f is there too\n"
+            "  %q = negative(%p) at 2:3: an op's operands and result share one device, so %q in @f is there too\n");
+}
+
+TEST(ExplainPlacement, AValueNoAnnotationReachesIsExplainedByTheDefaults) {
+  Planned p = Plan(kThroughACall);
+  absl::StatusOr<std::string> why = ExplainPlacement(p.input, p.plan, "%w");
+  ASSERT_TRUE(why.ok()) << why.status();
+  // @main's result is %y's, on the CPU; its unconstrained parameter %z and unused %w take it.
+  EXPECT_THAT(*why, HasSubstr("%w is on cpu:0 by default: no annotation reaches it through the 2 value(s)"));
+}
+
+TEST(ExplainPlacement, AnUnknownNameIsNotFound) {
+  Planned p = Plan(kThroughACall);
+  EXPECT_EQ(ExplainPlacement(p.input, p.plan, "nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ExplainPlacement(p.input, p.plan, "g:q").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(AnnotationSpreadWarnings, OneAnnotationThatMovesMostOfTheProgramIsWarnedAbout) {
+  // examples/planner/mlp_one_pin.vdev: the relu's pin reaches every value through the residual add.
+  Planned p = Plan(R"(def @main(%x: f32[64,512], %w1: f32[512,256], %w2: f32[256,512]) -> f32[64,512] {
+  %h = matmul(%x, %w1)
+  %r = relu(%h)
+  %a = on_device(%r, cpu:0)
+  %y = matmul(%a, %w2)
+  %s = allreduce(%y, op=sum)
+  %out = add(%x, %s)
+  return %out
+}
+)");
+  std::vector<Diagnostic> warnings = AnnotationSpreadWarnings(p.input, p.plan, kCuda0);
+  ASSERT_THAT(warnings, SizeIs(1));
+  EXPECT_EQ(warnings[0].loc, (SourceLoc{4, 8}));
+  EXPECT_THAT(warnings[0].message, HasSubstr("on_device(%r, cpu:0) puts 8 of the program's 8 values on cpu:0 "
+                                             "instead of the default cuda:0: they share a device with %r through "
+                                             "%r = relu(%h) at 3:3, %h = matmul(%x, %w1) at 2:3"));
+  // With cpu:0 as the default, nothing moved.
+  EXPECT_THAT(AnnotationSpreadWarnings(p.input, p.plan, VirtualDevice::ForDevice(DeviceType::kCPU, 0)), IsEmpty());
+}
+
+TEST(AnnotationSpreadWarnings, AnUnreadAnnotationMovesNothing) {
+  // The planner drops an on_device nothing reads; neither the chain nor the warning may use it.
+  Planned p = Plan(R"(def @main(%x: f32[4]) -> f32[4] {
+  %a = exp(%x)
+  %b = on_device(%a, cpu:0)
+  %c = negative(%a)
+  return %c
+}
+)");
+  EXPECT_THAT(AnnotationSpreadWarnings(p.input, p.plan, kCuda0), IsEmpty());
+  absl::StatusOr<std::string> why = ExplainPlacement(p.input, p.plan, "a");
+  ASSERT_TRUE(why.ok());
+  EXPECT_THAT(*why, HasSubstr("%a is on cuda:0 by default"));
+}
+
+TEST(AnnotationSpreadWarnings, AnAnnotationThatMovesAPartIsNot) {
+  // The spec's left add: a, b and %0 on the CPU, 3 of the 7 values; and what the annotated add
+  // asks for by itself (%0 and its operands) does not count, so 3 of 4 would not either.
+  Planned p = Plan(R"(def @main(%a: f32[5,7], %b: f32[5,7], %c: f32[5,7], %d: f32[5,7]) {
+  %0 = add(%a, %b)
+  %1 = on_device(%0, cpu:0)
+  %2 = add(%c, %d)
+  %3 = subtract(%1, %2)
+  return %3
+}
+)");
+  EXPECT_THAT(AnnotationSpreadWarnings(p.input, p.plan, kCuda0), IsEmpty());
+  absl::StatusOr<std::string> why = ExplainPlacement(p.input, p.plan, "b");
+  ASSERT_TRUE(why.ok());
+  EXPECT_THAT(*why, HasSubstr("on_device(%0, cpu:0) at 3:8 puts %0 on cpu:0\n"
+                              "  %0 = add(%a, %b) at 2:3: an op's operands and result share one device, so %b is there too"));
+}
+
+}  // namespace
+}  // namespace vdev
