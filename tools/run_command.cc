@@ -1,5 +1,6 @@
 // `vdev run FILE [--workers N] [--backend cuda|host] [--inputs random:SEED|DIR] [--outputs DIR]
-//  [--check] [--repeat K] [--profile]`: plans, lowers and runs @main on N workers (vdev/run.h).
+//  [--check] [--repeat K] [--profile] [--optimize [--machine M.json]]`: plans (with --optimize, by
+//  the optimiser on the machine model), lowers and runs @main on N workers (vdev/run.h).
 //
 // The command is its own controller: it compiles FILE (located errors, exit 2), checks the inputs
 // and that every op has a kernel where it was planned, then starts N workers in a process
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -47,7 +49,7 @@ struct RunArgs {
 // On each worker: RunWorker with the options the controller sends, over the session InitCCL made.
 VDEV_REGISTER_WORKER_FUNCTION(
     "vdev.run.worker", [](WorkerContext& context, const WorkerArgs& args) -> absl::StatusOr<WorkerValue> {
-      VDEV_RETURN_IF_ERROR(args.ExpectCount(7));
+      VDEV_RETURN_IF_ERROR(args.ExpectCount(8));
       RunOptions options;
       VDEV_ASSIGN_OR_RETURN(options.file, args.String(0));
       VDEV_ASSIGN_OR_RETURN(options.backend, args.String(1));
@@ -56,6 +58,8 @@ VDEV_REGISTER_WORKER_FUNCTION(
       VDEV_ASSIGN_OR_RETURN(int64_t profile, args.Int(4));
       VDEV_ASSIGN_OR_RETURN(std::string output_dir, args.String(5));
       VDEV_ASSIGN_OR_RETURN(options.allreduce_strategy, args.String(6));
+      VDEV_ASSIGN_OR_RETURN(std::string predicted, args.String(7));
+      if (!absl::SimpleAtod(predicted, &options.predicted_seconds)) options.predicted_seconds = -1;
       options.repeat = static_cast<int>(repeat);
       options.profile = profile != 0;
       options.workers = context.num_workers();
@@ -73,7 +77,7 @@ absl::Status RunOnWorkers(const RunOptions& o, double timeout_seconds, const std
   VDEV_ASSIGN_OR_RETURN(RemoteFunc run, session->GetGlobalFunc("vdev.run.worker"));
   VDEV_RETURN_IF_ERROR(session
                            ->CallPacked(run, o.file, o.backend, o.inputs, int64_t{o.repeat}, int64_t{o.profile ? 1 : 0},
-                                        output_dir, o.allreduce_strategy)
+                                        output_dir, o.allreduce_strategy, absl::StrCat(o.predicted_seconds))
                            .status());
   VDEV_RETURN_IF_ERROR(session->SyncAllWorkers());
   return session->Shutdown();
@@ -110,8 +114,33 @@ class OutputDir {
   bool temporary_ = false;
 };
 
+// --optimize: the optimiser's placement of FILE, written as DIR/optimized.vdev (a fully placed
+// program that plans to itself) for the workers and the reference to run; its predicted time.
+absl::Status UseOptimizedPlacement(const std::string& dir, RunOptions& o) {
+  VDEV_ASSIGN_OR_RETURN(OptimizedRunProgram optimized, OptimizeRunProgram(o));
+  const std::string path = absl::StrCat(dir, "/optimized.vdev");
+  std::ofstream(path) << optimized.text;
+  std::cout << "vdev run: placed by the optimiser (" << (optimized.optimal ? "proven optimal" : "best found")
+            << "), written to " << path << "\n";
+  o.file = path;
+  o.optimize = false;
+  o.predicted_seconds = optimized.predicted_seconds;
+  return absl::OkStatus();
+}
+
 int RunAsController(const RunArgs& args) {
-  const RunOptions& o = args.options;
+  RunOptions o = args.options;
+  // With --optimize the output directory is made first: it holds the optimised program.
+  std::optional<OutputDir> early_dir;
+  if (o.optimize) {
+    absl::StatusOr<OutputDir> made = OutputDir::Make(args.outputs);
+    absl::Status s = made.ok() ? UseOptimizedPlacement(made->path(), o) : made.status();
+    if (!s.ok()) {
+      std::cerr << s.message() << "\n";
+      return kExitUsage;
+    }
+    early_dir.emplace(*std::move(made));
+  }
   absl::StatusOr<LoweredProgram> program = CompileRunProgram(o);
   if (!program.ok()) {
     std::cerr << program.status().message() << "\n";
@@ -134,7 +163,7 @@ int RunAsController(const RunArgs& args) {
       return kExitUsage;
     }
   }
-  absl::StatusOr<OutputDir> dir = OutputDir::Make(args.outputs);
+  absl::StatusOr<OutputDir> dir = early_dir ? *std::move(early_dir) : OutputDir::Make(args.outputs);
   if (!dir.ok()) {
     std::cerr << "vdev run: " << dir.status().message() << "\n";
     return kExitUsage;
@@ -189,6 +218,12 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--repeat", args->options.repeat, "run K times (CUDA: graph replay from the 3rd)")->check(CLI::PositiveNumber);
   run->add_option("--allreduce-strategy", args->options.allreduce_strategy,
                   "strategy of the IPC all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
+  CLI::Option* optimize = run->add_flag(
+      "--optimize", args->options.optimize,
+      "place what no annotation fixes where the machine model says it is cheapest (vdev plan --optimize); print "
+      "the model's predicted time next to the measured one");
+  run->add_option("--machine", args->options.machine, "machine description (docs/machine.md); default: 1 CPU + 2 H100s")
+      ->needs(optimize);
   run->add_flag("--profile", args->options.profile, "print per-op time and the share of copies and all-reduces");
   run->add_option("--timeout", args->timeout_seconds,
                   "seconds a worker may take per step and a collective may wait before the run fails (default 600)")

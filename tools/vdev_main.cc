@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   vdev::cli::AddRuntimeCommands(app, &exit_code);
   vdev::cli::AddRunCommand(app, &exit_code);
   vdev::cli::AddChannelCommands(app, &exit_code);
+  vdev::cli::AddMachineCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -27,9 +27,28 @@ struct RunOptions {
   int repeat = 1;
   bool profile = false;
   std::string allreduce_strategy = "auto";  // written on every IPC all-reduce: auto, one-shot, two-shot, nccl, plan:NAME
+  // `--optimize [--machine M.json]`: plan with the optimiser (OptimizePlacement) on the machine of
+  // docs/machine.md in `machine` (empty: DefaultMachine(2)) instead of PlanDevices.
+  bool optimize = false;
+  std::string machine;
+  // When >= 0, worker 0 prints it next to the measured time: the model's seconds per run.
+  double predicted_seconds = -1;
 };
 
-// CompileForExecution of options.file with options.allreduce_strategy.
+// With `optimize`: options.file placed by the optimiser, as the planned program's text (which plans
+// to itself, so every worker that plans it again runs the same placement), the model's predicted
+// seconds per run and whether the placement is proven optimal. Errors are located in options.file
+// (FILE:LINE:COL, caret, notes): no placement fits in memory, an op no device runs; a bad machine
+// file is named.
+struct OptimizedRunProgram {
+  std::string text;
+  double predicted_seconds = 0;
+  bool optimal = false;
+};
+absl::StatusOr<OptimizedRunProgram> OptimizeRunProgram(const RunOptions& options);
+
+// CompileForExecution of options.file with options.allreduce_strategy (placed by the optimiser
+// first with options.optimize).
 absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options);
 
 // The inputs of worker `rank` for @main's parameters. `random:SEED`: each element drawn from a

@@ -83,6 +83,10 @@ absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options) {
                                                    options.allreduce_strategy, "'"));
   lower.strategy = *strategy;
   // Every worker reads FILE again, and only the controller has the caller's standard input.
+  if (options.optimize) {
+    VDEV_ASSIGN_OR_RETURN(OptimizedRunProgram optimized, OptimizeRunProgram(options));
+    return CompileForExecution(optimized.text, options.file, lower);
+  }
   VDEV_ASSIGN_OR_RETURN(std::string text, ReadSourceFile(options.file, StandardInput::kRefused));
   return CompileForExecution(text, options.file, lower);
 }
@@ -123,6 +127,9 @@ absl::Status RunWorker(const RunOptions& options, Session* session, const std::s
   if (rank == 0) {
     std::string line = absl::StrFormat("worker 0: %d run(s) on the %s backend, first %.3f ms", options.repeat,
                                        backend->name(), first_seconds * 1e3);
+    if (options.predicted_seconds >= 0) {
+      absl::StrAppendFormat(&line, " (the machine model predicts %.3f ms per run)", options.predicted_seconds * 1e3);
+    }
     if (options.repeat > 1)
       absl::StrAppendFormat(&line, ", then %.3f ms per run%s", rest_seconds * 1e3 / (options.repeat - 1),
                             executor->replaying() ? " (CUDA graph replay)" : "");

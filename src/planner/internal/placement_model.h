@@ -16,6 +16,10 @@ namespace vdev::planner_internal {
 absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const PlacementClasses& classes,
                                                    const Machine& machine);
 
+// InvalidArgument when the assignment uses a cost that BuildPlacementModel capped (an op or copy
+// slower than the model's cost_cap): the model's optimum is then not known to be the program's.
+absl::Status CheckWithinCostRange(const PlacementModel& model, const std::vector<int>& device);
+
 }  // namespace vdev::planner_internal
 
 #endif  // VDEV_SRC_PLANNER_INTERNAL_PLACEMENT_MODEL_H_
