@@ -227,15 +227,21 @@ void KeepOnlyRelaxationBound(const RoundsResult& rounds, OptimizedPlan* r) {
 }
 
 // Solves on the sub-machine that keeps one of each group of identical devices, then two, four, …
-// while no placement fits in memory there, up to the whole machine.
+// while no placement fits in memory there, up to the whole machine; the time limit covers them all.
 absl::StatusOr<RoundsResult> SolveOverIdenticalDevices(const ir::Module& module, const Machine& machine,
                                                        const OptimizeOptions& options, PlanError* error) {
+  const auto start = std::chrono::steady_clock::now();
   for (int keep = 1;; keep = std::min(2 * keep, kMaxMachineDevices)) {
     DeviceSubset subset = planner_internal::KeepIdenticalDevices(module, options.plan, machine, keep);
+    OptimizeOptions attempt = options;
+    attempt.time_limit_seconds -= std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (keep > 1 && attempt.time_limit_seconds <= 0) {  // a retry with no time left
+      return absl::DeadlineExceededError("no plan within every device's capacity in the time limit");
+    }
     bool capacity_infeasible = false;
     PlanError attempt_error;
     absl::StatusOr<RoundsResult> rounds =
-        planner_internal::SolveWithCapacity(module, subset.machine, options, &attempt_error, &capacity_infeasible);
+        planner_internal::SolveWithCapacity(module, subset.machine, attempt, &attempt_error, &capacity_infeasible);
     if (subset.complete || (!rounds.ok() && !capacity_infeasible)) {
       *error = std::move(attempt_error);
       if (rounds.ok()) ToFullMachine(subset, machine, &rounds->optimized);

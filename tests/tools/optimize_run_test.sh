@@ -4,7 +4,7 @@
 # weights exceed one GPU of examples/planner/small_gpus.json is split over both GPUs with its
 # lookup and sampling on the CPU; bad machines and programs that fit nowhere are exit 2 with the
 # offending file or value named, before any worker starts; `vdev machine probe` writes a machine
-# the optimiser accepts. About 5 s on 2 cores.
+# the optimiser accepts. 16 s on the loaded 2-core development machine.
 # Usage: optimize_run_test.sh PATH_TO_VDEV
 set -u
 vdev=$1
