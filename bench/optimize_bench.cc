@@ -14,8 +14,12 @@
 // with every pair's link listed (500,500 links): the time to parse each and to optimise a
 // 10^4-binding transformer on it, against the same program on 1 CPU + 3 H100s in the same run.
 //
-// Usage: optimize_bench [max_bindings [grid|grid-after|machines]]   (default 1000000; `grid`: only
-// (3), Z3 alone and the bound first; `grid-after`: only (3), the bound first; `machines`: only (5))
+// (6) Capacity at 10^5 bindings: 6,250 small layers (1.9 GB of f16 weights) on 1 CPU + 2 GPUs of
+// 1.2 GB each, so the layers must be split; 60 s limit.
+//
+// Usage: optimize_bench [max_bindings [grid|grid-after|machines|capacity]]   (default 1000000;
+// `grid`: only (3), Z3 alone and the bound first; `grid-after`: only (3), the bound first;
+// `machines`: only (5); `capacity`: only (6))
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -164,6 +168,30 @@ int LargeMachines() {
   return 0;
 }
 
+// (6): a capacity-limited program of 10^5 bindings.
+int CapacityAtScale() {
+  std::string text = Transformer(6250, 256, 128, 344, 32000);
+  absl::StatusOr<vdev::ir::Module> module = vdev::ir::ParseModule(text);
+  if (!module.ok() || !vdev::ir::VerifyModule(*module).ok()) return 1;
+  vdev::Machine machine = BenchMachine(2);
+  for (int g = 1; g <= 2; ++g) machine.specs[g].memory_bytes = 1.2e9;
+  vdev::OptimizeOptions options;
+  options.time_limit_seconds = 60;
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<vdev::OptimizedPlan> plan = vdev::OptimizePlacement(*module, machine, options);
+  const double total = Seconds(start);
+  if (!plan.ok()) {
+    std::printf("capacity at scale (%zu bindings): %s after %.3f s\n", module->bindings.size(),
+                std::string(plan.status().message()).c_str(), total);
+    return 0;
+  }
+  std::printf("capacity at scale: %zu bindings on 1 CPU + 2 GPUs of 1.2 GB: %zu cuts, peaks cuda:0 %.2f GB, cuda:1 "
+              "%.2f GB, optimal %d, gap %.3g%%, z3 variables %zu, solve %.3f s, total %.3f s\n",
+              module->bindings.size(), plan->capacity_cuts, plan->peak_bytes[1] / 1e9, plan->peak_bytes[2] / 1e9,
+              plan->optimal ? 1 : 0, plan->gap * 100, plan->z3_variables, plan->solve_seconds, total);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,6 +200,7 @@ int main(int argc, char** argv) {
   // `grid-after`: the grids with the bound only (skips the 60 s runs of Z3 alone).
   const bool skip_before = argc > 2 && std::string(argv[2]) == "grid-after";
   if (argc > 2 && std::string(argv[2]) == "machines") return LargeMachines();
+  if (argc > 2 && std::string(argv[2]) == "capacity") return CapacityAtScale();
   // (1) Cost: 8 layers of a 7B-like model, 256 tokens, on 1 CPU + 2 H100s.
   if (!grid_only) {
     std::string text = Transformer(8, 256, 4096, 11008, 32000);
