@@ -10,8 +10,16 @@
 // free on_device (a place where a copy is allowed, as TVM frontends emit), then the logits matmul
 // and `sample` (annotated cpu:0). f16, static shapes.
 //
-// Usage: optimize_bench [max_bindings [grid|grid-after]]   (default 1000000; `grid`: only (3), Z3
-// alone and the bound first; `grid-after`: only (3), the bound first)
+// (5) Large machines: a 4,096-GPU machine file (links per pair of device types) and a 1,000-GPU one
+// with every pair's link listed (500,500 links): the time to parse each and to optimise a
+// 10^4-binding transformer on it, against the same program on 1 CPU + 3 H100s in the same run.
+//
+// (6) Capacity at 10^5 bindings: 6,250 small layers (1.9 GB of f16 weights) on 1 CPU + 2 GPUs of
+// 1.2 GB each, so the layers must be split; 60 s limit.
+//
+// Usage: optimize_bench [max_bindings [grid|grid-after|machines|capacity]]   (default 1000000;
+// `grid`: only (3), Z3 alone and the bound first; `grid-after`: only (3), the bound first;
+// `machines`: only (5); `capacity`: only (6))
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -102,6 +110,88 @@ double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+// docs/machine.md's JSON for 1 CPU + `gpus` H100s: GPU links per device type, or (per_pair) each
+// pair's own.
+std::string MachineJson(int gpus, bool per_pair) {
+  std::string text = R"({"devices": [{"device": "cpu:0", "memory_gb": 1024, "bandwidth_gbs": 600, "default_tflops": 5})";
+  for (int g = 0; g < gpus; ++g) {
+    absl::StrAppend(&text, R"(, {"device": "cuda:)", g,
+                    R"(", "memory_gb": 80, "bandwidth_gbs": 3350, "default_tflops": 67, "tflops": {"f16": 989}})");
+  }
+  absl::StrAppend(&text, R"(], "ops": {"take": ["cpu"], "sample": ["cpu"]}, "links": [)",
+                  R"({"between": ["cpu", "cuda"], "bandwidth_gbs": 64, "latency_us": 10})");
+  if (!per_pair) {
+    absl::StrAppend(&text, R"(, {"between": ["cuda", "cuda"], "bandwidth_gbs": 450, "latency_us": 3}]})");
+    return text;
+  }
+  for (int a = 0; a < gpus; ++a) {
+    for (int b = a + 1; b < gpus; ++b) {
+      absl::StrAppend(&text, R"(, {"between": ["cuda:)", a, R"(", "cuda:)", b,
+                      R"("], "bandwidth_gbs": 450, "latency_us": 3})");
+    }
+  }
+  return text + "]}";
+}
+
+// (5): parse each machine and optimise one program on it; the 4-device machine is the peer.
+int LargeMachines() {
+  std::string text = Transformer(625, 256, 128, 344, 32000);
+  absl::StatusOr<vdev::ir::Module> module = vdev::ir::ParseModule(text);
+  if (!module.ok() || !vdev::ir::VerifyModule(*module).ok()) return 1;
+  std::printf("large machines (%zu-binding transformer)\n%-28s %10s %10s %10s %10s %8s %12s\n",
+              module->bindings.size(), "machine", "json_MB", "parse_s", "optimize_s", "classes", "optimal",
+              "model_ms");
+  double peer_seconds = 0;
+  for (auto [gpus, per_pair] : {std::pair{3, false}, std::pair{4096, false}, std::pair{1000, true}}) {
+    const std::string json = MachineJson(gpus, per_pair);
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<vdev::Machine> machine = vdev::ParseMachineJson(json);
+    const double parse = Seconds(start);
+    if (!machine.ok()) {
+      std::fprintf(stderr, "machine: %s\n", std::string(machine.status().message()).c_str());
+      return 1;
+    }
+    start = std::chrono::steady_clock::now();
+    absl::StatusOr<vdev::OptimizedPlan> plan = vdev::OptimizePlacement(*module, *machine, {});
+    const double optimize = Seconds(start);
+    if (!plan.ok()) {
+      std::fprintf(stderr, "optimize: %s\n", std::string(plan.status().message()).c_str());
+      return 1;
+    }
+    if (gpus == 3) peer_seconds = optimize;
+    std::printf("%-28s %10.1f %10.3f %10.3f %10zu %8d %12.4f  (optimize %.2fx the 4-device machine's)\n",
+                absl::StrCat("1 CPU + ", gpus, " GPUs, links ", per_pair ? "per pair" : "per type").c_str(),
+                json.size() / 1e6, parse, optimize, plan->classes, plan->optimal ? 1 : 0, plan->model_cost * 1e3,
+                optimize / peer_seconds);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+// (6): a capacity-limited program of 10^5 bindings.
+int CapacityAtScale() {
+  std::string text = Transformer(6250, 256, 128, 344, 32000);
+  absl::StatusOr<vdev::ir::Module> module = vdev::ir::ParseModule(text);
+  if (!module.ok() || !vdev::ir::VerifyModule(*module).ok()) return 1;
+  vdev::Machine machine = BenchMachine(2);
+  for (int g = 1; g <= 2; ++g) machine.specs[g].memory_bytes = 1.2e9;
+  vdev::OptimizeOptions options;
+  options.time_limit_seconds = 60;
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<vdev::OptimizedPlan> plan = vdev::OptimizePlacement(*module, machine, options);
+  const double total = Seconds(start);
+  if (!plan.ok()) {
+    std::printf("capacity at scale (%zu bindings): %s after %.3f s\n", module->bindings.size(),
+                std::string(plan.status().message()).c_str(), total);
+    return 0;
+  }
+  std::printf("capacity at scale: %zu bindings on 1 CPU + 2 GPUs of 1.2 GB: %zu cuts, peaks cuda:0 %.2f GB, cuda:1 "
+              "%.2f GB, optimal %d, gap %.3g%%, z3 variables %zu, solve %.3f s, total %.3f s\n",
+              module->bindings.size(), plan->capacity_cuts, plan->peak_bytes[1] / 1e9, plan->peak_bytes[2] / 1e9,
+              plan->optimal ? 1 : 0, plan->gap * 100, plan->z3_variables, plan->solve_seconds, total);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,6 +199,8 @@ int main(int argc, char** argv) {
   const bool grid_only = argc > 2 && std::string(argv[2]).rfind("grid", 0) == 0;
   // `grid-after`: the grids with the bound only (skips the 60 s runs of Z3 alone).
   const bool skip_before = argc > 2 && std::string(argv[2]) == "grid-after";
+  if (argc > 2 && std::string(argv[2]) == "machines") return LargeMachines();
+  if (argc > 2 && std::string(argv[2]) == "capacity") return CapacityAtScale();
   // (1) Cost: 8 layers of a 7B-like model, 256 tokens, on 1 CPU + 2 H100s.
   if (!grid_only) {
     std::string text = Transformer(8, 256, 4096, 11008, 32000);

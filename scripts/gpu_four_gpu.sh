@@ -17,7 +17,7 @@ export CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))
 show_step_log() { grep -vE "^\[ (RUN|      OK) " "$out/$1.log" | tail -n 40; }
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv; nvidia-smi topo -m; } | tee "$out/machine$n.txt"
 budget() { [ $((deadline - SECONDS)) -ge "$1" ] || { echo "=== skipped ($1 s needed, $((deadline - SECONDS)) s left): ${*:2}"; return 1; }; }
-for stage in ${STAGES:-bench check model sanitize}; do
+for stage in ${STAGES:-check bench model sanitize}; do
   case $stage in
     bench)
       budget 150 bench && step "bench$n" 150 "$bin/vdev" launch -n "$n" -- "$bin/allreduce_bench" --csv "$out/bench$n.csv" \
@@ -26,7 +26,7 @@ for stage in ${STAGES:-bench check model sanitize}; do
     check)
       for example in examples/memory/tp_transformer_10.vdev examples/memory/tp_pp_transformer_10.vdev \
           examples/memory/allreduce_reshape.vdev examples/run/tp_mlp.vdev examples/run/heterogeneous.vdev; do
-        budget 60 "$example" && step "check_$(basename "$example" .vdev)_w$n" 60 "$bin/vdev" run "$example" --backend cuda \
+        budget 45 "$example" && step "check_$(basename "$example" .vdev)_w$n" 45 "$bin/vdev" run "$example" --backend cuda \
           --workers "$n" --check --repeat 3
       done ;;
     model)

@@ -16,7 +16,7 @@ for binary in tools/vdev tests/runtime/runtime_cuda_test tests/runtime/runtime_c
 done
 [ -x "$DEST/bin/vdev" ] || { echo "gpu_pack.sh: build/tools/vdev is missing: build first" >&2; exit 1; }
 strip --strip-debug "$DEST"/bin/*  # debug info is most of their size; a device call carries at most 64 MiB
-for lib in $(ldd "$DEST"/bin/* | awk '/libabsl|libz3|libopenblas|libgfortran|libquadmath|libgtest|libgmock/ {print $3}' | sort -u); do
+for lib in $(ldd "$DEST"/bin/* | awk '/libabsl|libz3|libopenblas|libgfortran|libquadmath|libgtest|libgmock|libonnx|libprotobuf/ {print $3}' | sort -u); do
   cp -L "$lib" "$DEST/lib/"
 done
 for big in "$DEST"/lib/libopenblas* "$DEST"/lib/libz3*; do if [ -e "$big" ]; then xz -T0 -6 "$big"; fi; done

@@ -70,6 +70,8 @@ void AddMemoryCommands(CLI::App& app, int* exit_code);
 void AddRuntimeCommands(CLI::App& app, int* exit_code);
 // `vdev run FILE [--workers N] [--backend cuda|host] …`.
 void AddRunCommand(CLI::App& app, int* exit_code);
+// `vdev machine probe [--out M.json] [--gpus N]`.
+void AddMachineCommands(CLI::App& app, int* exit_code);
 // `vdev channels list`, `vdev channels show NAME [-n N]`, `vdev channels check FILE`.
 void AddChannelCommands(CLI::App& app, int* exit_code);
 

@@ -1,5 +1,6 @@
 // `vdev run FILE [--workers N] [--backend cuda|host] [--inputs random:SEED|random-per-rank:SEED|DIR] [--outputs DIR]
-//  [--check] [--repeat K] [--profile]`: plans, lowers and runs @main on N workers (vdev/run.h).
+//  [--check] [--repeat K] [--profile] [--optimize [--machine M.json]]`: plans (with --optimize, by
+//  the optimiser on the machine model), lowers and runs @main on N workers (vdev/run.h).
 //
 // The command is its own controller: it compiles FILE (located errors, exit 2), checks the inputs
 // and that every op has a kernel where it was planned, then starts N workers in a process
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -43,6 +45,20 @@ struct RunArgs {
   double timeout_seconds = 600;
 };
 
+// --optimize: the optimiser's placement of FILE, written as DIR/optimized.vdev (a fully placed
+// program that plans to itself) for the workers and the reference to run; its predicted time.
+absl::Status UseOptimizedPlacement(const std::string& dir, RunOptions& o) {
+  VDEV_ASSIGN_OR_RETURN(OptimizedRunProgram optimized, OptimizeRunProgram(o));
+  const std::string path = absl::StrCat(dir, "/optimized.vdev");
+  std::ofstream(path) << optimized.text;
+  std::cout << "vdev run: placed by the optimiser (" << (optimized.optimal ? "proven optimal" : "best found")
+            << "), written to " << path << "\n";
+  o.file = path;
+  o.optimize = false;
+  o.predicted_seconds = optimized.predicted_seconds;
+  return absl::OkStatus();
+}
+
 int RunAsController(RunArgs args) {
   RunOptions& o = args.options;
   // The workers get the canonical spelling, so the note is printed once.
@@ -50,6 +66,17 @@ int RunAsController(RunArgs args) {
   if (std::optional<AllReduceStrategy> s = AllReduceStrategyFromName(o.allreduce_strategy, &note); s && !note.empty()) {
     std::cerr << "vdev run: " << note << "\n";
     o.allreduce_strategy = AllReduceStrategyName(*s);
+  }
+  // With --optimize the output directory is made first: it holds the optimised program.
+  std::optional<OutputDir> early_dir;
+  if (o.optimize) {
+    absl::StatusOr<OutputDir> made = OutputDir::Make(args.outputs);
+    absl::Status s = made.ok() ? UseOptimizedPlacement(made->path(), o) : made.status();
+    if (!s.ok()) {
+      std::cerr << s.message() << "\n";
+      return kExitUsage;
+    }
+    early_dir.emplace(*std::move(made));
   }
   absl::StatusOr<LoweredProgram> program = CompileRunProgram(o);
   if (!program.ok()) {
@@ -83,7 +110,7 @@ int RunAsController(RunArgs args) {
       return kExitUsage;
     }
   }
-  absl::StatusOr<OutputDir> dir = OutputDir::Make(args.outputs);
+  absl::StatusOr<OutputDir> dir = early_dir ? *std::move(early_dir) : OutputDir::Make(args.outputs);
   if (!dir.ok()) {
     std::cerr << "vdev run: " << dir.status().message() << "\n";
     return kExitUsage;
@@ -141,6 +168,12 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "strategy of the IPC all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
   run->add_flag("--no-fuse-allreduce", [args](int64_t) { args->options.fuse_allreduce = false; },
                 "keep each all-reduce, residual add and rms_norm apart (no vdev.allreduce_add_rms_norm)");
+  CLI::Option* optimize = run->add_flag(
+      "--optimize", args->options.optimize,
+      "place what no annotation fixes where the machine model says it is cheapest (vdev plan --optimize); print "
+      "the model's predicted time next to the measured one");
+  run->add_option("--machine", args->options.machine, "machine description (docs/machine.md); default: 1 CPU + 2 H100s")
+      ->needs(optimize);
   run->add_flag("--profile", args->options.profile, "print per-op time and the share of copies and all-reduces");
   run->add_option("--timeout", args->timeout_seconds,
                   "seconds a worker may take per step and a collective may wait before the run fails (default 600)")

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
 #ifdef VDEV_HAVE_ONNX
   vdev::cli::AddImportCommand(app, &exit_code);
 #endif
+  vdev::cli::AddMachineCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -88,6 +88,12 @@ struct RunOptions {
   std::string allreduce_strategy = "auto";  // written on every IPC all-reduce: auto, one-shot, two-shot, nccl, plan:NAME
   bool print_timing = true;  // worker 0 prints its timing line (`vdev run`'s first line)
   bool fuse_allreduce = true;               // LowerOptions::fuse_allreduce (`--no-fuse-allreduce` clears it)
+  // `--optimize [--machine M.json]`: plan with the optimiser (OptimizePlacement) on the machine of
+  // docs/machine.md in `machine` (empty: DefaultMachine(2)) instead of PlanDevices.
+  bool optimize = false;
+  std::string machine;
+  // When >= 0, worker 0 prints it next to the measured time: the model's seconds per run.
+  double predicted_seconds = -1;
 };
 
 // `vdev run`'s workers: starts options.workers processes of `worker_program` (empty: this program),
@@ -98,7 +104,21 @@ absl::Status RunFileOnWorkers(const RunOptions& options, absl::Duration timeout,
 // What the workers of RunFileOnWorkers wrote: result[k][i] from DIR/rank<k>/output<i>.npy.
 absl::StatusOr<std::vector<std::vector<HostTensor>>> ReadRunOutputs(const std::string& dir, int workers);
 
-// CompileForExecution of options.file with options.allreduce_strategy.
+
+// With `optimize`: options.file placed by the optimiser, as the planned program's text (which plans
+// to itself, so every worker that plans it again runs the same placement), the model's predicted
+// seconds per run and whether the placement is proven optimal. Errors are located in options.file
+// (FILE:LINE:COL, caret, notes): no placement fits in memory, an op no device runs; a bad machine
+// file is named.
+struct OptimizedRunProgram {
+  std::string text;
+  double predicted_seconds = 0;
+  bool optimal = false;
+};
+absl::StatusOr<OptimizedRunProgram> OptimizeRunProgram(const RunOptions& options);
+
+// CompileForExecution of options.file with options.allreduce_strategy (placed by the optimiser
+// first with options.optimize).
 absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options);
 
 // The inputs of worker `rank` for @main's parameters. `random:SEED`: the same inputs on every

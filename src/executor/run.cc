@@ -97,6 +97,10 @@ int VirtualCudaDevices(const ir::Module& m) {
 
 absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options) {
   // Every worker reads FILE again, and only the controller has the caller's standard input.
+  if (options.optimize) {
+    VDEV_ASSIGN_OR_RETURN(OptimizedRunProgram optimized, OptimizeRunProgram(options));
+    return CompileForExecution(optimized.text, options.file, lower);
+  }
   VDEV_ASSIGN_OR_RETURN(std::string text, ReadSourceFile(options.file, StandardInput::kRefused));
   return internal::CompileWithStrategy(text, options.file, options.allreduce_strategy, options.fuse_allreduce);
 }
@@ -137,6 +141,9 @@ absl::Status RunWorker(const RunOptions& options, Session* session, const std::s
   if (rank == 0 && options.print_timing) {
     std::string line = absl::StrFormat("worker 0: %d run(s) on the %s backend, first %.3f ms", options.repeat,
                                        backend->name(), first_seconds * 1e3);
+    if (options.predicted_seconds >= 0) {
+      absl::StrAppendFormat(&line, " (the machine model predicts %.3f ms per run)", options.predicted_seconds * 1e3);
+    }
     if (options.repeat > 1)
       absl::StrAppendFormat(&line, ", then %.3f ms per run%s", rest_seconds * 1e3 / (options.repeat - 1),
                             executor->replaying() ? " (CUDA graph replay)" : "");

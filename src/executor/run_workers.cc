@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "run_internal.h"
@@ -32,7 +33,7 @@ namespace {
 // On each worker: RunWorker with the options the controller sends, over the session InitCCL made.
 VDEV_REGISTER_WORKER_FUNCTION(
     "vdev.run.worker", [](WorkerContext& context, const WorkerArgs& args) -> absl::StatusOr<WorkerValue> {
-      VDEV_RETURN_IF_ERROR(args.ExpectCount(9));
+      VDEV_RETURN_IF_ERROR(args.ExpectCount(10));
       RunOptions options;
       VDEV_ASSIGN_OR_RETURN(options.file, args.String(0));
       VDEV_ASSIGN_OR_RETURN(options.backend, args.String(1));
@@ -44,6 +45,8 @@ VDEV_REGISTER_WORKER_FUNCTION(
       VDEV_ASSIGN_OR_RETURN(int64_t print_timing, args.Int(7));
       VDEV_ASSIGN_OR_RETURN(int64_t fuse, args.Int(8));
       options.fuse_allreduce = fuse != 0;
+      VDEV_ASSIGN_OR_RETURN(std::string predicted, args.String(9));
+      if (!absl::SimpleAtod(predicted, &options.predicted_seconds)) options.predicted_seconds = -1;
       options.repeat = static_cast<int>(repeat);
       options.profile = profile != 0;
       options.print_timing = print_timing != 0;
@@ -159,7 +162,7 @@ absl::Status RunFileOnWorkers(const RunOptions& o, absl::Duration timeout, const
   VDEV_RETURN_IF_ERROR(session
                            ->CallPacked(run, o.file, o.backend, o.inputs, int64_t{o.repeat}, int64_t{o.profile ? 1 : 0},
                                         output_dir, o.allreduce_strategy, int64_t{o.print_timing ? 1 : 0},
-                                        int64_t{o.fuse_allreduce ? 1 : 0})
+                                        int64_t{o.fuse_allreduce ? 1 : 0}, absl::StrCat(o.predicted_seconds))
                            .status());
   VDEV_RETURN_IF_ERROR(session->SyncAllWorkers());
   return session->Shutdown();

@@ -58,6 +58,15 @@ TypeSize SizeOf(const ir::Module& m, ir::TypeId type) {
   return size;
 }
 
+int64_t ClampedBytes(double bytes) {
+  return bytes < static_cast<double>(kMaxValueBytes) ? static_cast<int64_t>(bytes) : kMaxValueBytes;
+}
+
+int64_t CapacityLimit(const Machine& machine, int device) {
+  const double bytes = machine.specs[device].memory_bytes;
+  return bytes < static_cast<double>(kMaxCapacityBytes) ? static_cast<int64_t>(bytes) : kMaxCapacityBytes;
+}
+
 std::vector<uint32_t> InputPoints(const ir::Module& input) {
   std::vector<uint32_t> points(input.bindings.size(), kNever);
   for (FuncId f : input.items) {
@@ -141,7 +150,7 @@ std::vector<LiveValue> LiveValues(const ir::Module& m, const std::vector<uint32_
     for (FuncId f : walk.functions) {
       const ir::Function& fn = m.functions[f];
       for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
-        int64_t bytes = static_cast<int64_t>(SizeOf(m, m.params[p].type).bytes);
+        int64_t bytes = ClampedBytes(SizeOf(m, m.params[p].type).bytes);
         if (bytes <= 0) continue;
         values.push_back({item, ValueRef::Param(p), ValueRef{}, 0,
                           last_param[p] == kNever ? 0 : last_param[p], bytes});
@@ -151,7 +160,7 @@ std::vector<LiveValue> LiveValues(const ir::Module& m, const std::vector<uint32_
       const ir::Expr& e = m.bindings[b].expr;
       bool move = IsMoveExpr(m, e);
       if ((move && !used[b]) || IsAlias(e) || e.kind == ExprKind::kFn) continue;
-      int64_t bytes = static_cast<int64_t>(SizeOf(m, m.bindings[b].type).bytes);
+      int64_t bytes = ClampedBytes(SizeOf(m, m.bindings[b].type).bytes);
       if (bytes <= 0) continue;
       ValueRef source;
       if (move && !m.Args(e).empty() && m.Args(e)[0].is_local()) source = m.Args(e)[0].value;
@@ -185,10 +194,14 @@ std::vector<DevicePeak> PeakBytes(const PlanResult& plan, const std::vector<uint
     events.emplace_back(v.item, v.end + 1, -v.bytes, device);
   }
   std::sort(events.begin(), events.end());
-  std::vector<int64_t> live(machine.devices.size(), 0);
+  // Up to 2^61 bytes per value (ClampedBytes), summed without overflow; a peak beyond int64 is
+  // reported as the largest int64 (it fits no device).
+  std::vector<__int128> live(machine.devices.size(), 0);
   for (const auto& [item, point, delta, device] : events) {
     live[device] += delta;
-    if (live[device] > peaks[device].bytes) peaks[device] = {live[device], item, point};
+    if (live[device] > peaks[device].bytes) {
+      peaks[device] = {static_cast<int64_t>(std::min<__int128>(live[device], INT64_MAX)), item, point};
+    }
   }
   return peaks;
 }

@@ -8,21 +8,125 @@
 #include "nlohmann/json.hpp"
 #include "vdev/device_type.h"
 #include "vdev/diagnostic.h"
+#include "vdev/status_macros.h"
 
 namespace vdev {
 
-std::optional<int> Machine::Find(const VirtualDevice& device) const {
-  for (size_t i = 0; i < devices.size(); ++i) {
-    if (devices[i].device_type() == device.device_type() && devices[i].virtual_device_id() == device.virtual_device_id()) {
-      return static_cast<int>(i);
+namespace {
+
+uint64_t DeviceKey(const VirtualDevice& d) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(d.device_type())) << 32) |
+         static_cast<uint32_t>(d.virtual_device_id());
+}
+
+// Every pair of devices has a link: each pair of device types present has a type link, or its
+// pairs' own links number as many as its pairs (pair links are distinct by their keys).
+absl::Status CheckEveryPairLinked(const Machine& m) {
+  std::map<DeviceType, int64_t> per_type;
+  for (const VirtualDevice& d : m.devices) ++per_type[d.device_type()];
+  std::map<uint32_t, int64_t> pair_links_per_types;
+  for (const auto& [key, link] : m.pair_links) {
+    const int a = static_cast<int>(key >> 32), b = static_cast<int>(key & 0xffffffffu);
+    ++pair_links_per_types[Machine::TypePairKey(m.devices[a].device_type(), m.devices[b].device_type())];
+  }
+  for (const auto& [ta, na] : per_type) {
+    for (const auto& [tb, nb] : per_type) {
+      if (tb < ta) continue;
+      const uint32_t types = Machine::TypePairKey(ta, tb);
+      const int64_t pairs = ta == tb ? na * (na - 1) / 2 : na * nb;
+      if (m.type_links.contains(types) || pair_links_per_types[types] == pairs) continue;
+      // Name one unlinked pair (only on this error path is the search quadratic).
+      for (size_t a = 0; a < m.devices.size(); ++a) {
+        for (size_t b = a + 1; b < m.devices.size(); ++b) {
+          if (Machine::TypePairKey(m.devices[a].device_type(), m.devices[b].device_type()) == types &&
+              !m.pair_links.contains(Machine::PairKey(a, b))) {
+            return absl::InvalidArgumentError(absl::StrCat("machine: no link between ", m.devices[a].ToString(),
+                                                           " and ", m.devices[b].ToString()));
+          }
+        }
+      }
     }
   }
-  return std::nullopt;
+  return absl::OkStatus();
+}
+
+// Pair links that say what their device types' link says are dropped, and where pair links cover
+// every pair of two device types, their most common link becomes the types' link: then a device is
+// named by a pair link only where its link differs, and devices alike in all but their ids are
+// found identical (the optimiser searches one of them, internal/identical_devices.h).
+void FoldPairLinksIntoTypeLinks(Machine& m, const std::map<DeviceType, int64_t>& per_type) {
+  using Key = std::pair<double, double>;  // bandwidth, latency
+  std::map<uint32_t, absl::flat_hash_map<Key, int64_t>> counts;
+  for (const auto& [key, link] : m.pair_links) {
+    const uint32_t types = Machine::TypePairKey(m.devices[key >> 32].device_type(),
+                                                m.devices[key & 0xffffffffu].device_type());
+    if (!m.type_links.contains(types)) ++counts[types][Key{link.bandwidth, link.latency}];
+  }
+  for (const auto& [types, by_link] : counts) {
+    const int64_t na = per_type.at(static_cast<DeviceType>(types >> 16));
+    const int64_t nb = per_type.at(static_cast<DeviceType>(types & 0xffff));
+    const int64_t pairs = (types >> 16) == (types & 0xffff) ? na * (na - 1) / 2 : na * nb;
+    int64_t total = 0;
+    std::pair<Key, int64_t> common{{0, 0}, -1};
+    for (const auto& [link, n] : by_link) {
+      total += n;
+      if (n > common.second || (n == common.second && link < common.first)) common = {link, n};
+    }
+    if (total == pairs) m.type_links[types] = {.bandwidth = common.first.first, .latency = common.first.second};
+  }
+  absl::erase_if(m.pair_links, [&](const auto& entry) {
+    const uint32_t types = Machine::TypePairKey(m.devices[entry.first >> 32].device_type(),
+                                                m.devices[entry.first & 0xffffffffu].device_type());
+    auto it = m.type_links.find(types);
+    return it != m.type_links.end() && it->second == entry.second;
+  });
+}
+
+absl::Status CheckDevice(const VirtualDevice& d, const DeviceSpec& s) {
+  if (!d.has_device_type() || !d.has_id()) {
+    return absl::InvalidArgumentError(absl::StrCat("machine: device ", d.ToString(), " needs a type and an id"));
+  }
+  bool rates_ok = s.bandwidth > 0 && s.default_flops > 0 && s.memory_bytes > 0;
+  for (const auto& [dtype, rate] : s.flops) rates_ok = rates_ok && rate > 0;
+  if (!rates_ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("machine: device ", d.ToString(), " needs memory, bandwidth and flop rates above 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLink(const LinkSpec& link, const std::string& between) {
+  if (!(link.bandwidth > 0) || !(link.latency >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("machine: link ", between, " needs a bandwidth above 0"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+uint64_t Machine::PairKey(int a, int b) {
+  return (static_cast<uint64_t>(std::min(a, b)) << 32) | static_cast<uint32_t>(std::max(a, b));
+}
+
+uint32_t Machine::TypePairKey(DeviceType a, DeviceType b) {
+  const auto x = static_cast<uint32_t>(a), y = static_cast<uint32_t>(b);
+  return (std::min(x, y) << 16) | std::max(x, y);
+}
+
+std::optional<int> Machine::Find(const VirtualDevice& device) const {
+  if (!device.has_device_type() || !device.has_id()) return std::nullopt;
+  auto it = index.find(DeviceKey(device));
+  return it == index.end() ? std::nullopt : std::optional<int>(it->second);
 }
 
 bool Machine::Supports(absl::string_view op, int device) const {
   auto it = support.find(std::string(op));
   return it == support.end() || it->second.contains(devices[device].device_type());
+}
+
+const LinkSpec& Machine::Link(int a, int b) const {
+  if (auto it = pair_links.find(PairKey(a, b)); it != pair_links.end()) return it->second;
+  return type_links.at(TypePairKey(devices[a].device_type(), devices[b].device_type()));
 }
 
 MachineBuilder& MachineBuilder::AddDevice(const VirtualDevice& device, const DeviceSpec& spec) {
@@ -37,6 +141,11 @@ MachineBuilder& MachineBuilder::AddLink(int a, int b, const LinkSpec& link) {
   return *this;
 }
 
+MachineBuilder& MachineBuilder::AddTypeLink(DeviceType a, DeviceType b, const LinkSpec& link) {
+  pending_type_links_.emplace_back(Machine::TypePairKey(a, b), link);
+  return *this;
+}
+
 MachineBuilder& MachineBuilder::SupportOnly(const std::string& op, std::set<DeviceType> types) {
   machine_.support[op] = std::move(types);
   return *this;
@@ -46,46 +155,39 @@ absl::StatusOr<Machine> MachineBuilder::Build() const {
   Machine m = machine_;
   const size_t n = m.devices.size();
   if (n == 0) return absl::InvalidArgumentError("machine: no devices");
+  if (n > kMaxMachineDevices) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("machine: ", n, " devices, more than the ", kMaxMachineDevices, " a machine may have"));
+  }
+  if (pending_.size() > kMaxMachineLinks) {
+    return absl::InvalidArgumentError(absl::StrCat("machine: ", pending_.size(), " links given per device pair, more than the ",
+                                                   kMaxMachineLinks, " a machine may have (give a link per pair of device types instead)"));
+  }
   for (size_t i = 0; i < n; ++i) {
     const VirtualDevice& d = m.devices[i];
-    if (!d.has_device_type() || !d.has_id()) {
-      return absl::InvalidArgumentError(absl::StrCat("machine: device ", d.ToString(), " needs a type and an id"));
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (m.Find(d) == static_cast<int>(j)) {
-        return absl::InvalidArgumentError(absl::StrCat("machine: device ", d.ToString(), " is listed twice"));
-      }
-    }
-    const DeviceSpec& s = m.specs[i];
-    bool rates_ok = s.bandwidth > 0 && s.default_flops > 0 && s.memory_bytes > 0;
-    for (const auto& [dtype, rate] : s.flops) rates_ok = rates_ok && rate > 0;
-    if (!rates_ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("machine: device ", d.ToString(), " needs memory, bandwidth and flop rates above 0"));
+    VDEV_RETURN_IF_ERROR(CheckDevice(d, m.specs[i]));
+    if (!m.index.emplace(DeviceKey(d), static_cast<int>(i)).second) {
+      return absl::InvalidArgumentError(absl::StrCat("machine: device ", d.ToString(), " is listed twice"));
     }
   }
-  m.links.assign(n * n, LinkSpec{});
-  std::vector<bool> linked(n * n, false);
   for (size_t k = 0; k < pending_.size(); ++k) {
     auto [a, b] = pending_[k];
     if (a < 0 || b < 0 || a >= static_cast<int>(n) || b >= static_cast<int>(n) || a == b) {
       return absl::InvalidArgumentError(absl::StrCat("machine: link ", a, "-", b, " is not between two devices"));
     }
-    if (pending_links_[k].bandwidth <= 0 || pending_links_[k].latency < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("machine: link ", m.devices[a].ToString(), "-",
-                                                     m.devices[b].ToString(), " needs a bandwidth above 0"));
-    }
-    m.links[a * n + b] = m.links[b * n + a] = pending_links_[k];
-    linked[a * n + b] = linked[b * n + a] = true;
+    VDEV_RETURN_IF_ERROR(
+        CheckLink(pending_links_[k], absl::StrCat(m.devices[a].ToString(), "-", m.devices[b].ToString())));
+    m.pair_links[Machine::PairKey(a, b)] = pending_links_[k];
   }
-  for (size_t a = 0; a < n; ++a) {
-    for (size_t b = 0; b < n; ++b) {
-      if (a != b && !linked[a * n + b]) {
-        return absl::InvalidArgumentError(absl::StrCat("machine: no link between ", m.devices[a].ToString(),
-                                                       " and ", m.devices[b].ToString()));
-      }
-    }
+  for (const auto& [types, link] : pending_type_links_) {
+    VDEV_RETURN_IF_ERROR(CheckLink(link, absl::StrCat(DeviceTypeName(static_cast<DeviceType>(types >> 16)), "-",
+                                                      DeviceTypeName(static_cast<DeviceType>(types & 0xffff)))));
+    m.type_links[types] = link;
   }
+  VDEV_RETURN_IF_ERROR(CheckEveryPairLinked(m));
+  std::map<DeviceType, int64_t> per_type;
+  for (const VirtualDevice& d : m.devices) ++per_type[d.device_type()];
+  FoldPairLinksIntoTypeLinks(m, per_type);
   return m;
 }
 
@@ -104,15 +206,79 @@ Machine DefaultMachine(int gpus, GpuKind kind) {
                            {DType::kI8, 1979e12}},
                  .default_flops = 67e12};
   for (int g = 0; g < gpus; ++g) b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCUDA, g), gpu);
-  for (int g = 0; g < gpus; ++g) {
-    b.AddLink(0, g + 1, {.bandwidth = 64e9, .latency = 10e-6});  // PCIe Gen5 x16
-    for (int h = g + 1; h < gpus; ++h) b.AddLink(g + 1, h + 1, {.bandwidth = 450e9, .latency = 3e-6});  // NVLink 4
-  }
+  b.AddTypeLink(DeviceType::kCPU, DeviceType::kCUDA, {.bandwidth = 64e9, .latency = 10e-6});   // PCIe Gen5 x16
+  b.AddTypeLink(DeviceType::kCUDA, DeviceType::kCUDA, {.bandwidth = 450e9, .latency = 3e-6});  // NVLink 4
   return *b.Build();  // valid by construction
 }
 
+namespace {
+
+using Json = nlohmann::json;
+
+absl::Status Number(const Json& o, const char* key, double scale, double* out) {
+  if (!o.contains(key) || !o[key].is_number()) {
+    return absl::InvalidArgumentError(absl::StrCat("machine: \"", key, "\" must be a number"));
+  }
+  *out = o[key].get<double>() * scale;
+  return absl::OkStatus();
+}
+
+// A link's end: a listed device (its index) or a device type (every device of it).
+struct LinkEnd {
+  std::optional<int> device;
+  DeviceType type = DeviceType::kUnconstrained;
+};
+
+std::optional<LinkEnd> ParseLinkEnd(const Json& name, const absl::flat_hash_map<std::string, int>& devices) {
+  if (!name.is_string()) return std::nullopt;
+  const std::string& text = name.get_ref<const std::string&>();
+  // The name as the file lists the device (the common case: no parse).
+  if (auto it = devices.find(text); it != devices.end()) return LinkEnd{it->second, DeviceType::kUnconstrained};
+  if (std::optional<DeviceType> type = DeviceTypeFromName(text); type && *type != DeviceType::kUnconstrained) {
+    return LinkEnd{std::nullopt, *type};
+  }
+  absl::StatusOr<VirtualDevice> d = ParseVirtualDevice(text);
+  if (!d.ok()) return std::nullopt;
+  auto it = devices.find(d->ToString());
+  if (it == devices.end()) return std::nullopt;
+  return LinkEnd{it->second, d->device_type()};
+}
+
+// `links`: between two listed devices, or two device types (every such pair).
+absl::Status ParseLinks(const Json& links, const absl::flat_hash_map<std::string, int>& devices, MachineBuilder* b) {
+  for (const Json& l : links) {
+    if (!l.is_object() || !l.contains("between") || !l["between"].is_array() || l["between"].size() != 2) {
+      return absl::InvalidArgumentError("machine: each link needs \"between\": [two devices or two device types]");
+    }
+    std::optional<LinkEnd> a = ParseLinkEnd(l["between"][0], devices);
+    std::optional<LinkEnd> c = ParseLinkEnd(l["between"][1], devices);
+    if (!a || !c) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("machine: link ", l["between"].dump(), " names a device that is not listed"));
+    }
+    if (a->device.has_value() != c->device.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("machine: link ", l["between"].dump(),
+                                                     " must be between two devices or two device types"));
+    }
+    LinkSpec link;
+    VDEV_RETURN_IF_ERROR(Number(l, "bandwidth_gbs", 1e9, &link.bandwidth));
+    VDEV_RETURN_IF_ERROR(Number(l, "latency_us", 1e-6, &link.latency));
+    if (a->device) {
+      b->AddLink(*a->device, *c->device, link);
+    } else {
+      b->AddTypeLink(a->type, c->type, link);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
-  using Json = nlohmann::json;
+  if (text.size() > kMaxMachineJsonBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("machine: ", text.size(), " bytes of text, more than the ",
+                                                   kMaxMachineJsonBytes, " a machine file may have"));
+  }
   Json j;
   try {
     j = Json::parse(text.begin(), text.end());
@@ -130,18 +296,16 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat("machine: not JSON", where, ": ", what));
   }
   if (!j.is_object()) return absl::InvalidArgumentError("machine: not a JSON object");
-  auto number = [](const Json& o, const char* key, double scale, double* out) -> absl::Status {
-    if (!o.contains(key) || !o[key].is_number()) {
-      return absl::InvalidArgumentError(absl::StrCat("machine: \"", key, "\" must be a number"));
-    }
-    *out = o[key].get<double>() * scale;
-    return absl::OkStatus();
-  };
   MachineBuilder b;
   if (!j.contains("devices") || !j["devices"].is_array()) {
     return absl::InvalidArgumentError("machine: \"devices\" must be an array");
   }
-  std::vector<VirtualDevice> devices;
+  if (j["devices"].size() > kMaxMachineDevices) {
+    return absl::InvalidArgumentError(absl::StrCat("machine: ", j["devices"].size(), " devices, more than the ",
+                                                   kMaxMachineDevices, " a machine may have"));
+  }
+  absl::flat_hash_map<std::string, int> devices;  // by the name the file gives
+  int listed = 0;
   for (const Json& d : j["devices"]) {
     if (!d.is_object() || !d.contains("device") || !d["device"].is_string()) {
       return absl::InvalidArgumentError("machine: each device needs \"device\" (e.g. \"cuda:0\")");
@@ -152,7 +316,7 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
     for (auto [key, scale, out] : {std::tuple{"memory_gb", 1e9, &spec.memory_bytes},
                                    std::tuple{"bandwidth_gbs", 1e9, &spec.bandwidth},
                                    std::tuple{"default_tflops", 1e12, &spec.default_flops}}) {
-      if (absl::Status s = number(d, key, scale, out); !s.ok()) return s;
+      VDEV_RETURN_IF_ERROR(Number(d, key, scale, out));
     }
     if (d.contains("tflops")) {
       if (!d["tflops"].is_object()) return absl::InvalidArgumentError("machine: \"tflops\" must be an object");
@@ -164,32 +328,16 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
         spec.flops[*dtype] = rate.get<double>() * 1e12;
       }
     }
-    devices.push_back(*device);
+    devices.emplace(device->ToString(), listed++);
     b.AddDevice(*device, spec);
   }
-  auto index = [&](const Json& name) -> std::optional<int> {
-    if (!name.is_string()) return std::nullopt;
-    absl::StatusOr<VirtualDevice> d = ParseVirtualDevice(name.get<std::string>());
-    if (!d.ok()) return std::nullopt;
-    for (size_t i = 0; i < devices.size(); ++i) {
-      if (devices[i] == *d) return static_cast<int>(i);
-    }
-    return std::nullopt;
-  };
   if (j.contains("links")) {
     if (!j["links"].is_array()) return absl::InvalidArgumentError("machine: \"links\" must be an array");
-    for (const Json& l : j["links"]) {
-      if (!l.is_object() || !l.contains("between") || !l["between"].is_array() || l["between"].size() != 2) {
-        return absl::InvalidArgumentError("machine: each link needs \"between\": [two devices]");
-      }
-      std::optional<int> a = index(l["between"][0]);
-      std::optional<int> c = index(l["between"][1]);
-      if (!a || !c) return absl::InvalidArgumentError("machine: a link names a device that is not listed");
-      LinkSpec link;
-      if (absl::Status s = number(l, "bandwidth_gbs", 1e9, &link.bandwidth); !s.ok()) return s;
-      if (absl::Status s = number(l, "latency_us", 1e-6, &link.latency); !s.ok()) return s;
-      b.AddLink(*a, *c, link);
+    if (j["links"].size() > kMaxMachineLinks) {
+      return absl::InvalidArgumentError(absl::StrCat("machine: ", j["links"].size(), " links, more than the ",
+                                                     kMaxMachineLinks, " a machine file may list (give a link per pair of device types instead)"));
     }
+    VDEV_RETURN_IF_ERROR(ParseLinks(j["links"], devices, &b));
   }
   if (j.contains("ops")) {
     if (!j["ops"].is_object()) return absl::InvalidArgumentError("machine: \"ops\" must be an object");
@@ -205,6 +353,39 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
     }
   }
   return b.Build();
+}
+
+std::string MachineJson(const Machine& machine) {
+  auto link_json = [](const Json& between, const LinkSpec& l) {
+    return Json{{"between", between}, {"bandwidth_gbs", l.bandwidth / 1e9}, {"latency_us", l.latency / 1e-6}};
+  };
+  Json devices = Json::array(), links = Json::array(), ops = Json::object();
+  for (size_t d = 0; d < machine.devices.size(); ++d) {
+    const DeviceSpec& s = machine.specs[d];
+    Json tflops = Json::object();
+    for (const auto& [dtype, rate] : s.flops) tflops[std::string(ir::DTypeName(dtype))] = rate / 1e12;
+    devices.push_back({{"device", machine.devices[d].ToString()}, {"memory_gb", s.memory_bytes / 1e9},
+                       {"bandwidth_gbs", s.bandwidth / 1e9}, {"default_tflops", s.default_flops / 1e12},
+                       {"tflops", tflops}});
+  }
+  // In a stable order: the maps' is not.
+  std::map<uint32_t, LinkSpec> type_links(machine.type_links.begin(), machine.type_links.end());
+  for (const auto& [types, link] : type_links) {
+    links.push_back(link_json({std::string(DeviceTypeName(static_cast<DeviceType>(types >> 16))),
+                               std::string(DeviceTypeName(static_cast<DeviceType>(types & 0xffff)))},
+                              link));
+  }
+  std::map<uint64_t, LinkSpec> pair_links(machine.pair_links.begin(), machine.pair_links.end());
+  for (const auto& [key, link] : pair_links) {
+    links.push_back(link_json({machine.devices[key >> 32].ToString(), machine.devices[key & 0xffffffffu].ToString()},
+                              link));
+  }
+  for (const auto& [op, types] : machine.support) {
+    Json names = Json::array();
+    for (DeviceType t : types) names.push_back(std::string(DeviceTypeName(t)));
+    ops[op] = names;
+  }
+  return Json{{"devices", devices}, {"links", links}, {"ops", ops}}.dump(2) + "\n";
 }
 
 double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype) {

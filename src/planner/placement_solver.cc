@@ -3,8 +3,6 @@
 // one Z3 MaxSAT problem for what is left, with the capacity cuts as hard linear constraints.
 #include "src/planner/placement_solver.h"
 
-#include <z3++.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -14,35 +12,13 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "src/planner/internal/reduced_placement.h"
 #include "src/planner/internal/slow_solve_watch.h"
 #include "src/planner/placement_bound.h"
+#include "vdev/status_macros.h"
 
 namespace vdev::planner_internal {
 namespace {
-
-Cost Add(Cost a, Cost b) { return a == kForbidden || b == kForbidden ? kForbidden : a + b; }
-
-// The reduced problem: pairs oriented a < b, parallel pairs merged, edges removable.
-struct Reduced {
-  int d = 0;
-  std::vector<std::vector<Cost>> unary;
-  std::vector<PlacementModel::Pair> pairs;
-  std::vector<bool> pair_live;
-  std::vector<std::vector<uint32_t>> incident;  // pair ids by variable (some dead)
-  std::vector<int> fixed;                       // device, or -1
-  std::vector<bool> done;                       // fixed, eliminated or solved
-  std::vector<std::vector<uint32_t>> cuts_of;   // capacity cuts naming the variable (never eliminated)
-
-  Cost PairCost(const PlacementModel::Pair& p, uint32_t v, int dv, int du) const {
-    return p.a == v ? p.cost[dv * d + du] : p.cost[du * d + dv];
-  }
-  uint32_t Other(const PlacementModel::Pair& p, uint32_t v) const { return p.a == v ? p.b : p.a; }
-  size_t Degree(uint32_t v) const {
-    size_t n = 0;
-    for (uint32_t e : incident[v]) n += pair_live[e] ? 1 : 0;
-    return n;
-  }
-};
 
 // A variable v eliminated into its neighbour u (a leaf) or its two neighbours u and w (a link of a
 // chain): v's best device for each device of u (and of w: best[du * d + dw]).
@@ -94,158 +70,15 @@ void EliminateLink(Reduced& r, uint32_t v, uint32_t e1, uint32_t e2, std::vector
   eliminated.push_back(std::move(elim));
 }
 
-// One component in Z3: devices as an enumeration sort, unary and pair costs as soft constraints
-// inside push()/pop() (check with assumptions returned non-optimal models), MaxRes.
-// `lower`: a lower bound on the component's cost proven by Z3 (its objective's lower bound, also
-// after a timeout), at least the sum of its costs' minima.
-absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, const std::vector<uint32_t>& vars,
-                            double seconds_left, std::vector<int>& device, bool& optimal, Cost& lower) {
-  try {
-    z3::context ctx;
-    std::vector<std::string> names;
-    for (int i = 0; i < r.d; ++i) names.push_back(absl::StrCat("d", i));
-    std::vector<const char*> name_ptrs;
-    for (const std::string& n : names) name_ptrs.push_back(n.c_str());
-    z3::func_decl_vector consts(ctx);
-    z3::func_decl_vector testers(ctx);
-    z3::sort dev = ctx.enumeration_sort("Device", r.d, name_ptrs.data(), consts, testers);
-    absl::flat_hash_map<uint32_t, size_t> index;
-    std::vector<z3::expr> x;
-    for (uint32_t v : vars) {
-      index[v] = x.size();
-      x.push_back(ctx.constant(absl::StrCat("x", v).c_str(), dev));
-    }
-    z3::optimize opt(ctx);
-    z3::params params(ctx);
-    params.set("maxsat_engine", ctx.str_symbol("maxres"));
-    params.set("timeout", static_cast<unsigned>(std::max(1.0, seconds_left * 1000)));
-    opt.set(params);
-    opt.push();
-    // The objective is Σ of the soft constraints' weights plus `constant` (unary minima; pairs'
-    // minima where a pair has a negative cost, which a soft constraint cannot carry).
-    Cost constant = 0;
-    std::optional<z3::optimize::handle> objective;
-    auto soft = [&](const z3::expr& e, Cost weight) {
-      if (weight > 0) objective = opt.add_soft(e, std::to_string(weight).c_str());
-    };
-    for (uint32_t v : vars) {
-      const z3::expr& xv = x[index[v]];
-      Cost low = kForbidden;
-      for (int i = 0; i < r.d; ++i) low = std::min(low, r.unary[v][i]);
-      constant += low;
-      for (int i = 0; i < r.d; ++i) {
-        z3::expr is_i = xv == consts[i]();
-        if (r.unary[v][i] == kForbidden) {
-          opt.add(!is_i);
-        } else {
-          soft(!is_i, r.unary[v][i] - low);
-        }
-      }
-    }
-    for (size_t e = 0; e < r.pairs.size(); ++e) {
-      if (!r.pair_live[e] || !index.contains(r.pairs[e].a)) continue;
-      const PlacementModel::Pair& p = r.pairs[e];
-      const z3::expr& xa = x[index[p.a]];
-      const z3::expr& xb = x[index[p.b]];
-      auto allowed = [&](uint32_t v, int i) { return r.unary[v][i] != kForbidden; };
-      Cost low = 0;
-      for (int i = 0; i < r.d; ++i) {
-        for (int j = 0; j < r.d; ++j) {
-          if (allowed(p.a, i) && allowed(p.b, j)) low = std::min(low, p.cost[i * r.d + j]);
-        }
-      }
-      constant += low;
-      for (int i = 0; i < r.d; ++i) {
-        for (int j = 0; j < r.d; ++j) {
-          if (allowed(p.a, i) && allowed(p.b, j)) {
-            soft(!(xa == consts[i]() && xb == consts[j]()), p.cost[i * r.d + j] - low);
-          }
-        }
-      }
-    }
-    // The capacity cuts naming this component's variables (the others in them are fixed).
-    std::vector<bool> cut_added(problem.capacity.size(), false);
-    for (uint32_t v : vars) {
-      for (uint32_t c : r.cuts_of[v]) {
-        if (cut_added[c]) continue;
-        cut_added[c] = true;
-        const PlacementModel::CapacityCut& cut = problem.capacity[c];
-        auto on = [&](uint32_t var, bool want) -> z3::expr {
-          if (r.fixed[var] >= 0) return ctx.bool_val((r.fixed[var] == cut.device) == want);
-          z3::expr is_on = x[index.at(var)] == consts[cut.device]();
-          return want ? is_on : !is_on;
-        };
-        z3::expr load = ctx.int_val(0);
-        for (const PlacementModel::CapacityCut::Term& t : cut.terms) {
-          z3::expr holds = on(t.var, true);
-          if (t.other != UINT32_MAX) holds = holds && on(t.other, false);
-          load = load + z3::ite(holds, ctx.int_val(t.bytes), ctx.int_val(0));
-        }
-        opt.add(load <= ctx.int_val(cut.limit));
-      }
-    }
-    z3::check_result result = opt.check();
-    if (result == z3::unsat) {
-      opt.pop();
-      if (std::find(cut_added.begin(), cut_added.end(), true) != cut_added.end()) {
-        return absl::FailedPreconditionError("placement: no assignment keeps every device within its capacity");
-      }
-      return absl::InternalError("placement: a component without forbidden-only variables is unsatisfiable");
-    }
-    z3::model model = opt.get_model();
-    optimal = result == z3::sat;
-    lower = constant;  // every soft constraint's weight is >= 0
-    if (objective) {
-      // After a timeout Z3 may have been cancelled mid-way and throw here: the bound is then unknown.
-      try {
-        int64_t value = 0;
-        z3::expr bound = opt.lower(*objective);
-        if (bound.is_numeral_i64(value)) lower = constant + value;
-      } catch (const z3::exception&) {
-        lower = constant;
-      }
-    }
-    for (uint32_t v : vars) {
-      z3::expr value = model.eval(x[index[v]], /*model_completion=*/true);
-      int chosen = -1;
-      for (int i = 0; i < r.d && chosen < 0; ++i) {
-        if (z3::eq(value, consts[i]())) chosen = i;
-      }
-      // A model cut short by the timeout may leave a variable unassigned (completed to any device)
-      // or on a forbidden one: no model, then.
-      if (chosen < 0 || r.unary[v][chosen] == kForbidden) {
-        opt.pop();
-        return absl::DeadlineExceededError("placement: no model within the time limit");
-      }
-      device[v] = chosen;
-    }
-    opt.pop();
-    for (size_t c = 0; c < cut_added.size(); ++c) {
-      if (!cut_added[c]) continue;
-      const PlacementModel::CapacityCut& cut = problem.capacity[c];
-      std::vector<int> placed(device.size(), -1);
-      for (const PlacementModel::CapacityCut::Term& t : cut.terms) {
-        for (uint32_t v : {t.var, t.other}) {
-          if (v != UINT32_MAX) placed[v] = r.fixed[v] >= 0 ? r.fixed[v] : device[v];
-        }
-      }
-      if (CutLoad(cut, placed) > cut.limit) return absl::DeadlineExceededError("placement: no model within the time limit");
-    }
-    return absl::OkStatus();
-  } catch (const z3::exception& e) {
-    return absl::InternalError(absl::StrCat("placement: Z3: ", e.msg()));
-  }
-}
-
 }  // namespace
 
 int64_t CutLoad(const PlacementModel::CapacityCut& cut, const std::vector<int>& device) {
-  int64_t load = 0;
+  __int128 load = 0;  // terms of up to 2^63 bytes each, summed without overflow
   for (const PlacementModel::CapacityCut::Term& t : cut.terms) {
     bool holds = device[t.var] == cut.device && (t.other == UINT32_MAX || device[t.other] != cut.device);
     if (holds) load += t.bytes;
   }
-  return load;
+  return static_cast<int64_t>(std::min<__int128>(load, INT64_MAX));
 }
 
 bool CapacityHolds(const PlacementModel& model, const std::vector<int>& device) {
@@ -321,8 +154,11 @@ struct Outcome {
 };
 
 absl::StatusOr<PlacementSolution> SolveModel(const PlacementModel& model, const PlacementSolveOptions& options,
-                                             int depth) {
-  auto start = std::chrono::steady_clock::now();
+                                             int depth);
+
+// The reduced problem's start: the model's costs, parallel pairs merged and oriented a < b (a pair
+// of a variable with itself is a unary cost), the cuts naming each variable.
+absl::StatusOr<Reduced> Reduce(const PlacementModel& model) {
   const size_t n = model.unary.size();
   const int d = model.num_devices;
   Reduced r;
@@ -344,7 +180,6 @@ absl::StatusOr<PlacementSolution> SolveModel(const PlacementModel& model, const 
       return absl::InvalidArgumentError(absl::StrCat("placement: variable ", v, " has no allowed device"));
     }
   }
-  // Parallel pairs merged, oriented a < b; a pair of a variable with itself is a unary cost.
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, size_t> pair_index;
   for (const PlacementModel::Pair& p : model.pairs) {
     if (p.a == p.b) {
@@ -365,8 +200,13 @@ absl::StatusOr<PlacementSolution> SolveModel(const PlacementModel& model, const 
       for (int j = 0; j < d; ++j) cost[i * d + j] += p.a == a ? p.cost[i * d + j] : p.cost[j * d + i];
     }
   }
-  // Variables with one allowed device are fixed; their pairs become their neighbours' costs.
-  for (uint32_t v = 0; v < n; ++v) {
+  return r;
+}
+
+// Variables with one allowed device are fixed; their pairs become their neighbours' costs.
+void FixSingleDeviceVariables(Reduced& r) {
+  const int d = r.d;
+  for (uint32_t v = 0; v < r.unary.size(); ++v) {
     int allowed = -1;
     int count = 0;
     for (int i = 0; i < d; ++i) {
@@ -388,16 +228,37 @@ absl::StatusOr<PlacementSolution> SolveModel(const PlacementModel& model, const 
       r.pair_live[e] = false;
     }
   }
-  // Leaves and links of chains are eliminated exactly: a leaf's best device for each device of its
-  // neighbour becomes the neighbour's cost; a link's best device for each pair of devices of its two
-  // neighbours becomes a pair between them (merged with theirs, if any).
-  std::vector<Elimination> eliminated;
+}
+
+// Leaf v, whose one live pair is `live`: its best device for each device of its neighbour becomes
+// the neighbour's cost. Returns the neighbour.
+uint32_t EliminateLeaf(Reduced& r, uint32_t v, uint32_t live, std::vector<Elimination>& eliminated) {
+  const int d = r.d;
+  const PlacementModel::Pair& p = r.pairs[live];
+  uint32_t u = r.Other(p, v);
+  Elimination elim{v, u, UINT32_MAX, std::vector<int>(d, 0)};
+  for (int j = 0; j < d; ++j) {
+    Cost best = kForbidden;
+    for (int i = 0; i < d; ++i) {
+      Cost c = Add(r.unary[v][i], r.PairCost(p, v, i, j));
+      if (c < best) best = c, elim.best[j] = i;
+    }
+    r.unary[u][j] = Add(r.unary[u][j], best);
+  }
+  r.pair_live[live] = false;
+  eliminated.push_back(std::move(elim));
+  return u;
+}
+
+// Leaves and links of chains are eliminated exactly, repeatedly: a leaf into its neighbour's costs,
+// a link into a pair between its two neighbours (merged with theirs, if any). Isolated variables
+// get their cheapest device in `device`.
+void EliminateLeavesAndLinks(Reduced& r, std::vector<Elimination>& eliminated, std::vector<int>& device) {
   std::vector<uint32_t> work;
   auto eliminable = [&](uint32_t v) { return !r.done[v] && r.cuts_of[v].empty() && r.Degree(v) <= 2; };
-  for (uint32_t v = 0; v < n; ++v) {
+  for (uint32_t v = 0; v < r.unary.size(); ++v) {
     if (eliminable(v)) work.push_back(v);
   }
-  std::vector<int> device(n, -1);
   while (!work.empty()) {
     uint32_t v = work.back();
     work.pop_back();
@@ -414,38 +275,18 @@ absl::StatusOr<PlacementSolution> SolveModel(const PlacementModel& model, const 
       for (uint32_t u : {eliminated.back().u, eliminated.back().w}) {
         if (eliminable(u)) work.push_back(u);
       }
-      continue;
-    }
-    if (live == UINT32_MAX) {  // isolated: its cheapest device
+    } else if (live == UINT32_MAX) {  // isolated: its cheapest device
       device[v] = static_cast<int>(std::min_element(r.unary[v].begin(), r.unary[v].end()) - r.unary[v].begin());
-      continue;
-    }
-    const PlacementModel::Pair& p = r.pairs[live];
-    uint32_t u = r.Other(p, v);
-    Elimination elim{v, u, UINT32_MAX, std::vector<int>(d, 0)};
-    for (int j = 0; j < d; ++j) {
-      Cost best = kForbidden;
-      for (int i = 0; i < d; ++i) {
-        Cost c = Add(r.unary[v][i], r.PairCost(p, v, i, j));
-        if (c < best) best = c, elim.best[j] = i;
-      }
-      r.unary[u][j] = Add(r.unary[u][j], best);
-    }
-    r.pair_live[live] = false;
-    eliminated.push_back(std::move(elim));
-    if (eliminable(u)) work.push_back(u);
-  }
-  // A cut whose variables are all fixed is a constant: it holds or nothing can.
-  for (const PlacementModel::CapacityCut& cut : model.capacity) {
-    bool constant = std::all_of(cut.terms.begin(), cut.terms.end(), [&](const PlacementModel::CapacityCut::Term& t) {
-      return r.fixed[t.var] >= 0 && (t.other == UINT32_MAX || r.fixed[t.other] >= 0);
-    });
-    if (constant && CutLoad(cut, r.fixed) > cut.limit) {
-      return absl::FailedPreconditionError("placement: fixed values exceed a device's capacity");
+    } else if (uint32_t u = EliminateLeaf(r, v, live, eliminated); eliminable(u)) {
+      work.push_back(u);
     }
   }
-  // What is left: components of variables of degree >= 2 (or named by a capacity cut, which joins
-  // its variables), each a Z3 problem.
+}
+
+// What is left: components of variables of degree >= 2 (or named by a capacity cut, which joins
+// its variables), each solved on its own.
+std::vector<std::vector<uint32_t>> Components(const Reduced& r, const PlacementModel& model) {
+  const size_t n = r.unary.size();
   std::vector<std::vector<uint32_t>> components;
   std::vector<bool> seen(n, false);
   for (uint32_t s = 0; s < n; ++s) {
@@ -465,81 +306,89 @@ absl::StatusOr<PlacementSolution> SolveModel(const PlacementModel& model, const 
     }
     components.push_back(std::move(component));
   }
-  PlacementSolution solution;
-  solution.components = components.size();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  // Each component's bound and best assignment before Z3 (those with capacity cuts: only the bound,
-  // which ignores the cuts); a component whose bound meets its assignment's cost needs no Z3.
-  std::vector<Prepared> prepared(components.size());
-  std::vector<Outcome> outcome(components.size());
-  size_t open = 0;  // variables of components that the bound does not close
-  for (size_t c = 0; c < components.size(); ++c) {
-    if (options.bound_first) {
-      prepared[c] = Prepare(r, components[c], HasCuts(r, components[c]), options.time_limit_seconds - elapsed());
-    }
-    bool closed = prepared[c].upper != kForbidden && prepared[c].dual.bound >= prepared[c].upper;
-    if (!closed) open += components[c].size();
+  return components;
+}
+
+// What a slow solve reports before Z3: the variables outside components, then each component's.
+PlacementProgress ProgressBeforeZ3(const Reduced& r, const std::vector<int>& device,
+                                   const std::vector<Prepared>& prepared, size_t open, bool bound_first) {
+  PlacementProgress progress{open, 0, 0};
+  for (uint32_t v = 0; v < r.unary.size(); ++v) {  // fixed and isolated variables
+    if (r.fixed[v] >= 0 || device[v] >= 0) progress.best += r.unary[v][r.fixed[v] >= 0 ? r.fixed[v] : device[v]];
   }
-  {
-    // The progress line's numbers: the variables outside components, then each component's.
-    PlacementProgress progress{open, 0, 0};
-    for (uint32_t v = 0; v < n; ++v) {  // fixed and isolated variables
-      if (r.fixed[v] >= 0 || device[v] >= 0) progress.best += r.unary[v][r.fixed[v] >= 0 ? r.fixed[v] : device[v]];
-    }
-    progress.lower_bound = progress.best;
-    for (const Prepared& p : prepared) {
-      progress.best = Add(progress.best, options.bound_first ? p.upper : kForbidden);
-      progress.lower_bound += p.dual.bound;
-    }
-    SlowSolveWatch watch(options.on_slow_solve, progress,
-                         std::max(0.0, options.slow_after_seconds - elapsed()));
-    for (size_t c = 0; c < components.size(); ++c) {
-      const std::vector<uint32_t>& component = components[c];
-      Outcome& o = outcome[c];
-      const Prepared& p = prepared[c];
-      double left = options.time_limit_seconds - elapsed();
-      o.relaxation = p.dual.bound;
-      bool z3 = !options.bound_first || p.cuts;
-      PlacementModel restricted;
-      if (!z3) {
-        o.optimal = true;
-        for (size_t k = 0; k < component.size(); ++k) device[component[k]] = p.best[k];
-        if (p.dual.bound >= p.upper) continue;
-        bool pruned = false;
-        if (!RestrictByPrices(p.sub, p.dual, p.upper, restricted, pruned)) continue;  // no assignment beats p.best
-        z3 = !pruned && depth > 0;  // reparameterised already and nothing left to drop
-        o.optimal = false;
-        o.lower = p.dual.bound;
-      }
-      if (z3) {
-        std::vector<int> z3_device = device;
-        solution.z3_variables += component.size();
-        absl::Status status = SolveComponent(r, model, component, left, z3_device, o.optimal, o.lower);
-        // With p.best in hand, a Z3 that found nothing (timeout, cancellation) leaves it unproven.
-        if (!status.ok() && !(options.bound_first && !p.cuts)) return status;
-        if (!status.ok()) o.optimal = false, o.lower = 0;
-        bool better = status.ok() && (p.cuts || !options.bound_first ||
-                                      ComponentCost(r, component, z3_device) < ComponentCost(r, component, device));
-        if (better) device = std::move(z3_device);
-        o.lower = std::max(o.lower, p.dual.bound);
-        continue;
-      }
-      // The devices that no assignment cheaper than p.best uses are gone: solve the rest as a model
-      // of its own (it shrinks again, and its components are bounded again).
-      PlacementSolveOptions nested;
-      nested.time_limit_seconds = left;
-      absl::StatusOr<PlacementSolution> rest = SolveModel(restricted, nested, depth + 1);
-      if (!rest.ok() && !absl::IsDeadlineExceeded(rest.status())) return rest.status();
-      if (!rest.ok()) continue;  // p.best, not proven
-      o.optimal = rest->optimal;
-      // Dropped devices cost p.upper or more, so the optimum is min(p.upper, the rest's optimum).
-      o.lower = std::max(o.lower, std::min(p.upper, rest->lower_bound + p.dual.bound));
-      if (rest->cost + p.dual.bound < p.upper) {
-        for (size_t k = 0; k < component.size(); ++k) device[component[k]] = rest->device[k];
-      }
-      solution.z3_variables += rest->z3_variables;
-    }
+  progress.lower_bound = progress.best;
+  for (const Prepared& p : prepared) {
+    progress.best = Add(progress.best, bound_first ? p.upper : kForbidden);
+    progress.lower_bound += p.dual.bound;
   }
+  return progress;
+}
+
+// The state SolveModel's components share.
+struct ComponentSolve {
+  const PlacementModel& model;
+  const PlacementSolveOptions& options;
+  int depth;
+  const Reduced& r;
+  std::vector<int>& device;
+  PlacementSolution& solution;
+};
+
+// One component: its bound and heuristic assignment closing it, else the devices priced out dropped
+// and the rest solved as a model of its own, else Z3.
+absl::Status SolveOneComponent(ComponentSolve& s, const std::vector<uint32_t>& component, const Prepared& p,
+                               double left, Outcome& o) {
+  o.relaxation = p.dual.bound;
+  bool z3 = !s.options.bound_first || p.cuts;
+  PlacementModel restricted;
+  if (!z3) {
+    o.optimal = true;
+    for (size_t k = 0; k < component.size(); ++k) s.device[component[k]] = p.best[k];
+    if (p.dual.bound >= p.upper) return absl::OkStatus();
+    bool pruned = false;
+    if (!RestrictByPrices(p.sub, p.dual, p.upper, restricted, pruned)) return absl::OkStatus();  // p.best is optimal
+    z3 = !pruned && s.depth > 0;  // reparameterised already and nothing left to drop
+    o.optimal = false;
+    o.lower = p.dual.bound;
+  }
+  if (z3) {
+    std::vector<int> z3_device = s.device;
+    s.solution.z3_variables += component.size();
+    absl::Status status = SolveComponent(s.r, s.model, component, left, z3_device, o.optimal, o.lower);
+    // With p.best in hand, a Z3 that found nothing (timeout, cancellation) leaves it unproven.
+    if (!status.ok() && !(s.options.bound_first && !p.cuts)) return status;
+    if (!status.ok()) o.optimal = false, o.lower = 0;
+    bool better = status.ok() && (p.cuts || !s.options.bound_first ||
+                                  ComponentCost(s.r, component, z3_device) < ComponentCost(s.r, component, s.device));
+    if (better) s.device = std::move(z3_device);
+    o.lower = std::max(o.lower, p.dual.bound);
+    return absl::OkStatus();
+  }
+  // The devices that no assignment cheaper than p.best uses are gone: solve the rest as a model of
+  // its own (it shrinks again, and its components are bounded again).
+  PlacementSolveOptions nested;
+  nested.time_limit_seconds = left;
+  absl::StatusOr<PlacementSolution> rest = SolveModel(restricted, nested, s.depth + 1);
+  if (!rest.ok() && !absl::IsDeadlineExceeded(rest.status())) return rest.status();
+  if (!rest.ok()) return absl::OkStatus();  // p.best, not proven
+  o.optimal = rest->optimal;
+  // Dropped devices cost p.upper or more, so the optimum is min(p.upper, the rest's optimum).
+  o.lower = std::max(o.lower, std::min(p.upper, rest->lower_bound + p.dual.bound));
+  if (rest->cost + p.dual.bound < p.upper) {
+    for (size_t k = 0; k < component.size(); ++k) s.device[component[k]] = rest->device[k];
+  }
+  s.solution.z3_variables += rest->z3_variables;
+  return absl::OkStatus();
+}
+
+// The fixed and eliminated variables' devices, then the re-check: every device allowed, and the
+// reduced problem's cost (what was optimised: fixed and remaining variables' costs, eliminated
+// ones folded into their neighbours) equals the model's cost of the assignment.
+absl::Status CompleteAndRecheck(const PlacementModel& model, const Reduced& r,
+                                const std::vector<Elimination>& eliminated, std::vector<int> device,
+                                PlacementSolution& solution) {
+  const size_t n = r.unary.size();
+  const int d = r.d;
   for (uint32_t v = 0; v < n; ++v) {
     if (r.fixed[v] >= 0) device[v] = r.fixed[v];
   }
@@ -547,9 +396,6 @@ absl::StatusOr<PlacementSolution> SolveModel(const PlacementModel& model, const 
     const Elimination& e = eliminated[k];
     device[e.v] = e.w == UINT32_MAX ? e.best[device[e.u]] : e.best[device[e.u] * d + device[e.w]];
   }
-  // The re-check: every device allowed, and the reduced problem's cost (what was optimised: fixed
-  // and remaining variables' costs, eliminated ones folded into their neighbours) equals the model's
-  // cost of the assignment.
   std::vector<bool> folded(n, false);
   for (const Elimination& e : eliminated) folded[e.v] = true;
   Cost reduced = 0;
@@ -572,7 +418,13 @@ absl::StatusOr<PlacementSolution> SolveModel(const PlacementModel& model, const 
     return absl::InternalError(absl::StrCat("placement: re-check: the assignment costs ", solution.cost,
                                             ", the solved problem said ", reduced));
   }
-  // Bounds: each component's share of the cost is its chosen cost when proven optimal, else its bound.
+  return absl::OkStatus();
+}
+
+// Bounds: each component's share of the cost is its chosen cost when proven optimal, else its bound.
+void SetBounds(const Reduced& r, const std::vector<std::vector<uint32_t>>& components,
+               const std::vector<Prepared>& prepared, const std::vector<Outcome>& outcome,
+               PlacementSolution& solution) {
   solution.lower_bound = solution.relaxation_bound = solution.cost;
   for (size_t c = 0; c < components.size(); ++c) {
     Cost share = ComponentCost(r, components[c], solution.device);
@@ -584,6 +436,52 @@ absl::StatusOr<PlacementSolution> SolveModel(const PlacementModel& model, const 
   }
   if (solution.lower_bound == solution.cost) solution.optimal = true;  // the bound met the assignment
   solution.relaxation_bound = std::min(solution.relaxation_bound, solution.lower_bound);
+}
+
+absl::StatusOr<PlacementSolution> SolveModel(const PlacementModel& model, const PlacementSolveOptions& options,
+                                             int depth) {
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  VDEV_ASSIGN_OR_RETURN(Reduced r, Reduce(model));
+  FixSingleDeviceVariables(r);
+  std::vector<Elimination> eliminated;
+  std::vector<int> device(model.unary.size(), -1);
+  EliminateLeavesAndLinks(r, eliminated, device);
+  // A cut whose variables are all fixed is a constant: it holds or nothing can.
+  for (const PlacementModel::CapacityCut& cut : model.capacity) {
+    bool constant = std::all_of(cut.terms.begin(), cut.terms.end(), [&](const PlacementModel::CapacityCut::Term& t) {
+      return r.fixed[t.var] >= 0 && (t.other == UINT32_MAX || r.fixed[t.other] >= 0);
+    });
+    if (constant && CutLoad(cut, r.fixed) > cut.limit) {
+      return absl::FailedPreconditionError("placement: fixed values exceed a device's capacity");
+    }
+  }
+  const std::vector<std::vector<uint32_t>> components = Components(r, model);
+  PlacementSolution solution;
+  solution.components = components.size();
+  // Each component's bound and best assignment before Z3 (those with capacity cuts: only the bound,
+  // which ignores the cuts); a component whose bound meets its assignment's cost needs no Z3.
+  std::vector<Prepared> prepared(components.size());
+  std::vector<Outcome> outcome(components.size());
+  size_t open = 0;  // variables of components that the bound does not close
+  for (size_t c = 0; c < components.size(); ++c) {
+    if (options.bound_first) {
+      prepared[c] = Prepare(r, components[c], HasCuts(r, components[c]), options.time_limit_seconds - elapsed());
+    }
+    bool closed = prepared[c].upper != kForbidden && prepared[c].dual.bound >= prepared[c].upper;
+    if (!closed) open += components[c].size();
+  }
+  {
+    SlowSolveWatch watch(options.on_slow_solve, ProgressBeforeZ3(r, device, prepared, open, options.bound_first),
+                         std::max(0.0, options.slow_after_seconds - elapsed()));
+    ComponentSolve s{model, options, depth, r, device, solution};
+    for (size_t c = 0; c < components.size(); ++c) {
+      VDEV_RETURN_IF_ERROR(
+          SolveOneComponent(s, components[c], prepared[c], options.time_limit_seconds - elapsed(), outcome[c]));
+    }
+  }
+  VDEV_RETURN_IF_ERROR(CompleteAndRecheck(model, r, eliminated, std::move(device), solution));
+  SetBounds(r, components, prepared, outcome, solution);
   solution.seconds = elapsed();
   return solution;
 }

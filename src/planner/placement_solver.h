@@ -37,6 +37,9 @@ namespace vdev::planner_internal {
 
 using Cost = int64_t;
 inline constexpr Cost kForbidden = std::numeric_limits<Cost>::max();
+// Costs a model holds are below this, and so are all their sums (PlacementModel::cost_cap): every
+// sum the solver forms stays far from overflowing.
+inline constexpr Cost kCostRange = Cost{1} << 61;
 
 // Bytes that count against a capacity cut when `var` is on the cut's device and, if `other` is set,
 // `other` is not (a copy of other's value made for var exists only then).
@@ -65,6 +68,10 @@ struct PlacementModel {
     std::vector<Term> terms;
   };
   std::vector<CapacityCut> capacity;
+  // No unary or pair cost exceeds it, and (terms + 1) times it is at most kCostRange, so no
+  // assignment's cost reaches kCostRange (BuildPlacementModel caps the costs; a solution that uses
+  // a capped cost is refused, see placement_model.h).
+  Cost cost_cap = kCostRange;
 };
 
 // What a slow solve reports: the variables left for Z3 and, before Z3 starts, the best assignment's

@@ -395,112 +395,132 @@ absl::Status Planner::CollectOpCall(BindingId b) {
   return absl::OkStatus();
 }
 
+absl::Status Planner::CollectGlobalCall(BindingId b) {
+  const ir::Expr& e = B(b).expr;
+  auto args = m_.Args(e);
+  const ir::Function& callee = m_.functions[e.func];
+  auto params = m_.Params(callee);
+  if (params.size() != args.size()) {
+    return ConflictError(UnifyConflict{0, 0, 0, 0, true}, e.loc,
+                         absl::StrCat("@", m_.Name(callee.name), " takes ", params.size(), " arguments, not ",
+                                      args.size()));
+  }
+  if (callee.kind == FuncKind::kKernel) return CollectKernelCall(b);
+  for (uint32_t k = 0; k < args.size(); ++k) {
+    DomainId value = OperandDomain(args[k]);
+    if (value == kNoDomain) continue;
+    NoteUse(args[k], param_domain_[callee.params.begin + k], b);
+    VDEV_RETURN_IF_ERROR(HardUnify(value, param_domain_[callee.params.begin + k],
+                                   args[k].loc.valid() ? args[k].loc : e.loc,
+                                   absl::StrCat("argument ", k + 1, " of @", m_.Name(callee.name))));
+  }
+  binding_domain_[b] = result_domain_[e.func];
+  return absl::OkStatus();
+}
+
+absl::Status Planner::CollectValueCall(BindingId b) {
+  const ir::Expr& e = B(b).expr;
+  auto args = m_.Args(e);
+  DomainId callee = OperandDomain(args[0]);
+  NoteUse(args[0], callee, b);
+  if (callee != kNoDomain && domains_.IsHigherOrder(callee)) {
+    if (domains_.Arity(callee) != args.size() - 1) {
+      return ConflictError(UnifyConflict{0, 0, 0, 0, true}, e.loc,
+                           absl::StrCat(DescribeValue(args[0]), " takes ", domains_.Arity(callee), " arguments, not ",
+                                        args.size() - 1));
+    }
+    for (uint32_t k = 1; k < args.size(); ++k) {
+      DomainId value = OperandDomain(args[k]);
+      if (value == kNoDomain) continue;
+      DomainId param = domains_.Param(callee, k - 1);
+      NoteUse(args[k], param, b);
+      VDEV_RETURN_IF_ERROR(HardUnify(value, param, args[k].loc.valid() ? args[k].loc : e.loc,
+                                     absl::StrCat("argument ", k, " of ", DescribeValue(args[0]))));
+    }
+    binding_domain_[b] = domains_.Result(callee);
+    return absl::OkStatus();
+  }
+  // A collapsed function (from a tuple or an if): arguments and result on its one device.
+  DomainId site = callee != kNoDomain ? callee : domains_.MakeFirstOrder();
+  for (uint32_t k = 1; k < args.size(); ++k) {
+    DomainId value = OperandDomain(args[k]);
+    if (value == kNoDomain) continue;
+    NoteUse(args[k], site, b);
+    VDEV_RETURN_IF_ERROR(HardUnify(value, site, args[k].loc.valid() ? args[k].loc : e.loc,
+                                   absl::StrCat("argument ", k, " of ", DescribeValue(args[0]))));
+  }
+  binding_domain_[b] = site;
+  return absl::OkStatus();
+}
+
+absl::Status Planner::CollectTuple(BindingId b) {
+  const ir::Expr& e = B(b).expr;
+  DomainId tuple = domains_.MakeFirstOrder();
+  for (const Operand& field : m_.Args(e)) {
+    DomainId value = OperandDomain(field);
+    if (value == kNoDomain) continue;
+    NoteUse(field, tuple, b);
+    VDEV_RETURN_IF_ERROR(HardUnify(tuple, value, field.loc.valid() ? field.loc : e.loc, "a tuple field"));
+  }
+  binding_domain_[b] = tuple;
+  return absl::OkStatus();
+}
+
+void Planner::CollectProjection(BindingId b) {
+  const Operand& t = m_.Args(B(b).expr)[0];
+  // Projecting an on_device result projects the annotated tuple, then copies only the field.
+  if (t.is_local() && t.value.is_binding()) {
+    const ir::Expr& te = B(t.value.index).expr;
+    if (Has(t.value.index, kCopyPoint) && te.kind == ExprKind::kOpCall && m_.OpName(te) == "on_device") {
+      binding_domain_[b] = domains_.MakeFirstOrder();
+      SetCopyPoint(b, CopyBody(t.value.index));
+      return;
+    }
+  }
+  DomainId tuple = OperandDomain(t);
+  binding_domain_[b] = tuple != kNoDomain ? tuple : domains_.MakeFirstOrder();
+  NoteUse(t, binding_domain_[b], b);
+}
+
+absl::Status Planner::CollectIf(BindingId b) {
+  const ir::Expr& e = B(b).expr;
+  auto args = m_.Args(e);
+  DomainId site = domains_.MakeFirstOrder();
+  DomainId cond = OperandDomain(args[0]);
+  if (cond != kNoDomain) {
+    NoteUse(args[0], site, b);
+    VDEV_RETURN_IF_ERROR(HardUnify(site, cond, args[0].loc.valid() ? args[0].loc : e.loc, "an if condition"));
+  }
+  for (BlockId arm : {e.then_block, e.else_block}) {
+    const Operand& r = m_.blocks[arm].result;
+    DomainId value = OperandDomain(r);
+    if (value == kNoDomain) continue;
+    NoteUse(r, site, b);
+    VDEV_RETURN_IF_ERROR(HardUnify(site, value, m_.blocks[arm].return_loc, "an if arm's value"));
+  }
+  binding_domain_[b] = site;
+  return absl::OkStatus();
+}
+
 absl::Status Planner::CollectBinding(BindingId b) {
-  const ir::Binding& binding = B(b);
-  const ir::Expr& e = binding.expr;
+  const ir::Expr& e = B(b).expr;
   auto args = m_.Args(e);
   switch (e.kind) {
-    case ExprKind::kOpCall: {
+    case ExprKind::kOpCall:
       VDEV_RETURN_IF_ERROR(CollectOpCall(b));
       if (e.attrs.count > 0) NoteAttributeUses(b);
       return absl::OkStatus();
-    }
-    case ExprKind::kCallGlobal: {
-      const ir::Function& callee = m_.functions[e.func];
-      auto params = m_.Params(callee);
-      if (params.size() != args.size()) {
-        return ConflictError(UnifyConflict{0, 0, 0, 0, true}, e.loc,
-                             absl::StrCat("@", m_.Name(callee.name), " takes ", params.size(), " arguments, not ",
-                                          args.size()));
-      }
-      if (callee.kind == FuncKind::kKernel) return CollectKernelCall(b);
-      for (uint32_t k = 0; k < args.size(); ++k) {
-        DomainId value = OperandDomain(args[k]);
-        if (value == kNoDomain) continue;
-        NoteUse(args[k], param_domain_[callee.params.begin + k], b);
-        VDEV_RETURN_IF_ERROR(HardUnify(value, param_domain_[callee.params.begin + k],
-                                       args[k].loc.valid() ? args[k].loc : e.loc,
-                                       absl::StrCat("argument ", k + 1, " of @", m_.Name(callee.name))));
-      }
-      binding_domain_[b] = result_domain_[e.func];
+    case ExprKind::kCallGlobal:
+      return CollectGlobalCall(b);
+    case ExprKind::kCallValue:
+      return CollectValueCall(b);
+    case ExprKind::kTuple:
+      return CollectTuple(b);
+    case ExprKind::kProject:
+      CollectProjection(b);
       return absl::OkStatus();
-    }
-    case ExprKind::kCallValue: {
-      DomainId callee = OperandDomain(args[0]);
-      NoteUse(args[0], callee, b);
-      if (callee != kNoDomain && domains_.IsHigherOrder(callee)) {
-        if (domains_.Arity(callee) != args.size() - 1) {
-          return ConflictError(UnifyConflict{0, 0, 0, 0, true}, e.loc,
-                               absl::StrCat(DescribeValue(args[0]), " takes ", domains_.Arity(callee),
-                                            " arguments, not ", args.size() - 1));
-        }
-        for (uint32_t k = 1; k < args.size(); ++k) {
-          DomainId value = OperandDomain(args[k]);
-          if (value == kNoDomain) continue;
-          DomainId param = domains_.Param(callee, k - 1);
-          NoteUse(args[k], param, b);
-          VDEV_RETURN_IF_ERROR(HardUnify(value, param, args[k].loc.valid() ? args[k].loc : e.loc,
-                                         absl::StrCat("argument ", k, " of ", DescribeValue(args[0]))));
-        }
-        binding_domain_[b] = domains_.Result(callee);
-        return absl::OkStatus();
-      }
-      // A collapsed function (from a tuple or an if): arguments and result on its one device.
-      DomainId site = callee != kNoDomain ? callee : domains_.MakeFirstOrder();
-      for (uint32_t k = 1; k < args.size(); ++k) {
-        DomainId value = OperandDomain(args[k]);
-        if (value == kNoDomain) continue;
-        NoteUse(args[k], site, b);
-        VDEV_RETURN_IF_ERROR(HardUnify(value, site, args[k].loc.valid() ? args[k].loc : e.loc,
-                                       absl::StrCat("argument ", k, " of ", DescribeValue(args[0]))));
-      }
-      binding_domain_[b] = site;
-      return absl::OkStatus();
-    }
-    case ExprKind::kTuple: {
-      DomainId tuple = domains_.MakeFirstOrder();
-      for (const Operand& field : args) {
-        DomainId value = OperandDomain(field);
-        if (value == kNoDomain) continue;
-        NoteUse(field, tuple, b);
-        VDEV_RETURN_IF_ERROR(HardUnify(tuple, value, field.loc.valid() ? field.loc : e.loc, "a tuple field"));
-      }
-      binding_domain_[b] = tuple;
-      return absl::OkStatus();
-    }
-    case ExprKind::kProject: {
-      const Operand& t = args[0];
-      // Projecting an on_device result projects the annotated tuple, then copies only the field.
-      if (t.is_local() && t.value.is_binding()) {
-        const ir::Expr& te = B(t.value.index).expr;
-        if (Has(t.value.index, kCopyPoint) && te.kind == ExprKind::kOpCall && m_.OpName(te) == "on_device") {
-          binding_domain_[b] = domains_.MakeFirstOrder();
-          SetCopyPoint(b, CopyBody(t.value.index));
-          return absl::OkStatus();
-        }
-      }
-      DomainId tuple = OperandDomain(t);
-      binding_domain_[b] = tuple != kNoDomain ? tuple : domains_.MakeFirstOrder();
-      NoteUse(t, binding_domain_[b], b);
-      return absl::OkStatus();
-    }
-    case ExprKind::kIf: {
-      DomainId site = domains_.MakeFirstOrder();
-      DomainId cond = OperandDomain(args[0]);
-      if (cond != kNoDomain) {
-        NoteUse(args[0], site, b);
-        VDEV_RETURN_IF_ERROR(HardUnify(site, cond, args[0].loc.valid() ? args[0].loc : e.loc, "an if condition"));
-      }
-      for (BlockId arm : {e.then_block, e.else_block}) {
-        const Operand& r = m_.blocks[arm].result;
-        DomainId value = OperandDomain(r);
-        if (value == kNoDomain) continue;
-        NoteUse(r, site, b);
-        VDEV_RETURN_IF_ERROR(HardUnify(site, value, m_.blocks[arm].return_loc, "an if arm's value"));
-      }
-      binding_domain_[b] = site;
-      return absl::OkStatus();
-    }
+    case ExprKind::kIf:
+      return CollectIf(b);
     case ExprKind::kFn:
       binding_domain_[b] = func_domain_[e.func];
       return absl::OkStatus();

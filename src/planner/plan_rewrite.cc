@@ -171,14 +171,10 @@ void Planner::DropUnreadCopies(std::vector<std::vector<BindingId>>& lists) {
   }
 }
 
-void Planner::Capture() {
-  std::vector<ir::DeviceId>& devices_out = result_.binding_devices;
-  devices_out.assign(m_.bindings.size(), ir::kNoDevice);
-  result_.binding_replaced.assign(m_.bindings.size(), false);
-  auto same = [&](DeviceIndex a, DeviceIndex b) { return SameDevice(devices_.Get(a), devices_.Get(b)); };
+void Planner::CaptureSignatures() {
   for (FuncId f = 0; f < m_.functions.size(); ++f) {
     ir::Function& fn = m_.functions[f];
-    if (fn.kind == FuncKind::kKernel) continue;  // scopes still flow into it below
+    if (fn.kind == FuncKind::kKernel) continue;  // scopes still flow into it (CaptureKernelSignatures)
     for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
       m_.params[p].device = ToModule(domains_.Device(param_domain_[p]));
     }
@@ -188,172 +184,164 @@ void Planner::Capture() {
       fn.result_type = m_.types.func_result(fn.type);
     }
   }
+}
+
+void Planner::ReserveCopies() {
   // The copies are reserved once: a doubling vector would hold up to twice their number, and both
-  // buffers at once while it grows. This counts every copy the loop below can make.
+  // buffers at once while it grows. This counts every copy CaptureBinding can make.
   size_t copies_bound = 0;
   for (BindingId b : order_) {
     if (Has(b, kCopyPoint)) {
-      copies_bound += same(domains_.Device(CopyBody(b)), domains_.Device(binding_domain_[b])) ? 0 : 1;
+      copies_bound += Same(domains_.Device(CopyBody(b)), domains_.Device(binding_domain_[b])) ? 0 : 1;
     }
     if (Has(b, kCopiedUses)) copies_bound += copied_uses_.at(b).size();
     if (Has(b, kKernelCall)) copies_bound += B(b).expr.args.count + 1;
   }
   result_.copies.reserve(result_.copies.size() + copies_bound);
-  src_symbol_ = m_.symbols.Intern("src");
-  dst_symbol_ = m_.symbols.Intern("dst");
-  // Each block's new list is built in its old list's buffer (nothing below reads the old lists):
-  // copies mostly replace their annotation in place, so a million-binding block's list neither
-  // doubles nor exists twice.
-  std::vector<std::vector<BindingId>> lists(m_.blocks.size());
-  for (BlockId blk = 0; blk < m_.blocks.size(); ++blk) {
-    if (!analysed_[m_.blocks[blk].func]) continue;
-    lists[blk] = std::move(m_.blocks[blk].bindings);
-    lists[blk].clear();
-  }
-  auto set_operand = [&](const ir::Expr& e, uint32_t k, ValueRef v) {
-    Operand& o = m_.operands[e.args.begin + k];
-    o = m_.LocalOperand(v, o.loc);
-  };
-  for (BindingId b : order_) {
-    BlockId block = B(b).block;
-    std::vector<BindingId>& out = lists[block];
-    if (B(b).expr.attrs.count > 0) ResolveAttrs(b);
-    const ir::Expr e = B(b).expr;
-    ValueRef first_operand = e.args.count > 0 ? m_.operands[e.args.begin].value : ValueRef();
-    // Operands read through removed bindings.
-    for (uint32_t k = 0; k < e.args.count; ++k) {
-      const Operand& o = m_.operands[e.args.begin + k];
-      if (!o.is_local() || !o.value.is_binding()) continue;
-      ValueRef v = Resolve(o.value);
-      if (!(v == o.value)) set_operand(e, k, v);
-    }
-    // An unused move goes (it was never collected).
-    if (IsMove(b) && !Has(b, kLive)) {
-      if (m_.Args(e)[0].is_local()) Replace(b, m_.Args(e)[0].value);
-      result_.binding_replaced[b] = true;
-      ++result_.stats.copies_dropped;
-      continue;
-    }
-    // Conflicting primitive uses read from copies.
-    if (Has(b, kCopiedUses)) {
-      for (const CopiedUse& use : copied_uses_.at(b)) {
-        const Operand& o = m_.Args(e)[use.operand];
-        DeviceIndex src = domains_.Device(OperandDomain(o));
-        DeviceIndex dst = domains_.Device(use.site);
-        if (same(src, dst)) continue;
-        set_operand(e, use.operand, ValueRef::Binding(CopyFor(block, b, o.value, src, dst, out)));
-      }
-    }
-    if (Has(b, kCopyPoint)) {
-      DeviceIndex src = domains_.Device(CopyBody(b));
-      DeviceIndex dst = domains_.Device(binding_domain_[b]);
-      devices_out[b] = ToModule(dst);
-      if (e.kind == ExprKind::kProject) {
-        // Project the annotated value itself, then copy the field if it moves. The annotation may
-        // now be read by nothing.
-        maybe_unread_.insert(first_operand.index);
-        const Operand& annotated = m_.Args(B(first_operand.index).expr)[0];
-        ValueRef source = Resolve(annotated.value);
-        set_operand(e, 0, source);
-        NoteConsumer(m_.Args(e)[0], b);
-        if (same(src, dst)) {
-          out.push_back(b);
-          continue;
-        }
-        // The projection keeps its name on the tuple's device; its consumers read `%<name>_copy`.
-        devices_out[b] = ToModule(src);
-        out.push_back(b);
-        AddResultCopy(b, src, dst, out);
-        maybe_unread_.insert(out.back());
-        continue;
-      }
-      const Operand x = m_.Args(e)[0];
-      bool written = m_.OpName(e) == "device_copy";
-      result_.binding_replaced[b] = !written;
-      if (same(src, dst) && !x.is_local()) {
-        // A constant atom (`on_device(3, cpu:0)`) that moves nothing: no name to read instead, so
-        // the binding stays, as an alias of the atom (its operand slot reused).
-        ir::Expr alias;
-        alias.kind = ExprKind::kAlias;
-        alias.args = {e.args.begin, 1};
-        alias.loc = e.loc;
-        m_.bindings[b].expr = alias;
-        result_.binding_replaced[b] = false;
-        ++result_.stats.copies_dropped;
-        out.push_back(b);
-        continue;
-      }
-      if (same(src, dst) && x.is_local()) {
-        Replace(b, x.value);
-        result_.binding_replaced[b] = true;
-        devices_out[b] = ir::kNoDevice;
-        ++result_.stats.copies_dropped;
-        // A copy made for this binding now feeds this binding's consumers.
-        if (auto added = added_copy_.find(x.value.index); x.value.is_binding() && added != added_copy_.end() &&
-                                                          result_.copies[added->second].into == b) {
-          AwaitConsumer(x.value.index, added->second);
-        }
-        continue;
-      }
-      NoteConsumer(x, b);
-      for (const ir::Attr& a : m_.Attrs(e)) NoteConsumer(a.value, b);  // RewriteAsCopy keeps them
-      m_.bindings[b].expr = RewriteAsCopy(e, src, dst);
-      // A copy of a constant atom (`on_device(3, cpu:0)`) is reported as a copy of itself: `of`
-      // names a value of the input (PlannedCopy).
-      result_.copies.push_back({FuncOf(b), x.is_local() ? x.value : ValueRef::Binding(b), ToModule(src),
-                                ToModule(dst), b, written ? b : ir::kNoBinding, written});
-      if (!written) AwaitConsumer(b, result_.copies.size() - 1);
-      out.push_back(b);
-      continue;
-    }
-    // Kernel calls copy operands to the call's device (with the kernel's scopes), and the result to
-    // where it is used.
-    bool kernel = Has(b, kKernelCall);
-    if (kernel) {
-      const ir::Function& callee = m_.functions[e.func];
-      for (uint32_t k = 0; k < e.args.count; ++k) {
-        const Operand& o = m_.Args(e)[k];
-        DomainId value = OperandDomain(o);
-        if (value == kNoDomain || !o.is_local()) continue;
-        DeviceIndex src = domains_.Device(value);
-        DomainId signature = param_domain_[callee.params.begin + k];
-        NoteOpenScope(open_param_scope_, callee.params.begin + k, signature, src);
-        DeviceIndex dst = KernelTarget(b, signature, src);
-        if (same(src, dst)) continue;
-        set_operand(e, k, ValueRef::Binding(CopyFor(block, b, o.value, src, dst, out)));
-      }
-    }
-    ir::ForEachLocalRead(m_, e, [&](const Operand& o) { NoteConsumer(o, b); });
-    if (e.kind == ExprKind::kIf) {
-      for (BlockId arm : {e.then_block, e.else_block}) NoteConsumer(m_.blocks[arm].result, b);
-    }
+}
+
+void Planner::SetOperand(const ir::Expr& e, uint32_t k, ValueRef v) {
+  Operand& o = m_.operands[e.args.begin + k];
+  o = m_.LocalOperand(v, o.loc);
+}
+
+void Planner::CaptureProjection(BindingId b, const ir::Expr& e, ValueRef annotation, DeviceIndex src,
+                                DeviceIndex dst, std::vector<BindingId>& out) {
+  // Project the annotated value itself, then copy the field if it moves. The annotation may now be
+  // read by nothing.
+  maybe_unread_.insert(annotation.index);
+  const Operand& annotated = m_.Args(B(annotation.index).expr)[0];
+  SetOperand(e, 0, Resolve(annotated.value));
+  NoteConsumer(m_.Args(e)[0], b);
+  out.push_back(b);
+  if (Same(src, dst)) return;
+  // The projection keeps its name on the tuple's device; its consumers read `%<name>_copy`.
+  result_.binding_devices[b] = ToModule(src);
+  AddResultCopy(b, src, dst, out);
+  maybe_unread_.insert(out.back());
+}
+
+void Planner::CaptureCopyPoint(BindingId b, const ir::Expr& e, ValueRef first_operand, std::vector<BindingId>& out) {
+  DeviceIndex src = domains_.Device(CopyBody(b));
+  DeviceIndex dst = domains_.Device(binding_domain_[b]);
+  result_.binding_devices[b] = ToModule(dst);
+  if (e.kind == ExprKind::kProject) return CaptureProjection(b, e, first_operand, src, dst, out);
+  const Operand x = m_.Args(e)[0];
+  bool written = m_.OpName(e) == "device_copy";
+  result_.binding_replaced[b] = !written;
+  if (Same(src, dst) && !x.is_local()) {
+    // A constant atom (`on_device(3, cpu:0)`) that moves nothing: no name to read instead, so the
+    // binding stays, as an alias of the atom (its operand slot reused).
+    ir::Expr alias;
+    alias.kind = ExprKind::kAlias;
+    alias.args = {e.args.begin, 1};
+    alias.loc = e.loc;
+    m_.bindings[b].expr = alias;
+    result_.binding_replaced[b] = false;
+    ++result_.stats.copies_dropped;
     out.push_back(b);
-    devices_out[b] = ToModule(domains_.Device(binding_domain_[b]));
-    if (kernel) {
-      DeviceIndex used = domains_.Device(binding_domain_[b]);
-      NoteOpenScope(open_result_scope_, e.func, result_domain_[e.func], used);
-      DeviceIndex src = KernelTarget(b, result_domain_[e.func], used);
-      DeviceIndex dst = domains_.Device(binding_domain_[b]);
-      devices_out[b] = ToModule(src);
-      if (!same(src, dst)) AddResultCopy(b, src, dst, out);
+    return;
+  }
+  if (Same(src, dst) && x.is_local()) {
+    Replace(b, x.value);
+    result_.binding_replaced[b] = true;
+    result_.binding_devices[b] = ir::kNoDevice;
+    ++result_.stats.copies_dropped;
+    // A copy made for this binding now feeds this binding's consumers.
+    if (auto added = added_copy_.find(x.value.index); x.value.is_binding() && added != added_copy_.end() &&
+                                                      result_.copies[added->second].into == b) {
+      AwaitConsumer(x.value.index, added->second);
+    }
+    return;
+  }
+  NoteConsumer(x, b);
+  for (const ir::Attr& a : m_.Attrs(e)) NoteConsumer(a.value, b);  // RewriteAsCopy keeps them
+  m_.bindings[b].expr = RewriteAsCopy(e, src, dst);
+  // A copy of a constant atom (`on_device(3, cpu:0)`) is reported as a copy of itself: `of` names
+  // a value of the input (PlannedCopy).
+  result_.copies.push_back({FuncOf(b), x.is_local() ? x.value : ValueRef::Binding(b), ToModule(src), ToModule(dst), b,
+                            written ? b : ir::kNoBinding, written});
+  if (!written) AwaitConsumer(b, result_.copies.size() - 1);
+  out.push_back(b);
+}
+
+void Planner::CaptureKernelOperands(BindingId b, const ir::Expr& e, std::vector<BindingId>& out) {
+  const ir::Function& callee = m_.functions[e.func];
+  for (uint32_t k = 0; k < e.args.count; ++k) {
+    const Operand& o = m_.Args(e)[k];
+    DomainId value = OperandDomain(o);
+    if (value == kNoDomain || !o.is_local()) continue;
+    DeviceIndex src = domains_.Device(value);
+    DomainId signature = param_domain_[callee.params.begin + k];
+    NoteOpenScope(open_param_scope_, callee.params.begin + k, signature, src);
+    DeviceIndex dst = KernelTarget(b, signature, src);
+    if (Same(src, dst)) continue;
+    SetOperand(e, k, ValueRef::Binding(CopyFor(B(b).block, b, o.value, src, dst, out)));
+  }
+}
+
+void Planner::CaptureBinding(BindingId b, std::vector<BindingId>& out) {
+  if (B(b).expr.attrs.count > 0) ResolveAttrs(b);
+  const ir::Expr e = B(b).expr;
+  const ValueRef first_operand = e.args.count > 0 ? m_.operands[e.args.begin].value : ValueRef();
+  // Operands read through removed bindings.
+  for (uint32_t k = 0; k < e.args.count; ++k) {
+    const Operand& o = m_.operands[e.args.begin + k];
+    if (!o.is_local() || !o.value.is_binding()) continue;
+    ValueRef v = Resolve(o.value);
+    if (!(v == o.value)) SetOperand(e, k, v);
+  }
+  // An unused move goes (it was never collected).
+  if (IsMove(b) && !Has(b, kLive)) {
+    if (m_.Args(e)[0].is_local()) Replace(b, m_.Args(e)[0].value);
+    result_.binding_replaced[b] = true;
+    ++result_.stats.copies_dropped;
+    return;
+  }
+  // Conflicting primitive uses read from copies.
+  if (Has(b, kCopiedUses)) {
+    for (const CopiedUse& use : copied_uses_.at(b)) {
+      const Operand& o = m_.Args(e)[use.operand];
+      DeviceIndex src = domains_.Device(OperandDomain(o));
+      DeviceIndex dst = domains_.Device(use.site);
+      if (Same(src, dst)) continue;
+      SetOperand(e, use.operand, ValueRef::Binding(CopyFor(B(b).block, b, o.value, src, dst, out)));
     }
   }
+  if (Has(b, kCopyPoint)) return CaptureCopyPoint(b, e, first_operand, out);
+  // Kernel calls copy operands to the call's device (with the kernel's scopes), and the result to
+  // where it is used.
+  const bool kernel = Has(b, kKernelCall);
+  if (kernel) CaptureKernelOperands(b, e, out);
+  ir::ForEachLocalRead(m_, e, [&](const Operand& o) { NoteConsumer(o, b); });
+  if (e.kind == ExprKind::kIf) {
+    for (BlockId arm : {e.then_block, e.else_block}) NoteConsumer(m_.blocks[arm].result, b);
+  }
+  out.push_back(b);
+  result_.binding_devices[b] = ToModule(domains_.Device(binding_domain_[b]));
+  if (kernel) {
+    DeviceIndex used = domains_.Device(binding_domain_[b]);
+    NoteOpenScope(open_result_scope_, e.func, result_domain_[e.func], used);
+    DeviceIndex src = KernelTarget(b, result_domain_[e.func], used);
+    result_.binding_devices[b] = ToModule(src);
+    if (!Same(src, used)) AddResultCopy(b, src, used, out);
+  }
+}
+
+void Planner::ResolveBlockResults() {
   for (BlockId blk = 0; blk < m_.blocks.size(); ++blk) {
     ir::Block& block = m_.blocks[blk];
-    if (!analysed_[block.func]) continue;
-    if (block.result.is_local()) {
-      ValueRef v = Resolve(block.result.value);
-      if (!(v == block.result.value)) block.result = m_.LocalOperand(v, block.result.loc);
-      if (v.is_binding() && Has(v.index, kAwaiting)) {
-        awaiting_consumer_.erase(v.index);
-        flags_[v.index] &= ~kAwaiting;
-      }
+    if (!analysed_[block.func] || !block.result.is_local()) continue;
+    ValueRef v = Resolve(block.result.value);
+    if (!(v == block.result.value)) block.result = m_.LocalOperand(v, block.result.loc);
+    if (v.is_binding() && Has(v.index, kAwaiting)) {
+      awaiting_consumer_.erase(v.index);
+      flags_[v.index] &= ~kAwaiting;
     }
   }
-  if (!maybe_unread_.empty()) DropUnreadCopies(lists);
-  for (BlockId blk = 0; blk < m_.blocks.size(); ++blk) {
-    if (analysed_[m_.blocks[blk].func]) m_.blocks[blk].bindings = std::move(lists[blk]);
-  }
+}
+
+void Planner::CaptureKernelSignatures() {
   // Kernels' signatures: scopes only. An open scope takes the one all calls agree on (planning the
   // output then decides the same), else stays open (unwritten).
   auto scope_only = [&](DomainId d, const absl::flat_hash_map<uint32_t, DeviceIndex>& agreed, uint32_t key) {
@@ -369,8 +357,32 @@ void Planner::Capture() {
     }
     fn.result_device = scope_only(result_domain_[f], open_result_scope_, f);
   }
-  result_.stats.copies = result_.copies.size();
 }
 
+void Planner::Capture() {
+  result_.binding_devices.assign(m_.bindings.size(), ir::kNoDevice);
+  result_.binding_replaced.assign(m_.bindings.size(), false);
+  CaptureSignatures();
+  ReserveCopies();
+  src_symbol_ = m_.symbols.Intern("src");
+  dst_symbol_ = m_.symbols.Intern("dst");
+  // Each block's new list is built in its old list's buffer (nothing below reads the old lists):
+  // copies mostly replace their annotation in place, so a million-binding block's list neither
+  // doubles nor exists twice.
+  std::vector<std::vector<BindingId>> lists(m_.blocks.size());
+  for (BlockId blk = 0; blk < m_.blocks.size(); ++blk) {
+    if (!analysed_[m_.blocks[blk].func]) continue;
+    lists[blk] = std::move(m_.blocks[blk].bindings);
+    lists[blk].clear();
+  }
+  for (BindingId b : order_) CaptureBinding(b, lists[B(b).block]);
+  ResolveBlockResults();
+  if (!maybe_unread_.empty()) DropUnreadCopies(lists);
+  for (BlockId blk = 0; blk < m_.blocks.size(); ++blk) {
+    if (analysed_[m_.blocks[blk].func]) m_.blocks[blk].bindings = std::move(lists[blk]);
+  }
+  CaptureKernelSignatures();
+  result_.stats.copies = result_.copies.size();
+}
 
 }  // namespace vdev::planner_internal

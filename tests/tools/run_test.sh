@@ -7,26 +7,7 @@ set -u
 vdev=$1
 frontend=$2
 examples=$(cd "$(dirname "$0")/../../examples" && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/vdev_run_test.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-failures=0
-passes=0
-
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
-
-# expect NAME EXPECTED_STATUS EXPECTED_STDOUT_REGEX EXPECTED_STDERR_REGEX -- COMMAND...
-expect() {
-  local name=$1 status=$2 out_re=$3 err_re=$4
-  shift 5
-  local out err rc
-  out=$("$@" 2>"$work/stderr"); rc=$?
-  err=$(cat "$work/stderr")
-  if [ "$rc" != "$status" ] || ! [[ "$out" =~ $out_re ]] || ! [[ "$err" =~ $err_re ]]; then
-    fail "$name: status $rc (want $status)"; echo "  stdout: $out"; echo "  stderr: $err"
-  else
-    passes=$((passes + 1))
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 
 # npy FILE DESCR SHAPE BYTES: a version 1.0 .npy file of BYTES zero data bytes.
 npy() {

@@ -35,6 +35,15 @@ struct TypeSize {
 };
 TypeSize SizeOf(const ir::Module& m, ir::TypeId type);
 
+// The largest capacity a cut holds and the largest value it counts: sums of a cut's values then
+// stay below 2^63 (a value that large fits no device; a device that large is taken as 2^60 bytes).
+inline constexpr int64_t kMaxCapacityBytes = int64_t{1} << 60;
+inline constexpr int64_t kMaxValueBytes = int64_t{1} << 61;
+
+// Bytes as the capacity model counts them: at most kMaxValueBytes.
+int64_t ClampedBytes(double bytes);
+int64_t CapacityLimit(const Machine& machine, int device);
+
 // A value that holds storage and the points [begin, end] where it is live. `source`: for a move
 // (on_device, device_copy), the value it reads.
 struct LiveValue {

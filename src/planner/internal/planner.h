@@ -119,6 +119,12 @@ class Planner {
   // Collects every binding in that order.
   absl::Status CollectAll();
   absl::Status CollectBinding(BindingId b);
+  // CollectBinding by expression kind.
+  absl::Status CollectGlobalCall(BindingId b);
+  absl::Status CollectValueCall(BindingId b);
+  absl::Status CollectTuple(BindingId b);
+  void CollectProjection(BindingId b);
+  absl::Status CollectIf(BindingId b);
   absl::Status CollectOpCall(BindingId b);
   // Unifies the returned value with the result (or, when deferred, makes the result that value).
   absl::Status FinishFunction(FuncId f);
@@ -190,7 +196,23 @@ class Planner {
   // and joins operands and result with their targets where they can; the rest is copied.
   void ResolveKernelCall(BindingId call);
   void ApplyDefaults();
+  // Capture, by phase: parameters' and results' devices; room for every copy; each binding in
+  // post-order (its operands read through removed bindings, its conflict copies, its copy point
+  // or kernel boundary); block results; kernels' scope-only signatures.
   void Capture();
+  void CaptureSignatures();
+  void ReserveCopies();
+  void CaptureBinding(BindingId b, std::vector<BindingId>& out);
+  // `first_operand`: the binding's first operand before CaptureBinding resolved it (for a
+  // projection, the annotation it reads).
+  void CaptureCopyPoint(BindingId b, const ir::Expr& e, ValueRef first_operand, std::vector<BindingId>& out);
+  void CaptureProjection(BindingId b, const ir::Expr& e, ValueRef annotation, DeviceIndex src, DeviceIndex dst,
+                         std::vector<BindingId>& out);
+  void CaptureKernelOperands(BindingId b, const ir::Expr& e, std::vector<BindingId>& out);
+  void ResolveBlockResults();
+  void CaptureKernelSignatures();
+  void SetOperand(const ir::Expr& e, uint32_t k, ValueRef v);
+  bool Same(DeviceIndex a, DeviceIndex b) const { return SameDevice(devices_.Get(a), devices_.Get(b)); }
   ValueRef Resolve(ValueRef v) const;
   // The device_copy binding that brings `value` to `dst` for a use in `block`, made on first need.
   BindingId CopyFor(BlockId block, BindingId consumer, ValueRef value, DeviceIndex src, DeviceIndex dst,

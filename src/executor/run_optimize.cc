@@ -1,0 +1,67 @@
+// OptimizeRunProgram (vdev/run.h): `vdev run --optimize`'s placement, by the optimiser.
+#include "absl/strings/str_cat.h"
+#include "vdev/compile.h"
+#include "vdev/diagnostic.h"
+#include "vdev/ir_text.h"
+#include "vdev/machine.h"
+#include "vdev/machine_probe.h"
+#include "vdev/run.h"
+#include "vdev/source_file.h"
+#include "vdev/status_macros.h"
+
+namespace vdev {
+namespace {
+
+// On the CUDA backend every GPU of the machine must be one of this host's: a plan may use any.
+absl::Status CheckGpusPresent(const Machine& machine, const std::string& name) {
+  const int visible = VisibleGpus();
+  for (const VirtualDevice& d : machine.devices) {
+    if (d.device_type() == DeviceType::kCUDA && d.virtual_device_id() >= visible) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": error: ", d.ToString(), " is not on this host (",
+                                                     visible, " GPU(s) visible)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Machine> RunMachine(const RunOptions& options) {
+  Machine machine = DefaultMachine(2);
+  if (!options.machine.empty()) {
+    VDEV_ASSIGN_OR_RETURN(std::string json, ReadSourceFile(options.machine, StandardInput::kRefused));
+    absl::StatusOr<Machine> parsed = ParseMachineJson(json);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(options.machine, ": error: ", parsed.status().message()));
+    }
+    machine = *std::move(parsed);
+  }
+  if (options.backend == "cuda") {
+    VDEV_RETURN_IF_ERROR(CheckGpusPresent(machine, options.machine.empty() ? "the default machine" : options.machine));
+  }
+  return machine;
+}
+
+}  // namespace
+
+absl::StatusOr<OptimizedRunProgram> OptimizeRunProgram(const RunOptions& options) {
+  VDEV_ASSIGN_OR_RETURN(std::string text, ReadSourceFile(options.file, StandardInput::kRefused));
+  CompileOptions compile;
+  VDEV_ASSIGN_OR_RETURN(compile.optimize_for, RunMachine(options));
+  compile.stop_after = CompileStage::kTypes;
+  CompileError error;
+  absl::StatusOr<CompileResult> compiled = Compile(text, compile, &error);
+  if (!compiled.ok()) {
+    std::string message = FormatDiagnostic(options.file, text, error.diagnostic);
+    for (const ConflictAnnotation& c : error.plan.conflicts) {
+      message += FormatDiagnostic(options.file, text, {Severity::kNote, c.loc, c.what});
+    }
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    return absl::InvalidArgumentError(message);
+  }
+  OptimizedRunProgram program;
+  program.text = ir::PrintModule(compiled->module());
+  program.predicted_seconds = compiled->optimization->cost.total;
+  program.optimal = compiled->optimization->optimal;
+  return program;
+}
+
+}  // namespace vdev

@@ -1,0 +1,48 @@
+// The placement problem as SolvePlacement shrinks it, shared by its shrinking
+// (placement_solver.cc) and its Z3 part (placement_z3.cc).
+#ifndef VDEV_SRC_PLANNER_INTERNAL_REDUCED_PLACEMENT_H_
+#define VDEV_SRC_PLANNER_INTERNAL_REDUCED_PLACEMENT_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "src/planner/placement_solver.h"
+
+namespace vdev::planner_internal {
+
+inline Cost Add(Cost a, Cost b) { return a == kForbidden || b == kForbidden ? kForbidden : a + b; }
+
+// The reduced problem: pairs oriented a < b, parallel pairs merged, edges removable.
+struct Reduced {
+  int d = 0;
+  std::vector<std::vector<Cost>> unary;
+  std::vector<PlacementModel::Pair> pairs;
+  std::vector<bool> pair_live;
+  std::vector<std::vector<uint32_t>> incident;  // pair ids by variable (some dead)
+  std::vector<int> fixed;                       // device, or -1
+  std::vector<bool> done;                       // fixed, eliminated or solved
+  std::vector<std::vector<uint32_t>> cuts_of;   // capacity cuts naming the variable (never eliminated)
+
+  Cost PairCost(const PlacementModel::Pair& p, uint32_t v, int dv, int du) const {
+    return p.a == v ? p.cost[dv * d + du] : p.cost[du * d + dv];
+  }
+  uint32_t Other(const PlacementModel::Pair& p, uint32_t v) const { return p.a == v ? p.b : p.a; }
+  size_t Degree(uint32_t v) const {
+    size_t n = 0;
+    for (uint32_t e : incident[v]) n += pair_live[e] ? 1 : 0;
+    return n;
+  }
+};
+
+// One component in Z3: devices as an enumeration sort, unary and pair costs as soft constraints
+// inside push()/pop() (check with assumptions returned non-optimal models), MaxRes, the capacity
+// cuts naming its variables as hard constraints. `lower`: a lower bound on the component's cost
+// proven by Z3 (its objective's lower bound, also after a timeout), at least the sum of its costs'
+// minima. No z3::exception leaves it.
+absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, const std::vector<uint32_t>& vars,
+                            double seconds_left, std::vector<int>& device, bool& optimal, Cost& lower);
+
+}  // namespace vdev::planner_internal
+
+#endif  // VDEV_SRC_PLANNER_INTERNAL_REDUCED_PLACEMENT_H_

@@ -1,0 +1,82 @@
+// `vdev machine probe [--out M.json] [--gpus N] [--repetitions K]`: measures this machine
+// (vdev/machine_probe.h) and writes docs/machine.md's JSON, for `vdev plan --optimize --machine`
+// and `vdev run --optimize --machine`. A summary of what was measured goes to standard error.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "commands.h"
+#include "vdev/machine.h"
+#include "vdev/machine_probe.h"
+
+namespace vdev::cli {
+namespace {
+
+struct ProbeArgs {
+  std::string out;
+  int gpus = -1;  // -1: every visible GPU
+  int repetitions = 3;
+};
+
+void PrintSummary(const Machine& m) {
+  for (size_t d = 0; d < m.devices.size(); ++d) {
+    const DeviceSpec& s = m.specs[d];
+    std::string rates;
+    for (const auto& [dtype, rate] : s.flops) absl::StrAppendFormat(&rates, " %s %.3g", ir::DTypeName(dtype), rate / 1e12);
+    std::cerr << absl::StrFormat("vdev machine probe: %s: %.3g GB, %.4g GB/s, TFLOP/s:%s\n", m.devices[d].ToString(),
+                                 s.memory_bytes / 1e9, s.bandwidth / 1e9, rates);
+  }
+  for (size_t a = 0; a < m.devices.size(); ++a) {
+    for (size_t b = a + 1; b < m.devices.size(); ++b) {
+      const LinkSpec& l = m.Link(a, b);
+      std::cerr << absl::StrFormat("vdev machine probe: %s <-> %s: %.4g GB/s, %.3g us\n", m.devices[a].ToString(),
+                                   m.devices[b].ToString(), l.bandwidth / 1e9, l.latency * 1e6);
+    }
+  }
+}
+
+int RunProbe(const ProbeArgs& args) {
+  ProbeOptions options;
+  if (args.gpus >= 0) options.gpus = args.gpus;
+  options.repetitions = args.repetitions;
+  absl::StatusOr<Machine> machine = ProbeMachine(options);
+  if (!machine.ok()) {
+    std::cerr << "vdev " << machine.status().message() << "\n";
+    return absl::IsInvalidArgument(machine.status()) ? kExitUsage : kExitNegative;
+  }
+  PrintSummary(*machine);
+  const std::string json = MachineJson(*machine);
+  if (args.out.empty()) {
+    std::cout << json;
+    return kExitOk;
+  }
+  std::ofstream out(args.out);
+  out << json;
+  out.close();
+  if (!out) {
+    std::cerr << "vdev machine probe: cannot write " << args.out << "\n";
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddMachineCommands(CLI::App& app, int* exit_code) {
+  CLI::App* machine = app.add_subcommand("machine", "Machine descriptions for the optimiser (docs/machine.md)");
+  machine->require_subcommand(1);
+  auto args = std::make_shared<ProbeArgs>();
+  CLI::App* probe = machine->add_subcommand(
+      "probe", "Measure this machine (CPU and, where built with CUDA, every GPU and link) and write its JSON");
+  probe->add_option("--out", args->out, "write the JSON to FILE (default: standard output)");
+  probe->add_option("--gpus", args->gpus, "measure cuda:0..N-1 (an error if one cannot be reached); default: all visible")
+      ->check(CLI::Range(0, kMaxMachineDevices - 1));
+  probe->add_option("--repetitions", args->repetitions, "timed runs of each measurement, the best kept (default 3)")
+      ->check(CLI::Range(1, 100));
+  probe->callback([args, exit_code] { *exit_code = RunProbe(*args); });
+}
+
+}  // namespace vdev::cli
