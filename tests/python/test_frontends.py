@@ -20,7 +20,8 @@ def _tensor(path):
 
 @pytest.mark.skipif(not os.path.isdir(NODE_TESTS), reason="libonnx-testdata is not installed")
 @pytest.mark.parametrize("name", ["test_gemm_all_attributes", "test_softmax_axis_1", "test_layer_normalization_4d_axis1",
-                                  "test_slice_neg_steps", "test_where_example"])
+                                  "test_reduce_mean_keepdims_random", "test_gather_negative_indices",
+                                  "test_where_example"])
 def test_from_onnx_matches_onnx_reference_outputs(name):
     d = os.path.join(NODE_TESTS, name)
     model = vdev.from_onnx(os.path.join(d, "model.onnx"))
