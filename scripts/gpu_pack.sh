@@ -11,11 +11,11 @@ cp "$SRC/build/tools/vdev" "$SRC/build/tests/runtime/runtime_cuda_test" \
 # The executor's GPU stage and scripts/gpu_verify.sh: the C++ frontend example, the layer benchmark, the
 # CUDA kernels' and the channel plans' one-GPU tests.
 for extra in examples/run/frontend bench/layer_bench tests/kernels/cuda_kernels_test tests/channels/channels_cuda_one_gpu_test \
-    tests/channels/channels_cuda_executor_test; do
+    tests/channels/channels_cuda_executor_test tests/frontend/onnx_backend_tests; do
   if [ -x "$SRC/build/$extra" ]; then cp "$SRC/build/$extra" "$DEST/bin/"; fi
 done
 strip --strip-debug "$DEST"/bin/*  # debug info is most of their size; a device call carries at most 64 MiB
-for lib in $(ldd "$DEST"/bin/* | awk '/libabsl|libz3|libopenblas|libgfortran|libquadmath|libgtest|libgmock/ {print $3}' | sort -u); do
+for lib in $(ldd "$DEST"/bin/* | awk '/libabsl|libz3|libopenblas|libgfortran|libquadmath|libgtest|libgmock|libonnx|libprotobuf/ {print $3}' | sort -u); do
   cp -L "$lib" "$DEST/lib/"
 done
 for big in "$DEST"/lib/libopenblas* "$DEST"/lib/libz3*; do if [ -e "$big" ]; then xz -T0 -6 "$big"; fi; done
