@@ -6,7 +6,7 @@ packages=(cmake ninja-build g++ pkg-config libabsl-dev libz3-dev libgtest-dev li
           libopenblas-dev clang-format-14
           python3 python3-dev pybind11-dev python3-pybind11 python3-pytest python3-hypothesis python3-numpy
           python3-matplotlib libdlpack-dev
-          libonnx-dev libonnx-testdata libprotobuf-dev)
+          libonnx-dev libonnx-testdata libprotobuf-dev python3-onnx)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

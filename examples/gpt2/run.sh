@@ -4,7 +4,8 @@
 # Builds the model with PyTorch (python3-torch), imports it with the token embedding placed on the
 # CPU (`--place /wte/Gather_output_0=cpu`, one annotation), runs it with `vdev run --check` (the
 # outputs recomputed on the CPU kernels and compared) and compares the logits with PyTorch's to
-# 1e-4. Exit 77 (skipped) when PyTorch is not installed.
+# 1e-4. Exit 77 (skipped) when PyTorch is not installed. KEEP=DIR keeps the model, the imported
+# program (DIR/imported) and PyTorch's logits, e.g. to run them on a GPU machine without PyTorch.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 vdev=${1:-$here/../../build/tools/vdev}
@@ -14,8 +15,13 @@ if ! "$python" -c "import torch" 2>/dev/null; then
   echo "gpt2 example: skipped (PyTorch is not installed: apt-get install python3-torch)"
   exit 77
 fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${KEEP:-}" ]; then
+  work=$KEEP
+  mkdir -p "$work"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 "$python" -W ignore "$here/make_model.py" "$work" >/dev/null
 "$vdev" import "$work/model.onnx" --out "$work/imported" --place /wte/Gather_output_0=cpu
 cp "$work/input_ids.npy" "$work/imported/"

@@ -23,6 +23,13 @@
 //                                                    (CPU: a Status; CUDA: clamped and reported by CheckErrors)
 //   attention(qkv[T,3,H,D], causal=false) -> [T,H,D] softmax(q k^T / sqrt(D)) v per head
 //   silu_mul(x[...,2F]) -> [...,F]                   silu(x[..., :F]) * x[..., F:]
+//   power, maximum, minimum(a, b)                    NumPy broadcasting (power: floats only)
+//   log, erf, abs, reciprocal(x)
+//   equal, not_equal, less, less_equal, greater, greater_equal(a, b) -> bool   NumPy broadcasting
+//   where(cond, x, y)                                three-way NumPy broadcasting
+//   broadcast_to(x, shape=[...]); strided_slice(x, begin=[...], end=[...], strides=[...])
+//   sum, mean, max, min, prod(x, axis=[...], keepdims=)   no axis: all of them
+//   log_softmax(x, axis=-1)
 // Views (reshape), device_copy, allreduce, tuples and calls are the executor's, not kernels.
 //
 // Example (what the executor does for `%y = add(%a, %b, out=%t)`):

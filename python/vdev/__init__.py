@@ -12,6 +12,7 @@ The lattice: ``VirtualDevice(device_type="cuda", device_id=0)``, ``a.join(b)``, 
 Programs are also built in Python with ``vdev.Builder``; ``vdev.testing`` has Hypothesis strategies.
 ``vdev.Session.threaded(n)`` / ``.process(n)`` drive workers (include/vdev/controller.h);
 ``vdev.channels`` writes, validates and runs collectives in the channel language.
+``vdev.from_onnx(path)`` / ``vdev.from_fx(graph_module, example_inputs)`` import models (vdev.frontends).
 Errors are vdev.Error subclasses whose text is ``FILE:LINE:COL: error: …``.
 """
 
@@ -21,6 +22,7 @@ from vdev._errors import (BuildError, ChannelError, Error, LoweringError, ParseE
                           SessionError)
 from vdev._records import AllReduce, Conflict, Copy, PlanCost, PlanWarning, Pool
 from vdev.builder import Builder
+from vdev.frontends import ImportedModel, from_fx, from_onnx, from_torch
 from vdev import channels
 
 __version__ = "0.1.0"
@@ -30,4 +32,5 @@ __all__ = [
     "LoweringError", "Machine", "Module", "ParseError", "Plan", "PlanCost", "PlanWarning", "PlanningError",
     "Pool", "RemoteFunc", "RunError", "Session", "SessionError", "Target", "Type", "Value", "VirtualDevice",
     "channels", "compile", "default", "join", "lower", "parse", "plan", "run", "run_workers",
+    "ImportedModel", "from_fx", "from_onnx", "from_torch",
 ]

@@ -31,33 +31,13 @@ void ForEachStrided(const Shape& dims, const std::vector<int64_t>& base, const s
   }
 }
 
-// Strides (elements) of `in` broadcast against `out`: 0 along broadcast dims. False when `in` does
-// not broadcast to `out`.
-bool BroadcastStrides(const Shape& out, const Shape& in, std::vector<int64_t>* strides) {
-  if (in.size() > out.size()) return false;
-  strides->assign(out.size(), 0);
-  int64_t stride = 1;
-  for (size_t i = in.size(); i-- > 0;) {
-    const size_t d = i + out.size() - in.size();
-    if (in[i] != out[d] && in[i] != 1) return false;
-    (*strides)[d] = in[i] == 1 ? 0 : stride;
-    stride *= in[i];
-  }
-  return true;
-}
-
 double Read(const TensorRef& t, int64_t i) { return ReadAsDouble(t, i); }
 
 template <typename Cmp>
 absl::Status CompareKernel(absl::string_view name, const KernelCall& call, Cmp cmp) {
   const KernelOp op = KernelOp::Cpu(name);
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 2, 1));
+  VDEV_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> strides, CheckCompare(op, call));
   const TensorRef &a = call.inputs[0], &b = call.inputs[1], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, b, a.dtype, "operand 2"));
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, ir::DType::kBool, "the output"));
-  std::vector<std::vector<int64_t>> strides(2);
-  if (!BroadcastStrides(out.shape, a.shape, &strides[0]) || !BroadcastStrides(out.shape, b.shape, &strides[1]))
-    return Invalid(op, "the operands do not broadcast to the output ", ShapeString(out.shape));
   auto* o = static_cast<uint8_t*>(out.data);
   ForEachStrided(out.shape, {0, 0}, strides, [&](int64_t i, const int64_t* at) {
     o[i] = cmp(Read(a, at[0]), Read(b, at[1])) ? 1 : 0;
@@ -66,17 +46,8 @@ absl::Status CompareKernel(absl::string_view name, const KernelCall& call, Cmp c
 }
 
 absl::Status WhereKernel(const KernelCall& call) {
-  const KernelOp op = KernelOp::Cpu("where");
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 3, 1));
+  VDEV_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> strides, CheckWhere(KernelOp::Cpu("where"), call));
   const TensorRef &c = call.inputs[0], &x = call.inputs[1], &y = call.inputs[2], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, c, ir::DType::kBool, "the condition"));
-  VDEV_RETURN_IF_ERROR(CheckDType(op, y, x.dtype, "operand 3"));
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  std::vector<std::vector<int64_t>> strides(3);
-  for (int k = 0; k < 3; ++k) {
-    if (!BroadcastStrides(out.shape, call.inputs[k].shape, &strides[k]))
-      return Invalid(op, "operand ", k + 1, " does not broadcast to the output ", ShapeString(out.shape));
-  }
   const size_t bytes = DTypeBytes(x.dtype);
   const auto* cond = static_cast<const uint8_t*>(c.data);
   const auto *xs = static_cast<const std::byte*>(x.data), *ys = static_cast<const std::byte*>(y.data);
@@ -98,39 +69,14 @@ void Gather(const TensorRef& x, const TensorRef& out, int64_t base, const std::v
 }
 
 absl::Status BroadcastToKernel(const KernelCall& call) {
-  const KernelOp op = KernelOp::Cpu("broadcast_to");
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
-  const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  std::vector<int64_t> strides;
-  if (!BroadcastStrides(out.shape, x.shape, &strides))
-    return Invalid(op, ShapeString(x.shape), " does not broadcast to ", ShapeString(out.shape));
-  Gather(x, out, 0, strides);
+  VDEV_ASSIGN_OR_RETURN(std::vector<int64_t> strides, CheckBroadcastTo(KernelOp::Cpu("broadcast_to"), call));
+  Gather(call.inputs[0], call.outputs[0], 0, strides);
   return absl::OkStatus();
 }
 
 absl::Status StridedSliceKernel(const KernelCall& call) {
-  const KernelOp op = KernelOp::Cpu("strided_slice");
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
-  const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  std::optional<std::vector<int64_t>> begin = AttrsOf(call).Ints("begin");
-  std::optional<std::vector<int64_t>> step = AttrsOf(call).Ints("strides");
-  const size_t rank = x.shape.size();
-  if (!step) step = std::vector<int64_t>(rank, 1);
-  if (!begin || begin->size() != rank || step->size() != rank || out.shape.size() != rank)
-    return Invalid(op, "begin and strides need one entry per axis of ", ShapeString(x.shape));
-  std::vector<int64_t> strides(rank);
-  int64_t base = 0, stride = 1;
-  for (size_t d = rank; d-- > 0;) {
-    const int64_t last = (*begin)[d] + (out.shape[d] - 1) * (*step)[d];
-    if (out.shape[d] > 0 && ((*begin)[d] < 0 || (*begin)[d] >= x.shape[d] || last < 0 || last >= x.shape[d]))
-      return Invalid(op, "axis ", d, " reads outside [0, ", x.shape[d], ")");
-    base += (*begin)[d] * stride;
-    strides[d] = (*step)[d] * stride;
-    stride *= x.shape[d];
-  }
-  Gather(x, out, base, strides);
+  VDEV_ASSIGN_OR_RETURN(SliceView view, CheckStridedSlice(KernelOp::Cpu("strided_slice"), call));
+  Gather(call.inputs[0], call.outputs[0], view.base, view.strides);
   return absl::OkStatus();
 }
 
@@ -138,17 +84,9 @@ enum class Reduction { kSum, kMean, kMax, kMin, kProd };
 
 template <Reduction kOp>
 absl::Status ReduceKernel(absl::string_view name, const KernelCall& call) {
-  const KernelOp op = KernelOp::Cpu(name);
-  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
+  VDEV_ASSIGN_OR_RETURN(std::vector<bool> reduced, CheckReduce(KernelOp::Cpu(name), call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_RETURN_IF_ERROR(CheckDType(op, out, x.dtype, "the output"));
-  VDEV_RETURN_IF_ERROR(CheckNumeric(op, x.dtype, /*integers=*/true));
   const size_t rank = x.shape.size();
-  std::vector<bool> reduced(rank, !AttrsOf(call).Find("axis"));
-  for (int64_t a : AttrsOf(call).Ints("axis").value_or(std::vector<int64_t>{})) {
-    VDEV_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(op, a, rank));
-    reduced[axis] = true;
-  }
   // Output strides per input dim (0 along reduced dims), so every input element lands in its output.
   std::vector<int64_t> strides(rank, 0);
   int64_t count = 1, stride = 1;
@@ -160,10 +98,8 @@ absl::Status ReduceKernel(absl::string_view name, const KernelCall& call) {
       stride *= x.shape[d];
     }
   }
-  if (out.NumElements() != stride) return Invalid(op, "the output ", ShapeString(out.shape), " does not fit the reduction");
   const double init = kOp == Reduction::kMax ? -INFINITY : kOp == Reduction::kMin ? INFINITY
                       : kOp == Reduction::kProd ? 1.0 : 0.0;
-  if ((kOp == Reduction::kMax || kOp == Reduction::kMin) && count == 0) return Invalid(op, "reduces an empty axis");
   std::vector<double> acc(static_cast<size_t>(stride), init);
   ForEachStrided(x.shape, {0}, {strides}, [&](int64_t i, const int64_t* at) {
     const double v = Read(x, i);

@@ -165,6 +165,7 @@ absl::Status CudaKernelBackend::Matmul(ir::DType dtype, const void* a, const voi
 void RegisterCudaKernels(KernelRegistry& registry) {
   cuda_internal::RegisterElementwiseOps(registry);
   cuda_internal::RegisterLayoutOps(registry);
+  cuda_internal::RegisterSelectOps(registry);
   cuda_internal::RegisterMatmulOps(registry);
 }
 

@@ -27,11 +27,19 @@ __device__ __forceinline__ float ApplyUnary(float x) {
   if constexpr (kOp == Unary::kNegative) return -x;
   if constexpr (kOp == Unary::kSqrt) return sqrtf(x);
   if constexpr (kOp == Unary::kRsqrt) return 1.0f / sqrtf(x);
+  if constexpr (kOp == Unary::kLog) return logf(x);
+  if constexpr (kOp == Unary::kErf) return erff(x);
+  if constexpr (kOp == Unary::kAbs) return fabsf(x);
+  if constexpr (kOp == Unary::kReciprocal) return 1.0f / x;
 }
 
 template <Binary kOp, typename T>
 __device__ __forceinline__ T ApplyBinary(T x, T y) {
-  if constexpr (std::is_integral_v<T>) {
+  if constexpr (std::is_integral_v<T> && kOp == Binary::kMaximum) {
+    return x > y ? x : y;
+  } else if constexpr (std::is_integral_v<T> && kOp == Binary::kMinimum) {
+    return x < y ? x : y;
+  } else if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
     const U a = static_cast<U>(x), b = static_cast<U>(y);
     if constexpr (kOp == Binary::kAdd) return static_cast<T>(a + b);
@@ -43,6 +51,9 @@ __device__ __forceinline__ T ApplyBinary(T x, T y) {
     if constexpr (kOp == Binary::kSubtract) return FromF32<T>(a - b);
     if constexpr (kOp == Binary::kMultiply) return FromF32<T>(a * b);
     if constexpr (kOp == Binary::kDivide) return FromF32<T>(a / b);
+    if constexpr (kOp == Binary::kPower) return FromF32<T>(powf(a, b));
+    if constexpr (kOp == Binary::kMaximum) return FromF32<T>(a != a || a > b ? a : b);  // NaN propagates
+    if constexpr (kOp == Binary::kMinimum) return FromF32<T>(a != a || a < b ? a : b);
   }
 }
 
@@ -190,7 +201,8 @@ template <Binary kOp>
 void BinaryAnyType(Elem t, const void* a, const void* b, void* y, int64_t n, const Strided* s, cudaStream_t stream) {
   DispatchAny(t, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (!(kOp == Binary::kDivide && std::is_integral_v<T>)) Binary1<kOp, T>(a, b, y, n, s, stream);
+    if constexpr (!((kOp == Binary::kDivide || kOp == Binary::kPower) && std::is_integral_v<T>))
+      Binary1<kOp, T>(a, b, y, n, s, stream);
   });
 }
 
@@ -211,6 +223,10 @@ cudaError_t LaunchUnary(Unary op, Elem t, const void* x, void* y, int64_t n, cud
       case Unary::kNegative: return Unary1<Unary::kNegative, T>(x, y, n, stream);
       case Unary::kSqrt: return Unary1<Unary::kSqrt, T>(x, y, n, stream);
       case Unary::kRsqrt: return Unary1<Unary::kRsqrt, T>(x, y, n, stream);
+      case Unary::kLog: return Unary1<Unary::kLog, T>(x, y, n, stream);
+      case Unary::kErf: return Unary1<Unary::kErf, T>(x, y, n, stream);
+      case Unary::kAbs: return Unary1<Unary::kAbs, T>(x, y, n, stream);
+      case Unary::kReciprocal: return Unary1<Unary::kReciprocal, T>(x, y, n, stream);
     }
   });
   return cudaGetLastError();
@@ -224,6 +240,9 @@ cudaError_t LaunchBinary(Binary op, Elem t, const void* a, const void* b, void* 
     case Binary::kSubtract: BinaryAnyType<Binary::kSubtract>(t, a, b, y, n, shape, stream); break;
     case Binary::kMultiply: BinaryAnyType<Binary::kMultiply>(t, a, b, y, n, shape, stream); break;
     case Binary::kDivide: BinaryAnyType<Binary::kDivide>(t, a, b, y, n, shape, stream); break;
+    case Binary::kPower: BinaryAnyType<Binary::kPower>(t, a, b, y, n, shape, stream); break;
+    case Binary::kMaximum: BinaryAnyType<Binary::kMaximum>(t, a, b, y, n, shape, stream); break;
+    case Binary::kMinimum: BinaryAnyType<Binary::kMinimum>(t, a, b, y, n, shape, stream); break;
   }
   return cudaGetLastError();
 }

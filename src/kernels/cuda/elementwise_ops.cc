@@ -14,6 +14,8 @@ using cuda_ops::Unary;
 
 // The strided view of `out = a op b` under NumPy broadcasting; nullopt when a and b are both dense
 // and of out's element count (the packed fast path).
+}  // namespace
+
 absl::StatusOr<std::optional<cuda_ops::Strided>> BroadcastOf(const KernelOp& op, const TensorRef& out,
                                                               const TensorRef& a, const TensorRef& b) {
   const int rank = static_cast<int>(out.shape.size());
@@ -54,6 +56,8 @@ absl::StatusOr<std::optional<cuda_ops::Strided>> BroadcastOf(const KernelOp& op,
   return s;
 }
 
+namespace {
+
 template <Binary kOp>
 absl::Status BinaryOp(absl::string_view name, const KernelCall& call) {
   const KernelOp op = KernelOp::Cuda(name);
@@ -61,7 +65,7 @@ absl::Status BinaryOp(absl::string_view name, const KernelCall& call) {
   const TensorRef &a = call.inputs[0], &b = call.inputs[1], &out = call.outputs[0];
   VDEV_RETURN_IF_ERROR(CheckDType(op, b, a.dtype, "operand 2"));
   VDEV_RETURN_IF_ERROR(CheckDType(op, out, a.dtype, "the output"));
-  VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem t, ElemOf(op, a.dtype, /*integers=*/kOp != Binary::kDivide));
+  VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem t, ElemOf(op, a.dtype, /*integers=*/kOp != Binary::kDivide && kOp != Binary::kPower));
   VDEV_ASSIGN_OR_RETURN(std::optional<cuda_ops::Strided> shape, BroadcastOf(op, out, a, b));
   return Launched(op, cuda_ops::LaunchBinary(kOp, t, a.data, b.data, out.data, out.NumElements(),
                                              shape ? &*shape : nullptr, StreamOf(call)));
@@ -134,6 +138,13 @@ void RegisterElementwiseOps(KernelRegistry& r) {
   Add(r, "subtract", [](const KernelCall& c) { return BinaryOp<Binary::kSubtract>("subtract", c); });
   Add(r, "multiply", [](const KernelCall& c) { return BinaryOp<Binary::kMultiply>("multiply", c); });
   Add(r, "divide", [](const KernelCall& c) { return BinaryOp<Binary::kDivide>("divide", c); });
+  Add(r, "power", [](const KernelCall& c) { return BinaryOp<Binary::kPower>("power", c); });
+  Add(r, "maximum", [](const KernelCall& c) { return BinaryOp<Binary::kMaximum>("maximum", c); });
+  Add(r, "minimum", [](const KernelCall& c) { return BinaryOp<Binary::kMinimum>("minimum", c); });
+  Add(r, "log", [](const KernelCall& c) { return UnaryOp("log", Unary::kLog, c); });
+  Add(r, "erf", [](const KernelCall& c) { return UnaryOp("erf", Unary::kErf, c); });
+  Add(r, "abs", [](const KernelCall& c) { return UnaryOp("abs", Unary::kAbs, c); });
+  Add(r, "reciprocal", [](const KernelCall& c) { return UnaryOp("reciprocal", Unary::kReciprocal, c); });
   Add(r, "relu", [](const KernelCall& c) { return UnaryOp("relu", Unary::kRelu, c); });
   Add(r, "nn.relu", [](const KernelCall& c) { return UnaryOp("nn.relu", Unary::kRelu, c); });
   Add(r, "gelu", Gelu);

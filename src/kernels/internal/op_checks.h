@@ -109,6 +109,25 @@ struct AttentionShape {
 };
 absl::StatusOr<AttentionShape> CheckAttention(const KernelOp& op, const KernelCall& call);
 
+// The checks of the ops in src/kernels/cpu/select.cc (and cuda/select_ops.cc), select_checks.cc.
+
+// Strides (elements) of `in` broadcast (NumPy) to `out`, 0 along broadcast dims.
+absl::StatusOr<std::vector<int64_t>> BroadcastStridesTo(const KernelOp& op, const Shape& out, const Shape& in);
+// equal/less/…(a, b) -> bool: a and b of one dtype, the output bool; each operand's strides.
+absl::StatusOr<std::vector<std::vector<int64_t>>> CheckCompare(const KernelOp& op, const KernelCall& call);
+// where(cond, x, y): cond bool, x, y and the output of one dtype; each operand's strides.
+absl::StatusOr<std::vector<std::vector<int64_t>>> CheckWhere(const KernelOp& op, const KernelCall& call);
+// broadcast_to(x, shape): x's strides against the output.
+absl::StatusOr<std::vector<int64_t>> CheckBroadcastTo(const KernelOp& op, const KernelCall& call);
+// strided_slice(x, begin, strides): the first element read and each output dim's stride into x.
+struct SliceView {
+  int64_t base = 0;
+  std::vector<int64_t> strides;
+};
+absl::StatusOr<SliceView> CheckStridedSlice(const KernelOp& op, const KernelCall& call);
+// sum/mean/…(x, axis, keepdims): which axes of x are reduced (all without `axis`).
+absl::StatusOr<std::vector<bool>> CheckReduce(const KernelOp& op, const KernelCall& call);
+
 }  // namespace vdev::kernels_internal
 
 #endif  // VDEV_SRC_KERNELS_INTERNAL_OP_CHECKS_H_

@@ -16,8 +16,10 @@ namespace vdev::cuda_ops {
 
 enum class Elem { kF32, kF16, kBF16, kI32, kI64 };
 
-enum class Unary { kRelu, kGeluErf, kGeluTanh, kSilu, kExp, kTanh, kSigmoid, kNegative, kSqrt, kRsqrt };
-enum class Binary { kAdd, kSubtract, kMultiply, kDivide };
+enum class Unary {
+  kRelu, kGeluErf, kGeluTanh, kSilu, kExp, kTanh, kSigmoid, kNegative, kSqrt, kRsqrt, kLog, kErf, kAbs, kReciprocal
+};
+enum class Binary { kAdd, kSubtract, kMultiply, kDivide, kPower, kMaximum, kMinimum };
 
 // Dims of a broadcast after adjacent dims were merged: out index -> element offsets of a and b
 // (stride 0 where an operand is broadcast).
@@ -44,7 +46,8 @@ cudaError_t Prepare();
 
 // y[i] = op(x[i]), f32/f16/bf16.
 cudaError_t LaunchUnary(Unary op, Elem t, const void* x, void* y, int64_t n, cudaStream_t stream);
-// y = op(a, b) over `n` outputs; f32/f16/bf16, and i32/i64 for add, subtract, multiply (wrapping).
+// y = op(a, b) over `n` outputs; f32/f16/bf16, and i32/i64 for add, subtract, multiply (wrapping),
+// maximum and minimum (divide and power are float only).
 // `shape` == nullptr: a and b both have n elements.
 cudaError_t LaunchBinary(Binary op, Elem t, const void* a, const void* b, void* y, int64_t n, const Strided* shape,
                          cudaStream_t stream);
@@ -76,6 +79,22 @@ cudaError_t LaunchCopyRows(const void* src, int64_t src_pitch, void* dst, int64_
 // An index outside [0, size) is clamped and reported in *error.
 cudaError_t LaunchTake(const void* table, const void* indices, bool indices_i64, void* out, int64_t outer,
                        int64_t size, int64_t count, int64_t row_bytes, DeviceError* error, cudaStream_t stream);
+
+// The ops of select.cu. Comparisons: y (bool bytes) = a cmp b under `shape`'s broadcast (nullptr:
+// dense); kinds 0..5 = equal, not_equal, less, less_equal, greater, greater_equal.
+cudaError_t LaunchCompare(int kind, Elem t, const void* a, const void* b, uint8_t* y, int64_t n, const Strided* shape,
+                          cudaStream_t stream);
+// y[i] = cond[i] ? x[i] : z[i] with each operand's strides over `rank` output dims (0: broadcast).
+cudaError_t LaunchWhere(int elem_bytes, const uint8_t* cond, const void* x, const void* z, void* y, int rank,
+                        const int64_t* dims, const int64_t* const strides[3], cudaStream_t stream);
+// y[o] = reduce over the `reduced` dims of x; x's dims split into kept (out_dims, x strides
+// kept_strides) and reduced (red_dims, red_strides). kind 0..4 = sum, mean, max, min, prod; f32 accumulation.
+cudaError_t LaunchReduce(int kind, Elem t, const void* x, void* y, int kept_rank, const int64_t* out_dims,
+                         const int64_t* kept_strides, int red_rank, const int64_t* red_dims, const int64_t* red_strides,
+                         cudaStream_t stream);
+// log_softmax over the middle axis of x viewed as [outer, len, inner]: one thread per row.
+cudaError_t LaunchLogSoftmax(Elem t, const void* x, void* y, int64_t outer, int64_t len, int64_t inner,
+                             cudaStream_t stream);
 
 // out[t, h, :] = softmax(q k^T / sqrt(d)) v per head from qkv[T, 3, H, D]; f32/f16/bf16, D <= 256.
 // f16/bf16 with D of 64 or 128 run on tensor cores unless `tensor_cores` is false (the benchmark's

@@ -46,7 +46,13 @@ absl::Status Launched(const KernelOp& op, cudaError_t e);
 // Registers fn for (op, kCUDA) unless the op has a CUDA kernel already.
 void Add(KernelRegistry& registry, absl::string_view op, KernelFn fn);
 
+// The strided view of `out = a op b` under NumPy broadcasting (dims of size 1 dropped, adjacent dims
+// merged); nullopt when a and b are both dense with out's element count (elementwise_ops.cc).
+absl::StatusOr<std::optional<cuda_ops::Strided>> BroadcastOf(const KernelOp& op, const TensorRef& out,
+                                                              const TensorRef& a, const TensorRef& b);
+
 void RegisterElementwiseOps(KernelRegistry& registry);
+void RegisterSelectOps(KernelRegistry& registry);  // select_ops.cc
 void RegisterLayoutOps(KernelRegistry& registry);
 void RegisterMatmulOps(KernelRegistry& registry);
 
