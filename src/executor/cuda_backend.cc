@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "prepared_op.h"
 #include "session_reduce.h"
-#include "src/runtime/internal/cuda_common.h"
+#include "cuda_common/cuda_common.h"
 #include "vdev/cuda_allreduce.h"
 #if VDEV_HAVE_CHANNELS_CUDA
 #include "vdev/cuda_channel_executor.h"

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The command line as a user meets it: wall time and peak RSS of `vdev` commands and of
+`import vdev`, each run as a fresh process, against the bare cost of starting a process
+(`/bin/true`) and an interpreter (`python3 -c pass`) measured in the same run.
+
+    python3 bench/cli_bench.py [--vdev build/tools/vdev] [--python-path build/python] [--runs 7]
+        [--chains 100000,1000000]
+
+The `plan` rows plan the add chain of bench/plan_bench.cc (BM_ParseAndPlan, variant 1: N adds, every
+tenth pinned to cpu:0), written to a temporary file. Runs of the cases alternate round by round so
+that drift in the machine's load hits every case alike; each figure is the median over the runs, and
+the peak RSS the largest seen. Prints a Markdown table.
+"""
+
+import argparse
+import os
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+
+
+def chain_text(adds: int) -> str:
+    """The program of plan_bench.cc's Chain(adds, 1)."""
+    def name(i: int) -> str:
+        return "%p" if i == -1 else "%q" if i == -2 else f"%{i}"
+
+    lines = ["def @main(%p: f32[4], %q: f32[4]) -> f32[4] {"]
+    for i in range(adds):
+        a, b = name(i - 1), name(i - 2)
+        if i % 10 == 9:
+            lines.append(f"  %a{i} = add({a}, {b})")
+            lines.append(f"  %{i} = on_device(%a{i}, cpu:0)")
+        else:
+            lines.append(f"  %{i} = add({a}, {b})")
+    lines.append(f"  return %{adds - 1}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def run_once(argv, env):
+    """Wall seconds and peak RSS (MB) of one run of argv, its output discarded; fails loudly."""
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.execve(argv[0], argv, env)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):  # `vdev join` of two devices that do not join exits 1 by design
+        sys.exit(f"{' '.join(argv)}: exit status {code}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vdev", default="build/tools/vdev")
+    parser.add_argument("--python-path", default="build/python")
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--chains", default="100000,1000000", help="adds of the planned chains, comma-separated")
+    args = parser.parse_args()
+    vdev = str(pathlib.Path(args.vdev).resolve())
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(args.python_path).resolve()))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = [
+            ("process start (peer): /bin/true", ["/bin/true"]),
+            ("vdev join cuda:3 cuda:3", [vdev, "join", "cuda:3", "cuda:3"]),
+            ("vdev version", [vdev, "version"]),
+            ("interpreter start (peer): python3 -c pass", [sys.executable, "-c", "pass"]),
+            ("python3 -c 'import vdev'", [sys.executable, "-c", "import vdev"]),
+        ]
+        for adds in (int(a) for a in args.chains.split(",") if a):
+            program = pathlib.Path(tmp) / f"chain{adds}.vdev"
+            program.write_text(chain_text(adds))
+            bindings = adds + adds // 10
+            cases.append((f"vdev plan: chain of {bindings:,} bindings", [vdev, "plan", str(program)]))
+        walls = {label: [] for label, _ in cases}
+        rss = {label: 0.0 for label, _ in cases}
+        for label, argv in cases:  # warm-up: page cache, first-touch faults
+            run_once(argv, env)
+        for _ in range(args.runs):
+            for label, argv in cases:
+                wall, peak = run_once(argv, env)
+                walls[label].append(wall)
+                rss[label] = max(rss[label], peak)
+
+    print(f"{args.runs} runs each, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end\n")
+    print("| command | median wall ms | min wall ms | peak RSS MB |")
+    print("| --- | ---: | ---: | ---: |")
+    for label, _ in cases:
+        print(f"| {label} | {statistics.median(walls[label]) * 1e3:.1f} | {min(walls[label]) * 1e3:.1f} "
+              f"| {rss[label]:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
