@@ -17,9 +17,9 @@ for round in $(seq "$rounds"); do
   echo "== round $round of $rounds: ctest -j $jobs $* [${SECONDS} s]"
   log="$build_dir/stress-round$round.log"
   if ! ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 900 "$@" >"$log" 2>&1; then
-    tail -n 80 "$log"
+    tail -n 80 "$log" | sed -n '1,/The following tests FAILED:/p' | head -n -1
     echo "stress_tests.sh: round $round failed; failed tests:"
-    sed -n '/The following tests FAILED:/,$p' "$log" | tail -n +2
+    sed -n '/The following tests FAILED:/,$p' "$log" | grep -E '^[[:space:]]+[0-9]+ - '
     echo "(whole log: $log)"
     exit 1
   fi
