@@ -3,8 +3,8 @@
 `import vdev`, each run as a fresh process, against the bare cost of starting a process
 (`/bin/true`) and an interpreter (`python3 -c pass`) measured in the same run.
 
-    python3 bench/cli_bench.py [--vdev build/tools/vdev] [--python-path build/python] [--runs 7]
-        [--chains 100000,1000000]
+    python3 bench/cli_bench.py [--vdev build/tools/vdev] [--python-path build/python]
+        [--python /usr/bin/python3] [--runs 7] [--chains 100000,1000000]
 
 The `plan` rows plan the add chain of bench/plan_bench.cc (BM_ParseAndPlan, variant 1: N adds, every
 tenth pinned to cpu:0), written to a temporary file. Runs of the cases alternate round by round so
@@ -39,8 +39,9 @@ def chain_text(adds: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_once(argv, env):
-    """Wall seconds and peak RSS (MB) of one run of argv, its output discarded; fails loudly."""
+def run_once(argv, env, want_status):
+    """Wall seconds and peak RSS (MB) of one run of argv, its output discarded; stops the benchmark
+    when it exits with another status than want_status."""
     start = time.perf_counter()
     pid = os.fork()
     if pid == 0:
@@ -50,15 +51,21 @@ def run_once(argv, env):
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):  # `vdev join` of two devices that do not join exits 1 by design
-        sys.exit(f"{' '.join(argv)}: exit status {code}")
+    if code != want_status:
+        sys.exit(f"{' '.join(argv)}: exit status {code}, expected {want_status}")
     return wall, usage.ru_maxrss / 1024
+
+
+def want_status(label: str) -> int:
+    return 1 if "exit 1" in label else 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vdev", default="build/tools/vdev")
     parser.add_argument("--python-path", default="build/python")
+    # The interpreter the extension was built for (CMake prefers /usr/bin/python3: BUILD_NOTES.md).
+    parser.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--chains", default="100000,1000000", help="adds of the planned chains, comma-separated")
     args = parser.parse_args()
@@ -68,10 +75,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cases = [
             ("process start (peer): /bin/true", ["/bin/true"]),
-            ("vdev join cuda:3 cuda:3", [vdev, "join", "cuda:3", "cuda:3"]),
+            ("vdev join cuda:3 cuda:4 (exit 1: no join)", [vdev, "join", "cuda:3", "cuda:4"]),
             ("vdev version", [vdev, "version"]),
-            ("interpreter start (peer): python3 -c pass", [sys.executable, "-c", "pass"]),
-            ("python3 -c 'import vdev'", [sys.executable, "-c", "import vdev"]),
+            ("interpreter start (peer): python3 -c pass", [args.python, "-c", "pass"]),
+            ("python3 -c 'import vdev'", [args.python, "-c", "import vdev; vdev.join"]),
         ]
         for adds in (int(a) for a in args.chains.split(",") if a):
             program = pathlib.Path(tmp) / f"chain{adds}.vdev"
@@ -81,10 +88,10 @@ def main() -> int:
         walls = {label: [] for label, _ in cases}
         rss = {label: 0.0 for label, _ in cases}
         for label, argv in cases:  # warm-up: page cache, first-touch faults
-            run_once(argv, env)
+            run_once(argv, env, want_status(label))
         for _ in range(args.runs):
             for label, argv in cases:
-                wall, peak = run_once(argv, env)
+                wall, peak = run_once(argv, env, want_status(label))
                 walls[label].append(wall)
                 rss[label] = max(rss[label], peak)
 
