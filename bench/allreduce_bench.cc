@@ -2,7 +2,8 @@
 //
 // Every worker uses the same processes and buffers for every variant: vdev one-shot (flagged, LL,
 // LL128, sentinel), two-shot (flagged, LL) and auto, vdev-auto-nopdl (auto launched without programmatic
-// dependent launch, from a second communicator), vdev-inplace (the zero-copy one-shot on an input in IPC memory), plain ncclAllReduce, and
+// dependent launch, from a second communicator), vdev-inplace (the zero-copy one-shot on an input in IPC
+// memory) and vdev-inplace-noexit (the same without its exit barrier), plain ncclAllReduce, and
 // ncclAllReduce on NCCL symmetric windows (ncclMemAlloc + ncclCommWindowRegister), and shipped
 // channel plans run by CudaPlanExecutor with input and output in its region (plan-one_shot_ll,
 // plan-one_shot, plan-one_shot_push, plan-two_shot: up to --max-plan-bytes, default 4 MB; instances
@@ -176,7 +177,14 @@ int Main(int argc, char** argv) {
     const IPCBuffer buffer{ipc_in, 0};
     all_variants.insert(all_variants.end() - (only_vdev ? 0 : 1),
                         Variant{"vdev-inplace", buffer.Local(), out, [&comm, buffer, &out](size_t n, cudaStream_t s) {
-                                  return comm.AllReduceZeroCopy(buffer, out, n, DataType::kBF16, s);
+                                  return comm.AllReduceZeroCopy(buffer, out, n, DataType::kBF16, s, ZeroCopyRead::kInPlace);
+                                }});
+    // Without the exit barrier: valid here, since no worker rewrites its input before every worker has
+    // synchronised (the check and the timing end with a collective on the host).
+    all_variants.insert(all_variants.end() - (only_vdev ? 0 : 1),
+                        Variant{"vdev-inplace-noexit", buffer.Local(), out, [&comm, buffer, &out](size_t n, cudaStream_t s) {
+                                  return comm.AllReduceZeroCopy(buffer, out, n, DataType::kBF16, s,
+                                                                ZeroCopyRead::kInPlaceNoExitBarrier);
                                 }});
   }
   // Each plan its own executor and region (input, output, scratch for max_plan_bytes); its input()

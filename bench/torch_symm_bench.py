@@ -85,7 +85,7 @@ def main():
                         "auto_choice"])
             w.writerows(rows)
     dist.barrier()
-    # destroy_process_group() hung on 4 GPUs (device call 1); the results are written: leave now.
+    # destroy_process_group() has been seen to hang on 4 GPUs; the results are written: leave now.
     sys.stdout.flush()
     os._exit(0)
 

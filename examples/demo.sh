@@ -11,6 +11,8 @@ show plan "$here/planner/two_devices.vdev"
 show plan "$here/planner/two_devices.vdev" --json
 show lower "$here/planner/two_devices.vdev"
 show lower "$here/memory/allreduce_reshape.vdev" --json
+# The all-reduce fusion: each allreduce -> add -> rms_norm chain becomes one vdev.allreduce_add_rms_norm.
+show lower "$here/memory/tp_block.vdev"
 # Example (1) of examples/run: runs for real, checked against the CPU reference. The CUDA backend
 # when this vdev has it (`vdev version` says so) and a GPU is visible, else the host one.
 backend=host
@@ -19,3 +21,4 @@ if "$vdev" version | grep -q '^backends:.* cuda' && command -v nvidia-smi >/dev/
   backend=cuda
 fi
 show run "$here/run/tp_mlp.vdev" --workers 2 --backend "$backend" --check
+show run "$here/memory/tp_block.vdev" --workers 2 --backend "$backend" --check

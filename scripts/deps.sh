@@ -2,14 +2,15 @@
 # Installs the Debian packages vdev builds and tests with (skips apt when all are present).
 # Usage: deps.sh [build|all]. `build` (what scripts/demo.sh asks for): what configuring the tree and
 # building `vdev` need, the test frameworks' headers included (CMake looks for them when it
-# configures); `all` (the default, scripts/test.sh): also the fuzzers' clang, graphviz and the
-# Python package's build and test dependencies.
+# configures); `all` (the default, scripts/test.sh): also the fuzzers' clang, clang-format, graphviz,
+# the Python package's build and test dependencies and the optional ONNX frontend's.
 set -euo pipefail
 build_packages=(cmake ninja-build g++ pkg-config libabsl-dev libz3-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
                 libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev)
-test_packages=(clang-14 libclang-rt-14-dev graphviz
+test_packages=(clang-14 libclang-rt-14-dev clang-format-14 graphviz
                python3 python3-dev pybind11-dev python3-pybind11 python3-pytest python3-hypothesis python3-numpy
-               python3-matplotlib libdlpack-dev)
+               python3-matplotlib libdlpack-dev
+               libonnx-dev libonnx-testdata libprotobuf-dev)
 apt_options=()
 case "${1:-all}" in
   build) packages=("${build_packages[@]}"); apt_options=(--no-install-recommends) ;;

@@ -36,7 +36,7 @@ if [ "$target" = channels ]; then
   dict=../fuzz/plan.dict
 else
   cp fuzz/corpus/* "$seeds"/
-  find examples ../shared/spec -name '*.vdev' -exec cp {} "$seeds"/ \; 2>/dev/null || true
+  find examples docs/spec -name '*.vdev' -exec cp {} "$seeds"/ \; 2>/dev/null || true
 fi
 if [ ${#prefixes[@]} -eq 0 ]; then
   cp "$seeds"/* "$work"/

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The executor on one GPU, in one device call (issue 14): every example with --check on the CUDA
+# The executor on one GPU, in one call on the GPU machine: every example with --check on the CUDA
 # backend with 1 and 2 workers (2 share the GPU), the C++ frontend, compute-sanitizer memcheck on
 # one example, a profiled 10-layer transformer, and the layer benchmark (executor with graph replay
 # against the hand-written layer, matmul against cuBLAS). Run from the repository root after

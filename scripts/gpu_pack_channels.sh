@@ -1,11 +1,11 @@
 #!/bin/bash
-# Packs what scripts/gpu_run_channels.sh needs into DEST (default /work/main/.gpu-channels): the
-# one-GPU plan tests and benchmark (debug info stripped) and the Abseil libraries they link. OLD, when
-# set, names another build folder whose test and benchmark go to bin/old/ (the `old_*` stages of
-# gpu_run_channels.sh: before and after in one call).
+# Packs what scripts/gpu_run_channels.sh needs into DEST (default .gpu-channels/ under this checkout's
+# root): the one-GPU plan tests and benchmark (debug info stripped) and the Abseil libraries they link.
+# OLD, when set, names another build folder whose test and benchmark go to bin/old/ (the `old_*`
+# stages of gpu_run_channels.sh: before and after in one call).
 set -e
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-DEST=${1:-/work/main/.gpu-channels}
+DEST=${1:-$SRC/.gpu-channels}
 rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib" "$DEST/scripts"
 cp "$SRC/build/tests/channels/channels_cuda_one_gpu_test" "$SRC/build/tests/channels/channels_cuda_executor_test" \
   "$SRC/build/bench/channels_one_gpu_bench" "$DEST/bin/"

@@ -1,7 +1,7 @@
 // The vdev command line: each layer registers its subcommands on the one CLI11 app.
 //
 // A subcommand's callback stores the process exit status in *exit_code: 0 success, 1 a negative
-// answer or a planning error, 2 a usage or parse error (shared/spec/cli.md).
+// answer or a planning error, 2 a usage or parse error (docs/spec/cli.md).
 #ifndef VDEV_TOOLS_COMMANDS_H_
 #define VDEV_TOOLS_COMMANDS_H_
 
@@ -60,8 +60,9 @@ std::optional<PlanOptions> ToPlanOptions(const PlanningFlags& flags);
 // program has no functions. On failure prints the located error (a planning error with its
 // conflicting annotations as notes, and the JSON error when `json`), sets *exit_code (kExitUsage
 // for an unreadable, unparsable or invalid program, kExitNegative after) and returns nullopt.
+// `*source`, when given, receives the program text.
 std::optional<CompileResult> CompileForCommand(const std::string& path, const CompileOptions& options, bool json,
-                                               int* exit_code);
+                                               int* exit_code, std::string* source = nullptr);
 
 // `vdev lower FILE [--json] [--dot]`.
 void AddMemoryCommands(CLI::App& app, int* exit_code);
@@ -71,6 +72,9 @@ void AddRuntimeCommands(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
 // `vdev channels list`, `vdev channels show NAME [-n N]`, `vdev channels check FILE`.
 void AddChannelCommands(CLI::App& app, int* exit_code);
+
+// `vdev import MODEL.onnx --out DIR` (builds with the ONNX frontend only: VDEV_HAVE_ONNX).
+void AddImportCommand(CLI::App& app, int* exit_code);
 
 }  // namespace vdev::cli
 

@@ -22,6 +22,7 @@ struct LowerArgs {
   bool dot = false;
   PlanningFlags planning;
   bool no_ipc = false;
+  bool no_fuse = false;
   std::string strategy = "auto";
   int64_t alignment = 256;
 };
@@ -30,13 +31,16 @@ int RunLower(const LowerArgs& args) {
   std::optional<PlanOptions> plan_options = ToPlanOptions(args.planning);
   if (!plan_options) return kExitUsage;
   LowerOptions lower_options;
-  std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(args.strategy);
+  std::string note;
+  std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(args.strategy, &note);
   if (!strategy) {
     std::cerr << "--allreduce-strategy: error: expected auto, one-shot, two-shot, nccl or plan:NAME, found '" << args.strategy << "'\n";
     return kExitUsage;
   }
+  if (!note.empty()) std::cerr << "vdev lower: " << note << "\n";
   lower_options.strategy = *strategy;
   lower_options.ipc_allreduce = !args.no_ipc;
+  lower_options.fuse_allreduce = !args.no_fuse;
   if (args.alignment <= 0 || (args.alignment & (args.alignment - 1)) != 0) {
     std::cerr << "--alignment: error: expected a positive power of two, found " << args.alignment << "\n";
     return kExitUsage;
@@ -71,6 +75,8 @@ void AddMemoryCommands(CLI::App& app, int* exit_code) {
   AddPlanningFlags(lower, &args->planning);
   lower->add_option("--allreduce-strategy", args->strategy, "strategy of rewritten all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
   lower->add_flag("--no-ipc-allreduce", args->no_ipc, "leave every all-reduce on NCCL (no ipc_memory)");
+  lower->add_flag("--no-fuse-allreduce", args->no_fuse,
+                  "keep each all-reduce, residual add and rms_norm apart (no vdev.allreduce_add_rms_norm)");
   lower->add_option("--alignment", args->alignment, "alignment of storages in their pool, bytes (a power of two)");
   lower->callback([args, exit_code] { *exit_code = RunLower(*args); });
 }

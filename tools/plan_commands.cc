@@ -1,11 +1,13 @@
-// `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]
-//            [--optimize [--machine FILE | --gpus N] [--time-limit S]]` (shared/spec/cli.md).
+// `vdev plan FILE [--json | --explain VALUE] [--strict] [--default VD] [--host VD]
+//            [--optimize [--machine FILE | --gpus N] [--time-limit S]]` (docs/spec/cli.md; --explain,
+// --optimize and the annotation-spread warning extend it, docs/planner.md).
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "commands.h"
 #include "vdev/compile.h"
@@ -14,6 +16,7 @@
 #include "vdev/machine.h"
 #include "vdev/optimize_placement.h"
 #include "vdev/plan_devices.h"
+#include "vdev/plan_explain.h"
 #include "vdev/virtual_device.h"
 
 namespace vdev::cli {
@@ -37,10 +40,11 @@ std::optional<PlanOptions> ToPlanOptions(const PlanningFlags& flags) {
 }
 
 std::optional<CompileResult> CompileForCommand(const std::string& path, const CompileOptions& options, bool json,
-                                               int* exit_code) {
+                                               int* exit_code, std::string* source) {
   *exit_code = kExitUsage;
   std::string text;
   if (!ReadSource(path, &text)) return std::nullopt;
+  if (source != nullptr) *source = text;
   const std::string name = DisplayName(path);
   CompileError error;
   absl::StatusOr<CompileResult> compiled = Compile(text, options, &error);
@@ -70,6 +74,7 @@ namespace {
 struct PlanArgs {
   std::string file;
   bool json = false;
+  std::string explain;
   PlanningFlags planning;
   bool optimize = false;
   std::string machine;
@@ -90,6 +95,33 @@ std::optional<Machine> LoadMachine(const PlanArgs& args) {
   return *std::move(parsed);
 }
 
+// The annotation-spread warnings (stderr, and the JSON report's warnings) and, with --explain, the
+// explanation instead of the program: an exit status then, nullopt when the plan is to be printed.
+// Only annotations move values away from the default device, so only annotated programs are read
+// again (the plan consumed the parsed module).
+std::optional<int> WarnAndExplain(const PlanArgs& args, const CompileOptions& compile_options, const std::string& text,
+                                  CompileResult& compiled) {
+  if (args.explain.empty() && !absl::StrContains(text, "on_device")) return std::nullopt;
+  absl::StatusOr<ir::Module> input = ir::ParseModule(text);
+  if (!input.ok() || !ir::VerifyModule(*input).ok()) {
+    std::cerr << "vdev plan: the program no longer parses (a vdev bug)\n";
+    return kExitNegative;
+  }
+  const VirtualDevice default_device = compile_options.plan.default_device.value_or(input->config.EffectiveDefault());
+  for (Diagnostic& w : AnnotationSpreadWarnings(*input, compiled.plan, default_device)) {
+    std::cerr << FormatDiagnostic(DisplayName(args.file), text, w);
+    compiled.plan.warnings.push_back(std::move(w));
+  }
+  if (args.explain.empty()) return std::nullopt;
+  absl::StatusOr<std::string> why = ExplainPlacement(*input, compiled.plan, args.explain);
+  if (!why.ok()) {
+    std::cerr << "vdev plan: --explain: " << why.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::cout << *why;
+  return kExitOk;
+}
+
 int RunPlan(const PlanArgs& args) {
   std::optional<PlanOptions> options = ToPlanOptions(args.planning);
   if (!options) return kExitUsage;
@@ -103,8 +135,10 @@ int RunPlan(const PlanArgs& args) {
     compile_options.optimize.progress = [](const std::string& line) { std::cerr << "vdev plan: " << line << "\n"; };
   }
   int exit_code = kExitOk;
-  std::optional<CompileResult> compiled = CompileForCommand(args.file, compile_options, args.json, &exit_code);
+  std::string text;
+  std::optional<CompileResult> compiled = CompileForCommand(args.file, compile_options, args.json, &exit_code, &text);
   if (!compiled) return exit_code;
+  if (std::optional<int> explained = WarnAndExplain(args, compile_options, text, *compiled)) return *explained;
   if (compiled->optimization && !compiled->optimization->optimal) {
     // How far the plan may be from the optimum (the JSON has the same as lower_bound and gap).
     const OptimizedPlan& o = *compiled->optimization;
@@ -128,7 +162,12 @@ void AddPlanCommands(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* plan = app.add_subcommand("plan", "Plan the device of every value; print the planned program");
   plan->add_option("FILE", args->file, "program in the vdev IR text format (`-` reads standard input)")->required();
-  plan->add_flag("--json", args->json, "print the placement report (plan-json.md) instead of the program");
+  CLI::Option* json =
+      plan->add_flag("--json", args->json, "print the placement report (plan-json.md) instead of the program");
+  plan->add_option("--explain", args->explain,
+                   "print why VALUE (x, %x, or PATH:x for another function) is where the plan puts it: the "
+                   "annotation and the chain of constraints from it, instead of the program")
+      ->excludes(json);
   AddPlanningFlags(plan, &args->planning);
   CLI::Option* optimize = plan->add_flag(
       "--optimize", args->optimize, "place what no annotation fixes where it is cheapest on a machine (proven optimal)");

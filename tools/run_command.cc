@@ -1,18 +1,15 @@
-// `vdev run FILE [--workers N] [--backend cuda|host] [--inputs random:SEED|DIR] [--outputs DIR]
+// `vdev run FILE [--workers N] [--backend cuda|host] [--inputs random:SEED|random-per-rank:SEED|DIR] [--outputs DIR]
 //  [--check] [--repeat K] [--profile]`: plans, lowers and runs @main on N workers (vdev/run.h).
 //
 // The command is its own controller: it compiles FILE (located errors, exit 2), checks the inputs
 // and that every op has a kernel where it was planned, then starts N workers in a process
-// ControllerSession (vdev/controller.h: copies of this program, which main() turns into workers
-// with MaybeRunWorker), sets up their collectives (InitCCL("host"): the rendezvous and shared
-// memory) and calls the worker function "vdev.run.worker" on all of them. Each worker writes its
+// ControllerSession (RunFileOnWorkers of vdev/run.h: copies of this program, which main() turns into
+// workers with MaybeRunWorker), sets up their collectives (InitCCL("host"): the rendezvous and
+// shared memory) and calls the worker function "vdev.run.worker" on all of them. Each worker writes its
 // outputs as .npy files; the controller prints their summaries and, with --check, compares them
 // with the CPU reference. A failing or killed worker fails the run (exit 1), named by the session.
-#include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -24,6 +21,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "run_output_dir.h"
+#include "vdev/diagnostic.h"
 #include "vdev/executor.h"
 #include "vdev/controller.h"
 #include "vdev/npy.h"
@@ -44,88 +43,38 @@ struct RunArgs {
   double timeout_seconds = 600;
 };
 
-// On each worker: RunWorker with the options the controller sends, over the session InitCCL made.
-VDEV_REGISTER_WORKER_FUNCTION(
-    "vdev.run.worker", [](WorkerContext& context, const WorkerArgs& args) -> absl::StatusOr<WorkerValue> {
-      VDEV_RETURN_IF_ERROR(args.ExpectCount(7));
-      RunOptions options;
-      VDEV_ASSIGN_OR_RETURN(options.file, args.String(0));
-      VDEV_ASSIGN_OR_RETURN(options.backend, args.String(1));
-      VDEV_ASSIGN_OR_RETURN(options.inputs, args.String(2));
-      VDEV_ASSIGN_OR_RETURN(int64_t repeat, args.Int(3));
-      VDEV_ASSIGN_OR_RETURN(int64_t profile, args.Int(4));
-      VDEV_ASSIGN_OR_RETURN(std::string output_dir, args.String(5));
-      VDEV_ASSIGN_OR_RETURN(options.allreduce_strategy, args.String(6));
-      options.repeat = static_cast<int>(repeat);
-      options.profile = profile != 0;
-      options.workers = context.num_workers();
-      if (context.session() == nullptr) return absl::FailedPreconditionError("the workers' collectives are not set up");
-      VDEV_RETURN_IF_ERROR(RunWorker(options, context.session(), output_dir));
-      return WorkerValue();
-    });
-
-// Starts the workers and runs the program on them; the session names a worker that fails or dies.
-absl::Status RunOnWorkers(const RunOptions& o, double timeout_seconds, const std::string& output_dir) {
-  ControllerOptions options;
-  options.timeout = absl::Seconds(timeout_seconds);
-  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<ControllerSession> session, ControllerSession::Process(o.workers, options));
-  VDEV_RETURN_IF_ERROR(session->InitCCL("host", {}));
-  VDEV_ASSIGN_OR_RETURN(RemoteFunc run, session->GetGlobalFunc("vdev.run.worker"));
-  VDEV_RETURN_IF_ERROR(session
-                           ->CallPacked(run, o.file, o.backend, o.inputs, int64_t{o.repeat}, int64_t{o.profile ? 1 : 0},
-                                        output_dir, o.allreduce_strategy)
-                           .status());
-  VDEV_RETURN_IF_ERROR(session->SyncAllWorkers());
-  return session->Shutdown();
-}
-
-// A temporary directory for the workers' outputs, removed when the run ends.
-class OutputDir {
- public:
-  static absl::StatusOr<OutputDir> Make(const std::string& requested) {
-    OutputDir dir;
-    if (!requested.empty()) {
-      std::error_code error;
-      std::filesystem::create_directories(requested, error);
-      if (error) return absl::InvalidArgumentError(absl::StrCat("--outputs ", requested, ": ", error.message()));
-      dir.path_ = requested;
-      return dir;
-    }
-    std::string pattern = (std::filesystem::temp_directory_path() / "vdev-run-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) return absl::InternalError("cannot make a temporary directory");
-    dir.path_ = pattern;
-    dir.temporary_ = true;
-    return dir;
+int RunAsController(RunArgs args) {
+  RunOptions& o = args.options;
+  // The workers get the canonical spelling, so the note is printed once.
+  std::string note;
+  if (std::optional<AllReduceStrategy> s = AllReduceStrategyFromName(o.allreduce_strategy, &note); s && !note.empty()) {
+    std::cerr << "vdev run: " << note << "\n";
+    o.allreduce_strategy = AllReduceStrategyName(*s);
   }
-  OutputDir(OutputDir&& other) noexcept : path_(std::move(other.path_)), temporary_(other.temporary_) { other.temporary_ = false; }
-  ~OutputDir() {
-    std::error_code ignored;
-    if (temporary_) std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  OutputDir() = default;
-  std::string path_;
-  bool temporary_ = false;
-};
-
-int RunAsController(const RunArgs& args) {
-  const RunOptions& o = args.options;
   absl::StatusOr<LoweredProgram> program = CompileRunProgram(o);
   if (!program.ok()) {
     std::cerr << program.status().message() << "\n";
     return kExitUsage;
   }
-  if (absl::Status s = CheckKernels(*program, o.backend); !s.ok()) {
-    std::cerr << s.message() << "\n";
+  for (absl::Status s : {CheckKernels(*program, o.backend), CheckWorkerCount(*program, o.workers)}) {
+    if (!s.ok()) {
+      std::cerr << s.message() << "\n";
+      return kExitUsage;
+    }
+  }
+  // Each worker would find this only once started: found here, before any starts.
+  if (const ir::FuncId main = program->module.FindGlobal("main");
+      main == ir::kNoFunc || program->module.functions[main].kind != ir::FuncKind::kGlobal) {
+    std::cerr << FormatDiagnostic(o.file, program->source,
+                                  {Severity::kError, SourceLoc{1, 1}, "the program has no function @main to run"});
     return kExitUsage;
   }
   // Random inputs are drawn by each worker (only the seed is checked here); files are read here
   // first, so a bad one stops the run before any worker starts.
-  const bool random = absl::StartsWith(o.inputs, "random:");
-  if (uint64_t seed; random && !absl::SimpleAtoi(absl::string_view(o.inputs).substr(7), &seed)) {
-    std::cerr << "vdev run: --inputs: expected random:SEED with a non-negative integer SEED, found " << o.inputs << "\n";
+  const bool random = absl::StartsWith(o.inputs, "random:") || absl::StartsWith(o.inputs, "random-per-rank:");
+  if (uint64_t seed; random && !absl::SimpleAtoi(absl::string_view(o.inputs).substr(o.inputs.find(':') + 1), &seed)) {
+    std::cerr << "vdev run: --inputs: expected random:SEED or random-per-rank:SEED with a non-negative integer SEED, found "
+              << o.inputs << "\n";
     return kExitUsage;
   }
   for (int k = 0; k < o.workers && !random; ++k) {
@@ -140,24 +89,18 @@ int RunAsController(const RunArgs& args) {
     return kExitUsage;
   }
   std::cout.flush();
-  if (absl::Status s = RunOnWorkers(o, args.timeout_seconds, dir->path()); !s.ok()) {
+  if (absl::Status s = RunFileOnWorkers(o, absl::Seconds(args.timeout_seconds), dir->path()); !s.ok()) {
     std::cerr << "vdev run: failed: " << s.message() << "\n";
     return kExitNegative;
   }
-  std::vector<std::vector<HostTensor>> outputs(o.workers);
-  for (int k = 0; k < o.workers; ++k) {
-    for (int i = 0;; ++i) {
-      const std::string path = absl::StrCat(dir->path(), "/rank", k, "/output", i, ".npy");
-      absl::StatusOr<HostTensor> t = ReadNpy(path);
-      if (absl::IsNotFound(t.status())) break;
-      if (!t.ok()) {
-        std::cerr << "vdev run: " << t.status().message() << "\n";
-        return kExitNegative;
-      }
-      std::cout << "worker " << k << " output " << i << ": " << Summarize(*t) << "\n";
-      outputs[k].push_back(*std::move(t));
-    }
+  absl::StatusOr<std::vector<std::vector<HostTensor>>> outputs = ReadRunOutputs(dir->path(), o.workers);
+  if (!outputs.ok()) {
+    std::cerr << "vdev run: " << outputs.status().message() << "\n";
+    return kExitNegative;
   }
+  for (int k = 0; k < o.workers; ++k)
+    for (size_t i = 0; i < (*outputs)[k].size(); ++i)
+      std::cout << "worker " << k << " output " << i << ": " << Summarize((*outputs)[k][i]) << "\n";
   if (!args.check) return kExitOk;
   absl::StatusOr<std::vector<std::vector<HostTensor>>> reference = RunReference(*program, o.workers, o.inputs);
   if (!reference.ok()) {
@@ -165,7 +108,7 @@ int RunAsController(const RunArgs& args) {
     return kExitNegative;
   }
   for (int k = 0; k < o.workers; ++k) {
-    if (absl::Status s = CompareOutputs(outputs[k], (*reference)[k], k); !s.ok()) {
+    if (absl::Status s = CompareOutputs((*outputs)[k], (*reference)[k], k); !s.ok()) {
       std::cerr << "vdev run: --check failed: " << s.message() << "\n";
       return kExitNegative;
     }
@@ -180,15 +123,24 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* run = app.add_subcommand("run", "Plan, lower and run @main on N workers; print each output's summary");
   run->add_option("FILE", args->options.file, "program text")->required();
-  run->add_option("-n,--workers", args->options.workers, "number of workers (1..8)")->check(CLI::Range(1, kMaxWorkers));
+  run->add_option("-n,--workers", args->options.workers, "number of workers (1..8)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            int n = 0;
+            if (absl::SimpleAtoi(text, &n) && n >= 1 && n <= kMaxWorkers) return "";
+            return absl::StrCat("expected a whole number of workers from 1 to ", kMaxWorkers, ", found '", text, "'");
+          },
+          "1..8"));
   run->add_option("--backend", args->options.backend, "cuda or host (default: host)")
       ->check(CLI::IsMember({"cuda", "host"}));
-  run->add_option("--inputs", args->options.inputs, "random:SEED (default random:0) or a directory of PARAM.npy files");
+  run->add_option("--inputs", args->options.inputs, "random:SEED (default random:0; the same inputs on every worker), random-per-rank:SEED (each worker its own) or a directory of PARAM.npy files");
   run->add_option("--outputs", args->outputs, "write each worker's outputs as DIR/rank<k>/output<i>.npy");
   run->add_flag("--check", args->check, "recompute on the CPU (all workers as threads) and compare");
   run->add_option("--repeat", args->options.repeat, "run K times (CUDA: graph replay from the 3rd)")->check(CLI::PositiveNumber);
   run->add_option("--allreduce-strategy", args->options.allreduce_strategy,
                   "strategy of the IPC all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
+  run->add_flag("--no-fuse-allreduce", [args](int64_t) { args->options.fuse_allreduce = false; },
+                "keep each all-reduce, residual add and rms_norm apart (no vdev.allreduce_add_rms_norm)");
   run->add_flag("--profile", args->options.profile, "print per-op time and the share of copies and all-reduces");
   run->add_option("--timeout", args->timeout_seconds,
                   "seconds a worker may take per step and a collective may wait before the run fails (default 600)")

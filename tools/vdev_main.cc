@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   vdev::cli::AddRuntimeCommands(app, &exit_code);
   vdev::cli::AddRunCommand(app, &exit_code);
   vdev::cli::AddChannelCommands(app, &exit_code);
+#ifdef VDEV_HAVE_ONNX
+  vdev::cli::AddImportCommand(app, &exit_code);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

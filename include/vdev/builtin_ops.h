@@ -1,4 +1,4 @@
-// Typed views of the built-in ops the planner interprets (shared/spec/ir-text.md), and builders.
+// Typed views of the built-in ops the planner interprets (docs/spec/ir-text.md), and builders.
 //
 //   if (std::optional<OnDeviceCall> on = AsOnDevice(module, binding.expr)) {
 //     const VirtualDevice& vd = module.Device(on->device);  … on->constrain_result …

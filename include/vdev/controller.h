@@ -124,6 +124,10 @@ struct ControllerOptions {
   // workers' start is bounded by the larger of this and kWorkerStartTimeout: starting a process
   // takes seconds on a loaded machine, whatever bound a caller chose for its steps.
   absl::Duration timeout = absl::Seconds(120);
+  // Process sessions: a worker found stopped (state T in /proc/PID/stat: SIGSTOP, SIGTSTP) this
+  // long while the controller waits for any worker is killed and fails the session, named with its
+  // pid and command, however long `timeout` is. A debugger's tracing stop is not counted.
+  absl::Duration stopped_limit = absl::Seconds(2);
   // Process sessions: the program the workers run; empty: this program (/proc/self/exe). It must
   // call vdev::MaybeRunWorker first in main.
   std::string program;

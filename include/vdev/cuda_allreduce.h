@@ -55,6 +55,27 @@ struct CudaCommunicatorOptions {
   // False: no NCCL communicator (NCCL refuses two ranks on one GPU, as when workers share one).
   // kNccl then runs one-shot or two-shot, and what only NCCL could do is FailedPrecondition.
   bool use_nccl = true;
+  // Largest input AllReduceZeroCopy reads in place (ZeroCopyRead::kAuto); larger ones go to the
+  // copy-in kernels. 0: never in place. On 2 H100s (bf16, CUDA graphs, 2026-11-26) the in-place
+  // kernel took 1.7-3.3x the copy-in kernels' time from 4 KB to 2 MB and tied at 256 MB: its
+  // barriers and the reads' round trip cost more than the copy the push kernels fold into their send
+  // (docs/allreduce.md, "Where its time goes").
+  size_t max_zero_copy_bytes = 0;
+};
+
+// How AllReduceZeroCopy reduces an input that lies in IPC memory.
+enum class ZeroCopyRead {
+  // In place up to CudaCommunicatorOptions::max_zero_copy_bytes; beyond, the copy-in kernels
+  // (kAuto's choice) on the local input, whose own workspace keeps them safe against the caller
+  // rewriting `in` right after the call.
+  kAuto,
+  // The in-place kernel: entry barrier, reads of every peer's input, exit barrier.
+  kInPlace,
+  // The in-place kernel without its exit barrier. Only when no worker rewrites its input before
+  // every worker's next in-place call on the same stream has passed its entry barrier: a peer
+  // reaching that barrier has finished this call (stream order), so its reads are done. The caller
+  // (a planner that double-buffers the inputs, or a benchmark that never rewrites them) must know.
+  kInPlaceNoExitBarrier,
 };
 
 // One row of kAuto's table: sizes up to max_bytes (after the previous row's) use `algorithm`.
@@ -76,7 +97,8 @@ class CudaCommunicator {
   // capture); the verdict is remembered per stream handle.
   absl::Status AllReduce(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
                          cudaStream_t stream);
-  // Zero-copy one-shot (see HostAllReduceZeroCopy in vdev/allreduce.h): `in` lies in IPC memory
+  // The all-reduce of an input in IPC memory; `read` says how (ZeroCopyRead). In place, it is the
+  // zero-copy one-shot (see HostAllReduceZeroCopy in vdev/allreduce.h): `in` lies in IPC memory
   // from a CUDA IPCAllocator of this session on this device (e.g. CreateCudaIPCAllocator), at the
   // same offset on every worker; the kernel reads every peer's input over P2P and writes `out`
   // (any device memory not overlapping `in`). Its barriers (in `in.memory`'s flags and epochs) make
@@ -84,7 +106,8 @@ class CudaCommunicator {
   // and keep every worker's kernel running until no peer reads its input, so work enqueued after
   // the call may overwrite `in`. Without IPC, for f64/i32 or for unaligned buffers: NCCL on the
   // local input. Graph-capturable like AllReduce.
-  absl::Status AllReduceZeroCopy(const IPCBuffer& in, void* out, size_t count, DataType type, cudaStream_t stream);
+  absl::Status AllReduceZeroCopy(const IPCBuffer& in, void* out, size_t count, DataType type, cudaStream_t stream,
+                                 ZeroCopyRead read = ZeroCopyRead::kAuto);
   // What kAuto runs for `bytes`: the first row of the table whose max_bytes covers it, NCCL past the
   // last. The table was measured on H200s (docs/allreduce.md); VDEV_ALLREDUCE_AUTO replaces it.
   AllReduceAlgorithm Choose(size_t bytes) const;

@@ -1,4 +1,4 @@
-// Located error messages in the `FILE:LINE:COL: error: message` form of shared/spec/cli.md.
+// Located error messages in the `FILE:LINE:COL: error: message` form of docs/spec/cli.md.
 #ifndef VDEV_DIAGNOSTIC_H_
 #define VDEV_DIAGNOSTIC_H_
 

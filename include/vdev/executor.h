@@ -128,14 +128,51 @@ absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateThreadBackend(ThreadGrou
 // op without one is a located error naming the kernels that exist.
 absl::Status CheckKernels(const LoweredProgram& program, absl::string_view backend_name);
 
+// Before any worker starts: `workers` is a number of workers the program can mean. An all-reduce
+// written with `workers=N` (`%s = allreduce(%y, op=sum, workers=2)`) states the number it was
+// written for, and any other number is a located error (Executor::Load checks it too). Without
+// such an attribute the number cannot be known: an all-reduce sums over however many workers run.
+absl::Status CheckWorkerCount(const LoweredProgram& program, int workers);
+
+// How the CUDA backend spreads a worker's work over streams.
+enum class CudaStreams {
+  kPerGpu,            // one stream per GPU (the default)
+  kPerVirtualDevice,  // one per virtual `cuda:i`, even where two share a GPU: a program's cross-device
+                      // ordering is then exercised on one GPU (tests; VDEV_CUDA_STREAMS=per-virtual-device)
+};
+
+struct CudaBackendOptions {
+  CudaStreams streams = CudaStreams::kPerGpu;
+  // Testing: a spin kernel of this many microseconds before every piece of work on its stream, so
+  // that work on another stream not ordered after it reads its results too early, every time
+  // (VDEV_CUDA_PRODUCER_DELAY_US). 0: none.
+  int producer_delay_us = 0;
+  // Testing only: false leaves out the events that order work across streams, to prove that a test
+  // of cross-device programs catches their absence. Never false outside such a test.
+  bool order_streams = true;
+};
+
+// The options of the environment: VDEV_CUDA_STREAMS=per-gpu|per-virtual-device and
+// VDEV_CUDA_PRODUCER_DELAY_US=N (unset: the defaults). InvalidArgument naming the variable on a bad value.
+absl::StatusOr<CudaBackendOptions> CudaBackendOptionsFromEnvironment();
+
 // The CUDA backend: values planned on `cuda:i` live on a GPU, `cpu` ones in host memory (CPU
-// kernels). Worker w maps the program's `cuda:i` onto visible GPU (w * V + i) mod G, where V is the
-// number of virtual CUDA devices the program names and G the number of visible GPUs: with fewer GPUs
-// than workers, workers share GPUs (docs/executor.md). Unimplemented when vdev was built without
-// the CUDA runtime; FailedPrecondition without a GPU.
+// kernels). Of W workers, worker w maps the program's `cuda:i` onto visible GPU (i * W + w) mod G,
+// G the number of visible GPUs: the workers of one virtual device (the ranks of its all-reduces)
+// lie on distinct GPUs while W <= G, and one worker's devices on distinct GPUs while the program's
+// devices of all workers fit the GPUs (docs/executor.md). Work on different GPUs is ordered by
+// events in program order: what one GPU produces is complete before another reads it.
+// `virtual_cuda_devices` is the number of virtual CUDA devices the program names: a device beyond
+// it is an error. Unimplemented when vdev was built without the CUDA runtime; FailedPrecondition
+// without a GPU. The two-argument form takes its options from CudaBackendOptionsFromEnvironment.
+absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session* session, int virtual_cuda_devices,
+                                                                    const CudaBackendOptions& options);
 absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session* session, int virtual_cuda_devices);
 // CreateCudaBackend's `virtual_cuda_devices` for a program: the largest `cuda` id it names + 1 (at least 1).
 int VirtualCudaDevices(const ir::Module& module);
+
+// The GPUs the CUDA backend can use here: 0 without the CUDA runtime or a GPU.
+int VisibleCudaDevices();
 
 // Whether this vdev was built with the CUDA backend (CreateCudaBackend then needs only a GPU).
 // `vdev version` prints it as its `backends:` line.

@@ -1,4 +1,4 @@
-// The vdev IR: the in-memory form of the text format of shared/spec/ir-text.md.
+// The vdev IR: the in-memory form of the text format of docs/spec/ir-text.md.
 //
 // Data model. A `Module` owns flat arenas; everything else is a small struct that refers to other
 // entities by 32-bit index, so a million bindings cost a few flat vectors and no per-node allocation:

@@ -1,4 +1,4 @@
-// The text form of the IR (shared/spec/ir-text.md): parser, canonical printer, verifier.
+// The text form of the IR (docs/spec/ir-text.md): parser, canonical printer, verifier.
 //
 //   absl::StatusOr<ir::Module> m = ir::ParseModule(text, &diag);   // parse + resolve names
 //   absl::Status s = ir::VerifyModule(*m, &diag);                  // structure, arities, types

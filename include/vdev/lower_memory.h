@@ -1,6 +1,8 @@
 // LowerMemory: from a device-planned module to the explicit-allocation form of docs/lowered-form.md.
 //
-// For every global function, in order:
+// First, unless LowerOptions::fuse_allreduce is off, FuseAllReduceAddNorm (vdev/fuse_allreduce.h):
+// allreduce -> add -> rms_norm chains become one `vdev.allreduce_add_rms_norm`, whose first operand
+// step 2 treats like an all-reduce input. Then for every global function, in order:
 //   1. Ownership and liveness: each op call whose result is a tensor of static shape gets an
 //      allocation on its planned device, in the device's memory scope (`global` where none was
 //      planned). Views (`reshape`, `vm.reshape_tensor`, `memory.view`), aliases, tuples and
@@ -33,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "vdev/fuse_allreduce.h"
 #include "vdev/ir.h"
 #include "vdev/storage_plan.h"
 
@@ -54,14 +57,21 @@ struct AllReduceStrategy {
 };
 std::string AllReduceStrategyName(const AllReduceStrategy& strategy);  // "auto", "one-shot", "plan:two_shot"
 std::ostream& operator<<(std::ostream& os, const AllReduceStrategy& strategy);
-// "auto", "one-shot", "two-shot", "nccl", or "plan:NAME" with NAME of [a-z0-9_-]+.
-std::optional<AllReduceStrategy> AllReduceStrategyFromName(absl::string_view name);
+// "auto", "one-shot", "two-shot", "nccl", or "plan:NAME" with NAME of [a-z0-9_-]+. One spelling is
+// canonical (what AllReduceStrategyName prints): built-in strategies with hyphens, plan names with
+// underscores, as the shipped plans are named (vdev/channel_algorithms.h). The other spelling
+// (`one_shot`, `plan:one-shot`) is accepted; then `*note`, when given, says how it is spelled (for
+// stderr), and is emptied otherwise.
+std::optional<AllReduceStrategy> AllReduceStrategyFromName(absl::string_view name, std::string* note = nullptr);
 
 struct LowerOptions {
   // The strategy written on every rewritten all-reduce.
   AllReduceStrategy strategy = AllReduceStrategy::kAuto;
   // False skips the IPC all-reduce rewrite (every all-reduce stays on NCCL), e.g. to compare.
   bool ipc_allreduce = true;
+  // The all-reduce fusion (vdev/fuse_allreduce.h) before lowering; false keeps the all-reduce,
+  // the add and the rms_norm apart (`--no-fuse-allreduce`).
+  bool fuse_allreduce = true;
   StoragePlanOptions storage;
 };
 
@@ -79,6 +89,7 @@ struct AllReduceInfo {
   std::string op;                          // the reduction, e.g. "sum"
   AllReduceStrategy strategy = AllReduceStrategy::kNccl;
   bool ipc = false;                        // rewritten: its input's allocation is in ipc_memory
+  bool fused = false;                      // a vdev.allreduce_add_rms_norm (vdev/fuse_allreduce.h)
   ir::BindingId input_producer = ir::kNoBinding;  // whose allocation moved (when ipc)
   std::string reason;                      // why it stays on NCCL (when !ipc)
 };
@@ -103,6 +114,7 @@ struct MemoryPlan {
   std::vector<FunctionMemory> functions;   // global functions with a body, in module order
   int64_t tensor_bytes = 0;                // sum over functions of all planned tensor sizes
   int64_t pool_bytes = 0;                  // sum over functions of all pool sizes
+  std::vector<FusedAllReduce> fused;       // the all-reduce chains fused first (fuse_allreduce)
 };
 
 // Lowers `module` in place. `binding_devices` is PlanResult::binding_devices (the device of each

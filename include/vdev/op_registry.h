@@ -3,7 +3,7 @@
 // VerifyModule checks every call of a registered op against its OpDef and infers the call's type
 // with its rule; calls of unregistered ops are accepted as written (a frontend's op set is open)
 // and have an unknown type unless one is written. OpRegistry::Global() holds the built-in ops of
-// shared/spec/ir-text.md and the standard set (elementwise unary/binary with broadcasting, matmul,
+// docs/spec/ir-text.md and the standard set (elementwise unary/binary with broadcasting, matmul,
 // reshape, split, concat, reductions, conv2d, layout_transform, allreduce). Example:
 //
 //   OpDef def{.name = "my.gelu", .min_args = 1, .max_args = 1, .infer = SameAsFirstArg};
@@ -94,6 +94,8 @@ class OpRegistry {
   absl::Status Register(OpDef def);
   // nullptr when unknown. The pointer stays valid for the registry's lifetime.
   const OpDef* Find(absl::string_view name) const;
+  // Every registered op's name, sorted (for "did you mean" suggestions).
+  std::vector<std::string> Names() const;
 
  private:
   mutable absl::Mutex mutex_;

@@ -1,4 +1,4 @@
-// PlanDevices: decides the device of every value of a module (shared/spec/ir-text.md, "Placement
+// PlanDevices: decides the device of every value of a module (docs/spec/ir-text.md, "Placement
 // semantics") and makes every device change an explicit `device_copy` binding.
 //
 // Phases: collect (one device domain per value, per primitive call site and per function signature,
@@ -107,7 +107,7 @@ absl::StatusOr<PlanResult> PlanDevices(const ir::Module& module, const PlanOptio
 absl::StatusOr<PlanResult> PlanDevices(ir::Module&& module, const PlanOptions& options,
                                        PlanError* error = nullptr);
 
-// The `--json` report of shared/spec/plan-json.md.
+// The `--json` report of docs/spec/plan-json.md.
 std::string PlanReportJson(const PlanResult& plan);
 std::string PlanErrorJson(const PlanError& error);
 

@@ -2,7 +2,7 @@
 //
 //   HostTensor x = HostTensor::Zeros(ir::DType::kBF16, {2, 3});
 //   TensorRef view = x.Ref();          // what a CPU kernel reads or writes
-//   float first = ReadAsFloat(x.Ref(), 0);
+//   double first = ReadAsDouble(x.Ref(), 0);
 #ifndef VDEV_TENSOR_H_
 #define VDEV_TENSOR_H_
 

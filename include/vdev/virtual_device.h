@@ -8,7 +8,7 @@
 // The fully unconstrained device `?` is the bottom of the information order; a field set on a device
 // is a constraint on the value that lives there.
 //
-// Literal syntax (see shared/spec/ir-text.md):
+// Literal syntax (see docs/spec/ir-text.md):
 //   ?    cpu:0    cuda:3[cuda -arch=sm_90]/global    /ipc_memory    *:3    cuda
 // Example:
 //   VirtualDevice a = *ParseVirtualDevice("cuda:3");

@@ -65,11 +65,11 @@ absl::StatusOr<int> KernelDType(DataType type) {
   }
 }
 
-// Instances by size (instances = 0), as the benchmarks' fastest choices (BENCHMARKS.md, "Channel
-// plans on one GPU" and run 13 on two GPUs). Plans with LL packets: about 1 KB of a segment per
-// block, so that a thread of 128 has one 8-byte line (each line more a thread waits for is another
-// round trip over NVLink: 2.5 -> 3.0 us from 1 to 2 KB on two H200s), up to 128; others about 4 KB.
-// Always as the tags and the block limit allow.
+// Instances by size (instances = 0), as the benchmarks' fastest choices (channels_one_gpu_bench's
+// sweep of 1-128 instances, allreduce_bench's plan variants on two GPUs). Plans with LL packets:
+// about 1 KB of a segment per block, so that a thread of 128 has one 8-byte line (each line more a
+// thread waits for is another round trip over NVLink: 2.5 -> 3.0 us from 1 to 2 KB on two H200s), up
+// to 128; others about 4 KB. Always as the tags and the block limit allow.
 int InstancesFor(size_t segment_bytes, int tbs, int most, bool packets) {
   const size_t per_block = packets ? 1024 : 4096;
   const size_t by_size = (segment_bytes + per_block - 1) / per_block;

@@ -281,6 +281,12 @@ absl::StatusOr<ProgramSpec> PlanFromJson(absl::string_view text, absl::string_vi
                                                                                    : Location(text, file, at),
                                                    ": error: ", reason));
   }
+  if (!j.is_object()) {  // the fields' errors below name a path; the top level has none, but a position
+    const size_t first = text.find_first_not_of(" \t\r\n");
+    return absl::InvalidArgumentError(absl::StrCat(Location(text, file, first == absl::string_view::npos ? 0 : first),
+                                                   ": error: expected a plan (a JSON object) at the top level, found ",
+                                                   j.type_name()));
+  }
   absl::StatusOr<ProgramSpec> p = ReadProgram(j);
   if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat(file, ": ", p.status().message()));
   absl::Status valid = ValidateProgram(*p);

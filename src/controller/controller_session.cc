@@ -201,7 +201,8 @@ absl::Status ControllerCore::Start() {
     VDEV_ASSIGN_OR_RETURN(transport_, StartThreads(n_, options_.num_groups));
   } else {
     VDEV_ASSIGN_OR_RETURN(transport_, StartProcesses(n_, options_.num_groups, options_.program,
-                                                     absl::Now() + std::max(options_.timeout, kWorkerStartTimeout)));
+                                                     absl::Now() + std::max(options_.timeout, kWorkerStartTimeout),
+                                                     options_.stopped_limit));
   }
   return absl::OkStatus();
 }
@@ -323,9 +324,16 @@ absl::Status ControllerCore::Await(const std::vector<uint64_t>& targets, absl::s
     if (late < 0) return absl::OkStatus();
     std::optional<Incoming> in = transport_->Receive(deadline);
     if (!in) {
+      // Every worker still owed an answer, as each stands now: the one that holds the others up
+      // is among them, and its state and command tell it apart.
+      std::string late_ones;
+      for (int i = 0; i < n_; ++i) {
+        if (pending(i)) absl::StrAppend(&late_ones, late_ones.empty() ? "" : "; ", transport_->Describe(i));
+      }
       return Fail(absl::DeadlineExceededError(absl::StrCat("worker ", late, " did not finish ", what, " (command #",
                                                            targets[late], ") within ",
-                                                           absl::FormatDuration(options_.timeout))));
+                                                           absl::FormatDuration(options_.timeout),
+                                                           "; still waiting for: ", late_ones)));
     }
     Decoder d(in->message);
     uint8_t kind = 0;

@@ -8,6 +8,13 @@
 // Each worker also shares a page (memfd) with the controller where it notes the command it runs, so
 // a worker that dies is reported with the command it died in. Workers die with the controller:
 // PR_SET_PDEATHSIG(SIGKILL) while busy, end of file on the socket while idle.
+//
+// Liveness: while the controller waits for replies it reads each worker's state in /proc/PID/stat
+// every quarter second. A worker found stopped (state T: SIGSTOP, SIGTSTP) throughout the stopped
+// limit can make no progress, and its peers wait for it in their collectives however long the
+// timeout: it is killed and reported as the worker that failed, with its pid, its state and its
+// command. A debugger's tracing stop (state t) is left alone, and a worker that is merely slow (an
+// honest long kernel) is bounded only by the timeout.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -22,6 +29,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/types/span.h"
@@ -39,6 +48,22 @@ namespace {
 
 // FD,PAGE_FD,WORKER,NUM_WORKERS,NUM_GROUPS,PARENT_PID,STAGING_FD (-1 but for worker 0)
 constexpr char kWorkerEnv[] = "VDEV_CONTROLLER_WORKER";
+
+// How often a waiting controller looks at its workers' process states.
+constexpr absl::Duration kLivenessPeriod = absl::Milliseconds(250);
+
+// The state letter of /proc/PID/stat (R running, S sleeping, D disk wait, T stopped, t tracing
+// stop, Z zombie, …), or '?' when it cannot be read. The command name before it is in parentheses
+// and may itself hold spaces and parentheses: the state follows the last ')'.
+char ProcessState(pid_t pid) {
+  std::ifstream file(absl::StrCat("/proc/", pid, "/stat"));
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string stat = text.str();
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return '?';
+  return stat[paren + 2];
+}
 
 // For poll(): -1 (no limit) for an infinite deadline.
 int RemainingMs(absl::Time deadline) {
@@ -124,11 +149,13 @@ struct Child {
   CommandPage* page = nullptr;
   FrameReader reader;
   bool gone = false;  // end of file seen; reaped
+  absl::Time stopped_since = absl::InfiniteFuture();  // first seen stopped, in the present stop
 };
 
 class ProcessTransport final : public Transport {
  public:
-  ProcessTransport(int n, int groups) : n_(n), groups_(groups), children_(n) {}
+  ProcessTransport(int n, int groups, absl::Duration stopped_limit)
+      : n_(n), groups_(groups), stopped_limit_(stopped_limit), children_(n) {}
   ~ProcessTransport() override { Stop(absl::Now()); }
 
   absl::Status Spawn(const std::string& program);
@@ -149,13 +176,27 @@ class ProcessTransport final : public Transport {
     for (const Child& c : children_) out.push_back(c.pid);
     return out;
   }
+  std::string Describe(int worker) const override {
+    const Child& c = children_[worker];
+    if (c.gone) return absl::StrCat("worker ", worker, " (pid ", c.pid, ", ended)");
+    std::string command = CommandOf(c);
+    return absl::StrCat("worker ", worker, " (pid ", c.pid, ", state ", std::string(1, ProcessState(c.pid)), ") ",
+                        command.empty() ? "idle" : absl::StrCat("in ", command));
+  }
 
  private:
   // Reaps a worker whose socket closed and says how it ended and in which command.
   std::string Bury(int worker);
+  // "command #N (what)" while the worker runs a command; empty between commands.
+  static std::string CommandOf(const Child& c);
+  // A worker stopped throughout the stopped limit, killed and reaped; nullopt when none is. Looks
+  // at most once per kLivenessPeriod.
+  std::optional<Incoming> KillStopped();
 
   int n_;
   int groups_;
+  absl::Duration stopped_limit_;
+  absl::Time next_liveness_check_ = absl::InfinitePast();
   std::vector<Child> children_;
   std::unique_ptr<Staging> staging_;  // shared with worker 0
   size_t next_poll_ = 0;  // round-robin start, so one chatty worker cannot hide another
@@ -238,6 +279,7 @@ absl::Status ProcessTransport::AwaitHellos(const std::string& program, absl::Tim
       }
       return absl::InternalError("the workers' start ended without their hellos");
     }
+    if (in->exited && in->stopped) return absl::UnavailableError(absl::StrCat(in->message, " before it started"));
     if (in->exited) {
       return absl::UnavailableError(absl::StrCat(in->message, " before it started: does ", program,
                                                  " call vdev::MaybeRunWorker(argc, argv) first in main?"));
@@ -268,8 +310,12 @@ std::optional<Incoming> ProcessTransport::Receive(absl::Time deadline) {
       who.push_back(i);
     }
     if (fds.empty()) return std::nullopt;
-    int ready = poll(fds.data(), fds.size(), RemainingMs(deadline));
+    if (std::optional<Incoming> stopped = KillStopped()) return stopped;
+    // Sleep until a reply, the deadline or the next look at the workers' states.
+    const absl::Time wake = std::min(deadline, next_liveness_check_);
+    int ready = poll(fds.data(), fds.size(), RemainingMs(wake));
     if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0 && absl::Now() < deadline) continue;
     if (ready <= 0) return std::nullopt;
     for (size_t k = 0; k < fds.size(); ++k) {
       if (fds[k].revents == 0) continue;
@@ -288,22 +334,56 @@ std::optional<Incoming> ProcessTransport::Receive(absl::Time deadline) {
   }
 }
 
+std::string ProcessTransport::CommandOf(const Child& c) {
+  const uint64_t started = c.page->started.load(std::memory_order_acquire);
+  const uint64_t finished = c.page->finished.load(std::memory_order_acquire);
+  if (started == 0 || started == finished) return "";
+  std::string text = absl::StrCat("command #", started);
+  const uint32_t length = c.page->length.load(std::memory_order_acquire);
+  if (length > 0) absl::StrAppend(&text, " (", absl::string_view(c.page->what, length), ")");
+  return text;
+}
+
 std::string ProcessTransport::Bury(int worker) {
   Child& c = children_[worker];
   c.gone = true;
   close(c.fd);
   c.fd = -1;
+  const std::string command = CommandOf(c);
   // The socket closes when the process exits; give the exit a moment to be reapable, then insist.
   const int status = Reap(c.pid, absl::Now() + absl::Seconds(2));
   std::string text = absl::StrCat("worker ", worker, " (pid ", c.pid, ") ", DescribeEnd(status));
-  const uint64_t started = c.page->started.load(std::memory_order_acquire);
-  const uint64_t finished = c.page->finished.load(std::memory_order_acquire);
-  if (started != 0 && started != finished) {
-    absl::StrAppend(&text, " during command #", started);
-    const uint32_t length = c.page->length.load(std::memory_order_acquire);
-    if (length > 0) absl::StrAppend(&text, " (", absl::string_view(c.page->what, length), ")");
-  }
+  if (!command.empty()) absl::StrAppend(&text, " during ", command);
   return text;
+}
+
+std::optional<Incoming> ProcessTransport::KillStopped() {
+  const absl::Time now = absl::Now();
+  if (now < next_liveness_check_) return std::nullopt;
+  next_liveness_check_ = now + kLivenessPeriod;
+  for (int i = 0; i < n_; ++i) {
+    Child& c = children_[i];
+    if (c.gone) continue;
+    if (ProcessState(c.pid) != 'T') {
+      c.stopped_since = absl::InfiniteFuture();
+      continue;
+    }
+    c.stopped_since = std::min(c.stopped_since, now);
+    if (now - c.stopped_since < stopped_limit_) continue;
+    const std::string command = CommandOf(c);
+    std::string text = absl::StrCat("worker ", i, " (pid ", c.pid, ") was stopped (state T: SIGSTOP or SIGTSTP) for ",
+                                    absl::FormatDuration(absl::Trunc(now - c.stopped_since, absl::Milliseconds(100))),
+                                    " while the controller waited, ",
+                                    command.empty() ? "between commands" : absl::StrCat("in ", command),
+                                    "; it was killed");
+    kill(c.pid, SIGKILL);
+    c.gone = true;
+    close(c.fd);
+    c.fd = -1;
+    waitpid(c.pid, nullptr, 0);
+    return Incoming{i, true, std::move(text), true};
+  }
+  return std::nullopt;
 }
 
 void ProcessTransport::Stop(absl::Time deadline) {
@@ -356,14 +436,15 @@ int ServeController(int fd, CommandPage* page, Staging* staging, WorkerIdentity 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Transport>> StartProcesses(int num_workers, int num_groups,
-                                                          const std::string& program, absl::Time deadline) {
+                                                          const std::string& program, absl::Time deadline,
+                                                          absl::Duration stopped_limit) {
   if (const char* nested = std::getenv(kWorkerEnv); nested != nullptr) {
     return absl::FailedPreconditionError(
         "this process is a session's worker whose main did not call vdev::MaybeRunWorker first; it may "
         "not start workers of its own");
   }
   const std::string path = program.empty() ? "/proc/self/exe" : program;
-  auto transport = std::make_unique<ProcessTransport>(num_workers, num_groups);
+  auto transport = std::make_unique<ProcessTransport>(num_workers, num_groups, stopped_limit);
   absl::Status status = transport->Spawn(path);
   if (status.ok()) status = transport->AwaitHellos(path, deadline);
   if (!status.ok()) return status;  // the destructor kills and reaps whatever started

@@ -1,5 +1,6 @@
 // CompileForExecution (vdev/executor.h): parse, verify, plan and lower, as `vdev lower` does.
 #include "absl/strings/str_cat.h"
+#include "known_ops.h"
 #include "vdev/diagnostic.h"
 #include "vdev/executor.h"
 #include "vdev/ir_text.h"
@@ -47,6 +48,7 @@ absl::StatusOr<LoweredProgram> CompileForExecution(absl::string_view text, absl:
   if (!module.ok()) return absl::InvalidArgumentError(Trimmed(FormatDiagnostic(file, text, diag)));
   if (absl::Status s = ir::VerifyModule(*module, &diag); !s.ok())
     return absl::InvalidArgumentError(Trimmed(FormatDiagnostic(file, text, diag)));
+  VDEV_RETURN_IF_ERROR(internal::CheckKnownOps(*module, file, text));
   return PlanAndLower(*std::move(module), std::move(program), lower);
 }
 
@@ -54,6 +56,7 @@ absl::StatusOr<LoweredProgram> CompileForExecution(ir::Module module, absl::stri
                                                    const LowerOptions& lower) {
   LoweredProgram program;
   program.file = std::string(name);
+  VDEV_RETURN_IF_ERROR(internal::CheckKnownOps(module, name, ""));
   return PlanAndLower(std::move(module), std::move(program), lower);
 }
 

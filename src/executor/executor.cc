@@ -142,6 +142,11 @@ absl::Status Executor::Impl::CheckCapturable() {
         (op.type == ir::kNoType || m.types.kind(op.type) != ir::TypeKind::kTensor ||
          !backend->CanCaptureAllReduce(op.reduce, m.types.node(op.type).dtype)))
       return absl::OkStatus();
+    if (op.kind == OpKind::kFusedAllReduce &&
+        (backend->KernelDevice(op.device) != DeviceType::kCUDA || op.type == ir::kNoType ||
+         m.types.kind(op.type) != ir::TypeKind::kTuple ||
+         !backend->CanCaptureAllReduce(op.reduce, m.types.node(m.types.fields(op.type)[0]).dtype)))
+      return absl::OkStatus();
   }
   capturable = true;
   return absl::OkStatus();

@@ -106,6 +106,8 @@ struct Executor::Impl {
   absl::Status Step(std::vector<internal::Activation>& stack);
   absl::StatusOr<internal::Value> Lookup(const internal::Env& env, const ir::Operand& o) const;
   absl::Status RunOp(internal::Activation& act, ir::BindingId b, internal::Value* result);
+  absl::Status RunFusedAllReduce(internal::Activation& act, ir::BindingId b, const internal::PreparedOp& op,
+                                 internal::Value* result);
   absl::StatusOr<std::vector<std::shared_ptr<DeviceBuffer>>> OutputBuffers(internal::Activation& act, ir::BindingId b,
                                                                           const internal::PreparedOp& op,
                                                                           std::vector<TensorRef>* outs);

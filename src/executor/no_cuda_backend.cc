@@ -12,9 +12,13 @@ absl::Status NotBuilt() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session*, int) { return NotBuilt(); }
+absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session*, int, const CudaBackendOptions&) {
+  return NotBuilt();
+}
 
 bool HasCudaBackend() { return false; }
+
+int VisibleCudaDevices() { return 0; }
 
 absl::Status internal::PrepareCudaBackend() { return NotBuilt(); }
 

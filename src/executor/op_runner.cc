@@ -53,6 +53,41 @@ absl::StatusOr<std::vector<std::shared_ptr<DeviceBuffer>>> Executor::Impl::Outpu
   return buffers;
 }
 
+// vdev.allreduce_add_rms_norm(x, residual, gamma) -> (h, n): the all-reduce of x lands in h's
+// buffer, then one kernel pass adds the residual in place and writes the normalised n.
+absl::Status Executor::Impl::RunFusedAllReduce(Activation& act, ir::BindingId b, const PreparedOp& op, Value* result) {
+  const ir::Module& m = program->module;
+  absl::Span<const ir::Operand> args = m.Args(m.bindings[b].expr);
+  if (args.size() != 3 || op.type == ir::kNoType || m.types.kind(op.type) != ir::TypeKind::kTuple)
+    return absl::InvalidArgumentError(absl::StrCat(Where(b), "the fused all-reduce needs 3 operands and a tuple type"));
+  std::vector<Value> in;
+  for (const ir::Operand& a : args) {
+    VDEV_ASSIGN_OR_RETURN(Value v, Lookup(*act.env, a));
+    if (v.kind != Value::Kind::kTensor) return absl::InvalidArgumentError(absl::StrCat(Where(b), "an operand is not a tensor"));
+    in.push_back(std::move(v));
+  }
+  std::vector<TensorRef> outs;
+  for (ir::TypeId t : m.types.fields(op.type)) {
+    VDEV_ASSIGN_OR_RETURN(Shape shape, internal::StaticShape(m, t, "the fused all-reduce's result"));
+    outs.push_back(TensorRef{nullptr, m.types.node(t).dtype, shape});
+  }
+  VDEV_ASSIGN_OR_RETURN(auto buffers, OutputBuffers(act, b, op, &outs));
+  IPCBuffer ipc;
+  const bool in_ipc = in[0].buffer != nullptr && in[0].buffer->ipc != nullptr;
+  if (in_ipc) ipc = IPCBuffer{in[0].buffer->ipc, in[0].offset};
+  const TensorRef sum{outs[0].data, in[0].tensor.dtype, in[0].tensor.shape};
+  if (absl::Status s = backend->AllReduce(in[0].tensor, in_ipc ? &ipc : nullptr, sum, op.reduce, op.strategy, op.device); !s.ok())
+    return absl::Status(s.code(), absl::StrCat(Where(b), s.message()));
+  VDEV_ASSIGN_OR_RETURN(KernelContext * context, backend->Context(op.device));
+  const TensorRef kernel_in[] = {in[1].tensor, outs[0], in[2].tensor};
+  KernelCall call{.inputs = kernel_in, .outputs = outs, .attrs = &op.attrs, .context = context};
+  if (absl::Status s = op.kernel(call); !s.ok()) return absl::Status(s.code(), absl::StrCat(Where(b), s.message()));
+  result->kind = Value::Kind::kTuple;
+  result->fields = std::make_shared<std::vector<Value>>();
+  for (size_t i = 0; i < outs.size(); ++i) result->fields->push_back(TensorValue(buffers[i], 0, outs[i].dtype, outs[i].shape));
+  return absl::OkStatus();
+}
+
 absl::Status Executor::Impl::RunOp(Activation& act, ir::BindingId b, Value* result) {
   const ir::Module& m = program->module;
   const ir::Expr& e = m.bindings[b].expr;
@@ -129,6 +164,8 @@ absl::Status Executor::Impl::RunOp(Activation& act, ir::BindingId b, Value* resu
       if (!s.ok()) return absl::Status(s.code(), absl::StrCat(Where(b), s.message()));
       return absl::OkStatus();
     }
+    case OpKind::kFusedAllReduce:
+      return RunFusedAllReduce(act, b, op, result);
     case OpKind::kKernel:
       break;
   }

@@ -6,7 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "known_ops.h"
 #include "vdev/diagnostic.h"
+#include "vdev/fuse_allreduce.h"
 #include "vdev/half.h"
 #include "vdev/status_macros.h"
 
@@ -116,16 +118,26 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> MakeConstant(const LoweredProgram&
 
 }  // namespace
 
+// The ops the executor runs itself; every other op is a kernel's.
+constexpr std::pair<absl::string_view, OpKind> kExecutorOps[] = {
+    {"memory.alloc_storage", OpKind::kAllocStorage}, {"vdev.ipc.alloc_storage", OpKind::kAllocStorage},
+    {"memory.alloc_tensor", OpKind::kAllocTensor},   {"reshape", OpKind::kView},
+    {"vm.reshape_tensor", OpKind::kView},             {"memory.view", OpKind::kView},
+    {"on_device", OpKind::kAlias},                    {"device_copy", OpKind::kCopy},
+    {"vdev.allreduce", OpKind::kIpcAllReduce},        {"allreduce", OpKind::kAllReduce},
+    {"vm.shape_of", OpKind::kShapeOf},                {kFusedAllReduceOp, OpKind::kFusedAllReduce},
+};
+
 OpKind KindOf(absl::string_view name) {
-  if (name == "memory.alloc_storage" || name == "vdev.ipc.alloc_storage") return OpKind::kAllocStorage;
-  if (name == "memory.alloc_tensor") return OpKind::kAllocTensor;
-  if (name == "reshape" || name == "vm.reshape_tensor" || name == "memory.view") return OpKind::kView;
-  if (name == "on_device") return OpKind::kAlias;
-  if (name == "device_copy") return OpKind::kCopy;
-  if (name == "vdev.allreduce") return OpKind::kIpcAllReduce;
-  if (name == "allreduce") return OpKind::kAllReduce;
-  if (name == "vm.shape_of") return OpKind::kShapeOf;
+  for (const auto& [op, kind] : kExecutorOps)
+    if (op == name) return kind;
   return OpKind::kKernel;
+}
+
+std::vector<std::string> ExecutorOpNames() {
+  std::vector<std::string> names;
+  for (const auto& [op, kind] : kExecutorOps) names.emplace_back(op);
+  return names;
 }
 
 absl::StatusOr<KernelFn> FindKernel(const LoweredProgram& program, ir::BindingId b, DeviceType type,
@@ -140,7 +152,8 @@ absl::StatusOr<KernelFn> FindKernel(const LoweredProgram& program, ir::BindingId
       program, expr.loc,
       absl::StrCat("op '", name, "' has no kernel on ", DeviceTypeName(type), " (planned on ",
                    device == ir::kNoDevice ? "?" : m.Device(device).ToString(), "; the ", backend,
-                   " backend has kernels for: ", absl::StrJoin(KernelRegistry::Global().Ops(type), ", "), ")")));
+                   " backend has kernels for: ", absl::StrJoin(KernelRegistry::Global().Ops(type), ", "), ")",
+                   DidYouMean(name))));
 }
 
 std::string Located(const LoweredProgram& program, SourceLoc loc, absl::string_view message) {
@@ -177,15 +190,24 @@ absl::StatusOr<PreparedOp> PrepareOp(const LoweredProgram& program, ir::BindingI
   op.device = m.Device(device);
   VDEV_RETURN_IF_ERROR(DecodeAttrs(program, expr, op));
   switch (op.kind) {
+    case OpKind::kFusedAllReduce: {
+      const DeviceType type = backend.KernelDevice(op.device);
+      op.kernel = KernelRegistry::Global().Find(kAddRmsNormKernel, type);
+      if (op.kernel == nullptr)
+        return absl::InvalidArgumentError(Located(program, expr.loc, absl::StrCat("the fused all-reduce has no ", kAddRmsNormKernel,
+                                                                                  " kernel on ", DeviceTypeName(type))));
+      [[fallthrough]];
+    }
     case OpKind::kIpcAllReduce:
     case OpKind::kAllReduce: {
+      VDEV_RETURN_IF_ERROR(CheckDeclaredWorkers(program, b, backend.world_size()));
       VDEV_ASSIGN_OR_RETURN(op.reduce, ReduceOpOf(program, expr, op));
       if (std::optional<std::string> s = op.attrs.Text("strategy")) {
         std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(*s);
         if (!strategy)
           return absl::InvalidArgumentError(Located(program, expr.loc, absl::StrCat("unknown all-reduce strategy '", *s, "'")));
         op.strategy = *strategy;
-      } else if (op.kind == OpKind::kAllReduce) {
+      } else if (op.kind != OpKind::kIpcAllReduce) {
         op.strategy = AllReduceStrategy::kNccl;
       }
       break;
@@ -218,13 +240,7 @@ absl::StatusOr<PreparedOp> PrepareOp(const LoweredProgram& program, ir::BindingI
   return op;
 }
 
-}  // namespace vdev::internal
-
-namespace vdev {
-
-absl::Status CheckKernels(const LoweredProgram& program, absl::string_view backend_name) {
-  if (backend_name == "cuda") VDEV_RETURN_IF_ERROR(internal::PrepareCudaBackend());
-  const ir::Module& m = program.module;
+std::vector<ir::BindingId> OpCallBindings(const ir::Module& m) {
   struct Collect : ir::Visitor {
     const ir::Module* m;
     std::vector<ir::BindingId> calls;
@@ -234,7 +250,39 @@ absl::Status CheckKernels(const LoweredProgram& program, absl::string_view backe
   } collect;
   collect.m = &m;
   ir::WalkModule(m, collect);
-  for (ir::BindingId b : collect.calls) {
+  return std::move(collect.calls);
+}
+
+absl::Status CheckDeclaredWorkers(const LoweredProgram& program, ir::BindingId b, int workers) {
+  const ir::Module& m = program.module;
+  const ir::Expr& expr = m.bindings[b].expr;
+  const ir::Attr* attr = m.FindAttr(expr, "workers");
+  if (attr == nullptr || attr->value.kind != ir::OperandKind::kNumber) return absl::OkStatus();
+  const std::optional<int64_t> declared = ParseInt(m.Name(attr->value.symbol));
+  if (!declared || *declared == workers) return absl::OkStatus();
+  return absl::InvalidArgumentError(Located(
+      program, attr->loc,
+      absl::StrCat("the all-reduce %", m.Name(m.bindings[b].name), " is written for ", *declared, " workers (workers=",
+                   *declared, "); it cannot run on ", workers)));
+}
+
+}  // namespace vdev::internal
+
+namespace vdev {
+
+absl::Status CheckWorkerCount(const LoweredProgram& program, int workers) {
+  for (ir::BindingId b : internal::OpCallBindings(program.module)) {
+    const internal::OpKind kind = internal::KindOf(program.module.OpName(program.module.bindings[b].expr));
+    if (kind == internal::OpKind::kAllReduce || kind == internal::OpKind::kIpcAllReduce)
+      VDEV_RETURN_IF_ERROR(internal::CheckDeclaredWorkers(program, b, workers));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckKernels(const LoweredProgram& program, absl::string_view backend_name) {
+  if (backend_name == "cuda") VDEV_RETURN_IF_ERROR(internal::PrepareCudaBackend());
+  const ir::Module& m = program.module;
+  for (ir::BindingId b : internal::OpCallBindings(m)) {
     if (internal::KindOf(m.OpName(m.bindings[b].expr)) != internal::OpKind::kKernel) continue;
     DeviceType type = DeviceType::kCPU;
     const ir::DeviceId d = b < program.binding_devices.size() ? program.binding_devices[b] : ir::kNoDevice;

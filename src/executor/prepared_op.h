@@ -21,6 +21,7 @@ enum class OpKind {
   kCopy,           // device_copy
   kIpcAllReduce,   // vdev.allreduce: the input lies in ipc_memory
   kAllReduce,      // allreduce
+  kFusedAllReduce, // vdev.allreduce_add_rms_norm: the all-reduce, then the add_rms_norm kernel
   kShapeOf,        // vm.shape_of: an i64 tensor on the host
 };
 
@@ -47,10 +48,18 @@ absl::StatusOr<Shape> StaticShape(const ir::Module& module, ir::TypeId type, abs
 absl::StatusOr<PreparedOp> PrepareOp(const LoweredProgram& program, ir::BindingId binding, ExecutionBackend& backend);
 
 OpKind KindOf(absl::string_view op_name);
+// The ops KindOf does not call kernels: the ones the executor runs itself.
+std::vector<std::string> ExecutorOpNames();
 
 // The kernel of binding `b`'s op on `type`, or a located error naming the kernels that exist.
 absl::StatusOr<KernelFn> FindKernel(const LoweredProgram& program, ir::BindingId b, DeviceType type,
                                    absl::string_view backend);
+
+// Every op-call binding of the module, nested blocks included, in program order.
+std::vector<ir::BindingId> OpCallBindings(const ir::Module& module);
+
+// For an all-reduce binding `b` written with `workers=N`: a located error unless N == `workers`.
+absl::Status CheckDeclaredWorkers(const LoweredProgram& program, ir::BindingId b, int workers);
 
 // For `vdev run --backend cuda` before any worker starts: OK when the CUDA backend can run here
 // (built, and a GPU visible), and the CUDA kernels are then in KernelRegistry::Global().

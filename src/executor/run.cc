@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "run_internal.h"
+#include "vdev/fuse_allreduce.h"
 #include "vdev/npy.h"
 #include "vdev/source_file.h"
 #include "vdev/status_macros.h"
@@ -21,28 +23,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Worker processes (or reference threads) share this host's cores: BLAS gets an equal share each.
-int CpuThreadsPerWorker(int workers) {
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  return std::max(1, cores / std::max(1, workers));
-}
-
 void PrintProfile(const std::vector<OpProfile>& profile) {
-  double total = 0, copies = 0, allreduces = 0;
+  double total = 0, copies = 0, allreduces = 0, norms = 0;
   for (const OpProfile& p : profile) {
     total += p.seconds;
     if (p.op == "device_copy") copies += p.seconds;
-    if (p.op == "allreduce" || p.op == "vdev.allreduce") allreduces += p.seconds;
+    // The fused op is an all-reduce that also adds the residual and normalises.
+    if (p.op == "allreduce" || p.op == "vdev.allreduce" || p.op == kFusedAllReduceOp) allreduces += p.seconds;
+    if (p.op == "rms_norm" || p.op == "layer_norm") norms += p.seconds;
   }
   std::vector<OpProfile> sorted = profile;
   std::stable_sort(sorted.begin(), sorted.end(), [](const OpProfile& a, const OpProfile& b) { return a.seconds > b.seconds; });
   std::cout << absl::StrFormat("profile (worker 0, one run, %.3f ms in ops):\n", total * 1e3);
-  std::cout << absl::StrFormat("  %-22s %7s %11s %7s\n", "op", "calls", "time ms", "share");
+  std::cout << absl::StrFormat("  %-28s %7s %11s %7s\n", "op", "calls", "time ms", "share");
   for (const OpProfile& p : sorted)
-    std::cout << absl::StrFormat("  %-22s %7d %11.3f %6.1f%%\n", p.op, p.calls, p.seconds * 1e3,
+    std::cout << absl::StrFormat("  %-28s %7d %11.3f %6.1f%%\n", p.op, p.calls, p.seconds * 1e3,
                                  total > 0 ? 100 * p.seconds / total : 0.0);
-  std::cout << absl::StrFormat("  copies %.1f%%, all-reduces %.1f%% of op time\n", total > 0 ? 100 * copies / total : 0.0,
-                               total > 0 ? 100 * allreduces / total : 0.0);
+  const double share = total > 0 ? 100 / total : 0.0;
+  std::cout << absl::StrFormat("  copies %.1f%%, all-reduces %.1f%% (fused ones included), all-reduces + norms %.1f%% of op time\n",
+                               share * copies, share * allreduces, share * (allreduces + norms));
 }
 
 absl::Status WriteOutputs(const std::vector<HostTensor>& outputs, const std::string& dir, int rank) {
@@ -66,6 +65,27 @@ double Tolerance(ir::DType dtype, bool relative) {
 
 }  // namespace
 
+namespace internal {
+
+int CpuThreadsPerWorker(int workers) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, cores / std::max(1, workers));
+}
+
+absl::StatusOr<LoweredProgram> CompileWithStrategy(absl::string_view text, absl::string_view file,
+                                                   absl::string_view strategy_name, bool fuse_allreduce) {
+  LowerOptions lower;
+  std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(strategy_name);
+  if (!strategy)
+    return absl::InvalidArgumentError(absl::StrCat("--allreduce-strategy: expected auto, one-shot, two-shot, nccl or plan:NAME, found '",
+                                                   strategy_name, "'"));
+  lower.strategy = *strategy;
+  lower.fuse_allreduce = fuse_allreduce;
+  return CompileForExecution(text, file, lower);
+}
+
+}  // namespace internal
+
 int VirtualCudaDevices(const ir::Module& m) {
   int n = 0;
   for (size_t d = 0; d < m.devices.size(); ++d) {
@@ -76,15 +96,9 @@ int VirtualCudaDevices(const ir::Module& m) {
 }
 
 absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options) {
-  LowerOptions lower;
-  std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(options.allreduce_strategy);
-  if (!strategy)
-    return absl::InvalidArgumentError(absl::StrCat("--allreduce-strategy: expected auto, one-shot, two-shot, nccl or plan:NAME, found '",
-                                                   options.allreduce_strategy, "'"));
-  lower.strategy = *strategy;
   // Every worker reads FILE again, and only the controller has the caller's standard input.
   VDEV_ASSIGN_OR_RETURN(std::string text, ReadSourceFile(options.file, StandardInput::kRefused));
-  return CompileForExecution(text, options.file, lower);
+  return internal::CompileWithStrategy(text, options.file, options.allreduce_strategy, options.fuse_allreduce);
 }
 
 absl::Status RunWorker(const RunOptions& options, Session* session, const std::string& output_dir) {
@@ -96,7 +110,7 @@ absl::Status RunWorker(const RunOptions& options, Session* session, const std::s
     VDEV_ASSIGN_OR_RETURN(backend, CreateHostBackend(session));
   }
   const int rank = backend->rank();
-  SetCpuKernelThreads(CpuThreadsPerWorker(backend->world_size()));
+  SetCpuKernelThreads(internal::CpuThreadsPerWorker(backend->world_size()));
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Load(program, backend.get()));
   VDEV_ASSIGN_OR_RETURN(std::vector<HostTensor> inputs, ProgramInputs(program, options.inputs, rank));
   std::vector<HostTensor> outputs;
@@ -120,7 +134,7 @@ absl::Status RunWorker(const RunOptions& options, Session* session, const std::s
     }
   }
   VDEV_ASSIGN_OR_RETURN(outputs, executor->Outputs());
-  if (rank == 0) {
+  if (rank == 0 && options.print_timing) {
     std::string line = absl::StrFormat("worker 0: %d run(s) on the %s backend, first %.3f ms", options.repeat,
                                        backend->name(), first_seconds * 1e3);
     if (options.repeat > 1)
@@ -139,27 +153,17 @@ absl::Status RunWorker(const RunOptions& options, Session* session, const std::s
 
 absl::StatusOr<std::vector<std::vector<HostTensor>>> RunReference(const LoweredProgram& program, int workers,
                                                                   absl::string_view inputs) {
-  SetCpuKernelThreads(CpuThreadsPerWorker(workers));
-  ThreadGroup group(workers);
-  std::vector<std::vector<HostTensor>> results(workers);
-  std::vector<absl::Status> statuses(workers);
-  std::vector<std::thread> threads;
+  SetCpuKernelThreads(internal::CpuThreadsPerWorker(workers));
+  std::vector<std::vector<HostTensor>> tensors(workers);
+  std::vector<std::vector<TensorRef>> views(workers);
   for (int k = 0; k < workers; ++k) {
-    threads.emplace_back([&, k] {
-      absl::Status status = [&]() -> absl::Status {
-        VDEV_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionBackend> backend, CreateThreadBackend(&group, k));
-        VDEV_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::Load(program, backend.get()));
-        VDEV_ASSIGN_OR_RETURN(std::vector<HostTensor> in, ProgramInputs(program, inputs, k));
-        VDEV_ASSIGN_OR_RETURN(results[k], executor->Run(in));
-        return absl::OkStatus();
-      }();
-      if (!status.ok()) group.Abort(status);
-      statuses[k] = status;
-    });
+    absl::StatusOr<std::vector<HostTensor>> in = ProgramInputs(program, inputs, k);
+    if (!in.ok()) return absl::Status(in.status().code(), absl::StrCat("reference worker ", k, ": ", in.status().message()));
+    tensors[k] = *std::move(in);
+    for (const HostTensor& t : tensors[k]) views[k].push_back(t.Ref());
   }
-  for (std::thread& t : threads) t.join();
-  for (int k = 0; k < workers; ++k)
-    if (!statuses[k].ok()) return absl::Status(statuses[k].code(), absl::StrCat("reference worker ", k, ": ", statuses[k].message()));
+  absl::StatusOr<std::vector<std::vector<HostTensor>>> results = RunInThreads(program, views);
+  if (!results.ok()) return absl::Status(results.status().code(), absl::StrCat("reference ", results.status().message()));
   return results;
 }
 

@@ -60,9 +60,14 @@ absl::StatusOr<std::vector<HostTensor>> ProgramInputs(const LoweredProgram& prog
   const ir::FuncId main = m.FindGlobal("main");
   if (main == ir::kNoFunc) return absl::InvalidArgumentError(absl::StrCat(program.file, ": error: the program has no @main"));
   std::optional<uint64_t> seed;
-  if (absl::ConsumePrefix(&spec, "random:")) {
+  // random:SEED draws the same inputs on every worker (worker 0's of random-per-rank:SEED).
+  const bool per_rank = absl::StartsWith(spec, "random-per-rank:");
+  if (per_rank || absl::StartsWith(spec, "random:")) {
+    const absl::string_view kind = spec.substr(0, spec.find(':') + 1);
+    spec.remove_prefix(kind.size());
     uint64_t s;
-    if (!absl::SimpleAtoi(spec, &s)) return absl::InvalidArgumentError(absl::StrCat("--inputs: expected random:SEED, found random:", spec));
+    if (!absl::SimpleAtoi(spec, &s))
+      return absl::InvalidArgumentError(absl::StrCat("--inputs: expected ", kind, "SEED, found ", kind, spec));
     seed = s;
   } else if (!Exists(std::string(spec))) {
     return absl::NotFoundError(absl::StrCat("--inputs: no directory ", spec));
@@ -79,7 +84,8 @@ absl::StatusOr<std::vector<HostTensor>> ProgramInputs(const LoweredProgram& prog
     for (int64_t d : shape)
       if (d < 0) return absl::InvalidArgumentError(absl::StrCat("parameter %", name, " has a dynamic shape"));
     if (seed) {
-      const uint64_t mixed = *seed * 0x100000001B3ull ^ (uint64_t(rank) << 40) ^ (uint64_t(i) + 1) * 0x9E3779B97F4A7C15ull;
+      const uint64_t stream = per_rank ? uint64_t(rank) : 0;
+      const uint64_t mixed = *seed * 0x100000001B3ull ^ (stream << 40) ^ (uint64_t(i) + 1) * 0x9E3779B97F4A7C15ull;
       inputs.push_back(RandomTensor(dtype, shape, mixed));
       continue;
     }

@@ -3,6 +3,7 @@
 // shape_rules.cc (reshaping and indexing).
 #include "vdev/op_registry.h"
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -98,6 +99,16 @@ absl::Status OpRegistry::Register(OpDef def) {
   return absl::OkStatus();
 }
 
+std::vector<std::string> OpRegistry::Names() const {
+  std::vector<std::string> names;
+  {
+    absl::MutexLock lock(&mutex_);
+    for (const auto& [name, def] : ops_) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 const OpDef* OpRegistry::Find(absl::string_view name) const {
   absl::MutexLock lock(&mutex_);
   auto it = ops_.find(name);
@@ -179,6 +190,11 @@ void OpRegistry::AddBuiltinOps(OpRegistry& r) {
             if (op && *op != "sum" && *op != "max" && *op != "min" && *op != "prod" && *op != "avg")
               return c.Error(absl::StrCat("unknown reduction '", *op, "' (sum, max, min, prod, avg)"),
                              c.attr("op")->loc);
+            // `workers=N`: the number of workers the program is written for (the executor refuses others).
+            VDEV_ASSIGN_OR_RETURN(std::optional<int64_t> workers, c.IntAttr("workers"));
+            if (workers && *workers < 1)
+              return c.Error(absl::StrCat("workers must be a positive number of workers, found ", *workers),
+                             c.attr("workers")->loc);
             return Unary(c);
           }});
 }
@@ -186,6 +202,7 @@ void OpRegistry::AddBuiltinOps(OpRegistry& r) {
 void OpRegistry::AddStandardOps(OpRegistry& r) {
   internal::AddElementwiseAndNnOps(r);
   internal::AddShapeOps(r);
+  internal::AddSelectOps(r);
 }
 
 }  // namespace vdev::ir

@@ -231,6 +231,46 @@ absl::StatusOr<TypeId> Norm(const OpCall& c) {
   return *x;
 }
 
+// vdev.allreduce_add_rms_norm(x, residual, gamma, op=sum, epsilon=1e-6) -> (h, n), written by the
+// all-reduce fusion (vdev/fuse_allreduce.h): h = residual + allreduce(x), n = rms_norm(h, gamma).
+// x has residual's dtype and element count (it may be a flat view of it); both results have
+// residual's type.
+absl::StatusOr<TypeId> AllReduceAddRmsNorm(const OpCall& c) {
+  VDEV_ASSIGN_OR_RETURN(std::optional<std::string> op, c.TextAttr("op"));
+  if (op && *op != "sum") return c.Error("the fused all-reduce only sums", c.attr("op")->loc);
+  VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> x, TensorArg(c, 0));
+  VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> residual, TensorArg(c, 1));
+  if (!x || !residual) return kNoType;
+  const TypeTable& t = c.types();
+  auto elements = [&](TypeId id) -> std::optional<int64_t> {
+    int64_t n = 1;
+    for (int64_t d : t.dims(id)) {
+      if (d == kDynamicDim) return std::nullopt;
+      n *= d;
+    }
+    return n;
+  };
+  if (t.node(*x).dtype != t.node(*residual).dtype || elements(*x) != elements(*residual))
+    return c.Error(absl::StrCat("operand 1 (", t.ToString(*x), ") must have the dtype and element count of the residual ",
+                                t.ToString(*residual)),
+                   c.arg(0).loc);
+  const Operand* epsilon = c.attr("epsilon");
+  if (epsilon != nullptr && epsilon->kind != OperandKind::kNumber)
+    return c.Error("attribute 'epsilon' must be a number", epsilon->loc);
+  absl::Span<const int64_t> dims = t.dims(*residual);
+  if (dims.empty()) return c.Error("the residual needs rank >= 1", c.arg(1).loc);
+  VDEV_ASSIGN_OR_RETURN(std::optional<TypeId> gamma, TensorArg(c, 2));
+  if (gamma) {
+    absl::Span<const int64_t> gd = t.dims(*gamma);
+    if (gd.size() != 1 || gd[0] != dims.back() || t.node(*gamma).dtype != t.node(*residual).dtype)
+      return c.Error(absl::StrCat("operand 3 must be ", DTypeName(t.node(*residual).dtype), "[", dims.back(), "], not ",
+                                  t.ToString(*gamma)),
+                     c.arg(2).loc);
+  }
+  const TypeId fields[] = {*residual, *residual};
+  return c.types().Tuple(fields);
+}
+
 // attention(qkv[T,3,H,D], causal=false) -> [T,H,D].
 absl::StatusOr<TypeId> Attention(const OpCall& c) {
   VDEV_ASSIGN_OR_RETURN(std::optional<bool> causal, c.BoolAttr("causal"));
@@ -273,9 +313,11 @@ void AddElementwiseAndNnOps(OpRegistry& r) {
   AddOp(r, {"cast", 1, 1, {}, {"dtype"}, Cast});
   AddOp(r, {"softmax", 1, 1, {}, {}, Softmax});
   AddOp(r, {"nn.softmax", 1, 1, {}, {}, Softmax});
+  AddOp(r, {"log_softmax", 1, 1, {}, {}, Softmax});
   AddOp(r, {"gelu", 1, 1, {}, {}, Gelu});
   AddOp(r, {"layer_norm", 3, 3, {}, {}, Norm});
   AddOp(r, {"rms_norm", 2, 2, {}, {}, Norm});
+  AddOp(r, {"vdev.allreduce_add_rms_norm", 3, 3, {}, {}, AllReduceAddRmsNorm});
   AddOp(r, {"attention", 1, 1, {}, {}, Attention});
   AddOp(r, {"silu_mul", 1, 1, {}, {}, SiluMul});
   AddOp(r, {"matmul", 2, 2, {}, {}, Matmul});

@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "internal/lexer.h"
 #include "internal/scope.h"
+#include "internal/type_sizes.h"
 #include "vdev/ir.h"
 #include "vdev/ir_text.h"
 #include "vdev/op_registry.h"
@@ -47,6 +49,8 @@ class Verifier : public Visitor {
     return f == kNoFunc ? std::string("?") : absl::StrCat("@", m_.Name(m_.functions[f].name));
   }
   std::string TypeText(TypeId t) const { return m_.types.ToString(t); }
+  // Fails at `loc` when a value of type `t` would take 2^63 bytes or more.
+  void CheckSize(TypeId t, SourceLoc loc, absl::string_view what);
   // Whether symbol `s` can be printed where a token of `kind` is expected (modules built in C++
   // may hold any string; the printed text must parse back to the same module). Cached per symbol.
   bool Spelled(Symbol s, internal::Tok kind);
@@ -57,7 +61,7 @@ class Verifier : public Visitor {
   TypeId FunctionType(FuncId f);
   const OpDef* Lookup(Symbol op);
   void CheckOpCall(BindingId b, const Expr& e);
-  TypeId InferOpCall(const Expr& e);
+  TypeId InferOpCall(BindingId id, const Expr& e);
   TypeId InferCall(const Expr& e, absl::Span<const TypeId> params, TypeId result, absl::Span<const Operand> args,
                    const std::string& callee);
 
@@ -73,7 +77,14 @@ class Verifier : public Visitor {
   std::vector<TypeId> scratch_types_;
   std::vector<TypeId> op_arg_types_;  // InferOpCall's, reused (type rules do not re-enter)
   std::vector<uint8_t> spelled_;      // by symbol: bit 2k = checked for kind k, bit 2k+1 = ok
+  internal::TypeSizes sizes_;
 };
+
+void Verifier::CheckSize(TypeId t, SourceLoc loc, absl::string_view what) {
+  if (sizes_.Bytes(m_.types, t) < 0) {
+    Fail(loc, absl::StrCat(what, " has type ", TypeText(t), ", which is larger than 2^63-1 bytes"));
+  }
+}
 
 // Bits of Verifier::spelled_ per token kind.
 int SpellingBit(internal::Tok kind) {
@@ -183,6 +194,8 @@ void Verifier::EnterFunction(FuncId f) {
       Fail(param.loc, absl::StrCat("parameter '%", m_.Name(param.name), "' has no type"));
       return;
     }
+    CheckSize(param.type, param.loc, absl::StrCat("parameter '%", m_.Name(param.name), "'"));
+    if (failed_) return;
     ValueRef prev = scopes_.Define(param.name, ValueRef::Param(p));
     if (prev.valid()) {
       Fail(param.loc, absl::StrCat("duplicate name '%", m_.Name(param.name), "'"));
@@ -207,6 +220,8 @@ void Verifier::ExitFunction(FuncId f) {
     if (result == kNoType) result = returned;
   }
   if (result == kNoType) return;
+  CheckSize(result, fn.loc, absl::StrCat("the result of '", fn.kind == FuncKind::kLocal ? "%" : "@", m_.Name(fn.name), "'"));
+  if (failed_) return;
   scratch_types_.clear();
   for (const Param& p : m_.Params(fn)) scratch_types_.push_back(p.type);
   fn.type = m_.types.Func(scratch_types_, result);
@@ -408,7 +423,7 @@ void Verifier::CheckOpCall(BindingId id, const Expr& e) {
   (void)id;
 }
 
-TypeId Verifier::InferOpCall(const Expr& e) {
+TypeId Verifier::InferOpCall(BindingId id, const Expr& e) {
   const OpDef* def = Lookup(e.op);
   if (def == nullptr || !def->infer) return kNoType;
   std::vector<TypeId>& arg_types = op_arg_types_;
@@ -417,7 +432,12 @@ TypeId Verifier::InferOpCall(const Expr& e) {
   OpCall call(m_, e, arg_types);
   absl::StatusOr<TypeId> t = def->infer(call);
   if (!t.ok()) {
-    Fail(call.error_loc().valid() ? call.error_loc() : e.loc, std::string(t.status().message()));
+    // The rule's message names the op (`'matmul': …`); the binding is named instead, so a built
+    // module's error (no location) says which call is wrong.
+    absl::string_view message = t.status().message();
+    absl::ConsumePrefix(&message, absl::StrCat("'", def->name, "': "));
+    Fail(call.error_loc().valid() ? call.error_loc() : e.loc,
+         absl::StrCat("%", m_.Name(m_.bindings[id].name), " = ", PrintExprHead(m_, e), ": ", message));
     return kNoType;
   }
   return *t;
@@ -449,7 +469,7 @@ void Verifier::BindingDone(BindingId id) {
   TypeId t = kNoType;
   switch (e.kind) {
     case ExprKind::kOpCall:
-      t = InferOpCall(e);
+      t = InferOpCall(id, e);
       break;
     case ExprKind::kCallGlobal: {
       const Function& callee = m_.functions[e.func];
@@ -534,6 +554,8 @@ void Verifier::BindingDone(BindingId id) {
     }
     t = b.declared_type;
   }
+  CheckSize(t, b.loc, absl::StrCat("'%", m_.Name(b.name), "'"));
+  if (failed_) return;
   b.type = t;
   ValueRef prev = scopes_.Define(b.name, ValueRef::Binding(id));
   if (prev.valid()) {

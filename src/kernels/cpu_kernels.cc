@@ -11,6 +11,7 @@ void RegisterCpuKernels(KernelRegistry& registry) {
   kernels_internal::RegisterNormKernels(registry);
   kernels_internal::RegisterLayoutKernels(registry);
   kernels_internal::RegisterAttentionKernels(registry);
+  kernels_internal::RegisterSelectKernels(registry);
 }
 
 }  // namespace vdev

@@ -11,8 +11,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "ir_walk.h"
 #include "vdev/builtin_ops.h"
+#include "vdev/fuse_allreduce.h"
 #include "vdev/status_macros.h"
 
 namespace vdev {
@@ -192,7 +194,7 @@ class FunctionLowering {
             break;
           }
           VDEV_RETURN_IF_ERROR(Produce(b, pos, v));
-          if (op == "allreduce") RewriteAllReduce(b);
+          if (op == "allreduce" || op == kFusedAllReduceOp) RewriteAllReduce(b);
           break;
         }
         case ir::ExprKind::kAlias:
@@ -264,6 +266,7 @@ class FunctionLowering {
     const ir::Expr& e = m_.bindings[b].expr;
     AllReduceInfo info;
     info.binding = b;
+    info.fused = m_.OpName(e) == kFusedAllReduceOp;
     const ir::Attr* op = m_.FindAttr(e, "op");
     info.op = op == nullptr ? "sum" : std::string(op->value.kind == ir::OperandKind::kIdent
                                                       ? m_.Name(op->value.symbol)
@@ -324,6 +327,8 @@ class FunctionLowering {
     for (ir::BindingId b : order) {
       auto it = tensor_of.find(b);
       if (it == tensor_of.end()) {
+        // A fused all-reduce has two results, which it allocates itself; it still takes its strategy.
+        if (allreduce_of.contains(b) && allreduce_of[b]->fused) AddStrategy(b, *allreduce_of[b]);
         lowered.push_back(b);
         continue;
       }
@@ -343,6 +348,26 @@ class FunctionLowering {
       WriteInto(b, tensor.alloc, allreduce_of.contains(b) ? allreduce_of[b] : nullptr);
     }
     m_.blocks[body_].bindings = std::move(lowered);
+  }
+
+  // `strategy="S"`: a string, since strategy names ("one-shot") are not identifiers of the text form.
+  ir::Attr StrategyAttr(const AllReduceStrategy& s) {
+    ir::Operand strategy;
+    strategy.kind = ir::OperandKind::kString;
+    strategy.symbol = m_.symbols.Intern(absl::StrCat("\"", AllReduceStrategyName(s), "\""));
+    return m_.MakeAttr("strategy", strategy);
+  }
+
+  // A fused all-reduce's strategy: the rewrite's when its input moved to ipc_memory, else NCCL.
+  void AddStrategy(ir::BindingId b, const AllReduceInfo& info) {
+    const ir::Expr old = m_.bindings[b].expr;
+    std::vector<ir::Attr> attrs(m_.Attrs(old).begin(), m_.Attrs(old).end());
+    attrs.push_back(StrategyAttr(info.ipc ? info.strategy : AllReduceStrategy(AllReduceStrategy::kNccl)));
+    const std::vector<ir::Operand> args(m_.Args(old).begin(), m_.Args(old).end());
+    const std::string op(m_.OpName(old));
+    ir::Expr expr = m_.MakeOpCall(op, args, attrs);
+    expr.loc = old.loc;
+    m_.bindings[b].expr = std::move(expr);
   }
 
   // Rebuilds op or kernel-call binding `b` to write into `alloc` (`out=%t`); a rewritten all-reduce
@@ -365,11 +390,7 @@ class FunctionLowering {
     if (allreduce != nullptr && allreduce->ipc) {
       op = "vdev.allreduce";
       if (m_.FindAttr(old, "op") == nullptr) attrs.push_back(m_.MakeAttr("op", m_.IdentOperand("sum")));
-      // A string: strategy names ("one-shot") are not identifiers of the text form.
-      ir::Operand strategy;
-      strategy.kind = ir::OperandKind::kString;
-      strategy.symbol = m_.symbols.Intern(absl::StrCat("\"", AllReduceStrategyName(allreduce->strategy), "\""));
-      attrs.push_back(m_.MakeAttr("strategy", strategy));
+      attrs.push_back(StrategyAttr(allreduce->strategy));
     }
     attrs.push_back(m_.MakeAttr("out", m_.LocalOperand(ir::ValueRef::Binding(alloc))));
     ir::Expr expr = m_.MakeOpCall(op, args, attrs);
@@ -411,26 +432,37 @@ std::ostream& operator<<(std::ostream& os, const AllReduceStrategy& strategy) {
   return os << AllReduceStrategyName(strategy);
 }
 
-std::optional<AllReduceStrategy> AllReduceStrategyFromName(absl::string_view name) {
+std::optional<AllReduceStrategy> AllReduceStrategyFromName(absl::string_view name, std::string* note) {
   constexpr absl::string_view kPlanPrefix = "plan:";
+  std::optional<AllReduceStrategy> strategy;
   if (absl::StartsWith(name, kPlanPrefix)) {
     const absl::string_view plan = name.substr(kPlanPrefix.size());
     if (plan.empty()) return std::nullopt;
     for (char c : plan) {
       if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '_' && c != '-') return std::nullopt;
     }
-    return AllReduceStrategy::Plan(std::string(plan));
+    // Plan names are identifiers (`one_shot_ll`): a hyphen is the other spelling of their underscore.
+    strategy = AllReduceStrategy::Plan(absl::StrReplaceAll(plan, {{"-", "_"}}));
+  } else {
+    // Built-in strategies are spelled with hyphens (`one-shot`); `one_shot` is accepted too.
+    const std::string hyphenated = absl::StrReplaceAll(name, {{"_", "-"}});
+    for (AllReduceStrategy::Kind k : {AllReduceStrategy::kAuto, AllReduceStrategy::kOneShot,
+                                      AllReduceStrategy::kTwoShot, AllReduceStrategy::kNccl}) {
+      if (AllReduceStrategyName(k) == hyphenated) strategy = k;
+    }
+    if (!strategy) return std::nullopt;
   }
-  for (AllReduceStrategy::Kind k : {AllReduceStrategy::kAuto, AllReduceStrategy::kOneShot,
-                                    AllReduceStrategy::kTwoShot, AllReduceStrategy::kNccl}) {
-    if (AllReduceStrategyName(k) == name) return k;
+  const std::string canonical = AllReduceStrategyName(*strategy);
+  if (note != nullptr) {
+    *note = canonical == name ? "" : absl::StrCat("note: all-reduce strategy '", name, "' is spelled '", canonical, "'");
   }
-  return std::nullopt;
+  return strategy;
 }
 
 absl::StatusOr<MemoryPlan> LowerMemory(ir::Module& module, std::vector<ir::DeviceId>& binding_devices,
                                        const LowerOptions& options) {
   MemoryPlan plan;
+  if (options.fuse_allreduce) plan.fused = FuseAllReduceAddNorm(module, binding_devices);
   for (ir::FuncId f : module.items) {
     if (module.functions[f].kind != ir::FuncKind::kGlobal || module.functions[f].body == ir::kNoBlock) continue;
     VDEV_ASSIGN_OR_RETURN(FunctionMemory fm, FunctionLowering(module, binding_devices, options, f).Run());

@@ -44,6 +44,7 @@ Json FunctionReport(const ir::Module& m, const FunctionMemory& fm) {
     Json entry = {{"binding", Local(m, a.binding)},
                   {"op", a.op},
                   {"strategy", std::string(AllReduceStrategyName(a.strategy))}};
+    if (a.fused) entry["fused"] = "add + rms_norm";
     if (a.ipc) {
       entry["input"] = Local(m, a.input_producer);
     } else {

@@ -10,8 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "src/planner/internal/capacity.h"
 #include "src/planner/internal/placement_model.h"
 #include "src/planner/internal/planner.h"
@@ -77,6 +80,24 @@ std::string BindingLoc(const ir::Module& m, ir::BindingId b) {
   return absl::StrCat(m.bindings[b].expr.loc.line, ":", m.bindings[b].expr.loc.col);
 }
 
+// A model error's place in the source travels with its Status (as "LINE:COL"), so that the plan's
+// error report (`vdev plan --optimize --json`) gives its line and column.
+constexpr char kSourceLocPayload[] = "vdev.source_loc";
+absl::Status AtBinding(absl::Status status, const ir::Module& m, ir::BindingId b) {
+  status.SetPayload(kSourceLocPayload, absl::Cord(BindingLoc(m, b)));
+  return status;
+}
+std::optional<PlanError> LocatedError(const absl::Status& status) {
+  const absl::optional<absl::Cord> at = status.GetPayload(kSourceLocPayload);
+  std::pair<std::string, std::string> parts = absl::StrSplit(at ? std::string(*at) : std::string(), ':');
+  PlanError error;
+  if (!absl::SimpleAtoi(parts.first, &error.loc.line) || !absl::SimpleAtoi(parts.second, &error.loc.col)) {
+    return std::nullopt;
+  }
+  error.message = std::string(status.message());
+  return error;
+}
+
 }  // namespace
 
 namespace planner_internal {
@@ -123,7 +144,7 @@ absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const Pl
       std::string message = absl::StrCat(name, " at ", BindingLoc(m, op.binding),
                                          " is implemented on no device that its placement allows");
       if (!classes.origin[op.cls].empty()) absl::StrAppend(&message, " (", classes.origin[op.cls], ")");
-      return absl::InvalidArgumentError(message);
+      return AtBinding(absl::InvalidArgumentError(message), m, op.binding);
     }
   }
   for (const PlacementClasses::Edge& e : classes.edges) {
@@ -280,13 +301,19 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
   std::vector<LiveValue> input_values;  // made at the first overflow
   std::vector<Overflow> overflows;
   std::optional<PlanError> capacity_error;
+  std::optional<PlanError> model_error;  // located: an op that no device of the machine implements
   double seconds_left = options.time_limit_seconds;
   Cost model_cost = 0;  // of the last round's solution, and its bounds (placement_solver.h)
   Cost lower_bound = 0;
   Cost relaxation_bound = 0;
   auto choose = [&](const ir::Module& m,
                     const PlacementClasses& classes) -> absl::StatusOr<std::vector<std::optional<VirtualDevice>>> {
-    VDEV_ASSIGN_OR_RETURN(PlacementModel model, planner_internal::BuildPlacementModel(m, classes, machine));
+    absl::StatusOr<PlacementModel> built = planner_internal::BuildPlacementModel(m, classes, machine);
+    if (!built.ok()) {
+      model_error = LocatedError(built.status());
+      return built.status();
+    }
+    PlacementModel& model = *built;
     // One cut per point where an earlier round's plan overflowed.
     std::vector<std::vector<ir::ValueRef>> term_values(overflows.size());
     for (size_t k = 0; k < overflows.size(); ++k) {
@@ -354,10 +381,9 @@ absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const 
     }
     plan = planner_internal::PlanWithPlacement(module.Clone(), options.plan, choose, plan_error);
     if (!plan.ok()) {
-      if (capacity_error) {
-        *plan_error = *capacity_error;
-        return absl::InvalidArgumentError(
-            absl::StrCat(capacity_error->loc.line, ":", capacity_error->loc.col, ": ", capacity_error->message));
+      if (const std::optional<PlanError>& located = capacity_error ? capacity_error : model_error) {
+        *plan_error = *located;
+        return absl::InvalidArgumentError(absl::StrCat(located->loc.line, ":", located->loc.col, ": ", located->message));
       }
       return plan.status();
     }

@@ -1,5 +1,5 @@
 // PlanDevices, collection: signatures, then one domain per value in program order, unified as the
-// placement semantics say (shared/spec/ir-text.md); conflicts go to plan_unify.cc.
+// placement semantics say (docs/spec/ir-text.md); conflicts go to plan_unify.cc.
 #include <algorithm>
 
 #include "src/planner/internal/planner.h"

@@ -1,5 +1,5 @@
 // PlanDevices, defaults: what no constraint decided takes its function's result device, its first
-// consumer's device, or the config's default (shared/spec/ir-text.md, "Defaults").
+// consumer's device, or the config's default (docs/spec/ir-text.md, "Defaults").
 #include <tuple>
 #include <utility>
 

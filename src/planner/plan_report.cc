@@ -1,4 +1,4 @@
-// The `vdev plan --json` report (shared/spec/plan-json.md), with `--optimize`'s cost fields.
+// The `vdev plan --json` report (docs/spec/plan-json.md), with `--optimize`'s cost fields.
 #include <string>
 #include <vector>
 

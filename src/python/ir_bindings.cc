@@ -35,7 +35,7 @@ std::vector<std::string> FunctionNames(const PyModule& m) {
 
 void BindIr(py::module_& m) {
   py::class_<PyModule, std::shared_ptr<PyModule>>(
-      m, "Module", "A verified program of the vdev IR (shared/spec/ir-text.md). Immutable: passes return new ones.")
+      m, "Module", "A verified program of the vdev IR (docs/spec/ir-text.md). Immutable: passes return new ones.")
       .def_static("parse", &ParseText, py::arg("text"), py::arg("file") = "<string>",
                   "Same as vdev.parse(text, file).")
       .def("text", [](const PyModule& self, bool inferred_types) {

@@ -415,7 +415,7 @@ void BindPlan(py::module_& m) {
       }, "The planned program as a Module.")
       .def("text", [](const PyPlan& p) { return ir::PrintModule(p.result.module); }, "The planned program's text.")
       .def("to_json", &PlanJson,
-           "The report of `vdev plan --json` (shared/spec/plan-json.md), with `--optimize`'s cost fields\n"
+           "The report of `vdev plan --json` (docs/spec/plan-json.md), with `--optimize`'s cost fields\n"
            "when optimize=True made the plan.")
       .def_property_readonly("optimal", [](const PyPlan& p) {
         return p.optimization ? py::object(py::bool_(p.optimization->optimized.optimal)) : py::object(py::none());

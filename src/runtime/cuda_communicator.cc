@@ -13,6 +13,7 @@
 #include "internal/allreduce_layout.h"
 #include "cuda_common/cuda_common.h"
 #include "internal/cuda_kernels.h"
+#include "internal/cuda_zero_copy.h"
 #include "vdev/cuda_allreduce.h"
 #include "vdev/status_macros.h"
 
@@ -40,8 +41,8 @@ ncclDataType_t NcclType(DataType type) {
 // kAuto's choice by message size, per world size: each row covers sizes up to max_bytes where that
 // algorithm was the fastest variant in bench/allreduce_bench (bf16, CUDA graphs, H200s with NV18
 // links, NCCL 2.28.3; docs/allreduce.md): the tables bench/derive_auto_table.py derived from
-// docs/results/run11/bench2.csv (2 GPUs, 2026-11-23, with the sentinel kernel and warp-wide polls) and
-// docs/results/run8/bench{3,4}.csv (2026-11-22, before it), where sizes on which two kernels tie
+// docs/results/allreduce/h200x2_bench.csv (2 GPUs, with the sentinel kernel and warp-wide polls) and
+// docs/results/allreduce/h200x{3,4}_bench.csv (measured before those), where sizes on which two kernels tie
 // within 0.01 us (LL128 at 1 KB on 4 GPUs) keep the neighbouring row. Above the last row: NCCL.
 constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
 const std::vector<AutoRow>& BuiltInTable(int world) {
@@ -308,7 +309,7 @@ absl::Status CudaCommunicator::AllReduce(const void* in, void* out, size_t count
 }
 
 absl::Status CudaCommunicator::AllReduceZeroCopy(const IPCBuffer& in, void* out, size_t count, DataType type,
-                                                 cudaStream_t stream) {
+                                                 cudaStream_t stream, ZeroCopyRead read) {
   if (count == 0) return absl::OkStatus();
   VDEV_RETURN_IF_ERROR(CheckStream(stream));
   const IPCMemory* mem = in.memory;
@@ -329,8 +330,13 @@ absl::Status CudaCommunicator::AllReduceZeroCopy(const IPCBuffer& in, void* out,
     VDEV_RETURN_IF_ERROR(NcclAvailable());
     return NcclStatus(ncclAllReduce(local, out, count, NcclType(type), ncclSum, nccl_, stream), "ncclAllReduce");
   }
+  if (read == ZeroCopyRead::kAuto && bytes > options_.max_zero_copy_bytes) {
+    return AllReduce(local, out, count, type, AllReduceAlgorithm::kAuto, stream);
+  }
   const internal::KernelArgs a = ArgsFor(*mem, in.offset, local, out, count, options_.kernel_timeout, error_device_);
-  return CudaStatus(internal::LaunchZeroCopyOneShot(type, a, stream, options_.programmatic_launch),
+  return CudaStatus(read == ZeroCopyRead::kInPlaceNoExitBarrier
+                        ? internal::LaunchZeroCopyOneShotNoExit(type, a, stream, options_.programmatic_launch)
+                        : internal::LaunchZeroCopyOneShot(type, a, stream, options_.programmatic_launch),
                     "zero-copy all-reduce launch");
 }
 

@@ -1,6 +1,7 @@
 // The flag-barrier all-reduce kernels: one-shot, two-shot and zero-copy one-shot (see
 // cuda_kernel_device.cuh for the barrier and the pack copies).
 #include "internal/cuda_kernel_device.cuh"
+#include "internal/cuda_zero_copy.h"
 
 namespace vdev::internal {
 namespace {
@@ -80,8 +81,9 @@ __global__ void __launch_bounds__(kThreads) TwoShotKernel(const __grid_constant_
 // barrier: a peer's block b arrives only once its kernel runs, so its producer (earlier work on its
 // stream) has finished writing the input. Exit barrier: block b leaves only when every peer's block b
 // has finished reading range r of every input, so once the whole grid is done no peer reads this
-// worker's input any more and the next producer on this stream may overwrite it.
-template <typename T>
+// worker's input any more and the next producer on this stream may overwrite it. Without the exit
+// barrier (kExitBarrier false) the caller vouches for that (ZeroCopyRead::kInPlaceNoExitBarrier).
+template <typename T, bool kExitBarrier = true>
 __global__ void __launch_bounds__(kThreads) ZeroCopyOneShotKernel(const __grid_constant__ KernelArgs a) {
   const FlagCall call = StartFlagCall(a);
   constexpr int P = kPer<T>;
@@ -93,7 +95,7 @@ __global__ void __launch_bounds__(kThreads) ZeroCopyOneShotKernel(const __grid_c
   }
   T* out = static_cast<T*>(a.out);
   ReduceRange<T>(BlockRange((a.count + P - 1) / P), a.count, sources, a.world, a.rank, &out, 1);
-  Barrier(a, a.flags_out, call.epoch);
+  if (kExitBarrier) Barrier(a, a.flags_out, call.epoch);
 }
 
 }  // namespace
@@ -101,5 +103,9 @@ __global__ void __launch_bounds__(kThreads) ZeroCopyOneShotKernel(const __grid_c
 Kernels OneShotInstances() { return VDEV_KERNELS(OneShotKernel); }
 Kernels TwoShotInstances() { return VDEV_KERNELS(TwoShotKernel); }
 Kernels ZeroCopyOneShotInstances() { return VDEV_KERNELS(ZeroCopyOneShotKernel); }
+Kernels ZeroCopyOneShotNoExitInstances() {
+  return {ZeroCopyOneShotKernel<float, false>, ZeroCopyOneShotKernel<__half, false>,
+          ZeroCopyOneShotKernel<__nv_bfloat16, false>};
+}
 
 }  // namespace vdev::internal

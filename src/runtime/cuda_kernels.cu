@@ -6,6 +6,7 @@
 #include "internal/allreduce_layout.h"
 #include "internal/cuda_kernel_families.h"
 #include "internal/cuda_kernels.h"
+#include "internal/cuda_zero_copy.h"
 #include "vdev/ipc_memory.h"
 
 namespace vdev::internal {
@@ -105,6 +106,12 @@ KernelLaunch PlanZeroCopyOneShot(DataType type, size_t count) {
 
 cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, cudaStream_t stream, bool programmatic) {
   return Start(PlanZeroCopyOneShot(type, args.count), args, stream, programmatic);
+}
+
+cudaError_t LaunchZeroCopyOneShotNoExit(DataType type, const KernelArgs& args, cudaStream_t stream, bool programmatic) {
+  KernelLaunch launch = PlanZeroCopyOneShot(type, args.count);
+  launch.kernel = ForType(ZeroCopyOneShotNoExitInstances(), type);
+  return Start(launch, args, stream, programmatic);
 }
 
 }  // namespace vdev::internal

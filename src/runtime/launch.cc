@@ -124,6 +124,176 @@ class SignalScope {
   sigset_t old_mask_;
 };
 
+// A started job: its workers (one process group, led by worker 0) and what they share.
+struct Job {
+  std::string dir;         // the rendezvous directory
+  std::string session_id;  // names the job's shared-memory segments
+  std::vector<pid_t> pids;
+  pid_t group = 0;  // the workers' process group: worker 0's pid
+
+  // Kills every worker and removes what they shared: the end of a job that could not be started.
+  void Abandon() const {
+    if (group > 0) kill(-group, SIGKILL);
+    for (pid_t p : pids) {
+      if (p > 0) waitpid(p, nullptr, 0);
+    }
+    RemoveTree(dir);
+  }
+};
+
+// The rendezvous directory, mode 0700 (mkdtemp's), under $TMPDIR or /tmp.
+absl::StatusOr<std::string> MakeRendezvousDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = absl::StrCat((tmp != nullptr && *tmp != '\0') ? tmp : "/tmp", "/vdev-XXXXXX");
+  if (mkdtemp(templ.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp ", templ, ": ", std::strerror(errno)));
+  }
+  return templ;
+}
+
+// In the forked worker `rank`: joins the group, dies with the launcher, and execs the program
+// with the job's environment. Never returns.
+[[noreturn]] void ExecWorker(const LaunchOptions& options, const Job& job, int rank, pid_t launcher,
+                             const SignalScope& signals, const std::vector<char*>& argv) {
+  setpgid(0, job.group);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != launcher) _exit(1);  // the launcher died before the line above
+  signals.RestoreInChild();
+  setenv(kEnvRank, std::to_string(rank).c_str(), 1);
+  setenv(kEnvLocalRank, std::to_string(rank).c_str(), 1);
+  setenv(kEnvWorldSize, std::to_string(options.num_workers).c_str(), 1);
+  setenv(kEnvRendezvous, job.dir.c_str(), 1);
+  setenv(kEnvSessionId, job.session_id.c_str(), 1);
+  execvp(argv[0], argv.data());
+  std::fprintf(stderr, "vdev launch: cannot run %s: %s\n", argv[0], std::strerror(errno));
+  _exit(127);
+}
+
+// Forks the workers into one process group; on failure, none is left running.
+absl::Status StartWorkers(const LaunchOptions& options, const SignalScope& signals, Job* job) {
+  std::vector<char*> argv;
+  for (const std::string& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  job->pids.assign(options.num_workers, -1);
+  const pid_t launcher = getpid();
+  std::fflush(nullptr);
+  for (int r = 0; r < options.num_workers; ++r) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      const int saved = errno;
+      job->Abandon();
+      return absl::InternalError(absl::StrCat("fork: ", std::strerror(saved)));
+    }
+    if (pid == 0) ExecWorker(options, *job, r, launcher, signals, argv);
+    setpgid(pid, job->group);  // also here: whichever of the two runs first, the group exists before the next fork
+    if (job->group == 0) job->group = pid;
+    job->pids[r] = pid;
+  }
+  return absl::OkStatus();
+}
+
+// Watches the workers until all have ended: the first failure gives the job's status and, after
+// the grace period, the survivors are killed; a stop signal is passed on to the whole group.
+class Supervisor {
+ public:
+  Supervisor(const LaunchOptions& options, const Job& job, const SignalScope& signals)
+      : options_(options), job_(job), signals_(signals), n_(options.num_workers), pidfds_(n_, -1), ended_(n_, false),
+        running_(n_) {
+    for (int r = 0; r < n_; ++r) pidfds_[r] = PidfdOpen(job.pids[r]);
+  }
+  ~Supervisor() {
+    for (int fd : pidfds_) {
+      if (fd >= 0) close(fd);
+    }
+  }
+
+  int Run() {
+    while (running_ > 0) {
+      Wait();
+      NoteEndings();
+      if (stop_signal != 0 && !forwarded_) ForwardStop();
+      if (running_ > 0 && absl::Now() >= kill_at_) KillSurvivors();
+    }
+    return result_;
+  }
+
+ private:
+  // Wakes at the first exit (a pidfd becomes readable), a stop signal, or the kill deadline; a
+  // worker without a pidfd (old kernel) is looked at every millisecond.
+  void Wait() {
+    std::vector<pollfd> fds;
+    bool unwatched = false;
+    for (int r = 0; r < n_; ++r) {
+      if (ended_[r]) continue;
+      if (pidfds_[r] >= 0) fds.push_back({pidfds_[r], POLLIN, 0});
+      else unwatched = true;
+    }
+    absl::Duration wait = kill_at_ == absl::InfiniteFuture() ? absl::Hours(1) : kill_at_ - absl::Now();
+    if (unwatched) wait = std::min(wait, absl::Milliseconds(1));
+    const timespec timeout = absl::ToTimespec(std::max(wait, absl::ZeroDuration()));
+    ppoll(fds.data(), fds.size(), &timeout, &signals_.wait_mask());
+  }
+
+  // Workers are observed with WNOWAIT and reaped only at the end: an unreaped worker 0 keeps the
+  // group's id from being reused, so killing the group can never hit an unrelated process.
+  void NoteEndings() {
+    // Exits seen in one wake-up happened within microseconds: a worker killed by a signal is put
+    // first (peers that fail because of it exit with a status), then by rank.
+    std::vector<std::pair<int, Ending>> seen;
+    for (int r = 0; r < n_; ++r) {
+      if (ended_[r]) continue;
+      siginfo_t info = {};
+      if (waitid(P_PID, job_.pids[r], &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != job_.pids[r]) continue;
+      seen.push_back({r, Ending{info.si_code != CLD_EXITED, info.si_status}});
+    }
+    std::stable_sort(seen.begin(), seen.end(),
+                     [](const auto& a, const auto& b) { return a.second.signaled && !b.second.signaled; });
+    for (const auto& [r, ending] : seen) {
+      ended_[r] = true;
+      --running_;
+      if (ending.ok()) continue;
+      Say(DescribeExit(r, job_.pids[r], ending));
+      if (result_ == 0) {
+        result_ = ending.ExitCode();
+        failed_rank_ = r;
+        kill_at_ = absl::Now() + options_.grace;
+      }
+    }
+  }
+
+  void ForwardStop() {
+    Say(absl::StrCat("stopping the workers (", strsignal(stop_signal), ")"));
+    kill(-job_.group, SIGTERM);  // the group: their children too
+    forwarded_ = true;
+    if (result_ == 0) result_ = 128 + stop_signal;
+    kill_at_ = std::min(kill_at_, absl::Now() + absl::Seconds(2));
+  }
+
+  void KillSurvivors() {
+    for (int r = 0; r < n_; ++r) {
+      if (ended_[r]) continue;
+      Say(failed_rank_ >= 0
+              ? absl::StrCat("killing worker ", r, " (pid ", job_.pids[r], "): still running ",
+                             absl::FormatDuration(options_.grace), " after worker ", failed_rank_, " failed")
+              : absl::StrCat("killing worker ", r, " (pid ", job_.pids[r], "): still running after SIGTERM"));
+    }
+    kill(-job_.group, SIGKILL);
+    kill_at_ = absl::InfiniteFuture();
+  }
+
+  const LaunchOptions& options_;
+  const Job& job_;
+  const SignalScope& signals_;
+  const int n_;
+  std::vector<int> pidfds_;
+  std::vector<bool> ended_;
+  int running_;
+  int result_ = 0;
+  absl::Time kill_at_ = absl::InfiniteFuture();
+  int failed_rank_ = -1;
+  bool forwarded_ = false;
+};
+
 }  // namespace
 
 absl::StatusOr<int> Launch(const LaunchOptions& options) {
@@ -131,140 +301,31 @@ absl::StatusOr<int> Launch(const LaunchOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("-n must be in 1..", kMaxWorkers));
   }
   if (options.argv.empty()) return absl::InvalidArgumentError("no program to launch");
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = absl::StrCat((tmp != nullptr && *tmp != '\0') ? tmp : "/tmp", "/vdev-XXXXXX");
-  if (mkdtemp(templ.data()) == nullptr) {  // mode 0700 by definition
-    return absl::InternalError(absl::StrCat("mkdtemp ", templ, ": ", std::strerror(errno)));
-  }
-  const std::string dir = templ;
-  const std::string session_id = NewSessionId();
-
-  std::vector<char*> argv;
-  for (const std::string& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const int n = options.num_workers;
-  std::vector<pid_t> pids(n, -1);
+  Job job;
+  absl::StatusOr<std::string> dir = MakeRendezvousDir();
+  if (!dir.ok()) return dir.status();
+  job.dir = *std::move(dir);
+  job.session_id = NewSessionId();
   SignalScope signals;
-  const pid_t launcher = getpid();
-  pid_t group = 0;  // the workers' process group: worker 0's pid
-  std::fflush(nullptr);
-  for (int r = 0; r < n; ++r) {
-    pid_t pid = fork();
-    if (pid < 0) {
-      const int saved = errno;
-      if (group > 0) kill(-group, SIGKILL);
-      for (pid_t p : pids) {
-        if (p > 0) waitpid(p, nullptr, 0);
-      }
-      RemoveTree(dir);
-      return absl::InternalError(absl::StrCat("fork: ", std::strerror(saved)));
-    }
-    if (pid == 0) {
-      setpgid(0, group);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != launcher) _exit(1);  // the launcher died before the line above
-      signals.RestoreInChild();
-      setenv(kEnvRank, std::to_string(r).c_str(), 1);
-      setenv(kEnvLocalRank, std::to_string(r).c_str(), 1);
-      setenv(kEnvWorldSize, std::to_string(n).c_str(), 1);
-      setenv(kEnvRendezvous, dir.c_str(), 1);
-      setenv(kEnvSessionId, session_id.c_str(), 1);
-      execvp(argv[0], argv.data());
-      std::fprintf(stderr, "vdev launch: cannot run %s: %s\n", argv[0], std::strerror(errno));
-      _exit(127);
-    }
-    setpgid(pid, group);  // also here: whichever of the two runs first, the group exists before the next fork
-    if (group == 0) group = pid;
-    pids[r] = pid;
-  }
+  if (absl::Status started = StartWorkers(options, signals, &job); !started.ok()) return started;
   absl::StatusOr<internal::Guardian> guardian = internal::Guardian::Start(
-      {.process_group = group,
-       .workers = pids,
-       .directory = dir,
-       .session_id = session_id,
-       .farewell = absl::StrCat("vdev launch: the launcher is gone: its workers (process group ", group,
+      {.process_group = job.group,
+       .workers = job.pids,
+       .directory = job.dir,
+       .session_id = job.session_id,
+       .farewell = absl::StrCat("vdev launch: the launcher is gone: its workers (process group ", job.group,
                                 ") were killed and the rendezvous directory removed")});
   if (!guardian.ok()) {
-    kill(-group, SIGKILL);
-    for (pid_t p : pids) waitpid(p, nullptr, 0);
-    RemoveTree(dir);
+    job.Abandon();
     return guardian.status();
   }
-
-  // Workers are observed with WNOWAIT and reaped only at the end: an unreaped worker 0 keeps the
-  // group's id from being reused, so killing the group can never hit an unrelated process.
-  std::vector<int> pidfds(n, -1);
-  for (int r = 0; r < n; ++r) pidfds[r] = PidfdOpen(pids[r]);
-  std::vector<bool> ended(n, false);
-  int result = 0;
-  int running = n;
-  absl::Time kill_at = absl::InfiniteFuture();
-  int failed_rank = -1;
-  bool forwarded = false;
-  while (running > 0) {
-    // Wake at the first exit (a pidfd becomes readable), a stop signal, or the kill deadline; a
-    // worker without a pidfd (old kernel) is looked at every millisecond.
-    std::vector<pollfd> fds;
-    bool unwatched = false;
-    for (int r = 0; r < n; ++r) {
-      if (ended[r]) continue;
-      if (pidfds[r] >= 0) fds.push_back({pidfds[r], POLLIN, 0});
-      else unwatched = true;
-    }
-    absl::Duration wait = kill_at == absl::InfiniteFuture() ? absl::Hours(1) : kill_at - absl::Now();
-    if (unwatched) wait = std::min(wait, absl::Milliseconds(1));
-    const timespec timeout = absl::ToTimespec(std::max(wait, absl::ZeroDuration()));
-    ppoll(fds.data(), fds.size(), &timeout, &signals.wait_mask());
-    // Exits seen in one wake-up happened within microseconds: a worker killed by a signal is put
-    // first (peers that fail because of it exit with a status), then by rank.
-    std::vector<std::pair<int, Ending>> seen;
-    for (int r = 0; r < n; ++r) {
-      if (ended[r]) continue;
-      siginfo_t info = {};
-      if (waitid(P_PID, pids[r], &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pids[r]) continue;
-      seen.push_back({r, Ending{info.si_code != CLD_EXITED, info.si_status}});
-    }
-    std::stable_sort(seen.begin(), seen.end(),
-                     [](const auto& a, const auto& b) { return a.second.signaled && !b.second.signaled; });
-    for (const auto& [r, ending] : seen) {
-      ended[r] = true;
-      --running;
-      if (ending.ok()) continue;
-      Say(DescribeExit(r, pids[r], ending));
-      if (result == 0) {
-        result = ending.ExitCode();
-        failed_rank = r;
-        kill_at = absl::Now() + options.grace;
-      }
-    }
-    if (stop_signal != 0 && !forwarded) {
-      Say(absl::StrCat("stopping the workers (", strsignal(stop_signal), ")"));
-      kill(-group, SIGTERM);  // the group: their children too
-      forwarded = true;
-      if (result == 0) result = 128 + stop_signal;
-      kill_at = std::min(kill_at, absl::Now() + absl::Seconds(2));
-    }
-    if (running > 0 && absl::Now() >= kill_at) {
-      for (int r = 0; r < n; ++r) {
-        if (ended[r]) continue;
-        Say(failed_rank >= 0 ? absl::StrCat("killing worker ", r, " (pid ", pids[r], "): still running ",
-                                            absl::FormatDuration(options.grace), " after worker ", failed_rank,
-                                            " failed")
-                             : absl::StrCat("killing worker ", r, " (pid ", pids[r], "): still running after SIGTERM"));
-      }
-      kill(-group, SIGKILL);
-      kill_at = absl::InfiniteFuture();
-    }
-  }
+  const int result = Supervisor(options, job, signals).Run();
   // What the workers left running in their group (a background child) ends with the job.
-  kill(-group, SIGKILL);
-  for (int r = 0; r < n; ++r) {
-    if (pidfds[r] >= 0) close(pidfds[r]);
-    waitpid(pids[r], nullptr, 0);
-  }
+  kill(-job.group, SIGKILL);
+  for (pid_t p : job.pids) waitpid(p, nullptr, 0);
   guardian->Dismiss();
-  RemoveTree(dir);
-  RemoveSessionSegments(session_id);  // a worker killed between creating and sharing a segment
+  RemoveTree(job.dir);
+  RemoveSessionSegments(job.session_id);  // a worker killed between creating and sharing a segment
   return result;
 }
 

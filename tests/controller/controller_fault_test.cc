@@ -1,8 +1,11 @@
 // Faults and misuse: bad names, wrong argument types, exceptions, crashed and killed workers, a
 // killed controller, programs that cannot be workers; worker groups and debug registers.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
@@ -173,6 +176,28 @@ TEST(ProcessFaultTest, KilledWorkerIsReportedWithoutHanging) {
   EXPECT_EQ(session->GetGlobalFunc("vdev.tensor.copy").status(), s);
   for (pid_t pid : pids) EXPECT_FALSE(ProcessAlive(pid)) << pid;
   EXPECT_THAT(LeftoverSegments(session->ccl_session_id()), ::testing::IsEmpty());
+}
+
+// A worker stopped inside a long command: the controller, whose timeout is far longer than the
+// test's bound, names that worker, its pid, its state and the command within seconds.
+TEST(ProcessFaultTest, StoppedWorkerIsNamedWithItsCommand) {
+  ControllerOptions options;
+  options.timeout = absl::Minutes(10);
+  auto session = *ControllerSession::Process(2, options);
+  const std::string fifo = absl::StrCat(::testing::TempDir(), "/stopped_worker_", getpid());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_TRUE(session->CallPacked(*session->GetGlobalFunc("test.announce_then_sleep"), 1, fifo, 600000).ok());
+  std::ifstream announced(fifo);  // opens when worker 1 does: it is in the command
+  char byte = 0;
+  ASSERT_TRUE(announced.get(byte)) << "worker 1 never reached its command";
+  unlink(fifo.c_str());
+  const pid_t stopped = session->worker_pids()[1];
+  ASSERT_EQ(kill(stopped, SIGSTOP), 0);
+  absl::Status s = session->SyncAllWorkers();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("worker 1 (pid ", stopped, ") was stopped (state T")));
+  EXPECT_THAT(s.message(), HasSubstr("(CallPacked \"test.announce_then_sleep\"); it was killed"));
+  EXPECT_FALSE(ProcessAlive(stopped));
 }
 
 TEST(ProcessFaultTest, ProgramThatIsNoWorkerIsRefused) {

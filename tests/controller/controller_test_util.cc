@@ -127,6 +127,16 @@ VDEV_REGISTER_WORKER_FUNCTION("test.gate_on", [](WorkerContext& ctx, const Worke
   close(fd);
   return WorkerValue();
 });
+// (worker, fifo, ms): the chosen worker writes one byte to the FIFO (an event the test waits for:
+// it is inside this command now), then sleeps ms; the others return at once.
+VDEV_REGISTER_WORKER_FUNCTION("test.announce_then_sleep", [](WorkerContext& ctx, const WorkerArgs& args) -> Result {
+  if (!Chosen(ctx, args)) return WorkerValue();
+  VDEV_ASSIGN_OR_RETURN(std::string fifo, args.String(1));
+  VDEV_ASSIGN_OR_RETURN(int64_t ms, args.Int(2));
+  std::ofstream(fifo) << 'x';
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return WorkerValue();
+});
 VDEV_REGISTER_WORKER_FUNCTION("test.sleep_ms", [](WorkerContext&, const WorkerArgs& args) -> Result {
   VDEV_ASSIGN_OR_RETURN(int64_t ms, args.Int(0));
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));

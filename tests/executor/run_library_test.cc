@@ -51,15 +51,17 @@ class RunLibraryTest : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(RunLibraryTest, RandomInputsAreDeterminedBySeedAndRank) {
+TEST_F(RunLibraryTest, RandomInputsAreDeterminedBySeedAndTheSameOnEveryWorker) {
   auto a = ProgramInputs(program_, "random:7", 0);
   auto b = ProgramInputs(program_, "random:7", 0);
   auto other_rank = ProgramInputs(program_, "random:7", 1);
   auto other_seed = ProgramInputs(program_, "random:8", 0);
   ASSERT_TRUE(a.ok() && b.ok() && other_rank.ok() && other_seed.ok()) << a.status();
   ASSERT_EQ(a->size(), 4u);
-  for (size_t i = 0; i < a->size(); ++i) EXPECT_EQ((*a)[i].bytes, (*b)[i].bytes) << "parameter " << i;
-  EXPECT_NE((*a)[0].bytes, (*other_rank)[0].bytes);
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].bytes, (*b)[i].bytes) << "parameter " << i;
+    EXPECT_EQ((*a)[i].bytes, (*other_rank)[i].bytes) << "parameter " << i;
+  }
   EXPECT_NE((*a)[0].bytes, (*other_seed)[0].bytes);
   // Floats in [-1, 1) / sqrt(4) for the matrix, integers in [0, 8).
   for (double v : Values((*a)[0])) {
@@ -73,6 +75,17 @@ TEST_F(RunLibraryTest, RandomInputsAreDeterminedBySeedAndRank) {
   }
   EXPECT_EQ((*a)[2].dtype, ir::DType::kBool);
   EXPECT_EQ((*a)[3].dtype, ir::DType::kBF16);
+}
+
+TEST_F(RunLibraryTest, RandomPerRankInputsDifferBetweenWorkersAndStartFromTheReplicatedOnes) {
+  auto replicated = ProgramInputs(program_, "random:7", 0);
+  auto rank0 = ProgramInputs(program_, "random-per-rank:7", 0);
+  auto rank1 = ProgramInputs(program_, "random-per-rank:7", 1);
+  ASSERT_TRUE(replicated.ok() && rank0.ok() && rank1.ok()) << rank0.status();
+  for (size_t i = 0; i < rank0->size(); ++i) EXPECT_EQ((*rank0)[i].bytes, (*replicated)[i].bytes) << "parameter " << i;
+  EXPECT_NE((*rank0)[0].bytes, (*rank1)[0].bytes);
+  EXPECT_THAT(std::string(ProgramInputs(program_, "random-per-rank:-1", 0).status().message()),
+              HasSubstr("expected random-per-rank:SEED"));
 }
 
 TEST_F(RunLibraryTest, ABadSeedIsAnError) {
@@ -172,12 +185,12 @@ TEST(RunReference, AllReducesSumTheWorkersInputs) {
   constexpr char kText[] = "def @main(%x: f32[3]) -> f32[3] {\n  %s = allreduce(%x, op=sum)\n  return %s\n}\n";
   auto program = CompileForExecution(kText, "ref.vdev");
   ASSERT_TRUE(program.ok()) << program.status();
-  auto reference = RunReference(*program, 3, "random:5");
+  auto reference = RunReference(*program, 3, "random-per-rank:5");
   ASSERT_TRUE(reference.ok()) << reference.status();
   ASSERT_EQ(reference->size(), 3u);
   std::vector<double> sum(3, 0.0);
   for (int k = 0; k < 3; ++k) {
-    auto in = ProgramInputs(*program, "random:5", k);
+    auto in = ProgramInputs(*program, "random-per-rank:5", k);
     ASSERT_TRUE(in.ok());
     for (int i = 0; i < 3; ++i) sum[i] += static_cast<float>(Values((*in)[0])[i]);
   }
@@ -193,6 +206,45 @@ TEST(RunReference, AFailingWorkerIsNamedAndTheOthersDoNotHang) {
   absl::Status s = RunReference(*program, 2, "/nonexistent/inputs").status();
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()), HasSubstr("reference worker"));
+}
+
+// The fused all-reduce (vdev.allreduce_add_rms_norm) on 2 workers as threads gives what the three
+// unfused ops give: both programs compute h = residual + sum and n = rms_norm(h) with one rounding
+// per stored value, so the outputs agree within CompareOutputs' tolerance (equal up to the order of
+// the norm's f32/f64 accumulation).
+TEST(RunReference, FusedAllReduceMatchesTheUnfusedChain) {
+  constexpr char kText[] = R"(def @main(%x: bf16[8,64], %w: bf16[64,64], %g: bf16[64], %w2: bf16[64,64], %g2: bf16[64]) -> (bf16[8,64], bf16[8,64]) {
+  %o = matmul(%x, %w)
+  %ar = allreduce(%o, op=sum)
+  %h = add(%x, %ar)
+  %n = rms_norm(%h, %g)
+  %d = matmul(%n, %w2)
+  %flat = reshape(%d, [512])
+  %ar2 = allreduce(%flat, op=sum)
+  %back = reshape(%ar2, [8, 64])
+  %h2 = add(%h, %back)
+  %n2 = rms_norm(%h2, %g2, epsilon=0.001)
+  %out = (%h2, %n2)
+  return %out
+})";
+  LowerOptions unfused_options;
+  unfused_options.fuse_allreduce = false;
+  auto fused = CompileForExecution(kText, "fused.vdev");
+  auto unfused = CompileForExecution(kText, "unfused.vdev", unfused_options);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  ASSERT_EQ(fused->memory.fused.size(), 2u);
+  ASSERT_TRUE(unfused->memory.fused.empty());
+  auto a = RunReference(*fused, 2, "random:11");
+  auto b = RunReference(*unfused, 2, "random:11");
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_EQ((*a)[k].size(), 2u);
+    EXPECT_TRUE(CompareOutputs((*a)[k], (*b)[k], k).ok()) << CompareOutputs((*a)[k], (*b)[k], k);
+    // The residual sums are the same roundings of the same sums: bitwise equal.
+    EXPECT_EQ((*a)[k][0].bytes, (*b)[k][0].bytes) << "worker " << k;
+  }
 }
 
 TEST(Summarize, PrintsTypeSumAndMeanAbsoluteValue) {

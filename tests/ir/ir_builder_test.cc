@@ -193,6 +193,18 @@ TEST(IrBuilder, ReportsMisuse) {
   }
 }
 
+// A built module has no source locations: a type error names the binding instead.
+TEST(IrBuilder, ATypeErrorNamesTheBinding) {
+  ModuleBuilder b;
+  b.BeginFunction("main");
+  ValueRef x = b.Param("x", b.TensorType(DType::kF32, {4, 64}));
+  ValueRef w = b.Param("w", b.TensorType(DType::kF32, {32, 8}));
+  b.Return(b.Op("matmul", {x, w}, {}, "y"));
+  b.EndFunction();
+  EXPECT_THAT(std::move(b).Finish().status().message(),
+              HasSubstr("%y = matmul(%x, %w): inner dimensions 64 and 32 differ"));
+}
+
 // What a builder can spell but the text cannot is rejected, so printing always round-trips.
 TEST(IrBuilder, RejectsNamesTheTextCannotSpell) {
   auto finish = [](auto build) {

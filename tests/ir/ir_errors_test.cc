@@ -25,7 +25,7 @@ void ExpectError(const std::string& text, Expected e) {
   EXPECT_THAT(d.message, HasSubstr(e.message)) << text;
 }
 
-// --- The six kinds the issue names ---------------------------------------------------------
+// --- The six basic kinds: syntax, undefined and duplicate names, device literals, targets, return ---
 
 TEST(IrErrors, Syntax) {
   ExpectError("def @main(%a: f32[2]) {\n  %0 = add(%a %a)\n  return %0\n}\n",

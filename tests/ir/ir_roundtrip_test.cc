@@ -1,4 +1,4 @@
-// Round trips: every example of shared/spec and examples/ prints canonically, and the canonical
+// Round trips: every example of docs/spec and examples/ prints canonically, and the canonical
 // text is a fixed point of parse + print.
 #include <filesystem>
 #include <fstream>
@@ -57,7 +57,7 @@ void ExpectFixedPoint(const std::filesystem::path& path) {
 
 TEST(IrRoundTrip, SpecExamplesAreFixedPoints) {
   std::vector<std::filesystem::path> files = VdevFiles(VDEV_SPEC_DIR "/examples");
-  ASSERT_GE(files.size(), 5u) << "shared/spec/examples not found beside the repository";
+  ASSERT_GE(files.size(), 5u) << VDEV_SPEC_DIR "/examples has fewer than 5 examples";
   for (const auto& f : files) ExpectFixedPoint(f);
 }
 

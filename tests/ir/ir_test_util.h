@@ -11,7 +11,7 @@
 
 namespace vdev::ir::testing {
 
-// The example of shared/spec/ir-text.md, and the planned program it shows.
+// The example of docs/spec/ir-text.md, and the planned program it shows.
 inline constexpr const char kSpecExample[] =
     "config { targets = [llvm, cuda], default = cuda:0, host = cpu:0 }\n"
     "def @main(%a: f32[5,7], %b: f32[5,7], %c: f32[5,7], %d: f32[5,7]) -> f32[5,7] {\n"

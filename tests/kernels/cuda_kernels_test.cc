@@ -226,6 +226,9 @@ TEST_F(CudaKernelsTest, NormsMatchTheCpu) {
       Compare("rms_norm", {x, gamma}, {HostTensor::Zeros(t, s)}, {}, Rel(t) * 2, 1e-5);
       Compare("layer_norm", {x, gamma, beta}, {HostTensor::Zeros(t, s)}, Attrs({{"epsilon", 1e-3}}), Rel(t) * 2,
               1e-5);
+      // The fused all-reduce's epilogue: the residual sum (one rounding, equal) and its norm.
+      Compare("vdev.add_rms_norm", {x, Random(t, s, 64, -3, 5), gamma}, {HostTensor::Zeros(t, s), HostTensor::Zeros(t, s)},
+              Attrs({{"epsilon", 1e-3}}), Rel(t) * 2, 1e-5);
     }
   }
 }

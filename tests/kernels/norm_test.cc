@@ -112,5 +112,40 @@ TEST(NormTest, GammaOfTheWrongShapeOrDTypeIsAnError) {
   EXPECT_EQ(RunKernel("rms_norm", {&scalar, &short_gamma}, {&scalar}).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// vdev.add_rms_norm, the fused all-reduce's CPU reference: h = residual + sum rounded to the dtype,
+// n = rms_norm(h). h is checked exactly against the rounded sum (one rounding), n against the double
+// norm of that h (the rms_norm tolerance); h written over the sum's own memory gives the same.
+TEST(NormTest, AddRmsNormWritesTheResidualSumAndItsNorm) {
+  for (DType d : kFloatDTypes) {
+    for (Shape shape : {Shape{1}, Shape{129}, Shape{3, 7}, Shape{4, 4096}}) {
+      HostTensor residual = Random(d, shape, 51, -3, 3), sum = Random(d, shape, 52, -3, 3);
+      HostTensor gamma = Random(d, {shape.back()}, 53, 0.5, 2);
+      HostTensor h = HostTensor::Zeros(d, shape), n = HostTensor::Zeros(d, shape);
+      ASSERT_TRUE(RunKernel("vdev.add_rms_norm", {&residual, &sum, &gamma}, {&h, &n}).ok());
+      HostTensor want_h = HostTensor::Zeros(d, shape);
+      ASSERT_TRUE(RunKernel("add", {&residual, &sum}, {&want_h}).ok());
+      EXPECT_EQ(h.bytes, want_h.bytes) << DTypeLabel(d);
+      ExpectNear(n, Norm(want_h, gamma, nullptr, 1e-6), Ulp(d) + 16 * Ulp(DType::kF32), Tiny(d), DTypeLabel(d));
+      HostTensor in_place = sum, n2 = HostTensor::Zeros(d, shape);
+      ASSERT_TRUE(RunKernel("vdev.add_rms_norm", {&residual, &in_place, &gamma}, {&in_place, &n2}).ok());
+      EXPECT_EQ(in_place.bytes, want_h.bytes) << DTypeLabel(d);
+      EXPECT_EQ(n2.bytes, n.bytes) << DTypeLabel(d);
+    }
+  }
+}
+
+TEST(NormTest, AddRmsNormRejectsMismatchedOperands) {
+  HostTensor residual = HostTensor::Zeros(DType::kF16, {3, 8}), sum = residual, n = residual, h = residual;
+  HostTensor flat = HostTensor::Zeros(DType::kF16, {24}), gamma = HostTensor::Zeros(DType::kF16, {8});
+  EXPECT_TRUE(RunKernel("vdev.add_rms_norm", {&residual, &flat, &gamma}, {&h, &n}).ok());  // a flat view of the sum
+  HostTensor short_sum = HostTensor::Zeros(DType::kF16, {23}), f32_gamma = HostTensor::Zeros(DType::kF32, {8});
+  absl::Status s = RunKernel("vdev.add_rms_norm", {&residual, &short_sum, &gamma}, {&h, &n});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("vdev.add_rms_norm"), std::string::npos) << s;
+  EXPECT_EQ(RunKernel("vdev.add_rms_norm", {&residual, &sum, &f32_gamma}, {&h, &n}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunKernel("vdev.add_rms_norm", {&residual, &sum, &gamma}, {&h}).code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace vdev::testing

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `vdev lower` end to end: exit statuses of shared/spec/cli.md, the lowered text (a fixed point of
+# `vdev lower` end to end: exit statuses of docs/spec/cli.md, the lowered text (a fixed point of
 # `vdev fmt`), --json and --dot. Usage: lower_cli_test.sh VDEV EXAMPLES_DIR
 set -uo pipefail
 vdev=$1
@@ -31,6 +31,13 @@ contains plan "$tmp/plan.vdev" 'strategy="plan:two_shot"'
 "$vdev" lower --allreduce-strategy plan: "$examples/allreduce_reshape.vdev" 2>/dev/null; check plan-usage 2 $?
 "$vdev" lower --no-ipc-allreduce "$examples/allreduce_reshape.vdev" >"$tmp/nccl.vdev"; check no-ipc 0 $?
 if grep -q ipc "$tmp/nccl.vdev"; then echo "FAIL no-ipc: ipc memory used"; failures=$((failures + 1)); fi
+
+"$vdev" lower "$examples/tp_block.vdev" >"$tmp/fused.vdev"; check fuse 0 $?
+contains fuse "$tmp/fused.vdev" '= vdev.allreduce_add_rms_norm(%o, %x, %g, op=sum, strategy="auto")'
+contains fuse "$tmp/fused.vdev" '= vdev.allreduce_add_rms_norm(%flat, %h, %g2, op=sum, epsilon=0.00001, strategy="auto")'
+"$vdev" lower --no-fuse-allreduce "$examples/tp_block.vdev" >"$tmp/unfused.vdev"; check no-fuse 0 $?
+if grep -q allreduce_add_rms_norm "$tmp/unfused.vdev"; then echo "FAIL no-fuse: fused anyway"; failures=$((failures + 1)); fi
+contains no-fuse "$tmp/unfused.vdev" '= rms_norm(%h, %g, out='
 
 "$vdev" lower --dot "$examples/tp_transformer_10.vdev" >"$tmp/tp.dot"; check dot 0 $?
 contains dot "$tmp/tp.dot" "digraph"

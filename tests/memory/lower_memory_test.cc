@@ -221,6 +221,17 @@ TEST(IpcAllReduceTest, StrategyNamesParseIncludingChannelPlans) {
   EXPECT_EQ(AllReduceStrategyFromName("plan"), std::nullopt);
 }
 
+TEST(IpcAllReduceTest, TheOtherSpellingOfAStrategyIsAcceptedWithANote) {
+  std::string note = "stale";
+  EXPECT_EQ(AllReduceStrategyFromName("two-shot", &note), AllReduceStrategy(AllReduceStrategy::kTwoShot));
+  EXPECT_EQ(note, "");
+  EXPECT_EQ(AllReduceStrategyFromName("one_shot", &note), AllReduceStrategy(AllReduceStrategy::kOneShot));
+  EXPECT_EQ(note, "note: all-reduce strategy 'one_shot' is spelled 'one-shot'");
+  EXPECT_EQ(AllReduceStrategyFromName("plan:one-shot-ll", &note), AllReduceStrategy::Plan("one_shot_ll"));
+  EXPECT_EQ(note, "note: all-reduce strategy 'plan:one-shot-ll' is spelled 'plan:one_shot_ll'");
+  EXPECT_EQ(AllReduceStrategyFromName("one_shot_x", &note), std::nullopt);
+}
+
 TEST(StaticPlanTest, DisjointLifetimesInOnePoolShareStorage) {
   Lowered l = Lower(R"(
 def @main(%x: f32[8,8]) -> f32[8,8] {

@@ -1,4 +1,4 @@
-// Every worked example of shared/spec/examples: its listed facts, a valid report, idempotence.
+// Every worked example of docs/spec/examples: its listed facts, a valid report, idempotence.
 #include <filesystem>
 #include <fstream>
 #include <sstream>

@@ -96,7 +96,7 @@ TEST(PlanGoldenTest, UselessAnnotationsDisappear) {
 )");
 }
 
-// Issue 16, correction 1: the add that on_device pins to cuda:0 runs there although %b, which it
+// The add that on_device pins to cuda:0 runs there although %b, which it
 // reads, is used first by an add pinned to cpu:0; %b is copied for it (the later use), with a
 // warning, and the annotated computation never moves.
 TEST(PlanGoldenTest, AnAnnotatedComputationIsNeverMoved) {

@@ -19,8 +19,7 @@ def _spec_dir() -> pathlib.Path:
     env = os.environ.get("VDEV_SPEC_DIR")
     if env:
         return pathlib.Path(env)
-    shared = REPO.parent.parent / "shared" / "spec"
-    return shared if shared.is_dir() else REPO / "tests" / "spec"
+    return REPO / "docs" / "spec"
 
 
 @pytest.fixture(scope="session")

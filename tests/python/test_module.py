@@ -113,6 +113,18 @@ def test_builder_misuse_raises_build_error():
         b.param("y", t)
 
 
+def test_builder_refuses_a_type_over_2_to_the_63_bytes():
+    # 2^62 + 1 elements of 4 bytes: the count fits in 64 bits, the bytes do not.
+    b = vdev.Builder()
+    t = b.tensor_type("f32", [4611686018427387905, 4])
+    b.begin_function("main")
+    x = b.param("x", t)
+    b.ret(x)
+    b.end_function()
+    with pytest.raises(vdev.BuildError, match=r"parameter '%x' has type .* larger than 2\^63-1 bytes"):
+        b.finish()
+
+
 def test_builder_module_is_made_when_the_block_ends():
     b = vdev.Builder()
     with pytest.raises(vdev.BuildError):

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -152,9 +153,11 @@ TEST(CudaAllReduceTest, RandomBackToBackCallsOnFourGpusWithAndWithoutProgrammati
 // each preceded by a device-to-device "producer" that rewrites the input as soon as the previous
 // call's kernel ends on this GPU: a kernel that finished while a peer still read its input would
 // hand the peer the next call's values. Every call gets its own output, checked at the end.
+// Call k reads ins[k % ins.size()]: two buffers (double-buffered inputs) are what
+// ZeroCopyRead::kInPlaceNoExitBarrier needs, one buffer is the harder case for the others.
 template <typename T>
-absl::Status ZeroCopyBackToBack(Session& s, CudaCommunicator& comm, const IPCBuffer& in, DataType type, size_t count,
-                                int salt, cudaStream_t stream) {
+absl::Status ZeroCopyBackToBack(Session& s, CudaCommunicator& comm, const std::vector<IPCBuffer>& ins, ZeroCopyRead read,
+                                DataType type, size_t count, int salt, cudaStream_t stream) {
   constexpr int kCalls = 6;
   std::vector<T> host(kCalls * count);
   for (int k = 0; k < kCalls; ++k) {
@@ -168,15 +171,17 @@ absl::Status ZeroCopyBackToBack(Session& s, CudaCommunicator& comm, const IPCBuf
   VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
   VDEV_RETURN_IF_ERROR(s.Barrier("zero-copy staged"));
   for (int k = 0; k < kCalls; ++k) {
+    const IPCBuffer& in = ins[k % ins.size()];
     VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(in.Local(), staged + k * count, count * sizeof(T),
                                               cudaMemcpyDeviceToDevice, stream)));
-    VDEV_RETURN_IF_ERROR(comm.AllReduceZeroCopy(in, outs + k * count, count, type, stream));
+    VDEV_RETURN_IF_ERROR(comm.AllReduceZeroCopy(in, outs + k * count, count, type, stream, read));
   }
   VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream)));
   VDEV_RETURN_IF_ERROR(comm.CheckErrors());
   std::vector<T> got(host.size()), input_after(count);
   VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(got.data(), outs, got.size() * sizeof(T), cudaMemcpyDeviceToHost)));
-  VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(input_after.data(), in.Local(), count * sizeof(T), cudaMemcpyDeviceToHost)));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(input_after.data(), ins[(kCalls - 1) % ins.size()].Local(), count * sizeof(T),
+                                       cudaMemcpyDeviceToHost)));
   cudaFree(staged);
   cudaFree(outs);
   for (int k = 0; k < kCalls; ++k) {
@@ -184,7 +189,8 @@ absl::Status ZeroCopyBackToBack(Session& s, CudaCommunicator& comm, const IPCBuf
       int want = 0;
       for (int r = 0; r < s.world_size(); ++r) want += Value(r, i, salt + k);
       if (ToFloat(got[k * count + i]) != static_cast<float>(want)) {
-        return absl::InternalError(absl::StrCat("zero-copy ", DataTypeName(type), " count ", count, " call ", k,
+        return absl::InternalError(absl::StrCat("zero-copy (read ", static_cast<int>(read), ") ", DataTypeName(type),
+                                                " count ", count, " call ", k,
                                                 ": element ", i, " is ", ToFloat(got[k * count + i]), ", want ", want));
       }
     }
@@ -200,17 +206,24 @@ absl::Status ZeroCopySums(Session& s) {
   if (!comm->ipc_available()) return absl::FailedPreconditionError("no P2P between the GPUs");
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateCudaIPCAllocator(&s, comm->device()));
   const size_t max_count = (size_t{1} << 20) + 3;
-  VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(256 + max_count * sizeof(float)));
+  const size_t second = 256 + (max_count * sizeof(float) + 255) / 256 * 256;
+  VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(second + max_count * sizeof(float)));
   const IPCBuffer in{mem, 256};  // a value placed after another one in the same allocation
+  const IPCBuffer in2{mem, second};
   cudaStream_t stream;
   VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
   int salt = 0;
-  for (size_t count : {size_t{1}, size_t{3}, size_t{7}, size_t{9}, size_t{1000}, size_t{4097}, size_t{65539},
-                       max_count}) {
-    salt += 10;
-    VDEV_RETURN_IF_ERROR(ZeroCopyBackToBack<float>(s, *comm, in, DataType::kF32, count, salt, stream));
-    VDEV_RETURN_IF_ERROR(ZeroCopyBackToBack<__half>(s, *comm, in, DataType::kF16, count, salt, stream));
-    VDEV_RETURN_IF_ERROR(ZeroCopyBackToBack<__nv_bfloat16>(s, *comm, in, DataType::kBF16, count, salt, stream));
+  const std::pair<ZeroCopyRead, std::vector<IPCBuffer>> cases[] = {{ZeroCopyRead::kInPlace, {in}},
+                                                                   {ZeroCopyRead::kAuto, {in}},
+                                                                   {ZeroCopyRead::kInPlaceNoExitBarrier, {in, in2}}};
+  for (const auto& [read, ins] : cases) {
+    for (size_t count : {size_t{1}, size_t{3}, size_t{7}, size_t{9}, size_t{1000}, size_t{4097}, size_t{65539},
+                         max_count}) {
+      salt += 10;
+      VDEV_RETURN_IF_ERROR(ZeroCopyBackToBack<float>(s, *comm, ins, read, DataType::kF32, count, salt, stream));
+      VDEV_RETURN_IF_ERROR(ZeroCopyBackToBack<__half>(s, *comm, ins, read, DataType::kF16, count, salt, stream));
+      VDEV_RETURN_IF_ERROR(ZeroCopyBackToBack<__nv_bfloat16>(s, *comm, ins, read, DataType::kBF16, count, salt, stream));
+    }
   }
   // Overlapping input and output is refused, not raced.
   absl::Status overlap = comm->AllReduceZeroCopy(in, in.Local(), 16, DataType::kF32, stream);

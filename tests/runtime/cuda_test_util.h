@@ -49,7 +49,7 @@ inline absl::Status Cuda(cudaError_t e) {
 
 // A host-to-device copy that has landed when it returns. cudaMemcpy from pageable memory may return
 // once the data is staged, before its DMA is done, and a kernel on a non-blocking stream does not
-// wait for that DMA (it read a stale input element once in 2026-11-23's GPU run).
+// wait for that DMA (a test then reads a stale input element).
 inline absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) {
   if (cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return Cuda(e);
   return Cuda(cudaDeviceSynchronize());

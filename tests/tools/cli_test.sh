@@ -80,16 +80,17 @@ else
 fi
 
 # Sizes past int64: a located error (exit 2 while typing, 1 while lowering), never a wrapped size.
-expect tensor_bytes_overflow 1 '^$' '2:3: %0: f32\[4611686018427387904,4\] is larger than 2\^63-1 bytes' -- \
+# A type of 2^63 bytes or more is refused where it is written, before any rule computes with it.
+expect tensor_bytes_overflow 2 '^$' "<stdin>:1:11: error: parameter '%a' has type f32\[4611686018427387904,4\], which is larger than 2\^63-1 bytes" -- \
   "$vdev" lower --json - <<<$'def @main(%a: f32[4611686018427387904,4]) {\n  %0 = exp(%a)\n  return %0\n}'
-expect reshape_elements_overflow 2 '^$' "<stdin>:2:8: error: 'reshape': the input has more than 2\^63-1 elements" -- \
+expect elements_overflow 2 '^$' "<stdin>:1:11: error: parameter '%a' has type f32\[9223372036854775807,9223372036854775807\], which is larger" -- \
   "$vdev" parse - <<<$'def @main(%a: f32[9223372036854775807,9223372036854775807]) {\n  %0 = reshape(%a, newshape=[-1])\n  return %0\n}'
-expect reshape_newshape_overflow 2 '^$' "'reshape': newshape has more than 2\^63-1 elements" -- \
+expect reshape_newshape_overflow 2 '^$' "%0 = reshape\\(%a, newshape=\\[4611686018427387904, 4\\]\\): newshape has more than 2\^63-1 elements" -- \
   "$vdev" parse - <<<$'def @main(%a: f32[4]) {\n  %0 = reshape(%a, newshape=[4611686018427387904, 4])\n  return %0\n}'
-expect conv2d_padding_overflow 2 '^$' "<stdin>:2:8: error: 'nn.conv2d': padding is larger than 2\^63-1" -- \
+expect conv2d_padding_overflow 2 '^$' "<stdin>:2:8: error: %0 = nn.conv2d\\(%a, %w, padding=\\[4611686018427387904\\]\\): padding is larger than 2\^63-1" -- \
   "$vdev" parse - <<<$'def @main(%a: f32[1,1,4,4], %w: f32[1,1,3,3]) {\n  %0 = nn.conv2d(%a, %w, padding=[4611686018427387904])\n  return %0\n}'
-expect concat_axis_overflow 2 '^$' "'concatenate': the concatenated axis 0 is longer than 2\^63-1" -- \
-  "$vdev" parse - <<<$'def @main(%a: f32[9223372036854775807]) {\n  %0 = concatenate(%a, %a)\n  return %0\n}'
+expect concat_axis_overflow 2 '^$' "%0 = concatenate\\(%a, %a\\): the concatenated axis 0 is longer than 2\^63-1" -- \
+  "$vdev" parse - <<<$'def @main(%a: i8[4611686018427387904]) {\n  %0 = concatenate(%a, %a)\n  return %0\n}'
 expect alignment_overflow 1 '^$' 'aligned to 4611686018427387904 bytes, need more than 2\^63-1 bytes' -- \
   "$vdev" lower --alignment 4611686018427387904 - <<<$'def @main(%a: f32[2], %b: f32[2]) {\n  %0 = exp(%a)\n  %1 = exp(%b)\n  %2 = add(%0, %1)\n  return %2\n}'
 
@@ -120,6 +121,26 @@ expect channels_run_stdin 0 '^two_shot: allreduce on 3 ranks, .*: exact$' '^$' -
 expect channels_run_deadlock 1 '^$' 'deadlock.json: program two_shot: rank 0 .* deadlocks' -- "$vdev" channels run "$tmp/deadlock.json"
 expect channels_run_dtype 2 '^$' '--dtype f16: f32, f64 or i32' -- "$vdev" channels run one_shot --dtype f16
 expect channels_run_unknown 2 '^$' "no shipped plan named 'nope'" -- "$vdev" channels run nope
+
+# Placement you can understand: the annotation-spread warning, --explain, and pinning one op. The
+# planner examples state their expected placement in their first comment lines; these check it.
+planner="$(dirname "$0")/../../examples/planner"
+expect spread_warning 0 '%x: f32\[64,512\] on cpu:0, %w1: f32\[512,256\] on cpu:0, %w2: f32\[256,512\] on cpu:0\) -> f32\[64,512\] on cpu:0' \
+  "mlp_one_pin\.vdev:10:8: warning: on_device\(%r, cpu:0\) puts 8 of the program's 8 values on cpu:0 instead of the default cuda:0: they share a device with %r through %r = relu\(%h\) at 9:3" -- \
+  "$vdev" plan "$planner/mlp_one_pin.vdev"
+expect spread_warning_json 0 '"warnings": \[.*"line": 10,.*"col": 8,.*puts 8 of the program' 'warning' -- \
+  "$vdev" plan "$planner/mlp_one_pin.vdev" --json
+expect explain_chain 0 $'^%out is on cpu:0:\n  on_device\\(%r, cpu:0\\) at 10:8 puts %r on cpu:0\n  %r = relu\\(%h\\) at 9:3: an op.s operands and result share one device, so %h is there too\n  %h = matmul\\(%x, %w1\\) at 8:3: .*, so %x is there too\n  %out = add\\(%x, %s\\) at 13:3: .*, so %out is there too$' \
+  'warning' -- "$vdev" plan "$planner/mlp_one_pin.vdev" --explain out
+expect pin_one_op 0 '%r = relu\(%h_gpu\).*%a = device_copy\(%r, src=cpu:0, dst=cuda:0\).*%out = add\(%x, %s\)' '^$' -- \
+  "$vdev" plan "$planner/mlp_pin_one_op.vdev"
+expect pin_one_op_placement 0 '"r":"cpu:0".*"y":"cuda:0".*"copies":\[\{"of":"h","src":"cuda:0","dst":"cpu:0".*\{"of":"r","src":"cpu:0","dst":"cuda:0"' '^$' -- \
+  sh -c "'$vdev' plan '$planner/mlp_pin_one_op.vdev' --json | tr -d ' \n'"
+expect explain_default 0 '^%2 is on cuda:0 by default: no annotation reaches it' '' -- \
+  "$vdev" plan "$planner/two_devices.vdev" --explain 2
+expect explain_param 0 '^%a is on cpu:0:' '' -- "$vdev" plan "$planner/two_devices.vdev" --explain %a
+expect explain_unknown 2 '^$' 'vdev plan: --explain: no value %nope in @main' -- "$vdev" plan "$planner/two_devices.vdev" --explain nope
+expect explain_not_with_json 2 '' 'excludes' -- "$vdev" plan "$planner/two_devices.vdev" --explain a --json
 
 echo "cli: $passes passed, $failures failed"
 [ "$failures" -eq 0 ]

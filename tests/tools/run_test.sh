@@ -45,18 +45,34 @@ for workers in 1 2 4; do
       "$vdev" run "$examples/$example" --backend host --workers "$workers" --check
   done
 done
+# The fused all-reduce runs (its op in the profile) and checks; --no-fuse-allreduce runs the three ops.
+expect fused 0 "vdev\.allreduce_add_rms_norm +2 .*$ok_re" '' -- \
+  "$vdev" run "$examples/memory/tp_block.vdev" --workers 2 --check --profile
+expect unfused 0 "rms_norm +2 .*$ok_re" '' -- \
+  "$vdev" run "$examples/memory/tp_block.vdev" --workers 2 --check --profile --no-fuse-allreduce
 # A run that outlasts --timeout fails, naming the worker and the bound; the bound is checked. A
 # million repeats outlast 1 s on any machine; one worker has no peer whose lateness could end the
 # run first, and the workers' start is not bounded by --timeout.
 expect timeout 1 '' 'vdev run: failed: worker 0 did not finish .* within 1s' -- \
   "$vdev" run "$examples/memory/tp_transformer_10.vdev" --workers 1 --repeat 1000000 --timeout 1
 expect timeout_zero 2 '' 'timeout' -- "$vdev" run "$examples/run/tp_mlp.vdev" --timeout 0
-expect frontend 0 'backend host: y = f32\[4,8\].*row 3 sums to 1' '' -- "$frontend"
+# The example checks its placement against the one its comment states (exit 1 otherwise).
+expect frontend 0 'placement: %x cuda:0, .*; 2 copies.*backend host: y = f32\[4,8\].*row 3 sums to 1' '' -- "$frontend"
 # The same seed gives the same checksums; another seed others.
 a=$("$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --inputs random:3 2>&1 | grep output)
 b=$("$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --inputs random:3 2>&1 | grep output)
 c=$("$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --inputs random:4 2>&1 | grep output)
 if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" != "$c" ]; then passes=$((passes + 1)); else fail "seeded checksums: '$a' '$b' '$c'"; fi
+# random:SEED gives every worker the same inputs (a tensor-parallel program's outputs then agree);
+# random-per-rank:SEED each its own, worker 0's being random:SEED's.
+same=$("$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --inputs random:3 2>&1 | grep output | sed 's/worker [0-9] //' | sort -u | wc -l)
+[ "$same" = 1 ] && passes=$((passes + 1)) || fail "random:3: the two workers' outputs differ"
+own=$("$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --inputs random-per-rank:3 2>&1 | grep output | sed 's/worker [0-9] //' | sort -u | wc -l)
+[ "$own" = 2 ] && passes=$((passes + 1)) || fail "random-per-rank:3: the two workers' outputs agree"
+expect per_rank_check 0 'match the CPU reference' '' -- "$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --inputs random-per-rank:1 --check
+# The other spelling of a strategy is accepted with a note.
+expect strategy_spelling 0 'worker 1 output 0' "vdev run: note: all-reduce strategy 'one_shot' is spelled 'one-shot'" -- \
+  "$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --allreduce-strategy one_shot
 # Outputs written with --outputs read back as inputs (tp_mlp's output has %x's type).
 expect outputs 0 'worker 1 output 0' '' -- "$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --outputs "$work/out"
 [ -f "$work/out/rank1/output0.npy" ] && passes=$((passes + 1)) || fail "outputs: no $work/out/rank1/output0.npy"
@@ -87,7 +103,14 @@ expect wrong_shape 2 '^$' 'input %y \(.*y\.npy\): expected f32\[3\], the file ho
 mkdir -p "$work/trunc_in" && cp "$work/in/x.npy" "$work/trunc_in/" && npy "$work/trunc_in/y.npy" '<f4' '(3,)' 5
 expect truncated_input 2 '^$' 'y\.npy: holds 5 data bytes' -- "$vdev" run "$prog" --inputs "$work/trunc_in"
 printf 'def @main(%%x: f32[4]) -> f32[4] {\n  %%y = relu(%%x)\n  %%z = my.op(%%y)\n  return %%z\n}\n' > "$work/nokernel.vdev"
-expect no_kernel 2 '^$' 'nokernel\.vdev:3:8: .*my\.op.* has no kernel' -- "$vdev" run "$work/nokernel.vdev" --workers 2
+expect no_kernel 2 '^$' "nokernel\.vdev:3:8: error: unknown op 'my\.op': no op of that name is registered and no kernel runs it" -- \
+  "$vdev" run "$work/nokernel.vdev" --workers 2
+printf 'def @main(%%x: f32[4]) -> f32[4] {\n  %%y = relu(%%x)\n  %%z = matmull(%%y, %%y)\n  return %%z\n}\n' > "$work/typo.vdev"
+expect op_typo 2 '^$' "typo\.vdev:3:8: error: unknown op 'matmull': .*\(did you mean 'matmul'\?\)" -- "$vdev" run "$work/typo.vdev"
+printf 'def @main(%%x: f32[4]) -> f32[4] {\n  %%s = allreduce(%%x, op=sum, workers=2)\n  return %%s\n}\n' > "$work/two.vdev"
+expect workers_mismatch 2 '^$' 'two\.vdev:2:[0-9]+: error: the all-reduce %s is written for 2 workers \(workers=2\); it cannot run on 3' -- \
+  "$vdev" run "$work/two.vdev" --workers 3
+expect workers_match 0 'worker 1 output 0: f32\[4\]' '' -- "$vdev" run "$work/two.vdev" --workers 2 --check
 printf 'def @main(%%x: f32[4]) -> f32[4] {\n  %%y = relu(%%x\n  return %%y\n}\n' > "$work/malformed.vdev"
 expect malformed 2 '^$' 'malformed\.vdev:[0-9]+:[0-9]+: error' -- "$vdev" run "$work/malformed.vdev"
 expect missing_program 2 '^$' 'absent\.vdev: error: cannot (open|read)' -- "$vdev" run "$work/absent.vdev"

@@ -145,7 +145,7 @@ inline constexpr int kPlanThreads = 512;
 inline constexpr int kSmallPlanThreads = 256;
 // The kernel's instances: for plans whose reduces have at most 2, 4 or 8 sources. All may use up
 // to 128 registers a thread: capped at 64 (2 blocks of kPlanThreads an SM) the narrower ones spilled
-// and ran 3-8% slower up to 64 KB, faster only for LL at 1 MB (BENCHMARKS.md, run 4).
+// and ran 3-8% slower up to 64 KB, faster only for LL at 1 MB (measured on one H100).
 VDEV_HD constexpr int KernelSources(int max_srcs) { return max_srcs <= 2 ? 2 : max_srcs <= 4 ? 4 : 8; }
 VDEV_HD int PlanThreads(const PlanLaunchArgs& a) {
   const uint64_t units = (a.count * static_cast<uint64_t>(a.elem) / static_cast<uint64_t>(a.instances) + 15) / 16;

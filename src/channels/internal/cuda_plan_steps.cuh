@@ -83,8 +83,8 @@ __device__ __forceinline__ void SumPlain(char* dst, const char* const (&srcs)[S]
 // Waits until every lane that arrives here with this one holds a complete line in v[j] for each packet
 // source j of `op`: each round reloads every source still pending, together, so the sources that
 // arrive late cost one memory round trip together, not one each. (Awaiting them one after another —
-// Block::AwaitLine per source — cost 1.28-1.52x the hand-written LL kernel on 8 ranks sharing one
-// H100 against 0.99-1.02x this way: BENCHMARKS.md, run 18.) False when the block gave up.
+// Block::AwaitLine per source — cost 1.28-1.52x the hand-written LL kernel's time on 8 ranks sharing
+// one H100, against 0.99-1.02x this way.) False when the block gave up.
 template <int S>
 __device__ __forceinline__ bool AwaitLines(const Block& b, const Operands<S>& op, uint64_t o, uint4 (&v)[S]) {
   uint32_t pending = 0;
@@ -266,7 +266,7 @@ __device__ __forceinline__ void RunFusedPuts(const Block& b, const ResolvedOp<S>
 
 // Lines a thread keeps in registers between sending its own data and summing it
 // (RunPacketsThenReduce). 4 spilled more in the 8-source kernel and was slower on 2 ranks (LL 1.59-1.89x
-// the hand kernel against 1.50-1.86x, one H100, BENCHMARKS.md "Run 5/6").
+// the hand kernel's time against 1.50-1.86x with 2, measured on one H100).
 inline constexpr int kOwnLines = 2;
 
 // A run of n put_packets of one source and the reduce after it that sums that same source with
@@ -317,8 +317,7 @@ __device__ __forceinline__ void RunPacketsThenReduce(const Block& b, const Resol
 // never reads half a request, and the copy engine sees the data the block wrote before the sync);
 // `*issued` becomes the tickets this block must see done. A flush waits until the proxy has
 // finished them. Inlined: as a call taking the Block by reference it kept the Block in local
-// memory for the whole kernel (a 112-byte stack frame), and every step of every plan paid for that
-// (BENCHMARKS.md, run 11).
+// memory for the whole kernel (a 112-byte stack frame), and every step of every plan paid for that.
 template <int S>
 __device__ __forceinline__ void RunPort(const Block& b, const ResolvedOp<S>& op, uint64_t call, uint64_t shift,
                                         int index, uint64_t* issued) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "internal/worker.h"
@@ -21,6 +22,7 @@ struct Incoming {
   int worker = -1;
   bool exited = false;  // the worker is gone; `message` says how (and in which command)
   std::string message;  // otherwise: a reply
+  bool stopped = false;  // exited: killed by the transport after it stayed stopped (SIGSTOP)
 };
 
 class Transport {
@@ -37,14 +39,18 @@ class Transport {
   // (processes) or abandons (threads) the rest. Idempotent.
   virtual void Stop(absl::Time deadline) = 0;
   virtual std::vector<pid_t> pids() const = 0;
+  // "worker I" with what the transport knows of it (a process's pid, state and current command).
+  virtual std::string Describe(int worker) const { return absl::StrCat("worker ", worker); }
   // The area shared with worker 0 for large copies; null where copies travel in the messages.
   virtual Staging* staging() { return nullptr; }
 };
 
 absl::StatusOr<std::unique_ptr<Transport>> StartThreads(int num_workers, int num_groups);
-// Starts the worker processes and waits (until `deadline`) for each one's kHello.
+// Starts the worker processes and waits (until `deadline`) for each one's kHello. A worker found
+// stopped (SIGSTOP) for `stopped_limit` while the controller waits is killed and reported as exited.
 absl::StatusOr<std::unique_ptr<Transport>> StartProcesses(int num_workers, int num_groups,
-                                                          const std::string& program, absl::Time deadline);
+                                                          const std::string& program, absl::Time deadline,
+                                                          absl::Duration stopped_limit);
 
 }  // namespace vdev::internal
 

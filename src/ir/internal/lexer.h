@@ -1,4 +1,4 @@
-// Tokenizer of the IR text (shared/spec/ir-text.md), one token of lookahead, no allocation.
+// Tokenizer of the IR text (docs/spec/ir-text.md), one token of lookahead, no allocation.
 #ifndef VDEV_SRC_PLANNER_LEXER_H_
 #define VDEV_SRC_PLANNER_LEXER_H_
 

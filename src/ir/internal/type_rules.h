@@ -34,6 +34,8 @@ void AddOp(OpRegistry& r, OpDef def);
 // ops (type_rules.cc); reshape, split, concat, layout_transform, transpose, take (shape_rules.cc).
 void AddElementwiseAndNnOps(OpRegistry& r);
 void AddShapeOps(OpRegistry& r);
+// where, broadcast_to, strided_slice, reciprocal (select_rules.cc).
+void AddSelectOps(OpRegistry& r);
 
 }  // namespace vdev::ir::internal
 

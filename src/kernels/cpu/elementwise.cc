@@ -10,7 +10,7 @@
 namespace vdev::kernels_internal {
 namespace {
 
-enum class BinaryOp { kAdd, kSubtract, kMultiply, kDivide };
+enum class BinaryOp { kAdd, kSubtract, kMultiply, kDivide, kPower, kMaximum, kMinimum };
 
 constexpr KernelOp BinaryName(BinaryOp op) {
   switch (op) {
@@ -18,6 +18,9 @@ constexpr KernelOp BinaryName(BinaryOp op) {
     case BinaryOp::kSubtract: return KernelOp::Cpu("subtract");
     case BinaryOp::kMultiply: return KernelOp::Cpu("multiply");
     case BinaryOp::kDivide: return KernelOp::Cpu("divide");
+    case BinaryOp::kPower: return KernelOp::Cpu("power");
+    case BinaryOp::kMaximum: return KernelOp::Cpu("maximum");
+    case BinaryOp::kMinimum: return KernelOp::Cpu("minimum");
   }
   return KernelOp::Cpu("?");
 }
@@ -28,13 +31,18 @@ V Arithmetic(V a, V b) {
   if constexpr (kOp == BinaryOp::kSubtract) return a - b;
   if constexpr (kOp == BinaryOp::kMultiply) return a * b;
   if constexpr (kOp == BinaryOp::kDivide) return a / b;
+  if constexpr (kOp == BinaryOp::kPower) return std::pow(a, b);
+  if constexpr (kOp == BinaryOp::kMaximum) return a != a || a > b ? a : b;  // NaN propagates
+  if constexpr (kOp == BinaryOp::kMinimum) return a != a || a < b ? a : b;
 }
 
 // Integers compute in their unsigned type, so they wrap; floats compute in f32, rounded once.
 template <BinaryOp kOp, typename T>
 T ApplyBinary(T x, T y) {
-  if constexpr (std::is_integral_v<T>) {
-    static_assert(kOp != BinaryOp::kDivide, "integer division has no kernel");
+  if constexpr (std::is_integral_v<T> && (kOp == BinaryOp::kMaximum || kOp == BinaryOp::kMinimum)) {
+    return Arithmetic<kOp>(x, y);
+  } else if constexpr (std::is_integral_v<T>) {
+    static_assert(kOp != BinaryOp::kDivide && kOp != BinaryOp::kPower, "integer division and power have no kernel");
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(Arithmetic<kOp>(static_cast<U>(x), static_cast<U>(y)));
   } else {
@@ -69,18 +77,20 @@ absl::Status BinaryKernel(const KernelCall& call) {
   VDEV_ASSIGN_OR_RETURN(BroadcastWalk walk, BroadcastWalk::Make(op, out.shape, a.shape, b.shape));
   auto run = [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    if constexpr (kOp == BinaryOp::kDivide && std::is_integral_v<T>) {
-      return Invalid(op, "integer division has no kernel");
+    if constexpr ((kOp == BinaryOp::kDivide || kOp == BinaryOp::kPower) && std::is_integral_v<T>) {
+      return Invalid(op, "integer division and power have no kernel");
     } else {
       RunBinary<kOp>(walk, static_cast<const T*>(a.data), static_cast<const T*>(b.data), static_cast<T*>(out.data));
       return absl::OkStatus();
     }
   };
-  if constexpr (kOp == BinaryOp::kDivide) return DispatchFloat(op, a.dtype, run);
+  if constexpr (kOp == BinaryOp::kDivide || kOp == BinaryOp::kPower) return DispatchFloat(op, a.dtype, run);
   return DispatchNumeric(op, a.dtype, run);
 }
 
-enum class UnaryOp { kRelu, kGeluErf, kGeluTanh, kSilu, kExp, kTanh, kSigmoid, kNegative, kSqrt, kRsqrt };
+enum class UnaryOp {
+  kRelu, kGeluErf, kGeluTanh, kSilu, kExp, kTanh, kSigmoid, kNegative, kSqrt, kRsqrt, kLog, kErf, kAbs, kReciprocal
+};
 
 template <UnaryOp kOp>
 float ApplyUnary(float x) {
@@ -99,6 +109,10 @@ float ApplyUnary(float x) {
   if constexpr (kOp == UnaryOp::kNegative) return -x;
   if constexpr (kOp == UnaryOp::kSqrt) return std::sqrt(x);
   if constexpr (kOp == UnaryOp::kRsqrt) return 1.0f / std::sqrt(x);
+  if constexpr (kOp == UnaryOp::kLog) return std::log(x);
+  if constexpr (kOp == UnaryOp::kErf) return std::erf(x);
+  if constexpr (kOp == UnaryOp::kAbs) return std::fabs(x);
+  if constexpr (kOp == UnaryOp::kReciprocal) return 1.0f / x;
 }
 
 template <UnaryOp kOp>
@@ -131,6 +145,9 @@ void RegisterElementwiseKernels(KernelRegistry& r) {
   AddCpuKernel(r, "subtract", BinaryKernel<BinaryOp::kSubtract>);
   AddCpuKernel(r, "multiply", BinaryKernel<BinaryOp::kMultiply>);
   AddCpuKernel(r, "divide", BinaryKernel<BinaryOp::kDivide>);
+  AddCpuKernel(r, "power", BinaryKernel<BinaryOp::kPower>);
+  AddCpuKernel(r, "maximum", BinaryKernel<BinaryOp::kMaximum>);
+  AddCpuKernel(r, "minimum", BinaryKernel<BinaryOp::kMinimum>);
   AddCpuKernel(r, "relu", [](const KernelCall& c) { return RunUnary<UnaryOp::kRelu>("relu", c); });
   AddCpuKernel(r, "nn.relu", [](const KernelCall& c) { return RunUnary<UnaryOp::kRelu>("nn.relu", c); });
   AddCpuKernel(r, "gelu", GeluKernel);
@@ -141,6 +158,10 @@ void RegisterElementwiseKernels(KernelRegistry& r) {
   AddCpuKernel(r, "negative", [](const KernelCall& c) { return RunUnary<UnaryOp::kNegative>("negative", c); });
   AddCpuKernel(r, "sqrt", [](const KernelCall& c) { return RunUnary<UnaryOp::kSqrt>("sqrt", c); });
   AddCpuKernel(r, "rsqrt", [](const KernelCall& c) { return RunUnary<UnaryOp::kRsqrt>("rsqrt", c); });
+  AddCpuKernel(r, "log", [](const KernelCall& c) { return RunUnary<UnaryOp::kLog>("log", c); });
+  AddCpuKernel(r, "erf", [](const KernelCall& c) { return RunUnary<UnaryOp::kErf>("erf", c); });
+  AddCpuKernel(r, "abs", [](const KernelCall& c) { return RunUnary<UnaryOp::kAbs>("abs", c); });
+  AddCpuKernel(r, "reciprocal", [](const KernelCall& c) { return RunUnary<UnaryOp::kReciprocal>("reciprocal", c); });
 }
 
 }  // namespace vdev::kernels_internal

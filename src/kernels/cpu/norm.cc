@@ -10,7 +10,8 @@ namespace vdev::kernels_internal {
 namespace {
 
 // softmax(x, axis=-1): any axis; the axis is gathered into a contiguous f32 row.
-absl::Status SoftmaxKernel(absl::string_view name, const KernelCall& call) {
+// log_softmax(x, axis=-1): x - max - log(sum exp(x - max)), which keeps every finite value finite.
+absl::Status SoftmaxKernel(absl::string_view name, const KernelCall& call, bool log = false) {
   const KernelOp op = KernelOp::Cpu(name);
   VDEV_ASSIGN_OR_RETURN(AroundAxis view, CheckSoftmax(op, call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
@@ -32,6 +33,12 @@ absl::Status SoftmaxKernel(absl::string_view name, const KernelCall& call) {
         for (int64_t i = 0; i < len; ++i) {
           row[i] = std::exp(row[i] - max);
           sum += row[i];
+        }
+        if (log) {
+          const double shift = static_cast<double>(max) + std::log(sum);
+          for (int64_t i = 0; i < len; ++i)
+            o[base + i * inner] = FromFloat<T>(static_cast<float>(ToFloat(in[base + i * inner]) - shift));
+          continue;
         }
         const float scale = static_cast<float>(1.0 / sum);
         for (int64_t i = 0; i < len; ++i) o[base + i * inner] = FromFloat<T>(row[i] * scale);
@@ -85,13 +92,46 @@ absl::Status NormKernel(const KernelCall& call) {
   });
 }
 
+// vdev.add_rms_norm(residual, sum, gamma) -> (h, n), the CPU reference of the fused all-reduce's
+// epilogue: h = residual + sum rounded to T (as `add` rounds), n = rms_norm of that rounded h (as the
+// unfused rms_norm reads it). h may be the sum's memory: each element is read before it is written.
+absl::Status AddRmsNormKernel(const KernelCall& call) {
+  constexpr KernelOp op = KernelOp::Cpu("vdev.add_rms_norm");
+  VDEV_ASSIGN_OR_RETURN(NormRows norm, CheckAddRmsNorm(op, call));
+  const int64_t rows = norm.rows, len = norm.len;
+  return DispatchFloat(op, call.inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* residual = static_cast<const T*>(call.inputs[0].data);
+    const T* sum = static_cast<const T*>(call.inputs[1].data);
+    const T* gamma = static_cast<const T*>(call.inputs[2].data);
+    T* h = static_cast<T*>(call.outputs[0].data);
+    T* n = static_cast<T*>(call.outputs[1].data);
+    std::vector<float> row(static_cast<size_t>(len));
+    for (int64_t r = 0; r < rows; ++r) {
+      double squares = 0;
+      for (int64_t i = 0; i < len; ++i) {
+        const int64_t k = r * len + i;
+        const T v = FromFloat<T>(ToFloat(residual[k]) + ToFloat(sum[k]));
+        h[k] = v;
+        row[i] = ToFloat(v);
+        squares += static_cast<double>(row[i]) * row[i];
+      }
+      const float rstd = static_cast<float>(1.0 / std::sqrt(squares / len + norm.epsilon));
+      for (int64_t i = 0; i < len; ++i) n[r * len + i] = FromFloat<T>(row[i] * rstd * ToFloat(gamma[i]));
+    }
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace
 
 void RegisterNormKernels(KernelRegistry& r) {
   AddCpuKernel(r, "softmax", [](const KernelCall& c) { return SoftmaxKernel("softmax", c); });
   AddCpuKernel(r, "nn.softmax", [](const KernelCall& c) { return SoftmaxKernel("nn.softmax", c); });
+  AddCpuKernel(r, "log_softmax", [](const KernelCall& c) { return SoftmaxKernel("log_softmax", c, /*log=*/true); });
   AddCpuKernel(r, "layer_norm", NormKernel<false>);
   AddCpuKernel(r, "rms_norm", NormKernel<true>);
+  AddCpuKernel(r, "vdev.add_rms_norm", AddRmsNormKernel);
 }
 
 }  // namespace vdev::kernels_internal

@@ -118,6 +118,15 @@ absl::Status Norm(const KernelCall& call) {
                                            out.data, norm.rows, norm.len, norm.epsilon, StreamOf(call)));
 }
 
+absl::Status AddRmsNorm(const KernelCall& call) {
+  constexpr KernelOp op = KernelOp::Cuda("vdev.add_rms_norm");
+  VDEV_ASSIGN_OR_RETURN(kernels_internal::NormRows norm, kernels_internal::CheckAddRmsNorm(op, call));
+  VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem t, ElemOf(op, call.inputs[0].dtype));
+  return Launched(op, cuda_ops::LaunchAddRmsNorm(t, call.inputs[0].data, call.inputs[1].data, call.inputs[2].data,
+                                                 call.outputs[0].data, call.outputs[1].data, norm.rows, norm.len,
+                                                 norm.epsilon, StreamOf(call)));
+}
+
 }  // namespace
 
 void RegisterElementwiseOps(KernelRegistry& r) {
@@ -141,6 +150,7 @@ void RegisterElementwiseOps(KernelRegistry& r) {
   Add(r, "nn.softmax", [](const KernelCall& c) { return Softmax("nn.softmax", c); });
   Add(r, "layer_norm", Norm<false>);
   Add(r, "rms_norm", Norm<true>);
+  Add(r, "vdev.add_rms_norm", AddRmsNorm);
 }
 
 }  // namespace vdev::cuda_internal

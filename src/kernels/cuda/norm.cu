@@ -90,6 +90,25 @@ __global__ void NormKernel(const T* __restrict__ x, const T* __restrict__ gamma,
   });
 }
 
+// The fused all-reduce's epilogue: h = residual + sum, rounded to T, then y = rms_norm(h) * gamma.
+// h may be the sum's memory (no __restrict__ there): each thread reads an element before writing it,
+// and reads back only the elements it wrote itself.
+template <typename T>
+__global__ void AddRmsNormKernel(const T* __restrict__ residual, const T* sum, const T* __restrict__ gamma, T* h,
+                                 T* __restrict__ y, int64_t len, float epsilon, bool packed) {
+  __shared__ float scratch[32];
+  const int64_t base = blockIdx.x * len;
+  float squares = 0;
+  RowForEach(residual + base, len, packed, [&](int64_t i, float r) {
+    const T v = FromF32<T>(r + ToF32(sum[base + i]));
+    h[base + i] = v;
+    const float f = ToF32(v);
+    squares += f * f;
+  });
+  const float rstd = rsqrtf(BlockReduce<false>(squares, scratch) / static_cast<float>(len) + epsilon);
+  RowMap(h + base, y + base, len, packed, [&](int64_t i, float v) { return v * rstd * ToF32(gamma[i]); });
+}
+
 // 32..256 threads: a warp for short rows, 256 for long ones.
 int RowThreads(int64_t len, int pack) {
   const int64_t per_thread = len / pack + 1;
@@ -128,6 +147,20 @@ cudaError_t LaunchNorm(Elem t, const void* x, const void* gamma, const void* bet
     NormKernel<T><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
         static_cast<const T*>(x), static_cast<const T*>(gamma), static_cast<const T*>(beta), static_cast<T*>(y), len,
         epsilon, packed);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchAddRmsNorm(Elem t, const void* residual, const void* sum, const void* gamma, void* h, void* y,
+                             int64_t rows, int64_t len, float epsilon, cudaStream_t stream) {
+  if (rows == 0 || len == 0) return cudaSuccess;
+  DispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    const bool packed = len % Pack<T>::kSize == 0 && Aligned16(residual) && Aligned16(h) && Aligned16(y);
+    const int threads = RowThreads(len, packed ? Pack<T>::kSize : 1);
+    AddRmsNormKernel<T><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
+        static_cast<const T*>(residual), static_cast<const T*>(sum), static_cast<const T*>(gamma), static_cast<T*>(h),
+        static_cast<T*>(y), len, epsilon, packed);
   });
   return cudaGetLastError();
 }

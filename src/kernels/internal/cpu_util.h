@@ -128,6 +128,7 @@ void RegisterMatmulKernels(KernelRegistry& registry);       // matmul.cc
 void RegisterNormKernels(KernelRegistry& registry);         // norm.cc
 void RegisterLayoutKernels(KernelRegistry& registry);       // layout.cc
 void RegisterAttentionKernels(KernelRegistry& registry);    // attention.cc
+void RegisterSelectKernels(KernelRegistry& registry);       // select.cc
 
 }  // namespace vdev::kernels_internal
 

@@ -233,6 +233,28 @@ absl::StatusOr<NormRows> CheckNorm(const KernelOp& op, const KernelCall& call, b
   return norm;
 }
 
+absl::StatusOr<NormRows> CheckAddRmsNorm(const KernelOp& op, const KernelCall& call) {
+  VDEV_RETURN_IF_ERROR(CheckArity(op, call, 3, 2));
+  const TensorRef &residual = call.inputs[0], &sum = call.inputs[1];
+  VDEV_RETURN_IF_ERROR(CheckNumeric(op, residual.dtype, /*integers=*/false));
+  if (residual.shape.empty()) return Invalid(op, "needs a residual of rank >= 1");
+  VDEV_RETURN_IF_ERROR(CheckDType(op, sum, residual.dtype, "the sum"));
+  if (sum.NumElements() != residual.NumElements())
+    return Invalid(op, "the sum has ", sum.NumElements(), " elements, the residual ", residual.NumElements());
+  const int64_t len = residual.shape.back();
+  VDEV_RETURN_IF_ERROR(CheckDType(op, call.inputs[2], residual.dtype, "gamma"));
+  VDEV_RETURN_IF_ERROR(CheckShape(op, call.inputs[2], Shape{len}, "gamma"));
+  for (const TensorRef& out : call.outputs) {
+    VDEV_RETURN_IF_ERROR(CheckDType(op, out, residual.dtype, "an output"));
+    VDEV_RETURN_IF_ERROR(CheckShape(op, out, residual.shape, "an output"));
+  }
+  NormRows norm;
+  norm.rows = len == 0 ? 0 : residual.NumElements() / len;
+  norm.len = len;
+  norm.epsilon = static_cast<float>(AttrsOf(call).FloatOr("epsilon", 1e-6));
+  return norm;
+}
+
 absl::StatusOr<AttentionShape> CheckAttention(const KernelOp& op, const KernelCall& call) {
   VDEV_RETURN_IF_ERROR(CheckArity(op, call, 1, 1));
   const TensorRef &qkv = call.inputs[0], &out = call.outputs[0];

@@ -98,6 +98,10 @@ struct NormRows : Rows {
 };
 absl::StatusOr<NormRows> CheckNorm(const KernelOp& op, const KernelCall& call, bool rms);
 
+// vdev.add_rms_norm(residual, sum, gamma) -> (h, n): h = residual + sum (sum of residual's dtype and
+// element count), n = rms_norm(h, gamma); h may be the sum's own memory.
+absl::StatusOr<NormRows> CheckAddRmsNorm(const KernelOp& op, const KernelCall& call);
+
 // attention(qkv[T,3,H,D], causal) -> [T,H,D], float dtypes, at most 2^31-1 elements.
 struct AttentionShape {
   int64_t tokens = 0, heads = 0, head_dim = 0;

@@ -61,6 +61,10 @@ cudaError_t LaunchSoftmax(Elem t, const void* x, void* y, int64_t outer, int64_t
 cudaError_t LaunchNorm(Elem t, const void* x, const void* gamma, const void* beta, void* y, int64_t rows, int64_t len,
                        float epsilon, cudaStream_t stream);
 
+// vdev.add_rms_norm: h = residual + sum (h may be sum's memory), y = rms_norm(h) * gamma; one block per row.
+cudaError_t LaunchAddRmsNorm(Elem t, const void* residual, const void* sum, const void* gamma, void* h, void* y,
+                             int64_t rows, int64_t len, float epsilon, cudaStream_t stream);
+
 // y[out index] = x[sum index_d * in_strides[d]], elements of `elem_bytes` (1, 2, 4, 8) bytes.
 cudaError_t LaunchPermute(int elem_bytes, const void* x, void* y, int rank, const int64_t* out_dims,
                           const int64_t* in_strides, cudaStream_t stream);

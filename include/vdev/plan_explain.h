@@ -1,0 +1,52 @@
+// Why a value is where the plan puts it: the chain of constraints from an annotation to the value,
+// and a warning when one annotation moves most of a program.
+//
+// Placement is unification (docs/spec/ir-text.md, "Placement semantics"): an op's operands and
+// result share one device, a call's arguments its callee's parameters, a tuple its fields, and so
+// on. An annotation fixes one value; every value unified with it, directly or through a chain of
+// such constraints, follows. ExplainPlacement walks those constraints back from a value to the
+// nearest annotation that decided its device:
+//
+//   %out is on cpu:0:
+//     on_device(%a, cpu:0) at 9:8 puts %a on cpu:0
+//     %a = relu(%hb) at 8:8: an op's operands and result share one device, so %hb follows %a
+//     ...
+//
+// The chain is read off the input and the plan (a constraint counts only where both of its sides
+// ended on the same device, so a conflict copy breaks it, as it does in the plan) and is one
+// shortest chain where several lead to annotations. Example:
+//
+//   absl::StatusOr<PlanResult> plan = PlanDevices(module, {});
+//   absl::StatusOr<std::string> why = ExplainPlacement(module, *plan, "out");
+//   for (const Diagnostic& w : AnnotationSpreadWarnings(module, *plan, default_device)) ...
+#ifndef VDEV_PLAN_EXPLAIN_H_
+#define VDEV_PLAN_EXPLAIN_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "vdev/diagnostic.h"
+#include "vdev/ir.h"
+#include "vdev/plan_devices.h"
+#include "vdev/virtual_device.h"
+
+namespace vdev {
+
+// The chain of constraints that put `value` where `plan` (PlanDevices of `input`) has it, one line
+// each, starting with the annotation; or, when no annotation reaches it, the default that decided.
+// `value` names a parameter or binding of the input as the JSON report does: `x` or `%x` in @main,
+// or `PATH:x` in another function (`f:x` for @f, `main/g:y` for the local function bound by %g).
+// NotFound when no value has that name.
+absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const PlanResult& plan, absl::string_view value);
+
+// One warning per `on_device` annotation that puts more than half of the program's values (its
+// parameters and bindings, moves excluded) on a device other than `default_device`: the values
+// unified with it, located at the annotation, naming the first constraints through which it spread.
+std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const PlanResult& plan,
+                                                 const VirtualDevice& default_device);
+
+}  // namespace vdev
+
+#endif  // VDEV_PLAN_EXPLAIN_H_

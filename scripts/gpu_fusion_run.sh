@@ -1,0 +1,62 @@
+#!/bin/bash
+# The all-reduce fusion and the zero-copy all-reduce on 2 GPUs, in one device call: the zero-copy
+# GPU tests, the all-reduce table (every vdev variant, NCCL, NCCL symmetric) 4 KB-256 MB, the 10-layer
+# transformer at 256 and 2048 tokens (vdev fused / unfused / with NCCL, the PyTorch peer in the same
+# call), --profile, --check with fusion on and off, and compute-sanitizer on a bounded all-reduce run.
+# Run from the repository root after `bash scripts/gpu_pack.sh .gpu` here:
+#   device run (kind nvidia-h100-x2): bash .gpu/scripts/gpu_fusion_run.sh   (carry .gpu)
+# STAGES="test bench model torch check profile sanitize" selects stages. Logs go to $OUT.
+set -u
+# shellcheck source=gpu_step.sh
+source "$(dirname "$0")/gpu_step.sh" gpu-fusion-out
+cd "$root"
+export TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1 VDEV_TIMEOUT_MS=60000
+export CUDA_VISIBLE_DEVICES=0,1
+show_step_log() { grep -vE "^\[ (RUN|      OK) " "$out/$1.log" | tail -n 30; }
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv; nvidia-smi topo -m; } | tee "$out/machine.txt"
+# The model in bf16 (the PyTorch peer's dtype) and at 2048 tokens: the example with its shapes replaced.
+model=examples/memory/tp_transformer_10.vdev
+sed 's/f16\[/bf16[/g' "$model" > "$out/tp256.vdev"
+sed 's/\[256,/[2048,/g; s/1048576/8388608/g' "$out/tp256.vdev" > "$out/tp2048.vdev"
+run_model() {  # NAME FILE ARGS...
+  local name=$1 file=$2; shift 2
+  step "$name" 120 "$bin/vdev" run "$file" --backend cuda --workers 2 "$@"
+}
+for stage in ${STAGES:-test bench model torch check profile sanitize}; do
+  case $stage in
+    test)
+      step test 120 "$bin/runtime_cuda_test" --gtest_filter='*ZeroCopy*:*GraphReplays*:*EdgeValues*OnTwo*'
+      # The fused op's CUDA epilogue (vdev.add_rms_norm) against its CPU reference.
+      if [ -x "$bin/cuda_kernels_test" ]; then step kernels 60 "$bin/cuda_kernels_test" --gtest_filter='*NormsMatchTheCpu*'; fi ;;
+    bench)
+      step bench 150 "$bin/vdev" launch -n 2 -- "$bin/allreduce_bench" --csv "$out/bench2.csv" --min-bytes 4096 \
+        --max-bytes 268435456 --no-llm --no-eager --reps 9 --variants \
+        vdev-auto,vdev-inplace,vdev-inplace-noexit,vdev-1shot-ll,vdev-1shot-ll128,vdev-1shot-sentinel,vdev-2shot-ll,vdev-1shot,vdev-2shot,nccl,nccl-symm ;;
+    model)
+      for tokens in 256 2048; do
+        f=$out/tp$tokens.vdev
+        run_model "vdev_${tokens}_fused" "$f" --repeat 100
+        run_model "vdev_${tokens}_unfused" "$f" --repeat 100 --no-fuse-allreduce
+        run_model "vdev_${tokens}_nccl" "$f" --repeat 100 --allreduce-strategy nccl
+        run_model "vdev_${tokens}_nccl_unfused" "$f" --repeat 100 --allreduce-strategy nccl --no-fuse-allreduce
+      done
+      run_model vdev_256_f16_fused "$model" --repeat 100 ;;
+    torch)
+      for tokens in 256 2048; do
+        step "torch_$tokens" 120 torchrun --nproc-per-node 2 bench/torch_tp_transformer.py --tokens "$tokens"
+      done ;;
+    check)
+      run_model check_fused "$out/tp256.vdev" --check --repeat 3
+      run_model check_unfused "$out/tp256.vdev" --check --repeat 3 --no-fuse-allreduce ;;
+    profile)
+      run_model profile_fused "$out/tp256.vdev" --repeat 3 --profile
+      run_model profile_unfused "$out/tp256.vdev" --repeat 3 --profile --no-fuse-allreduce ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        step "sanitize_$tool" 60 "$bin/vdev" launch -n 2 -- compute-sanitizer --tool $tool --report-api-errors no \
+          --error-exitcode 9 "$bin/allreduce_bench" --only-vdev --min-bytes 4096 --max-bytes 262144 --reps 1 --no-llm \
+          --no-eager --variants vdev-inplace,vdev-inplace-noexit,vdev-auto
+      done ;;
+  esac
+done
+exit $status
