@@ -10,7 +10,8 @@ build_packages=(cmake ninja-build g++ pkg-config libabsl-dev libz3-dev nlohmann-
 test_packages=(clang-14 libclang-rt-14-dev clang-format-14 graphviz
                python3 python3-dev pybind11-dev python3-pybind11 python3-pytest python3-hypothesis python3-numpy
                python3-matplotlib libdlpack-dev
-               libonnx-dev libonnx-testdata libprotobuf-dev)
+               libonnx-dev libonnx-testdata libprotobuf-dev
+               time)  # /usr/bin/time: bench/cli_bench.py's peak RSS
 apt_options=()
 case "${1:-all}" in
   build) packages=("${build_packages[@]}"); apt_options=(--no-install-recommends) ;;
