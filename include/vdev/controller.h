@@ -112,12 +112,17 @@ struct RemoteFunc {
   std::string name;
 };
 
+// The least time process workers are given to start (see ControllerOptions::timeout).
+inline constexpr absl::Duration kWorkerStartTimeout = absl::Seconds(60);
+
 struct ControllerOptions {
   // Groups of equal size, one per host (Disco's num_groups); worker i belongs to group
   // i / (n / num_groups). This implementation starts every group on this host.
   int num_groups = 1;
-  // Bound on every wait for a worker (start, SyncWorker, copies, debug reads, a full socket) and
-  // on the workers' own collectives after InitCCL. A worker that exceeds it fails the session.
+  // Bound on every wait for a worker (SyncWorker, copies, debug reads, a full socket) and on the
+  // workers' own collectives after InitCCL. A worker that exceeds it fails the session. The
+  // workers' start is bounded by the larger of this and kWorkerStartTimeout: starting a process
+  // takes seconds on a loaded machine, whatever bound a caller chose for its steps.
   absl::Duration timeout = absl::Seconds(120);
   // Process sessions: a worker found stopped (state T in /proc/PID/stat: SIGSTOP, SIGTSTP) this
   // long while the controller waits for any worker is killed and fails the session, named with its

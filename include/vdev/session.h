@@ -78,6 +78,9 @@ class Session {
   int local_rank() const { return options_.local_rank; }
   const std::string& session_id() const { return options_.session_id; }
   absl::Duration timeout() const { return options_.timeout; }
+  // Bounds the waits of later collectives (and of the executors created after it): a caller may
+  // give one phase a tighter bound than the session's start.
+  void set_timeout(absl::Duration timeout) { options_.timeout = timeout; }
   pid_t pid(int rank) const { return pids_[rank]; }
 
   // Every worker contributes `mine`; on success `all[i]` is worker i's contribution. `tag` names the

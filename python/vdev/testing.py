@@ -13,7 +13,7 @@
 
 Each strategy draws from few values per field, so that agreements and conflicts are both common
 (the lattice laws are about them); pass wider choices to widen it. The C++ counterpart,
-include/vdev/testing/arbitrary.h (RapidCheck), draws from the same 54 devices and program grammar.
+tests/testing/arbitrary.h (RapidCheck), draws from the same 54 devices and program grammar.
 """
 
 from __future__ import annotations

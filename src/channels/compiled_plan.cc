@@ -1,6 +1,7 @@
 // Compiled plans (internal/compiled_plan.h): the source of a rank's kernel for one shape, its NVRTC
 // compilation and the kernels loaded per shape.
 #include "internal/compiled_plan.h"
+#include "internal/nvrtc_loader.h"
 
 #include <nvrtc.h>
 
@@ -16,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "src/runtime/internal/cuda_common.h"
+#include "cuda_common/cuda_common.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::channels::internal {
@@ -226,6 +227,7 @@ absl::StatusOr<std::string> CompiledPlanSource(const FlatPlan& flat, const PlanL
 }
 
 absl::StatusOr<std::string> CompilePlanCubin(const std::string& source, int arch) {
+  VDEV_RETURN_IF_ERROR(LoadNvrtc());
   std::vector<const char*> names = {"cstdint", "cstddef", "cuda_runtime.h", "vdev/session.h"};
   const std::string session = absl::StrCat("#pragma once\nnamespace vdev { inline constexpr int kMaxWorkers = ",
                                            kMaxWorkers, "; }\n");

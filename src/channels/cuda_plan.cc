@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "internal/cuda_plan.h"
 #include "internal/packet_sweep.h"
-#include "src/runtime/internal/cuda_common.h"
+#include "cuda_common/cuda_common.h"
 #include "vdev/channel_program.h"
 #include "vdev/status_macros.h"
 

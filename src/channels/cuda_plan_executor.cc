@@ -11,7 +11,7 @@
 #include "internal/cuda_proxy.h"
 #include "internal/packet_sweep.h"
 #include "internal/plan_checks.h"
-#include "src/runtime/internal/cuda_common.h"
+#include "cuda_common/cuda_common.h"
 #include "vdev/channel_algorithms.h"
 #include "vdev/checked_size.h"
 #include "vdev/cuda_channel_executor.h"

@@ -1,6 +1,7 @@
 // The controller's side of a session: commands, registers, waits and faults (see vdev/controller.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -11,7 +12,7 @@
 #include "internal/protocol.h"
 #include "internal/staging.h"
 #include "internal/transport.h"
-#include "src/runtime/internal/guardian.h"
+#include "guardian/guardian.h"
 #include "vdev/controller.h"
 #include "vdev/launch.h"
 #include "vdev/session.h"
@@ -200,7 +201,8 @@ absl::Status ControllerCore::Start() {
     VDEV_ASSIGN_OR_RETURN(transport_, StartThreads(n_, options_.num_groups));
   } else {
     VDEV_ASSIGN_OR_RETURN(transport_, StartProcesses(n_, options_.num_groups, options_.program,
-                                                     absl::Now() + options_.timeout, options_.stopped_limit));
+                                                     absl::Now() + std::max(options_.timeout, kWorkerStartTimeout),
+                                                     options_.stopped_limit));
   }
   return absl::OkStatus();
 }

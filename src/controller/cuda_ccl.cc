@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/ccl.h"
-#include "src/runtime/internal/cuda_common.h"
+#include "cuda_common/cuda_common.h"
 #include "vdev/cuda_allreduce.h"
 #include "vdev/status_macros.h"
 

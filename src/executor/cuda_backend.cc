@@ -10,7 +10,7 @@
 #include "prepared_op.h"
 #include "session_reduce.h"
 #include "stream_delay.h"
-#include "src/runtime/internal/cuda_common.h"
+#include "cuda_common/cuda_common.h"
 #include "vdev/cuda_allreduce.h"
 #if VDEV_HAVE_CHANNELS_CUDA
 #include "vdev/cuda_channel_executor.h"

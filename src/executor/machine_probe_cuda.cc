@@ -1,16 +1,17 @@
-// The GPUs of ProbeMachine: memory (cudaMemGetInfo), matmul rate per dtype (cublasGemmEx, 4096^3,
-// f32 accumulation), memory bandwidth (a device-to-device copy reads and writes each byte), and
+// The GPUs of ProbeMachine: memory (cudaMemGetInfo), matmul rate per dtype (vdev's own matmul,
+// CudaKernelBackend::Matmul on cuBLASLt, 4096^3, f32 accumulation: what the executor gets), memory bandwidth (a device-to-device copy reads and writes each byte), and
 // links: pinned host<->device and peer copies, bandwidth from 256 MiB, latency from 4 bytes.
 // Every timing is the best of `repetitions` after a warm-up, by CUDA events.
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "src/executor/internal_probe_cuda.h"
+#include "vdev/cuda_kernels.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::probe_internal {
@@ -19,11 +20,6 @@ namespace {
 absl::Status Check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return absl::OkStatus();
   return absl::InternalError(absl::StrCat("machine probe: ", what, ": ", cudaGetErrorString(e)));
-}
-
-absl::Status Check(cublasStatus_t e, const char* what) {
-  if (e == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("machine probe: ", what, ": cuBLAS status ", static_cast<int>(e)));
 }
 
 // The best time of `work` (enqueued on the current device's default stream), in seconds.
@@ -54,18 +50,14 @@ struct DeviceMemory {
   ~DeviceMemory() { cudaFree(ptr); }
 };
 
-absl::StatusOr<double> MatmulFlops(cublasHandle_t handle, cudaDataType type, int repetitions) {
+absl::StatusOr<double> MatmulFlops(CudaKernelBackend& kernels, ir::DType type, int repetitions) {
   constexpr int kN = 4096;
-  const size_t bytes = size_t{kN} * kN * (type == CUDA_R_32F ? 4 : 2);
+  const size_t bytes = size_t{kN} * kN * (type == ir::DType::kF32 ? 4 : 2);
   DeviceMemory a, b, c;
   for (DeviceMemory* m : {&a, &b, &c}) VDEV_RETURN_IF_ERROR(Check(cudaMalloc(&m->ptr, bytes), "cudaMalloc"));
   for (DeviceMemory* m : {&a, &b}) VDEV_RETURN_IF_ERROR(Check(cudaMemset(m->ptr, 0, bytes), "cudaMemset"));
-  const float alpha = 1, beta = 0;
   VDEV_ASSIGN_OR_RETURN(double seconds, BestSeconds(repetitions, [&] {
-                          return Check(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &alpha, a.ptr, type,
-                                                    kN, b.ptr, type, kN, &beta, c.ptr, type, kN, CUBLAS_COMPUTE_32F,
-                                                    CUBLAS_GEMM_DEFAULT),
-                                       "cublasGemmEx");
+                          return kernels.Matmul(type, a.ptr, b.ptr, c.ptr, 1, kN, kN, kN, /*stream=*/nullptr);
                         }));
   return 2.0 * kN * kN * kN / seconds;
 }
@@ -85,18 +77,10 @@ absl::StatusOr<DeviceSpec> ProbeGpu(int gpu, int repetitions) {
                                        "cudaMemcpyAsync");
                         }));
   spec.bandwidth = 2.0 * kCopyBytes / copy;
-  cublasHandle_t handle;
-  VDEV_RETURN_IF_ERROR(Check(cublasCreate(&handle), "cublasCreate"));
-  for (auto [dtype, type] : {std::pair{ir::DType::kF32, CUDA_R_32F}, std::pair{ir::DType::kF16, CUDA_R_16F},
-                             std::pair{ir::DType::kBF16, CUDA_R_16BF}}) {
-    absl::StatusOr<double> flops = MatmulFlops(handle, type, repetitions);
-    if (!flops.ok()) {
-      cublasDestroy(handle);
-      return flops.status();
-    }
-    spec.flops[dtype] = *flops;
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaKernelBackend> kernels, CudaKernelBackend::Create(gpu));
+  for (ir::DType dtype : {ir::DType::kF32, ir::DType::kF16, ir::DType::kBF16}) {
+    VDEV_ASSIGN_OR_RETURN(spec.flops[dtype], MatmulFlops(*kernels, dtype, repetitions));
   }
-  cublasDestroy(handle);
   spec.default_flops = spec.flops[ir::DType::kF32];
   return spec;
 }

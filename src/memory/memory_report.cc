@@ -3,7 +3,7 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
-#include "src/ir/internal/json_object.h"
+#include "json_object/json_object.h"
 #include "vdev/lower_memory.h"
 
 namespace vdev {

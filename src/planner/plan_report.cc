@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "src/ir/internal/json_object.h"
+#include "json_object/json_object.h"
 #include "vdev/optimize_placement.h"
 #include "vdev/plan_devices.h"
 

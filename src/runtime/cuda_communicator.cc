@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "internal/allreduce_layout.h"
-#include "internal/cuda_common.h"
+#include "cuda_common/cuda_common.h"
 #include "internal/cuda_kernels.h"
 #include "internal/cuda_zero_copy.h"
 #include "vdev/cuda_allreduce.h"

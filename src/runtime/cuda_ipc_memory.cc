@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "internal/cuda_common.h"
+#include "cuda_common/cuda_common.h"
 #include "internal/pooled_allocator.h"
 #include "vdev/cuda_allreduce.h"
 

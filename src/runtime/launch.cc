@@ -21,7 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "internal/guardian.h"
+#include "guardian/guardian.h"
 
 namespace vdev {
 

@@ -264,13 +264,15 @@ INSTANTIATE_TEST_SUITE_P(Workers, CudaPlanExecutorWorldsTest, ::testing::Range(2
 // CheckErrors names rank 0's wait for rank 1.
 TEST(CudaPlanExecutorTest, APeerThatNeverExecutesIsNamed) {
   REQUIRE_GPUS(1);
-  vdev::testing::HarnessOptions options;
-  options.timeout = absl::Seconds(2);
+  vdev::testing::WorkerSignal rank0_done;
   auto results = RunWorkers(
       2, UniqueSessionId(),
-      [](Session& s) -> absl::Status {
+      [&](Session& s) -> absl::Status {
         VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> ipc, CreateCudaIPCAllocator(&s, 0));
+        const absl::Duration setup_timeout = s.timeout();
+        s.set_timeout(absl::Seconds(2));  // the executor's kernels wait this long for a peer
         VDEV_ASSIGN_OR_RETURN(auto exec, CudaPlanExecutor::ForStrategy(s, *ipc, "plan:one_shot", 64, DataType::kF32));
+        s.set_timeout(setup_timeout);
         void* buf = nullptr;
         VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&buf, 256)));
         VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(buf, 0, 256)));
@@ -281,13 +283,13 @@ TEST(CudaPlanExecutorTest, APeerThatNeverExecutesIsNamed) {
           status = exec->CheckErrors();
         }
         // Both ranks meet again before either frees its region (the peer may still map it); rank 1
-        // arrives after rank 0's kernel has given up (2 s), within the barrier's own 2 s.
-        if (s.rank() == 1) absl::SleepFor(absl::Seconds(3));
+        // arrives once rank 0's kernel has given up.
+        if (s.rank() == 0) rank0_done.Notify();
+        if (s.rank() == 1) rank0_done.Wait();
         VDEV_RETURN_IF_ERROR(s.Barrier("done"));
         cudaFree(buf);
         return status;
-      },
-      options);
+      });
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[1].exit_code, 0) << results[1].message;
   EXPECT_NE(results[0].exit_code, 0);

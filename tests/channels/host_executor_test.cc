@@ -28,9 +28,9 @@ using testing::RunAndCheck;
 using vdev::testing::ExpectAllOk;
 using vdev::testing::HalfInput;
 using vdev::testing::HalfSum;
-using vdev::testing::HarnessOptions;
 using vdev::testing::Input;
 using vdev::testing::RunWorkers;
+using vdev::testing::WorkerSignal;
 using vdev::testing::UniqueSessionId;
 using vdev::testing::WorkerResult;
 
@@ -294,19 +294,21 @@ TEST(HostExecutorTest, StalePacketLinesAreZeroedSliceBySlice) {
 
 // Rank 1 creates its executor but never executes: rank 0's wait must end with an error naming it.
 void ExpectTimeoutNamed(const std::string& plan_name, const std::vector<std::string>& parts) {
-  HarnessOptions options;
-  options.timeout = absl::Milliseconds(300);
+  WorkerSignal rank0_done;
   std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [&](Session& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(plan_name, 2));
     VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, plan, 16, DataType::kF32));
     if (s.rank() == 1) {
-      usleep(1500 * 1000);  // alive, but never executing
+      rank0_done.Wait();  // alive, but never executing
       return absl::OkStatus();
     }
+    s.set_timeout(absl::Milliseconds(300));
     std::vector<float> in(16, 1.0f), out(16);
-    return exec->Execute(in.data(), out.data(), 16);
-  }, options);
+    absl::Status status = exec->Execute(in.data(), out.data(), 16);
+    rank0_done.Notify();
+    return status;
+  });
   ASSERT_EQ(results.size(), 2u);
   EXPECT_NE(results[0].exit_code, 0);
   for (const std::string& part : parts) EXPECT_THAT(results[0].message, HasSubstr(part));

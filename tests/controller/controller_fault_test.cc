@@ -246,11 +246,11 @@ TEST(ProcessFaultTest, KilledControllerTakesItsWorkersAlong) {
   waitpid(controller, nullptr, 0);
   std::vector<std::string> parts = absl::StrSplit(absl::StripTrailingAsciiWhitespace(text), ' ');
   ASSERT_EQ(parts.size(), 6u) << text;
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);  // they end at once; 60 s for a loaded machine
   for (size_t i = 2; i < parts.size(); ++i) {
     pid_t pid = std::stoi(parts[i]);
     while (ProcessAlive(pid) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
-    EXPECT_FALSE(ProcessAlive(pid)) << "worker pid " << pid << " outlived its controller by 10 s";
+    EXPECT_FALSE(ProcessAlive(pid)) << "worker pid " << pid << " outlived its controller by 60 s";
   }
   EXPECT_THAT(LeftoverSegments(parts[0]), ::testing::IsEmpty());
   EXPECT_FALSE(PathExists(parts[1])) << parts[1];

@@ -113,12 +113,16 @@ TEST_P(SessionTest, BackToBackLargeCopiesKeepTheirOwnBytes) {
   std::vector<HostTensor> hosts;
   std::vector<DRef> remotes;
   for (int i = 0; i < 3; ++i) remotes.push_back(Call("vdev.tensor.empty", Shape{1}, "u8"));
-  Call("test.sleep_ms", 100);  // worker 0 is busy while the copies are queued
+  WorkerGate gate;
+  Call("test.gate_on", 0, gate.path());  // worker 0 is busy while the first copy is queued
   for (int i = 0; i < 3; ++i) {
     hosts.push_back(HostTensor::Zeros(ir::DType::kU8, {(1 << 20) + i}));
     for (std::byte& b : hosts.back().bytes) b = static_cast<std::byte>(rng());
     absl::Status s = session_->CopyToWorker0(hosts.back(), remotes[i]);
     ASSERT_TRUE(s.ok()) << s;
+    // The next copy may overwrite the staging area only once worker 0 has read this one, which it
+    // can do only after the gate opens.
+    if (i == 0) gate.Open();
   }
   for (int i = 0; i < 3; ++i) {
     HostTensor back;

@@ -3,6 +3,7 @@
 #include "controller/controller_test_util.h"
 
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,6 +41,24 @@ bool ProcessAlive(pid_t pid) {
 bool PathExists(const std::string& path) {
   struct stat st;
   return !path.empty() && stat(path.c_str(), &st) == 0;
+}
+
+WorkerGate::WorkerGate() : dir_(MakePrivateDir()), path_(dir_ + "/gate") {
+  if (dir_.empty() || mkfifo(path_.c_str(), 0600) != 0) ADD_FAILURE() << "cannot make the FIFO " << path_;
+}
+
+WorkerGate::~WorkerGate() {
+  unlink(path_.c_str());
+  rmdir(dir_.c_str());
+}
+
+void WorkerGate::Open() {
+  const int fd = open(path_.c_str(), O_WRONLY);  // blocks until the worker waits at the gate
+  if (fd < 0) {
+    ADD_FAILURE() << "cannot open the FIFO " << path_;
+    return;
+  }
+  close(fd);  // the worker's read ends
 }
 
 namespace {
@@ -94,6 +113,18 @@ VDEV_REGISTER_WORKER_FUNCTION("test.throw_on", [](WorkerContext& ctx, const Work
 });
 VDEV_REGISTER_WORKER_FUNCTION("test.abort_on", [](WorkerContext& ctx, const WorkerArgs& args) -> Result {
   if (Chosen(ctx, args)) std::abort();
+  return WorkerValue();
+});
+// test.gate_on(W, PATH): worker W waits until the WorkerGate at PATH opens; the others go on.
+VDEV_REGISTER_WORKER_FUNCTION("test.gate_on", [](WorkerContext& ctx, const WorkerArgs& args) -> Result {
+  if (!Chosen(ctx, args)) return WorkerValue();
+  VDEV_ASSIGN_OR_RETURN(std::string path, args.String(1));
+  const int fd = open(path.c_str(), O_RDONLY);  // blocks until the gate's writer opens
+  if (fd < 0) return absl::InternalError(absl::StrCat("test.gate_on: cannot open ", path));
+  char byte;
+  while (read(fd, &byte, 1) > 0) {
+  }
+  close(fd);
   return WorkerValue();
 });
 // (worker, fifo, ms): the chosen worker writes one byte to the FIFO (an event the test waits for:

@@ -26,6 +26,23 @@ bool ProcessAlive(pid_t pid);
 
 bool PathExists(const std::string& path);
 
+// A gate a worker function waits at until the test opens it (a FIFO in a private directory), for
+// scenarios that need a worker busy while the controller acts: `test.gate_on(W, gate.path())`
+// blocks worker W until Open(). An event, not a sleep: the scenario holds on any machine.
+class WorkerGate {
+ public:
+  WorkerGate();
+  ~WorkerGate();
+  WorkerGate(const WorkerGate&) = delete;
+  WorkerGate& operator=(const WorkerGate&) = delete;
+  const std::string& path() const { return path_; }
+  // Lets the waiting worker go on (blocks until it has reached the gate).
+  void Open();
+
+ private:
+  std::string dir_, path_;
+};
+
 }  // namespace vdev::testing
 
 #endif  // VDEV_TESTS_CONTROLLER_CONTROLLER_TEST_UTIL_H_

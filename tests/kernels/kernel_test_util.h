@@ -84,6 +84,16 @@ inline double Ulp(DType dtype) {
   }
 }
 
+// The bound on the error of an f32 dot product of `length` terms whose |a_i b_i| sum to `magnitude`,
+// in any order of summation (with or without FMA): gamma_n * magnitude with gamma_n = n u / (1 - n u)
+// and u = 2^-24 (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1). BLAS libraries
+// block, vectorise and split the sum across threads differently by CPU and thread count; this
+// bound holds for all of them.
+inline double DotProductErrorBound(int64_t length, double magnitude) {
+  const double nu = static_cast<double>(length) * std::ldexp(1.0, -24);
+  return nu / (1 - nu) * magnitude;
+}
+
 // The absolute rounding error below the dtype's normal range: f16's subnormal spacing (bf16 and
 // f32 share f32's exponent range and the tests' values stay far above it).
 inline double Tiny(DType dtype) { return dtype == DType::kF16 ? std::ldexp(1.0, -24) : 1e-37; }

@@ -1,6 +1,6 @@
 // Join and Default: every documented case by example, and every law exhaustively over a small domain.
 #include "gtest/gtest.h"
-#include "vdev/testing/arbitrary.h"
+#include "testing/arbitrary.h"
 #include "vdev/virtual_device.h"
 
 namespace vdev {

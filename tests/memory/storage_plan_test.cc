@@ -18,33 +18,40 @@ TensorLifetime T(int64_t bytes, const PoolKey& pool, int def, int last, bool reu
   return TensorLifetime{bytes, pool, def, last, reusable};
 }
 
-StoragePlan PlanOk(const std::vector<TensorLifetime>& tensors, StoragePlanOptions options = {}) {
-  absl::StatusOr<StoragePlan> plan = PlanStorage(tensors, options);
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  EXPECT_TRUE(VerifyStoragePlan(tensors, *plan, options).ok());
-  return *plan;
+// Plans `tensors` into `plan`, a fatal failure (not a crash) when planning fails; callers wrap it
+// in ASSERT_NO_FATAL_FAILURE.
+void PlanOk(StoragePlan& plan, const std::vector<TensorLifetime>& tensors, StoragePlanOptions options = {}) {
+  absl::StatusOr<StoragePlan> planned = PlanStorage(tensors, options);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  absl::Status verified = VerifyStoragePlan(tensors, *planned, options);
+  EXPECT_TRUE(verified.ok()) << verified;
+  plan = *std::move(planned);
 }
 
 TEST(StoragePlanTest, DisjointLifetimesInOnePoolShareStorage) {
-  StoragePlan plan = PlanOk({T(400, kGpuGlobal, 0, 1), T(400, kGpuGlobal, 2, 3)});
+  StoragePlan plan;
+  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, {T(400, kGpuGlobal, 0, 1), T(400, kGpuGlobal, 2, 3)}));
   EXPECT_EQ(plan.storage_of[0], plan.storage_of[1]);
   EXPECT_EQ(plan.storages.size(), 1u);
   EXPECT_EQ(plan.PoolBytes(kGpuGlobal), 400);
 }
 
 TEST(StoragePlanTest, OverlappingLifetimesDoNotShare) {
-  StoragePlan plan = PlanOk({T(400, kGpuGlobal, 0, 2), T(400, kGpuGlobal, 1, 3)});
+  StoragePlan plan;
+  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, {T(400, kGpuGlobal, 0, 2), T(400, kGpuGlobal, 1, 3)}));
   EXPECT_NE(plan.storage_of[0], plan.storage_of[1]);
 }
 
 TEST(StoragePlanTest, OperandAndResultOfOneBindingDoNotShare) {
   // Tensor 0 is last used by binding 1, which defines tensor 1: the op reads one while writing the other.
-  StoragePlan plan = PlanOk({T(400, kGpuGlobal, 0, 1), T(400, kGpuGlobal, 1, 2)});
+  StoragePlan plan;
+  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, {T(400, kGpuGlobal, 0, 1), T(400, kGpuGlobal, 1, 2)}));
   EXPECT_NE(plan.storage_of[0], plan.storage_of[1]);
 }
 
 TEST(StoragePlanTest, DisjointLifetimesInDifferentScopesNeverShare) {
-  StoragePlan plan = PlanOk({T(400, kGpuGlobal, 0, 1), T(400, kGpuIpc, 2, 3), T(400, kGpuGlobal, 4, 5)});
+  StoragePlan plan;
+  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, {T(400, kGpuGlobal, 0, 1), T(400, kGpuIpc, 2, 3), T(400, kGpuGlobal, 4, 5)}));
   EXPECT_NE(plan.storage_of[0], plan.storage_of[1]);
   EXPECT_EQ(plan.storage_of[0], plan.storage_of[2]);
   EXPECT_EQ(plan.storages[plan.storage_of[1]].pool, kGpuIpc);
@@ -53,26 +60,30 @@ TEST(StoragePlanTest, DisjointLifetimesInDifferentScopesNeverShare) {
 }
 
 TEST(StoragePlanTest, DisjointLifetimesOnDifferentDevicesNeverShare) {
-  StoragePlan plan = PlanOk({T(400, kGpuGlobal, 0, 1), T(400, kGpu1Global, 2, 3)});
+  StoragePlan plan;
+  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, {T(400, kGpuGlobal, 0, 1), T(400, kGpu1Global, 2, 3)}));
   EXPECT_NE(plan.storage_of[0], plan.storage_of[1]);
 }
 
 TEST(StoragePlanTest, ParametersAndResultsAreNotReused) {
-  StoragePlan plan = PlanOk({T(400, kGpuGlobal, 0, 0, /*reusable=*/false), T(400, kGpuGlobal, 1, 2),
-                             T(400, kGpuGlobal, 3, 3, /*reusable=*/false)});
+  StoragePlan plan;
+  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, {T(400, kGpuGlobal, 0, 0, /*reusable=*/false), T(400, kGpuGlobal, 1, 2),
+                                        T(400, kGpuGlobal, 3, 3, /*reusable=*/false)}));
   EXPECT_EQ(plan.storages.size(), 3u);
 }
 
 TEST(StoragePlanTest, BestFitTakesTheSmallestLargeEnoughStorage) {
   // Storages of 1000, 300 and 600 bytes fall free; a 500-byte tensor takes the 600-byte one.
-  StoragePlan plan = PlanOk({T(1000, kGpuGlobal, 0, 1), T(300, kGpuGlobal, 0, 1), T(600, kGpuGlobal, 0, 1),
-                             T(500, kGpuGlobal, 2, 3)});
+  StoragePlan plan;
+  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, {T(1000, kGpuGlobal, 0, 1), T(300, kGpuGlobal, 0, 1), T(600, kGpuGlobal, 0, 1),
+                                        T(500, kGpuGlobal, 2, 3)}));
   EXPECT_EQ(plan.storage_of[3], plan.storage_of[2]);
   EXPECT_EQ(plan.storages[plan.storage_of[2]].bytes, 600);
 }
 
 TEST(StoragePlanTest, WithoutAFitTheLargestFreeStorageGrows) {
-  StoragePlan plan = PlanOk({T(100, kGpuGlobal, 0, 1), T(300, kGpuGlobal, 0, 1), T(500, kGpuGlobal, 2, 3)});
+  StoragePlan plan;
+  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, {T(100, kGpuGlobal, 0, 1), T(300, kGpuGlobal, 0, 1), T(500, kGpuGlobal, 2, 3)}));
   EXPECT_EQ(plan.storage_of[2], plan.storage_of[1]);
   EXPECT_EQ(plan.storages[plan.storage_of[1]].bytes, 500);
   EXPECT_EQ(plan.storages.size(), 2u);
@@ -85,7 +96,8 @@ TEST(StoragePlanTest, HandCheckedPoolSizes) {
       T(50, kGpuGlobal, 0, 6, false), T(1000, kGpuGlobal, 0, 2), T(200, kGpuGlobal, 1, 3),
       T(700, kGpuIpc, 2, 4),          T(900, kGpuGlobal, 3, 5),  T(100, kGpuGlobal, 4, 6),
       T(700, kGpuIpc, 5, 6)};
-  StoragePlan plan = PlanOk(tensors, StoragePlanOptions{.alignment = 256});
+  StoragePlan plan;
+  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, tensors, StoragePlanOptions{.alignment = 256}));
   // Storages in creation order: E(50) at 0, A(1000) at 256, B(200) at 1280 -> end 1480.
   const int64_t global_bytes = 256 + 1024 + 200;
   EXPECT_EQ(plan.PoolBytes(kGpuGlobal), global_bytes);
@@ -99,7 +111,8 @@ TEST(StoragePlanTest, HandCheckedPoolSizes) {
 }
 
 TEST(StoragePlanTest, ZeroSizedTensorsArePlanned) {
-  StoragePlan plan = PlanOk({T(0, kGpuGlobal, 0, 0), T(0, kGpuGlobal, 1, 1)});
+  StoragePlan plan;
+  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, {T(0, kGpuGlobal, 0, 0), T(0, kGpuGlobal, 1, 1)}));
   EXPECT_EQ(plan.PoolBytes(kGpuGlobal), 0);
 }
 
@@ -114,7 +127,8 @@ TEST(StoragePlanTest, RejectsBadInput) {
 
 TEST(StoragePlanTest, VerifierCatchesSharedLiveStorage) {
   std::vector<TensorLifetime> tensors = {T(400, kGpuGlobal, 0, 2), T(400, kGpuGlobal, 1, 3)};
-  StoragePlan plan = PlanOk(tensors);
+  StoragePlan plan;
+  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, tensors));
   plan.storage_of[1] = plan.storage_of[0];
   EXPECT_EQ(VerifyStoragePlan(tensors, plan).code(), absl::StatusCode::kInternal);
 }
@@ -123,7 +137,8 @@ TEST(StoragePlanTest, LongChainNeedsTwoStorages) {
   // A 200,000-op chain: each value dies when the next is written, so two storages alternate.
   std::vector<TensorLifetime> tensors;
   for (int i = 0; i < 200000; ++i) tensors.push_back(T(4096, kGpuGlobal, i, i + 1));
-  StoragePlan plan = PlanOk(tensors);
+  StoragePlan plan;
+  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, tensors));
   EXPECT_EQ(plan.storages.size(), 2u);
 }
 
@@ -140,6 +155,7 @@ RC_GTEST_PROP(StoragePlanProperty, PlansAreValidAndDeterministic, ()) {
   RC_ASSERT(a.ok());
   RC_ASSERT(VerifyStoragePlan(tensors, *a).ok());
   absl::StatusOr<StoragePlan> b = PlanStorage(tensors);
+  RC_ASSERT(b.ok());
   RC_ASSERT(a->storage_of == b->storage_of);
   RC_ASSERT(a->pool_bytes == b->pool_bytes);
 }

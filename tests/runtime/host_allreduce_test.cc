@@ -29,6 +29,7 @@ using testing::HalfInput;
 using testing::HalfSum;
 using testing::Input;
 using testing::WorkerResult;
+using testing::WorkerSignal;
 
 template <typename T>
 absl::Status RunAndCheck(Session& s, IPCMemory& ws, size_t count, DataType type, AllReduceAlgorithm algo,
@@ -171,10 +172,10 @@ TEST(HostAllReduceStressTest, TenThousandBackToBackCallsWithRandomSizes) {
   EXPECT_THAT(LeftoverSegments(id), ::testing::IsEmpty());
 }
 
-TEST(HostAllReduceFailureTest, WorkerKilledMidCallMakesTheOthersFailWithinTenSeconds) {
+TEST(HostAllReduceFailureTest, WorkerKilledMidCallMakesTheOthersFailLongBeforeTheTimeout) {
   const std::string id = UniqueSessionId();
   HarnessOptions options;
-  options.timeout = absl::Seconds(8);  // the dead peer must be noticed long before this
+  options.timeout = absl::Seconds(120);  // the dead peer must be noticed long before this
   std::vector<WorkerResult> results = RunWorkers(4, id, [](Session& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     const size_t count = 100000;
@@ -196,25 +197,27 @@ TEST(HostAllReduceFailureTest, WorkerKilledMidCallMakesTheOthersFailWithinTenSec
   for (int r : {0, 1, 3}) {
     EXPECT_EQ(results[r].exit_code, 1);
     EXPECT_THAT(results[r].message, HasSubstr("worker 2 (pid"));
-    EXPECT_LT(results[r].seconds, 10.0);
+    EXPECT_LT(results[r].seconds, 60.0);  // half the timeout: noticed, not timed out
   }
   EXPECT_THAT(LeftoverSegments(id), ::testing::IsEmpty());
 }
 
 TEST(HostAllReduceFailureTest, PeerThatNeverCallsIsATimeoutNamingIt) {
-  HarnessOptions options;
-  options.timeout = absl::Milliseconds(300);
-  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  WorkerSignal rank0_done;
+  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [&](Session& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(IPCMemory * ws, alloc->Allocate(AllReduceWorkspaceBytes(
                                               AllReduceAlgorithm::kOneShot, 2, 16, DataType::kF32)));
     if (s.rank() == 1) {
-      absl::SleepFor(absl::Seconds(1));  // alive, but never joins the all-reduce
+      rank0_done.Wait();  // alive, but never joins the all-reduce
       return absl::OkStatus();
     }
+    s.set_timeout(absl::Milliseconds(300));
     std::vector<float> in(16, 1.0f), out(16);
-    return HostAllReduce(s, *ws, in.data(), out.data(), 16, DataType::kF32, AllReduceAlgorithm::kOneShot);
-  }, options);
+    absl::Status status = HostAllReduce(s, *ws, in.data(), out.data(), 16, DataType::kF32, AllReduceAlgorithm::kOneShot);
+    rank0_done.Notify();
+    return status;
+  });
   EXPECT_EQ(results[0].exit_code, 1);
   EXPECT_THAT(results[0].message, HasSubstr("worker 1"));
   EXPECT_THAT(results[0].message, HasSubstr("did not arrive within 300ms"));

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -28,6 +29,26 @@ void WriteAllFd(int fd, const std::string& s) {
 }
 
 }  // namespace
+
+WorkerSignal::WorkerSignal() {
+  if (pipe(fds_) != 0) std::abort();
+}
+
+WorkerSignal::~WorkerSignal() {
+  close(fds_[0]);
+  close(fds_[1]);
+}
+
+void WorkerSignal::Notify() { WriteAllFd(fds_[1], "!"); }
+
+void WorkerSignal::Wait(int count) {
+  char byte;
+  for (int got = 0; got < count;) {
+    const ssize_t n = read(fds_[0], &byte, 1);
+    if (n == 1) ++got;
+    if (n == 0 || (n < 0 && errno != EINTR)) return;
+  }
+}
 
 std::string UniqueSessionId() {
   static std::atomic<int> counter{0};

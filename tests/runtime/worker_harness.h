@@ -24,9 +24,30 @@ struct WorkerResult {
 // VDEV_HARNESS_TIMEOUT_S, when set, replaces the durations a test left at their defaults with that
 // many seconds (kill_after with four times it), for runs under a tool that slows every process down
 // (compute-sanitizer): a fixed 5 s then ends a rendezvous before a slow worker arrives.
+// The defaults are far above what any step takes on a loaded machine: they end only runs that hang.
+// A test that provokes a timeout sets its own bound with Session::set_timeout after the setup
+// (rendezvous, allocation), which then keeps the generous one.
 struct HarnessOptions {
-  absl::Duration timeout = absl::Seconds(5);    // the sessions' peer timeout
-  absl::Duration kill_after = absl::Seconds(60); // the parent kills workers still running then
+  absl::Duration timeout = absl::Seconds(30);     // the sessions' peer timeout
+  absl::Duration kill_after = absl::Seconds(120); // the parent kills workers still running then
+};
+
+// A signal from some workers to others, for tests that need one worker to act only after another
+// has (events, not sleeps). Made before RunWorkers, so that every worker inherits it (a pipe).
+class WorkerSignal {
+ public:
+  WorkerSignal();
+  ~WorkerSignal();
+  WorkerSignal(const WorkerSignal&) = delete;
+  WorkerSignal& operator=(const WorkerSignal&) = delete;
+  // Counts one notification.
+  void Notify();
+  // Blocks until `count` notifications have come (the harness's kill_after ends a wait for a
+  // worker that died before notifying).
+  void Wait(int count = 1);
+
+ private:
+  int fds_[2];
 };
 
 // A unique session id for a test; segments are then named /dev/shm/vdev-<id>-*.

@@ -172,17 +172,20 @@ TEST(ZeroCopyAllReduceErrorsTest, OverlapForeignMemoryAndOverrunAreRejected) {
 }
 
 TEST(ZeroCopyAllReduceErrorsTest, PeerThatNeverCallsIsATimeoutNamingIt) {
-  testing::HarnessOptions options;
-  options.timeout = absl::Milliseconds(300);
-  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  testing::WorkerSignal rank0_done;
+  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [&](Session& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(128));
     if (s.rank() == 1) {
-      absl::SleepFor(absl::Seconds(1));
+      rank0_done.Wait();  // alive, but never joins the all-reduce
       return absl::OkStatus();
     }
-    return HostAllReduceZeroCopy(s, {mem, 0}, {mem, 64}, 16, DataType::kF32, AllReduceAlgorithm::kOneShot);
-  }, options);
+    s.set_timeout(absl::Milliseconds(300));
+    absl::Status status =
+        HostAllReduceZeroCopy(s, {mem, 0}, {mem, 64}, 16, DataType::kF32, AllReduceAlgorithm::kOneShot);
+    rank0_done.Notify();
+    return status;
+  });
   EXPECT_EQ(results[0].exit_code, 1);
   EXPECT_THAT(results[0].message, HasSubstr("zero-copy entry"));
   EXPECT_THAT(results[0].message, HasSubstr("worker 1"));

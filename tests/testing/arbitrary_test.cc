@@ -1,4 +1,4 @@
-// The RapidCheck generators of include/vdev/testing/arbitrary.h: what they draw is valid (devices
+// The RapidCheck generators of tests/testing/arbitrary.h: what they draw is valid (devices
 // round-trip through their literal, programs parse, verify and print to a fixed point) and covers
 // the domain.
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "rapidcheck/gtest.h"
 #include "vdev/ir_text.h"
-#include "vdev/testing/arbitrary.h"
+#include "testing/arbitrary.h"
 
 namespace vdev {
 namespace {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `vdev run` driven as a user would: every example with --check on 1, 2 and 4 workers (host
 # backend), the C++ frontend, bad inputs (each a clear message and a non-zero exit), and a worker
-# killed mid-run (the run fails within 10 s; no worker process or /dev/shm segment is left).
+# killed mid-run (the run fails at once, not after its timeout; no worker process or /dev/shm segment is left).
 # Usage: run_test.sh PATH_TO_VDEV PATH_TO_FRONTEND
 set -u
 vdev=$1
@@ -31,9 +31,11 @@ expect fused 0 "vdev\.allreduce_add_rms_norm +2 .*$ok_re" '' -- \
   "$vdev" run "$examples/memory/tp_block.vdev" --workers 2 --check --profile
 expect unfused 0 "rms_norm +2 .*$ok_re" '' -- \
   "$vdev" run "$examples/memory/tp_block.vdev" --workers 2 --check --profile --no-fuse-allreduce
-# A run that outlasts --timeout fails, naming the worker and the bound; the bound is checked.
-expect timeout 1 '' 'vdev run: failed: worker [0-9] did not finish .* within 1s' -- \
-  "$vdev" run "$examples/memory/tp_transformer_10.vdev" --workers 2 --timeout 1
+# A run that outlasts --timeout fails, naming the worker and the bound; the bound is checked. A
+# million repeats outlast 1 s on any machine; one worker has no peer whose lateness could end the
+# run first, and the workers' start is not bounded by --timeout.
+expect timeout 1 '' 'vdev run: failed: worker 0 did not finish .* within 1s' -- \
+  "$vdev" run "$examples/memory/tp_transformer_10.vdev" --workers 1 --repeat 1000000 --timeout 1
 expect timeout_zero 2 '' 'timeout' -- "$vdev" run "$examples/run/tp_mlp.vdev" --timeout 0
 # The example checks its placement against the one its comment states (exit 1 otherwise).
 expect frontend 0 'placement: %x cuda:0, .*; 2 copies.*backend host: y = f32\[4,8\].*row 3 sums to 1' '' -- "$frontend"
@@ -72,7 +74,7 @@ expect missing_dir 2 '^$' 'no directory .*absent' -- "$vdev" run "$prog" --input
 mkdir -p "$work/dir_in/y.npy" && cp "$work/in/x.npy" "$work/dir_in/"
 expect unreadable_input 2 '^$' 'dir_in/y\.npy: not a regular file' -- "$vdev" run "$prog" --inputs "$work/dir_in"
 mkdir -p "$work/fifo_in" && cp "$work/in/x.npy" "$work/fifo_in/" && mkfifo "$work/fifo_in/y.npy"
-expect fifo_input 2 '^$' 'fifo_in/y\.npy: not a regular file' -- timeout 10 "$vdev" run "$prog" --inputs "$work/fifo_in"
+expect fifo_input 2 '^$' 'fifo_in/y\.npy: not a regular file' -- timeout 60 "$vdev" run "$prog" --inputs "$work/fifo_in"
 mkdir -p "$work/dtype_in" && cp "$work/in/x.npy" "$work/dtype_in/" && npy "$work/dtype_in/y.npy" '<f2' '(3,)' 6
 expect wrong_dtype 2 '^$' 'input %y \(.*y\.npy\): expected f32\[3\], the file holds f16\[3\]' -- \
   "$vdev" run "$prog" --inputs "$work/dtype_in"
@@ -98,11 +100,11 @@ expect missing_program 2 '^$' 'absent\.vdev: error: cannot (open|read)' -- "$vde
 one_line="[^"$'\n'"]*$"
 expect run_directory 2 '^$' "^$work/in: error: is a directory$one_line" -- "$vdev" run "$work/in"
 mkfifo "$work/prog_fifo"
-expect run_fifo 2 '^$' "^$work/prog_fifo: error: not a regular file$one_line" -- timeout 10 "$vdev" run "$work/prog_fifo"
-expect run_dev_zero 2 '^$' "^/dev/zero: error: not a regular file$one_line" -- timeout 10 "$vdev" run /dev/zero
+expect run_fifo 2 '^$' "^$work/prog_fifo: error: not a regular file$one_line" -- timeout 60 "$vdev" run "$work/prog_fifo"
+expect run_dev_zero 2 '^$' "^/dev/zero: error: not a regular file$one_line" -- timeout 60 "$vdev" run /dev/zero
 truncate -s 5G "$work/huge.vdev"  # sparse: takes no disk
 expect run_too_large 2 '^$' "^$work/huge\.vdev: error: is 5368709120 bytes, larger than 4294967294$one_line" -- \
-  timeout 10 "$vdev" run "$work/huge.vdev"
+  timeout 60 "$vdev" run "$work/huge.vdev"
 expect run_stdin 2 '^$' "^<stdin>: error: this command needs a program file, not standard input$one_line" -- \
   "$vdev" run - <"$prog"
 expect bad_seed 2 '^$' 'random:x' -- "$vdev" run "$prog" --inputs random:x
@@ -114,7 +116,8 @@ expect plan_strategy 0 'match the CPU reference' '' -- \
 expect plan_not_allreduce 1 '' 'tp_mlp\.vdev:[0-9]+:[0-9]+: .*plan all_gather is an allgather, not an allreduce \(allreduce plans: one_shot, ' -- \
   "$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --check --allreduce-strategy plan:all_gather
 
-# 3. A worker killed mid-run: the run fails within 10 s, naming the worker; nothing is left behind
+# 3. A worker killed mid-run: the run fails at once, naming the worker, not after its 600 s timeout
+# (the check allows 60 s for a loaded machine); nothing is left behind
 # (the host backend unlinks its segments once every worker has mapped them, so the check is that
 # none is left whatever moment the kill hits).
 "$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --repeat 1000000 >"$work/kill_out" 2>"$work/kill_err" &
@@ -122,11 +125,11 @@ controller=$!
 # The workers are the controller's children named vdev-worker-<i> (its guardian is another child);
 # their shared memory (mapped, then unlinked by its owner) names the session:
 # /dev/shm/vdev-<session>-<sequence>-<rank>.
-# find_workers CONTROLLER: sets $workers and $session once both workers run (30 s at most).
+# find_workers CONTROLLER: sets $workers and $session once both workers run (60 s at most).
 find_workers() {
   workers=""
   session=""
-  for _ in $(seq 300); do
+  for _ in $(seq 600); do
     workers=$(pgrep -P "$1" -f '^vdev-worker-' | tr '\n' ' ')
     if [ "$(echo $workers | wc -w)" -ge 2 ]; then
       for p in $workers; do
@@ -147,15 +150,15 @@ else
   kill -9 "$victim"
   start=$(date +%s)
   status=0
-  for _ in $(seq 120); do kill -0 "$controller" 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 600); do kill -0 "$controller" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$controller" 2>/dev/null; then
-    fail "kill: the run still runs 12 s after worker $victim was killed"
+    fail "kill: the run still runs 60 s after worker $victim was killed"
     kill -9 "$controller" $workers 2>/dev/null
   fi
   wait "$controller"; status=$?
   elapsed=$(( $(date +%s) - start ))
   [ "$status" -ne 0 ] || fail "kill: the run exited 0"
-  [ "$elapsed" -le 10 ] || fail "kill: the run took $elapsed s to fail"
+  [ "$elapsed" -le 60 ] || fail "kill: the run took $elapsed s to fail"
   # The session may notice the death itself ("was killed by signal 9") or through the surviving
   # worker, whose all-reduce reports the peer it waited for ("is gone"): either names the victim.
   grep -Eq "worker [0-9] \(pid $victim\) (was killed by signal 9|is gone)" "$work/kill_err" || fail "kill: stderr does not name the worker: $(cat "$work/kill_err")"
@@ -168,7 +171,7 @@ else
 fi
 
 # 4. The controller itself killed with SIGKILL (no code of it runs): its workers die of their
-# parent-death signal within 10 s, and no segment is left: the controller's guardian removes those
+# parent-death signal at once (60 s allowed for a loaded machine), and no segment is left: the controller's guardian removes those
 # of a worker killed between creating a segment and sharing it (within 5 s of the workers' end).
 "$vdev" run "$examples/run/tp_mlp.vdev" --workers 2 --repeat 1000000 >/dev/null 2>&1 &
 controller=$!
@@ -180,7 +183,7 @@ else
   kill -9 "$controller"
   wait "$controller" 2>/dev/null
   alive=$workers
-  for _ in $(seq 100); do
+  for _ in $(seq 600); do
     alive=""
     for p in $workers; do
       if kill -0 "$p" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null; then alive="$alive $p"; fi
@@ -188,12 +191,12 @@ else
     [ -z "$alive" ] && break
     sleep 0.1
   done
-  for _ in $(seq 50); do
+  for _ in $(seq 300); do
     [ -z "$(ls /dev/shm | grep "^vdev-$session-")" ] && break
     sleep 0.1
   done
   if [ -n "$alive" ]; then
-    fail "kill_controller: workers$alive outlived their controller by 10 s"
+    fail "kill_controller: workers$alive outlived their controller by 60 s"
     kill -9 $alive 2>/dev/null
   elif [ -n "$(ls /dev/shm | grep "^vdev-$session-")" ]; then
     fail "kill_controller: shared memory left behind: $(ls /dev/shm | grep "^vdev-$session-")"

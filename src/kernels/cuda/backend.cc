@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "internal/cublaslt_loader.h"
 #include "internal/op_util.h"
 #include "vdev/cuda_kernels.h"
 #include "vdev/status_macros.h"
@@ -116,6 +117,7 @@ absl::StatusOr<std::unique_ptr<CudaKernelBackend>> CudaKernelBackend::Create(int
   auto state = std::make_unique<State>();
   state->device = device;
   VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(device), absl::StrCat("cudaSetDevice(", device, ")")));
+  VDEV_RETURN_IF_ERROR(cuda_ops::LoadCublasLt());
   VDEV_RETURN_IF_ERROR(Blas(cublasLtCreate(&state->handle), "cublasLtCreate"));
   VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&state->workspace, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)"));
   VDEV_RETURN_IF_ERROR(

@@ -1,6 +1,6 @@
 // JsonObject: the members in insertion order, a repeated key replaced in its place (as
 // ordered_json's operator[] does), many members without a quadratic search.
-#include "src/ir/internal/json_object.h"
+#include "json_object/json_object.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "internal/guardian.h"
+#include "guardian/guardian.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -9,8 +9,8 @@
 //
 // The guardian is forked from a process that may have other threads (a controller in a user's
 // program), so after fork it makes system calls only: everything it needs is prepared before.
-#ifndef VDEV_SRC_RUNTIME_INTERNAL_GUARDIAN_H_
-#define VDEV_SRC_RUNTIME_INTERNAL_GUARDIAN_H_
+#ifndef VDEV_SRC_GUARDIAN_GUARDIAN_H_
+#define VDEV_SRC_GUARDIAN_GUARDIAN_H_
 
 #include <sys/types.h>
 
@@ -55,4 +55,4 @@ class Guardian {
 
 }  // namespace vdev::internal
 
-#endif  // VDEV_SRC_RUNTIME_INTERNAL_GUARDIAN_H_
+#endif  // VDEV_SRC_GUARDIAN_GUARDIAN_H_

@@ -13,8 +13,8 @@
 //   tensors.Set("x", 16);
 //   tensors.Set("y", 32);
 //   nlohmann::ordered_json j = std::move(tensors).Take();   // {"x": 16, "y": 32}
-#ifndef VDEV_SRC_IR_INTERNAL_JSON_OBJECT_H_
-#define VDEV_SRC_IR_INTERNAL_JSON_OBJECT_H_
+#ifndef VDEV_SRC_JSON_OBJECT_JSON_OBJECT_H_
+#define VDEV_SRC_JSON_OBJECT_JSON_OBJECT_H_
 
 #include <cassert>
 #include <string>
@@ -95,4 +95,4 @@ std::string ReportText(const Json& report) {
 
 }  // namespace vdev::ir_internal
 
-#endif  // VDEV_SRC_IR_INTERNAL_JSON_OBJECT_H_
+#endif  // VDEV_SRC_JSON_OBJECT_JSON_OBJECT_H_

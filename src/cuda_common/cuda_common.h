@@ -1,8 +1,8 @@
 // What the CUDA code of the runtime and of the libraries above it (channels, executor, controller)
 // shares: a CUDA runtime call's error as a Status, and the element types the CUDA all-reduce's
 // own kernels reduce. Header-only, so a library that includes it links nothing more.
-#ifndef VDEV_SRC_RUNTIME_INTERNAL_CUDA_COMMON_H_
-#define VDEV_SRC_RUNTIME_INTERNAL_CUDA_COMMON_H_
+#ifndef VDEV_SRC_CUDA_COMMON_CUDA_COMMON_H_
+#define VDEV_SRC_CUDA_COMMON_CUDA_COMMON_H_
 
 #include <cuda_runtime_api.h>
 
@@ -35,4 +35,4 @@ inline std::optional<DataType> CudaKernelDataType(ir::DType dtype) {
 
 }  // namespace vdev::internal
 
-#endif  // VDEV_SRC_RUNTIME_INTERNAL_CUDA_COMMON_H_
+#endif  // VDEV_SRC_CUDA_COMMON_CUDA_COMMON_H_

@@ -1,13 +1,14 @@
-// RapidCheck generators for vdev's values, so users property-test their own passes in C++ as
-// vdev.testing (python/vdev/testing.py, Hypothesis) lets them in Python; the two draw from the same
-// domain and the same program grammar.
+// RapidCheck generators for vdev's values, for vdev's own property tests (not installed: it needs
+// RapidCheck, which the public headers do not); vdev.testing (python/vdev/testing.py, Hypothesis)
+// is the user-facing counterpart in Python. The two draw from the same domain and the same program
+// grammar.
 //
 // Few values per field make agreements and conflicts both common, which is what the lattice laws
 // are about. Header-only; needs RapidCheck (Debian: librapidcheck-dev) and, for ProgramText,
 // vdev::planner to parse what it generates. Example:
 //
 //   #include "rapidcheck.h"
-//   #include "vdev/testing/arbitrary.h"
+//   #include "testing/arbitrary.h"
 //   rc::check("join commutes", [](const vdev::VirtualDevice& a, const vdev::VirtualDevice& b) {
 //     RC_ASSERT(vdev::Join(a, b) == vdev::Join(b, a));
 //   });
@@ -16,8 +17,8 @@
 //     absl::StatusOr<vdev::ir::Module> m = vdev::ir::ParseModule(text);   // always parses and verifies
 //     ...
 //   });
-#ifndef VDEV_TESTING_ARBITRARY_H_
-#define VDEV_TESTING_ARBITRARY_H_
+#ifndef VDEV_TESTS_TESTING_ARBITRARY_H_
+#define VDEV_TESTS_TESTING_ARBITRARY_H_
 
 #include <optional>
 #include <string>
@@ -140,4 +141,4 @@ struct Arbitrary<vdev::VirtualDevice> {
 
 }  // namespace rc
 
-#endif  // VDEV_TESTING_ARBITRARY_H_
+#endif  // VDEV_TESTS_TESTING_ARBITRARY_H_
