@@ -15,7 +15,7 @@
 #include "vdev/run.h"
 #include "vdev/status_macros.h"
 #ifdef VDEV_PROBE_CUDA
-#include "src/executor/internal_probe_cuda.h"
+#include "internal_probe_cuda.h"
 #endif
 
 namespace vdev {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "src/executor/internal_probe_cuda.h"
+#include "internal_probe_cuda.h"
 #include "vdev/cuda_kernels.h"
 #include "vdev/status_macros.h"
 

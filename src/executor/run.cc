@@ -99,7 +99,8 @@ absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options) {
   // Every worker reads FILE again, and only the controller has the caller's standard input.
   if (options.optimize) {
     VDEV_ASSIGN_OR_RETURN(OptimizedRunProgram optimized, OptimizeRunProgram(options));
-    return CompileForExecution(optimized.text, options.file, lower);
+    return internal::CompileWithStrategy(optimized.text, options.file, options.allreduce_strategy,
+                                         options.fuse_allreduce);
   }
   VDEV_ASSIGN_OR_RETURN(std::string text, ReadSourceFile(options.file, StandardInput::kRefused));
   return internal::CompileWithStrategy(text, options.file, options.allreduce_strategy, options.fuse_allreduce);

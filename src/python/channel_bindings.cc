@@ -175,7 +175,7 @@ void BindChunk(py::module_& m) {
 }
 
 // ChannelPlan: a validated plan.
-void BindPlan(py::module_& m) {
+void BindChannelPlan(py::module_& m) {
   py::class_<ProgramSpec>(m, "ChannelPlan", "A validated channel program: the execution plan the executors load.")
       .def_readonly("name", &ProgramSpec::name)
       .def_property_readonly("collective",
@@ -323,7 +323,7 @@ void BindPlanFunctions(py::module_& m) {
 
 void BindChannels(py::module_& m) {
   BindChunk(m);
-  BindPlan(m);
+  BindChannelPlan(m);
   BindMemoryChannel(m);
   BindPortChannel(m);
   BindProgram(m);
