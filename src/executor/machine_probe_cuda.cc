@@ -102,12 +102,13 @@ absl::StatusOr<LinkSpec> ProbeCpuLink(int gpu, int repetitions) {
   void* host = nullptr;
   VDEV_RETURN_IF_ERROR(Check(cudaMallocHost(&host, kBig), "cudaMallocHost"));
   DeviceMemory device;
-  absl::StatusOr<LinkSpec> link = Check(cudaMalloc(&device.ptr, kBig), "cudaMalloc");
-  if (link.ok()) {
-    link = ProbeLink(repetitions, [&](size_t bytes) {
-      return cudaMemcpyAsync(device.ptr, host, bytes, cudaMemcpyHostToDevice);
-    });
+  if (const absl::Status allocated = Check(cudaMalloc(&device.ptr, kBig), "cudaMalloc"); !allocated.ok()) {
+    cudaFreeHost(host);
+    return allocated;
   }
+  absl::StatusOr<LinkSpec> link = ProbeLink(repetitions, [&](size_t bytes) {
+    return cudaMemcpyAsync(device.ptr, host, bytes, cudaMemcpyHostToDevice);
+  });
   cudaFreeHost(host);
   return link;
 }

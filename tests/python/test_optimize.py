@@ -48,7 +48,12 @@ def test_default_machine_matches_the_cli_default(cli, tmp_path, spec_dir):
     run = cli("plan", str(path), "--optimize", "--json")
     assert run.returncode == 0, run.stderr
     plan = vdev.plan(vdev.parse(path.read_text()), optimize=True)
-    assert plan.to_json() == run.stdout
+    cli_report = json.loads(run.stdout)
+    # The CLI adds the annotation-spread warning (tools/plan_commands.cc); Plan.to_json does not
+    # compute it (docs/python.md). Everything else is the same report.
+    assert all("on_device(" in w["message"] and " values on " in w["message"] for w in cli_report["warnings"]), cli_report["warnings"]
+    cli_report["warnings"] = []
+    assert json.loads(plan.to_json()) == cli_report
     assert [str(d) for d in vdev.Machine.default(2).devices] == ["cpu:0", "cuda:0", "cuda:1"]
     assert vdev.Machine.default(2) == vdev.Machine.default(2) != vdev.Machine.default(1)
 
