@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "known_ops.h"
 #include "vdev/diagnostic.h"
 #include "vdev/fuse_allreduce.h"
@@ -116,27 +117,32 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> MakeConstant(const LoweredProgram&
   return buffer;
 }
 
+// The ops the executor runs itself; every other op is a kernel's. A function's static, not a
+// constexpr array: under UBSan a string_view of a named array is no constant expression, and a
+// dynamically initialised global could be read before its initialiser runs.
+absl::Span<const std::pair<absl::string_view, OpKind>> ExecutorOps() {
+  static const std::pair<absl::string_view, OpKind> kExecutorOps[] = {
+      {"memory.alloc_storage", OpKind::kAllocStorage}, {"vdev.ipc.alloc_storage", OpKind::kAllocStorage},
+      {"memory.alloc_tensor", OpKind::kAllocTensor},   {"reshape", OpKind::kView},
+      {"vm.reshape_tensor", OpKind::kView},             {"memory.view", OpKind::kView},
+      {"on_device", OpKind::kAlias},                    {"device_copy", OpKind::kCopy},
+      {"vdev.allreduce", OpKind::kIpcAllReduce},        {"allreduce", OpKind::kAllReduce},
+      {"vm.shape_of", OpKind::kShapeOf},                {kFusedAllReduceOp, OpKind::kFusedAllReduce},
+  };
+  return kExecutorOps;
+}
+
 }  // namespace
 
-// The ops the executor runs itself; every other op is a kernel's.
-constexpr std::pair<absl::string_view, OpKind> kExecutorOps[] = {
-    {"memory.alloc_storage", OpKind::kAllocStorage}, {"vdev.ipc.alloc_storage", OpKind::kAllocStorage},
-    {"memory.alloc_tensor", OpKind::kAllocTensor},   {"reshape", OpKind::kView},
-    {"vm.reshape_tensor", OpKind::kView},             {"memory.view", OpKind::kView},
-    {"on_device", OpKind::kAlias},                    {"device_copy", OpKind::kCopy},
-    {"vdev.allreduce", OpKind::kIpcAllReduce},        {"allreduce", OpKind::kAllReduce},
-    {"vm.shape_of", OpKind::kShapeOf},                {kFusedAllReduceOp, OpKind::kFusedAllReduce},
-};
-
 OpKind KindOf(absl::string_view name) {
-  for (const auto& [op, kind] : kExecutorOps)
+  for (const auto& [op, kind] : ExecutorOps())
     if (op == name) return kind;
   return OpKind::kKernel;
 }
 
 std::vector<std::string> ExecutorOpNames() {
   std::vector<std::string> names;
-  for (const auto& [op, kind] : kExecutorOps) names.emplace_back(op);
+  for (const auto& [op, kind] : ExecutorOps()) names.emplace_back(op);
   return names;
 }
 
