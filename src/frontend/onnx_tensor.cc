@@ -99,7 +99,8 @@ absl::StatusOr<HostTensor> TensorFromProto(const onnx::TensorProto& proto) {
     if (static_cast<int64_t>(proto.raw_data().size()) != t.NumElements() * static_cast<int64_t>(DTypeBytes(*dtype)))
       return absl::InvalidArgumentError(absl::StrCat("tensor '", proto.name(), "' has ", proto.raw_data().size(),
                                                      " bytes of data for ", t.NumElements(), " elements"));
-    std::memcpy(t.bytes.data(), proto.raw_data().data(), proto.raw_data().size());
+    // An empty tensor has no bytes to copy (and memcpy may not take its null data pointer).
+    if (!proto.raw_data().empty()) std::memcpy(t.bytes.data(), proto.raw_data().data(), proto.raw_data().size());
     return t;
   }
   absl::Status s;
@@ -133,7 +134,7 @@ int64_t ReadInt(const HostTensor& t, int64_t i) {
 HostTensor IntTensor(const std::vector<int64_t>& values, std::optional<Dims> dims) {
   if (!dims) dims = Dims{static_cast<int64_t>(values.size())};
   HostTensor t = HostTensor::Zeros(ir::DType::kI64, Shape(dims->begin(), dims->end()));
-  std::memcpy(t.bytes.data(), values.data(), values.size() * 8);
+  if (!values.empty()) std::memcpy(t.bytes.data(), values.data(), values.size() * 8);
   return t;
 }
 
