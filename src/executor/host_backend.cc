@@ -68,7 +68,7 @@ class HostBackend final : public ExecutionBackend {
   }
 
   absl::Status Copy(void* dst, const void* src, size_t bytes) override {
-    if (dst != src) std::memmove(dst, src, bytes);
+    if (dst != src && bytes > 0) std::memmove(dst, src, bytes);
     return absl::OkStatus();
   }
   absl::Status CopyToHost(void* host, const void* src, size_t bytes) override { return Copy(host, src, bytes); }
