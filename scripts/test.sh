@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds everything, runs the whole test suite, the fuzzers (fuzz/README.md), checks that an
-# outside project can find_package(vdev) from an installed tree, then builds the CPU tree again under
-# AddressSanitizer + UBSan (build-asan/) and runs its whole suite there (VDEV_TEST_SANITIZE=0 leaves
-# that stage out, saying so). Each stage prints its start, in seconds since the script began.
+# Installs dependencies, checks that no function in src/ or tools/ is over 80 lines beyond an
+# allowlist (scripts/check_function_length.py, a fraction of a second), builds everything, runs the
+# whole test suite, the fuzzers (fuzz/README.md), checks that an outside project can
+# find_package(vdev) from an installed tree, then builds the CPU tree again under AddressSanitizer +
+# UBSan (build-asan/) and runs its whole suite there (VDEV_TEST_SANITIZE=0 leaves that stage out,
+# saying so). Each stage prints its start, in seconds since the script began.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { echo "== $* [${SECONDS} s]"; }
 stage "dependencies"
 bash scripts/deps.sh
+stage "function length"
+python3 scripts/check_function_length.py
 stage "build"
 bash scripts/build.sh
 stage "tests"
