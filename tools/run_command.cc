@@ -59,6 +59,57 @@ absl::Status UseOptimizedPlacement(const std::string& dir, RunOptions& o) {
   return absl::OkStatus();
 }
 
+// Whether the program can run on o.workers workers of o.backend, checked before any worker starts
+// (each would find a problem only once started); if not, says why on stderr.
+bool ReadyToRun(const LoweredProgram& program, const RunOptions& o) {
+  for (absl::Status s : {CheckKernels(program, o.backend), CheckWorkerCount(program, o.workers)}) {
+    if (!s.ok()) {
+      std::cerr << s.message() << "\n";
+      return false;
+    }
+  }
+  if (const ir::FuncId main = program.module.FindGlobal("main");
+      main == ir::kNoFunc || program.module.functions[main].kind != ir::FuncKind::kGlobal) {
+    std::cerr << FormatDiagnostic(o.file, program.source,
+                                  {Severity::kError, SourceLoc{1, 1}, "the program has no function @main to run"});
+    return false;
+  }
+  // Random inputs are drawn by each worker (only the seed is checked here); files are read here
+  // first, so a bad one stops the run before any worker starts.
+  const bool random = absl::StartsWith(o.inputs, "random:") || absl::StartsWith(o.inputs, "random-per-rank:");
+  if (uint64_t seed; random && !absl::SimpleAtoi(absl::string_view(o.inputs).substr(o.inputs.find(':') + 1), &seed)) {
+    std::cerr
+        << "vdev run: --inputs: expected random:SEED or random-per-rank:SEED with a non-negative integer SEED, found "
+        << o.inputs << "\n";
+    return false;
+  }
+  for (int k = 0; k < o.workers && !random; ++k) {
+    if (absl::Status s = ProgramInputs(program, o.inputs, k).status(); !s.ok()) {
+      std::cerr << "vdev run: " << s.message() << "\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+// --check: compares each worker's outputs with the CPU reference run of the program.
+int CheckOutputs(const LoweredProgram& program, const RunOptions& o,
+                 const std::vector<std::vector<HostTensor>>& outputs) {
+  absl::StatusOr<std::vector<std::vector<HostTensor>>> reference = RunReference(program, o.workers, o.inputs);
+  if (!reference.ok()) {
+    std::cerr << "vdev run: --check: " << reference.status().message() << "\n";
+    return kExitNegative;
+  }
+  for (int k = 0; k < o.workers; ++k) {
+    if (absl::Status s = CompareOutputs(outputs[k], (*reference)[k], k); !s.ok()) {
+      std::cerr << "vdev run: --check failed: " << s.message() << "\n";
+      return kExitNegative;
+    }
+  }
+  std::cout << "check: the outputs of " << o.workers << " worker(s) match the CPU reference\n";
+  return kExitOk;
+}
+
 int RunAsController(RunArgs args) {
   RunOptions& o = args.options;
   // The workers get the canonical spelling, so the note is printed once.
@@ -83,33 +134,7 @@ int RunAsController(RunArgs args) {
     std::cerr << program.status().message() << "\n";
     return kExitUsage;
   }
-  for (absl::Status s : {CheckKernels(*program, o.backend), CheckWorkerCount(*program, o.workers)}) {
-    if (!s.ok()) {
-      std::cerr << s.message() << "\n";
-      return kExitUsage;
-    }
-  }
-  // Each worker would find this only once started: found here, before any starts.
-  if (const ir::FuncId main = program->module.FindGlobal("main");
-      main == ir::kNoFunc || program->module.functions[main].kind != ir::FuncKind::kGlobal) {
-    std::cerr << FormatDiagnostic(o.file, program->source,
-                                  {Severity::kError, SourceLoc{1, 1}, "the program has no function @main to run"});
-    return kExitUsage;
-  }
-  // Random inputs are drawn by each worker (only the seed is checked here); files are read here
-  // first, so a bad one stops the run before any worker starts.
-  const bool random = absl::StartsWith(o.inputs, "random:") || absl::StartsWith(o.inputs, "random-per-rank:");
-  if (uint64_t seed; random && !absl::SimpleAtoi(absl::string_view(o.inputs).substr(o.inputs.find(':') + 1), &seed)) {
-    std::cerr << "vdev run: --inputs: expected random:SEED or random-per-rank:SEED with a non-negative integer SEED, found "
-              << o.inputs << "\n";
-    return kExitUsage;
-  }
-  for (int k = 0; k < o.workers && !random; ++k) {
-    if (absl::Status s = ProgramInputs(*program, o.inputs, k).status(); !s.ok()) {
-      std::cerr << "vdev run: " << s.message() << "\n";
-      return kExitUsage;
-    }
-  }
+  if (!ReadyToRun(*program, o)) return kExitUsage;
   absl::StatusOr<OutputDir> dir = early_dir ? *std::move(early_dir) : OutputDir::Make(args.outputs);
   if (!dir.ok()) {
     std::cerr << "vdev run: " << dir.status().message() << "\n";
@@ -129,19 +154,7 @@ int RunAsController(RunArgs args) {
     for (size_t i = 0; i < (*outputs)[k].size(); ++i)
       std::cout << "worker " << k << " output " << i << ": " << Summarize((*outputs)[k][i]) << "\n";
   if (!args.check) return kExitOk;
-  absl::StatusOr<std::vector<std::vector<HostTensor>>> reference = RunReference(*program, o.workers, o.inputs);
-  if (!reference.ok()) {
-    std::cerr << "vdev run: --check: " << reference.status().message() << "\n";
-    return kExitNegative;
-  }
-  for (int k = 0; k < o.workers; ++k) {
-    if (absl::Status s = CompareOutputs((*outputs)[k], (*reference)[k], k); !s.ok()) {
-      std::cerr << "vdev run: --check failed: " << s.message() << "\n";
-      return kExitNegative;
-    }
-  }
-  std::cout << "check: the outputs of " << o.workers << " worker(s) match the CPU reference\n";
-  return kExitOk;
+  return CheckOutputs(*program, o, *outputs);
 }
 
 }  // namespace

@@ -98,6 +98,12 @@ class Session {
   absl::Status Join();
   absl::Status JoinAsLeader();
   absl::Status JoinAsMember();
+  absl::Status AllGatherAsMember(absl::string_view tag, absl::string_view mine, uint64_t seq, absl::Time deadline,
+                                 const std::string& call, std::vector<std::string>* all);
+  std::string GatherAtLeader(absl::string_view tag, uint64_t seq, absl::Time deadline, const std::string& call,
+                             std::vector<bool>* pending, std::vector<std::string>* all);
+  absl::Status AbortAllGather(absl::string_view tag, uint64_t seq, const std::string& call, const std::string& failure,
+                              const std::vector<bool>& pending);
 
   SessionOptions options_;
   std::vector<pid_t> pids_;

@@ -66,6 +66,69 @@ bool SumsItsSource(const DeviceOp& first, const DeviceOp& last, const DeviceOp& 
   return own == 1 && next.part == first.part && next.parts == first.parts;
 }
 
+// Op `op` of `rank` as the kernel reads it, but for its semaphore count and its batching
+// (FlattenPlan's: they depend on the ops around it).
+DeviceOp ToDevice(const ProgramSpec& plan, int rank, const Op& op) {
+  DeviceOp d;
+  d.dst = ToDevice(op.dst);
+  d.nsrcs = static_cast<int8_t>(op.srcs.size());
+  d.scratch = op.dst.buffer == BufferKind::kScratch ? 1 : 0;
+  for (size_t j = 0; j < op.srcs.size(); ++j) {
+    d.srcs[j] = ToDevice(op.srcs[j]);
+    if (op.srcs[j].packets) d.packets |= static_cast<uint8_t>(1u << j);
+    if (op.srcs[j].buffer == BufferKind::kScratch) d.scratch |= static_cast<uint16_t>(2u << j);
+  }
+  d.part = static_cast<int16_t>(op.part);
+  d.parts = static_cast<int16_t>(op.parts);
+  d.kind = ToDevice(op.kind);
+  d.sync = static_cast<int8_t>((op.sync == Sync::kBefore || op.sync == Sync::kBoth ? kDevSyncBefore : 0) |
+                               (op.sync == Sync::kAfter || op.sync == Sync::kBoth ? kDevSyncAfter : 0));
+  d.relaxed = op.relaxed ? 1 : 0;
+  d.port = static_cast<int8_t>((op.with_signal ? kDevWithSignal : 0) | (op.with_flush ? kDevWithFlush : 0) |
+                               (op.kind == OpKind::kPortWait ? kDevPortSemaphore : 0));
+  if (op.channel >= 0) {
+    const ChannelSpec& ch = ChannelOf(plan, op);
+    d.peer = static_cast<int16_t>(ch.dst);
+    d.tag = static_cast<int16_t>(ch.tag);
+  } else {
+    // A local reduce may still poll packets; name the next rank if it times out.
+    d.peer = static_cast<int16_t>((rank + 1) % plan.world_size);
+  }
+  return d;
+}
+
+// Marks the runs among ops[first..] that the kernel runs as one step: batch is the run's length at
+// its first op and 0 at the others; then_reduce and then_wait are set at its first op.
+// A run of signals (or of waits) with no data sync inside it runs in parallel, one thread each:
+// they touch distinct semaphores or raise one with a maximum, so their order does not matter.
+// A run of puts (or put_packets) of one source with no data sync inside it runs as one step
+// that loads the source once for all its destinations; a put_packets run also takes along a
+// reduce right after it that sums the same source (SumsItsSource), and a signal run the wait
+// run right after it when no data sync lies between them (a barrier: thread t raises its
+// signal, then polls its wait; every signal is still raised without waiting for anything, so no
+// wait can miss one that the step holds back).
+void BatchRuns(int max_srcs, size_t first, std::vector<DeviceOp>* ops_out) {
+  std::vector<DeviceOp>& ops = *ops_out;
+  for (size_t i = first; i < ops.size();) {
+    size_t j = i + 1;
+    const bool sync = ops[i].kind == kDevSignal || ops[i].kind == kDevWait;
+    const bool put = (ops[i].kind == kDevPut || ops[i].kind == kDevPutPackets) && !ops[i].srcs[0].packets;
+    const size_t most = sync ? 32 : static_cast<size_t>(KernelSources(max_srcs));
+    while ((sync || put) && j < ops.size() && ops[j].kind == ops[i].kind && !(ops[j - 1].sync & kDevSyncAfter) &&
+           !(ops[j].sync & kDevSyncBefore) && j - i < most && (sync || SamePutSource(ops[i], ops[j]))) {
+      ops[j].batch = 0;
+      ++j;
+    }
+    ops[i].batch = static_cast<int8_t>(j - i);
+    if (ops[i].kind == kDevPutPackets && !ops[i].srcs[0].packets && j < ops.size()) {
+      ops[i].then_reduce = SumsItsSource(ops[i], ops[j - 1], ops[j]) ? 1 : 0;
+    }
+    ops[i].then_wait = ops[i].kind == kDevSignal && j < ops.size() && ops[j].kind == kDevWait &&
+                       !(ops[j - 1].sync & kDevSyncAfter) && !(ops[j].sync & kDevSyncBefore);
+    i = j;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
@@ -94,31 +157,7 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
         return absl::InvalidArgumentError(
             absl::StrCat(where, ": ", op.srcs.size(), " sources; the CUDA executor takes ", kMaxReduceSources));
       }
-      DeviceOp d;
-      d.dst = ToDevice(op.dst);
-      d.nsrcs = static_cast<int8_t>(op.srcs.size());
-      d.scratch = op.dst.buffer == BufferKind::kScratch ? 1 : 0;
-      for (size_t j = 0; j < op.srcs.size(); ++j) {
-        d.srcs[j] = ToDevice(op.srcs[j]);
-        if (op.srcs[j].packets) d.packets |= static_cast<uint8_t>(1u << j);
-        if (op.srcs[j].buffer == BufferKind::kScratch) d.scratch |= static_cast<uint16_t>(2u << j);
-      }
-      d.part = static_cast<int16_t>(op.part);
-      d.parts = static_cast<int16_t>(op.parts);
-      d.kind = ToDevice(op.kind);
-      d.sync = static_cast<int8_t>((op.sync == Sync::kBefore || op.sync == Sync::kBoth ? kDevSyncBefore : 0) |
-                                   (op.sync == Sync::kAfter || op.sync == Sync::kBoth ? kDevSyncAfter : 0));
-      d.relaxed = op.relaxed ? 1 : 0;
-      d.port = static_cast<int8_t>((op.with_signal ? kDevWithSignal : 0) | (op.with_flush ? kDevWithFlush : 0) |
-                                   (op.kind == OpKind::kPortWait ? kDevPortSemaphore : 0));
-      if (op.channel >= 0) {
-        const ChannelSpec& ch = ChannelOf(plan, op);
-        d.peer = static_cast<int16_t>(ch.dst);
-        d.tag = static_cast<int16_t>(ch.tag);
-      } else {
-        // A local reduce may still poll packets; name the next rank if it times out.
-        d.peer = static_cast<int16_t>((rank + 1) % plan.world_size);
-      }
+      DeviceOp d = ToDevice(plan, rank, op);
       // Port channels count their signals in semaphores of their own (as the host executor).
       const bool signal = SignalsSemaphore(op);
       if (signal || WaitsOnSemaphore(op)) {
@@ -128,32 +167,7 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
       }
       ops.push_back(d);
     }
-    // A run of signals (or of waits) with no data sync inside it runs in parallel, one thread each:
-    // they touch distinct semaphores or raise one with a maximum, so their order does not matter.
-    // A run of puts (or put_packets) of one source with no data sync inside it runs as one step
-    // that loads the source once for all its destinations; a put_packets run also takes along a
-    // reduce right after it that sums the same source (SumsItsSource), and a signal run the wait
-    // run right after it when no data sync lies between them (a barrier: thread t raises its
-    // signal, then polls its wait; every signal is still raised without waiting for anything, so no
-    // wait can miss one that the step holds back).
-    for (size_t i = begin.back(); i < ops.size();) {
-      size_t j = i + 1;
-      const bool sync = ops[i].kind == kDevSignal || ops[i].kind == kDevWait;
-      const bool put = (ops[i].kind == kDevPut || ops[i].kind == kDevPutPackets) && !ops[i].srcs[0].packets;
-      const size_t most = sync ? 32 : static_cast<size_t>(KernelSources(max_srcs));
-      while ((sync || put) && j < ops.size() && ops[j].kind == ops[i].kind && !(ops[j - 1].sync & kDevSyncAfter) &&
-             !(ops[j].sync & kDevSyncBefore) && j - i < most && (sync || SamePutSource(ops[i], ops[j]))) {
-        ops[j].batch = 0;
-        ++j;
-      }
-      ops[i].batch = static_cast<int8_t>(j - i);
-      if (ops[i].kind == kDevPutPackets && !ops[i].srcs[0].packets && j < ops.size()) {
-        ops[i].then_reduce = SumsItsSource(ops[i], ops[j - 1], ops[j]) ? 1 : 0;
-      }
-      ops[i].then_wait = ops[i].kind == kDevSignal && j < ops.size() && ops[j].kind == kDevWait &&
-                         !(ops[j - 1].sync & kDevSyncAfter) && !(ops[j].sync & kDevSyncBefore);
-      i = j;
-    }
+    BatchRuns(max_srcs, begin.back(), &ops);
     begin.push_back(static_cast<int>(ops.size()));
     max_tb_ops = std::max(max_tb_ops, begin.back() - begin[begin.size() - 2]);
     if (begin.back() - begin[begin.size() - 2] > kMaxThreadBlockOps) {

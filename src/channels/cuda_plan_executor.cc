@@ -77,12 +77,12 @@ int InstancesFor(size_t segment_bytes, int tbs, int most, bool packets) {
   return static_cast<int>(std::clamp<size_t>(by_size, 1, static_cast<size_t>(std::max(cap, 1))));
 }
 
-}  // namespace
+// Instances as the plan's tags allow: each instance takes a tag range of its own.
+int MostInstances(const ProgramSpec& plan) { return internal::kDeviceTags / (std::max(internal::MaxTag(plan), 0) + 1); }
 
-absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Session& session, IPCAllocator& allocator,
-                                                                            ProgramSpec plan, size_t max_count,
-                                                                            DataType type, int instances,
-                                                                            PlanKernel kernel) {
+// Create's arguments, checked before anything is allocated.
+absl::Status CheckCreateArgs(Session& session, IPCAllocator& allocator, const ProgramSpec& plan, size_t max_count,
+                             DataType type, int instances) {
   VDEV_RETURN_IF_ERROR(internal::CheckPlanForSession(plan, session));
   if (allocator.backend() != MemoryBackend::kCuda) {
     return absl::InvalidArgumentError("the CUDA plan executor needs a CUDA IPC allocator");
@@ -94,14 +94,24 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
                                                    ": a segment holds 1 element to 2^40 bytes"));
   }
   const int max_tag = std::max(internal::MaxTag(plan), 0);
-  const int most_instances = internal::kDeviceTags / (max_tag + 1);
-  if (instances < 0 || instances > most_instances ||
+  if (instances < 0 || instances > MostInstances(plan) ||
       static_cast<int64_t>(instances) * static_cast<int64_t>(plan.ranks[session.rank()].size()) > internal::kMaxPlanBlocks) {
     return absl::InvalidArgumentError(absl::StrCat("instances ", instances, ": the plan's ", max_tag + 1,
                                                    " tags times the instances must stay within ", internal::kDeviceTags,
                                                    ", its thread blocks times the instances within ",
                                                    internal::kMaxPlanBlocks));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Session& session, IPCAllocator& allocator,
+                                                                            ProgramSpec plan, size_t max_count,
+                                                                            DataType type, int instances,
+                                                                            PlanKernel kernel) {
+  VDEV_RETURN_IF_ERROR(CheckCreateArgs(session, allocator, plan, max_count, type, instances));
+  const int most_instances = MostInstances(plan);
   auto exec = std::unique_ptr<CudaPlanExecutor>(new CudaPlanExecutor());
   exec->session_ = &session;
   auto state = std::make_unique<State>();

@@ -74,8 +74,9 @@ absl::Status CheckOnRank(const ChunkRef& c, int rank, const std::string& where, 
   return absl::InvalidArgumentError(absl::StrCat(where, ": ", what, " ", RefText(c), " must be on rank ", rank));
 }
 
-absl::Status CheckOp(const ProgramSpec& p, int rank, int tb, int index, const Op& op) {
-  const std::string where = Where(rank, tb, index, op);
+// The channel `op` of `rank` uses, checked against the program's channels; {rank, rank, 0} for a
+// local op.
+absl::StatusOr<ChannelSpec> CheckChannel(const ProgramSpec& p, int rank, const Op& op, const std::string& where) {
   const bool port = IsPortOp(op.kind);
   const bool local = op.kind == OpKind::kCopy || (op.kind == OpKind::kReduce && op.channel < 0);
   if (op.kind == OpKind::kCopy && op.channel >= 0) {
@@ -94,15 +95,12 @@ absl::Status CheckOp(const ProgramSpec& p, int rank, int tb, int index, const Op
                                                      ") is used by rank ", ch.src, ", not rank ", rank));
     }
   }
-  if (op.parts < 1 || op.part < 0 || op.part >= op.parts) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": part ", op.part, " of ", op.parts));
-  }
-  const bool has_dst = !(op.kind == OpKind::kSignal || op.kind == OpKind::kWait || op.kind == OpKind::kPortSignal ||
-                         op.kind == OpKind::kPortWait || op.kind == OpKind::kPortFlush);
-  if (!has_dst) {
-    if (!op.srcs.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": takes no chunks"));
-    return absl::OkStatus();
-  }
+  return ch;
+}
+
+// The chunks of an op that moves data: the sources' number, every chunk in range and of one size,
+// and packets only where the op reads or writes them.
+absl::Status CheckChunks(const ProgramSpec& p, int rank, const Op& op, const std::string& where) {
   if (op.srcs.empty() || (op.kind != OpKind::kReduce && op.srcs.size() != 1)) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": expected ", op.kind == OpKind::kReduce ? "sources" : "one source"));
   }
@@ -125,6 +123,12 @@ absl::Status CheckOp(const ProgramSpec& p, int rank, int tb, int index, const Op
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", RefText(op.dst), dst_packets
                                                        ? " must be packets" : " cannot be written as packets here"));
   }
+  return absl::OkStatus();
+}
+
+// Which rank each chunk of a data op must be on, given the channel `ch` it goes through.
+absl::Status CheckPlacement(const ProgramSpec& p, int rank, const ChannelSpec& ch, const Op& op,
+                            const std::string& where) {
   const ChunkRef& src = op.srcs[0];
   switch (op.kind) {
     case OpKind::kPut:
@@ -162,6 +166,22 @@ absl::Status CheckOp(const ProgramSpec& p, int rank, int tb, int index, const Op
       break;
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckOp(const ProgramSpec& p, int rank, int tb, int index, const Op& op) {
+  const std::string where = Where(rank, tb, index, op);
+  VDEV_ASSIGN_OR_RETURN(const ChannelSpec ch, CheckChannel(p, rank, op, where));
+  if (op.parts < 1 || op.part < 0 || op.part >= op.parts) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": part ", op.part, " of ", op.parts));
+  }
+  const bool has_dst = !(op.kind == OpKind::kSignal || op.kind == OpKind::kWait || op.kind == OpKind::kPortSignal ||
+                         op.kind == OpKind::kPortWait || op.kind == OpKind::kPortFlush);
+  if (!has_dst) {
+    if (!op.srcs.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": takes no chunks"));
+    return absl::OkStatus();
+  }
+  VDEV_RETURN_IF_ERROR(CheckChunks(p, rank, op, where));
+  return CheckPlacement(p, rank, ch, op, where);
 }
 
 absl::Status CheckStructure(const ProgramSpec& p) {

@@ -199,105 +199,123 @@ absl::Status Worker::RunCall(Decoder& in, std::string* what) {
   return absl::OkStatus();
 }
 
-absl::Status Worker::Run(CommandKind kind, Decoder& in, std::string* reply, std::string* what) {
+// GetGlobalFunc: a register holds the named worker function.
+absl::Status Worker::RunGetFunc(Decoder& in, std::string* what) {
   uint64_t reg = 0;
+  std::string name;
+  if (!in.U64(&reg) || !in.Str(&name)) return Malformed(CommandKind::kGetFunc);
+  *what = absl::StrCat("GetGlobalFunc \"", name, "\"");
+  std::shared_ptr<const WorkerFunction> function = FindWorkerFunction(name);
+  if (function == nullptr) return absl::NotFoundError(absl::StrCat("no worker function named \"", name, "\""));
+  Register(reg) = std::make_shared<FunctionObject>(name, std::move(function));
+  return absl::OkStatus();
+}
+
+// Frees registers.
+absl::Status Worker::RunFree(Decoder& in) {
+  uint64_t count = 0;
+  if (!in.U64(&count)) return Malformed(CommandKind::kFree);
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t reg = 0;
+    if (!in.U64(&reg)) return Malformed(CommandKind::kFree);
+    Register(reg) = std::monostate();
+  }
+  return absl::OkStatus();
+}
+
+// CopyToWorker0: a register holds the tensor sent (in the command or in the staging area).
+absl::Status Worker::RunCopyTo(Decoder& in) {
+  uint64_t reg = 0;
+  uint8_t staged = 0;
+  if (!in.U64(&reg) || !in.U8(&staged)) return Malformed(CommandKind::kCopyTo);
+  WorkerValue& slot = Register(reg);
+  auto* existing = std::get_if<std::shared_ptr<HostTensor>>(&slot);
+  // A tensor shared with another register is replaced, not overwritten, so only this one changes.
+  std::shared_ptr<HostTensor> target =
+      existing != nullptr && existing->use_count() == 1 ? *existing : std::make_shared<HostTensor>();
+  if (staged == 0) {
+    if (!in.Tensor(target.get())) return Malformed(CommandKind::kCopyTo);
+  } else {
+    const char* bytes = nullptr;
+    if (!in.TensorHeader(target.get()) || staging_ == nullptr ||
+        (bytes = staging_->Map(target->bytes.size())) == nullptr) {
+      return absl::InternalError("the staged tensor cannot be read");
+    }
+    std::memcpy(target->bytes.data(), bytes, target->bytes.size());
+  }
+  slot = std::move(target);
+  return absl::OkStatus();
+}
+
+// CopyFromWorker0 and DebugGetFromRemote: the reply carries a register's value (a large tensor
+// through the staging area, when the command allows it).
+absl::Status Worker::RunCopyFrom(CommandKind kind, Decoder& in, std::string* reply) {
+  uint64_t reg = 0;
+  uint8_t may_stage = 0;
+  if (!in.U64(&reg) || (kind == CommandKind::kCopyFrom && !in.U8(&may_stage))) return Malformed(kind);
+  static const WorkerValue kEmpty;
+  const WorkerValue& value = reg < registers_.size() ? registers_[reg] : kEmpty;
+  const auto* tensor = std::get_if<std::shared_ptr<HostTensor>>(&value);
+  if (kind == CommandKind::kCopyFrom && tensor == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("register ", reg, " holds ", WorkerValueKind(value), ", not a tensor"));
+  }
+  Encoder out;
+  out.U8(static_cast<uint8_t>(ReplyKind::kValue));
+  out.U64(0);
+  char* staged = nullptr;
+  if (may_stage != 0 && staging_ != nullptr && (*tensor)->bytes.size() >= kStagedCopyBytes &&
+      (staged = staging_->Map((*tensor)->bytes.size())) != nullptr) {
+    std::memcpy(staged, (*tensor)->bytes.data(), (*tensor)->bytes.size());
+    out.U8(static_cast<uint8_t>(ValueTag::kStagedTensor));
+    out.TensorHeader(**tensor);
+    *reply = out.Take();
+    return absl::OkStatus();
+  }
+  EncodeWorkerValue(value, &out);
+  *reply = out.Take();
+  return absl::OkStatus();
+}
+
+// InitCCL: this worker joins the collectives.
+absl::Status Worker::RunInitCcl(Decoder& in, std::string* what) {
+  CclRequest request;
+  int64_t device = -1, timeout_ms = 0;
+  if (!in.Str(&request.kind) || !in.I64(&device) || !in.Str(&request.rendezvous_dir) || !in.Str(&request.session_id) ||
+      !in.I64(&timeout_ms)) {
+    return Malformed(CommandKind::kInitCcl);
+  }
+  *what = absl::StrCat("InitCCL \"", request.kind, "\"");
+  if (ccl_ != nullptr) return absl::FailedPreconditionError("InitCCL was called before");
+  request.rank = worker_id();
+  request.world_size = num_workers();
+  request.local_rank = local_worker_id();
+  request.device = static_cast<int>(device);
+  request.timeout = absl::Milliseconds(timeout_ms);
+  VDEV_ASSIGN_OR_RETURN(ccl_, CreateCcl(request));
+  // Everyone has joined, and worker 0 has removed the socket: the directory has served.
+  if (worker_id() == 0) rmdir(request.rendezvous_dir.c_str());
+  return absl::OkStatus();
+}
+
+absl::Status Worker::Run(CommandKind kind, Decoder& in, std::string* reply, std::string* what) {
   switch (kind) {
-    case CommandKind::kCall:
-      return RunCall(in, what);
-    case CommandKind::kGetFunc: {
-      std::string name;
-      if (!in.U64(&reg) || !in.Str(&name)) return Malformed(kind);
-      *what = absl::StrCat("GetGlobalFunc \"", name, "\"");
-      std::shared_ptr<const WorkerFunction> function = FindWorkerFunction(name);
-      if (function == nullptr) return absl::NotFoundError(absl::StrCat("no worker function named \"", name, "\""));
-      Register(reg) = std::make_shared<FunctionObject>(name, std::move(function));
-      return absl::OkStatus();
-    }
-    case CommandKind::kFree: {
-      uint64_t count = 0;
-      if (!in.U64(&count)) return Malformed(kind);
-      for (uint64_t i = 0; i < count; ++i) {
-        if (!in.U64(&reg)) return Malformed(kind);
-        Register(reg) = std::monostate();
-      }
-      return absl::OkStatus();
-    }
-    case CommandKind::kCopyTo: {
-      uint8_t staged = 0;
-      if (!in.U64(&reg) || !in.U8(&staged)) return Malformed(kind);
-      WorkerValue& slot = Register(reg);
-      auto* existing = std::get_if<std::shared_ptr<HostTensor>>(&slot);
-      // A tensor shared with another register is replaced, not overwritten, so only this one changes.
-      std::shared_ptr<HostTensor> target =
-          existing != nullptr && existing->use_count() == 1 ? *existing : std::make_shared<HostTensor>();
-      if (staged == 0) {
-        if (!in.Tensor(target.get())) return Malformed(kind);
-      } else {
-        const char* bytes = nullptr;
-        if (!in.TensorHeader(target.get()) || staging_ == nullptr ||
-            (bytes = staging_->Map(target->bytes.size())) == nullptr) {
-          return absl::InternalError("the staged tensor cannot be read");
-        }
-        std::memcpy(target->bytes.data(), bytes, target->bytes.size());
-      }
-      slot = std::move(target);
-      return absl::OkStatus();
-    }
+    case CommandKind::kCall: return RunCall(in, what);
+    case CommandKind::kGetFunc: return RunGetFunc(in, what);
+    case CommandKind::kFree: return RunFree(in);
+    case CommandKind::kCopyTo: return RunCopyTo(in);
     case CommandKind::kCopyFrom:
-    case CommandKind::kDebugGet: {
-      uint8_t may_stage = 0;
-      if (!in.U64(&reg) || (kind == CommandKind::kCopyFrom && !in.U8(&may_stage))) return Malformed(kind);
-      static const WorkerValue kEmpty;
-      const WorkerValue& value = reg < registers_.size() ? registers_[reg] : kEmpty;
-      const auto* tensor = std::get_if<std::shared_ptr<HostTensor>>(&value);
-      if (kind == CommandKind::kCopyFrom && tensor == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("register ", reg, " holds ", WorkerValueKind(value), ", not a tensor"));
-      }
-      Encoder out;
-      out.U8(static_cast<uint8_t>(ReplyKind::kValue));
-      out.U64(0);
-      char* staged = nullptr;
-      if (may_stage != 0 && staging_ != nullptr && (*tensor)->bytes.size() >= kStagedCopyBytes &&
-          (staged = staging_->Map((*tensor)->bytes.size())) != nullptr) {
-        std::memcpy(staged, (*tensor)->bytes.data(), (*tensor)->bytes.size());
-        out.U8(static_cast<uint8_t>(ValueTag::kStagedTensor));
-        out.TensorHeader(**tensor);
-        *reply = out.Take();
-        return absl::OkStatus();
-      }
-      EncodeWorkerValue(value, &out);
-      *reply = out.Take();
-      return absl::OkStatus();
-    }
+    case CommandKind::kDebugGet: return RunCopyFrom(kind, in, reply);
     case CommandKind::kDebugSet: {
+      uint64_t reg = 0;
       if (!in.U64(&reg)) return Malformed(kind);
       WorkerValue value;
       VDEV_RETURN_IF_ERROR(DecodeArgument(in, &value));
       Register(reg) = std::move(value);
       return absl::OkStatus();
     }
-    case CommandKind::kInitCcl: {
-      CclRequest request;
-      int64_t device = -1, timeout_ms = 0;
-      if (!in.Str(&request.kind) || !in.I64(&device) || !in.Str(&request.rendezvous_dir) ||
-          !in.Str(&request.session_id) || !in.I64(&timeout_ms)) {
-        return Malformed(kind);
-      }
-      *what = absl::StrCat("InitCCL \"", request.kind, "\"");
-      if (ccl_ != nullptr) return absl::FailedPreconditionError("InitCCL was called before");
-      request.rank = worker_id();
-      request.world_size = num_workers();
-      request.local_rank = local_worker_id();
-      request.device = static_cast<int>(device);
-      request.timeout = absl::Milliseconds(timeout_ms);
-      VDEV_ASSIGN_OR_RETURN(ccl_, CreateCcl(request));
-      // Everyone has joined, and worker 0 has removed the socket: the directory has served.
-      if (worker_id() == 0) rmdir(request.rendezvous_dir.c_str());
-      return absl::OkStatus();
-    }
-    case CommandKind::kShutdown:
-      return absl::OkStatus();
+    case CommandKind::kInitCcl: return RunInitCcl(in, what);
+    case CommandKind::kShutdown: return absl::OkStatus();
   }
   return absl::InternalError(absl::StrCat("unknown command kind ", static_cast<int>(kind)));
 }

@@ -28,28 +28,7 @@ bool Parser::ParseType(TypeId* out) {
     } else if (t.kind == Tok::kIdent) {
       std::optional<DType> dtype = DTypeFromName(t.text);
       if (!dtype) return Unexpected(t, "a type (f32[…], (…), fn(…) -> …, storage)");
-      if (!Expect(Tok::kLBracket, "'[' and the tensor's dimensions")) return false;
-      dims_.clear();
-      if (PeekIs(Tok::kRBracket)) {
-        lex_.Skip();
-      } else {
-        while (true) {
-          Token d = lex_.Next();
-          if (d.kind == Tok::kQuestion) {
-            dims_.push_back(kDynamicDim);
-          } else if (d.kind == Tok::kNumber) {
-            int64_t v;
-            if (!ParseInt(d, &v)) return false;
-            if (v < 0) return Fail(d.loc, "a dimension must be non-negative or '?'");
-            dims_.push_back(v);
-          } else {
-            return Unexpected(d, "a dimension (a non-negative integer or '?')");
-          }
-          Token sep = lex_.Next();
-          if (sep.kind == Tok::kRBracket) break;
-          if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ']'");
-        }
-      }
+      if (!ParseTensorDims()) return false;
       leaf = types.Tensor(*dtype, dims_);
     } else if (t.kind == Tok::kLParen) {
       if (PeekIs(Tok::kRParen)) {
@@ -62,40 +41,68 @@ bool Parser::ParseType(TypeId* out) {
     } else {
       return Unexpected(t, "a type (f32[…], (…), fn(…) -> …, storage)");
     }
-    // Reduce: hand the finished type to the enclosing tuple or function type.
-    bool more = false;
-    while (!more) {
-      if (type_frames_.size() == frame_base) {
-        *out = leaf;
-        return true;
-      }
-      TypeFrame& f = type_frames_.back();
-      if (f.kind == 2) {
-        absl::Span<const TypeId> params(type_items_.data() + f.base, type_items_.size() - f.base);
-        leaf = types.Func(params, leaf);
-        type_items_.resize(f.base);
-        type_frames_.pop_back();
-        continue;
-      }
-      type_items_.push_back(leaf);
-      Token sep = lex_.Next();
-      if (sep.kind == Tok::kComma) {
-        more = true;
-      } else if (sep.kind == Tok::kRParen) {
-        if (f.kind == 0) {
-          absl::Span<const TypeId> fields(type_items_.data() + f.base, type_items_.size() - f.base);
-          leaf = types.Tuple(fields);
-          type_items_.resize(f.base);
-          type_frames_.pop_back();
-        } else {
-          if (!Expect(Tok::kArrow, "'->' and the function's result type")) return false;
-          f.kind = 2;
-          more = true;
-        }
-      } else {
-        return Unexpected(sep, "',' or ')'");
-      }
+    bool done = false;
+    if (!CloseTypes(frame_base, &leaf, &done)) return false;
+    if (done) {
+      *out = leaf;
+      return true;
     }
+  }
+}
+
+bool Parser::ParseTensorDims() {
+  if (!Expect(Tok::kLBracket, "'[' and the tensor's dimensions")) return false;
+  dims_.clear();
+  if (PeekIs(Tok::kRBracket)) {
+    lex_.Skip();
+    return true;
+  }
+  while (true) {
+    Token d = lex_.Next();
+    if (d.kind == Tok::kQuestion) {
+      dims_.push_back(kDynamicDim);
+    } else if (d.kind == Tok::kNumber) {
+      int64_t v;
+      if (!ParseInt(d, &v)) return false;
+      if (v < 0) return Fail(d.loc, "a dimension must be non-negative or '?'");
+      dims_.push_back(v);
+    } else {
+      return Unexpected(d, "a dimension (a non-negative integer or '?')");
+    }
+    Token sep = lex_.Next();
+    if (sep.kind == Tok::kRBracket) return true;
+    if (sep.kind != Tok::kComma) return Unexpected(sep, "',' or ']'");
+  }
+}
+
+bool Parser::CloseTypes(size_t frame_base, TypeId* leaf, bool* done) {
+  TypeTable& types = module.types;
+  while (true) {
+    if (type_frames_.size() == frame_base) {
+      *done = true;
+      return true;
+    }
+    TypeFrame& f = type_frames_.back();
+    if (f.kind == 2) {
+      absl::Span<const TypeId> params(type_items_.data() + f.base, type_items_.size() - f.base);
+      *leaf = types.Func(params, *leaf);
+      type_items_.resize(f.base);
+      type_frames_.pop_back();
+      continue;
+    }
+    type_items_.push_back(*leaf);
+    Token sep = lex_.Next();
+    if (sep.kind == Tok::kComma) return true;
+    if (sep.kind != Tok::kRParen) return Unexpected(sep, "',' or ')'");
+    if (f.kind != 0) {
+      if (!Expect(Tok::kArrow, "'->' and the function's result type")) return false;
+      f.kind = 2;
+      return true;
+    }
+    absl::Span<const TypeId> fields(type_items_.data() + f.base, type_items_.size() - f.base);
+    *leaf = types.Tuple(fields);
+    type_items_.resize(f.base);
+    type_frames_.pop_back();
   }
 }
 

@@ -64,6 +64,9 @@ class Verifier : public Visitor {
   TypeId InferOpCall(BindingId id, const Expr& e);
   TypeId InferCall(const Expr& e, absl::Span<const TypeId> params, TypeId result, absl::Span<const Operand> args,
                    const std::string& callee);
+  // The type of binding `id`'s expression (kNoType where an operand's is not known); Fails on a type error.
+  TypeId InferExpr(BindingId id, const Expr& e);
+  TypeId InferCallExpr(const Expr& e, absl::Span<const Operand> args);  // @f(...) or %f(...)
 
   Module& m_;
   const OpRegistry& registry_;
@@ -461,40 +464,35 @@ TypeId Verifier::InferCall(const Expr& e, absl::Span<const TypeId> params, TypeI
   return result;
 }
 
-void Verifier::BindingDone(BindingId id) {
-  if (failed_) return;
-  ir::Binding& b = m_.bindings[id];
-  const Expr& e = b.expr;
+TypeId Verifier::InferCallExpr(const Expr& e, absl::Span<const Operand> args) {
+  if (e.kind == ExprKind::kCallGlobal) {
+    const Function& callee = m_.functions[e.func];
+    scratch_types_.clear();
+    for (const Param& p : m_.Params(callee)) scratch_types_.push_back(p.type);
+    std::vector<TypeId> params = scratch_types_;
+    TypeId result = callee.result_type;
+    if (result == kNoType && callee.type != kNoType) result = m_.types.func_result(callee.type);
+    return InferCall(e, params, result, args, absl::StrCat("'@", m_.Name(e.op), "'"));
+  }
+  TypeId ft = OperandType(args[0]);
+  if (ft == kNoType) return kNoType;
+  if (m_.types.kind(ft) != TypeKind::kFunc) {
+    Fail(args[0].loc,
+         absl::StrCat("'%", m_.Name(args[0].symbol), "' has type ", TypeText(ft), ", not a function type"));
+    return kNoType;
+  }
+  absl::Span<const TypeId> p = m_.types.func_params(ft);
+  std::vector<TypeId> params(p.begin(), p.end());
+  return InferCall(e, params, m_.types.func_result(ft), args.subspan(1),
+                   absl::StrCat("'%", m_.Name(args[0].symbol), "'"));
+}
+
+TypeId Verifier::InferExpr(BindingId id, const Expr& e) {
   absl::Span<const Operand> args = m_.Args(e);
-  TypeId t = kNoType;
   switch (e.kind) {
-    case ExprKind::kOpCall:
-      t = InferOpCall(id, e);
-      break;
-    case ExprKind::kCallGlobal: {
-      const Function& callee = m_.functions[e.func];
-      scratch_types_.clear();
-      for (const Param& p : m_.Params(callee)) scratch_types_.push_back(p.type);
-      std::vector<TypeId> params = scratch_types_;
-      TypeId result = callee.result_type;
-      if (result == kNoType && callee.type != kNoType) result = m_.types.func_result(callee.type);
-      t = InferCall(e, params, result, args, absl::StrCat("'@", m_.Name(e.op), "'"));
-      break;
-    }
-    case ExprKind::kCallValue: {
-      TypeId ft = OperandType(args[0]);
-      if (ft == kNoType) break;
-      if (m_.types.kind(ft) != TypeKind::kFunc) {
-        Fail(args[0].loc, absl::StrCat("'%", m_.Name(args[0].symbol), "' has type ", TypeText(ft),
-                                       ", not a function type"));
-        return;
-      }
-      absl::Span<const TypeId> p = m_.types.func_params(ft);
-      std::vector<TypeId> params(p.begin(), p.end());
-      t = InferCall(e, params, m_.types.func_result(ft), args.subspan(1),
-                    absl::StrCat("'%", m_.Name(args[0].symbol), "'"));
-      break;
-    }
+    case ExprKind::kOpCall: return InferOpCall(id, e);
+    case ExprKind::kCallGlobal:
+    case ExprKind::kCallValue: return InferCallExpr(e, args);
     case ExprKind::kTuple: {
       std::vector<TypeId> fields;
       for (const Operand& o : args) {
@@ -502,49 +500,47 @@ void Verifier::BindingDone(BindingId id) {
         if (f == kNoType) break;
         fields.push_back(f);
       }
-      if (fields.size() == args.size()) t = m_.types.Tuple(fields);
-      break;
+      return fields.size() == args.size() ? m_.types.Tuple(fields) : kNoType;
     }
     case ExprKind::kProject: {
       TypeId tt = OperandType(args[0]);
-      if (tt == kNoType) break;
+      if (tt == kNoType) return kNoType;
       if (m_.types.kind(tt) != TypeKind::kTuple) {
         Fail(args[0].loc, absl::StrCat("'%", m_.Name(args[0].symbol), "' has type ", TypeText(tt), ", not a tuple"));
-        return;
+        return kNoType;
       }
       absl::Span<const TypeId> fields = m_.types.fields(tt);
       if (e.index >= fields.size()) {
         Fail(args[0].loc, absl::StrCat("field ", e.index, " of a ", fields.size(), "-tuple"));
-        return;
+        return kNoType;
       }
-      t = fields[e.index];
-      break;
+      return fields[e.index];
     }
     case ExprKind::kIf: {
       TypeId cond = OperandType(args[0]);
       if (cond != kNoType && (m_.types.kind(cond) != TypeKind::kTensor || m_.types.node(cond).dtype != DType::kBool)) {
         Fail(args[0].loc, absl::StrCat("the condition has type ", TypeText(cond), ", expected a bool tensor"));
-        return;
+        return kNoType;
       }
       TypeId a = block_types_[e.then_block], c = block_types_[e.else_block];
       if (a != kNoType && c != kNoType && a != c) {
         Fail(m_.blocks[e.else_block].return_loc,
              absl::StrCat("the arms of 'if' return ", TypeText(a), " and ", TypeText(c)));
-        return;
+        return kNoType;
       }
-      t = a != kNoType ? a : c;
-      break;
+      return a != kNoType ? a : c;
     }
-    case ExprKind::kFn:
-      t = m_.functions[e.func].type;
-      break;
-    case ExprKind::kConst:
-      t = e.const_type;
-      break;
-    case ExprKind::kAlias:
-      t = OperandType(args[0]);
-      break;
+    case ExprKind::kFn: return m_.functions[e.func].type;
+    case ExprKind::kConst: return e.const_type;
+    case ExprKind::kAlias: return OperandType(args[0]);
   }
+  return kNoType;
+}
+
+void Verifier::BindingDone(BindingId id) {
+  if (failed_) return;
+  ir::Binding& b = m_.bindings[id];
+  TypeId t = InferExpr(id, b.expr);
   if (failed_) return;
   if (b.declared_type != kNoType) {
     if (t != kNoType && t != b.declared_type) {

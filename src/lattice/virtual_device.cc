@@ -27,6 +27,70 @@ std::string Describe(absl::string_view text, size_t pos) {
   return absl::StrCat("'", std::string(1, text[pos]), "'");
 }
 
+// The device type at text[*at], a name or `*`; *at moves past it.
+absl::Status ParseDeviceTypeAt(absl::string_view text, size_t* at, size_t* error_offset, DeviceType* type) {
+  size_t& pos = *at;
+  size_t type_start = pos;
+  if (text[pos] == '*') {
+    ++pos;
+    return absl::OkStatus();
+  }
+  while (pos < text.size() && IsLetter(text[pos])) ++pos;
+  absl::string_view name = text.substr(type_start, pos - type_start);
+  if (name.empty())
+    return ErrorAt(error_offset, pos,
+                   absl::StrCat("expected a device literal (cpu:0, cuda:1/global, ?, …), found ", Describe(text, pos)));
+  std::optional<DeviceType> parsed = DeviceTypeFromName(name);
+  if (!parsed)
+    return ErrorAt(error_offset, type_start,
+                   absl::StrCat("unknown device type '", name,
+                                "' (expected cpu, cuda, rocm, metal, vulkan, opencl, hexagon, webgpu or *)"));
+  *type = *parsed;
+  return absl::OkStatus();
+}
+
+// `:ID` at text[*at], if there; *at moves past it.
+absl::Status ParseDeviceIdAt(absl::string_view text, size_t* at, size_t* error_offset, int* id) {
+  size_t& pos = *at;
+  if (pos >= text.size() || text[pos] != ':') return absl::OkStatus();
+  ++pos;
+  size_t id_start = pos;
+  long long value = 0;
+  while (pos < text.size() && IsDigit(text[pos])) {
+    value = value * 10 + (text[pos] - '0');
+    if (value > 1'000'000'000) return ErrorAt(error_offset, id_start, "device id is too large");
+    ++pos;
+  }
+  if (pos == id_start)
+    return ErrorAt(error_offset, pos,
+                   absl::StrCat("expected a non-negative device id after ':', found ", Describe(text, pos)));
+  *id = static_cast<int>(value);
+  return absl::OkStatus();
+}
+
+// `[TARGET]` at text[*at], if there, and where the target's text starts; *at moves past it.
+absl::Status ParseTargetAt(absl::string_view text, size_t* at, size_t* error_offset, std::optional<Target>* target,
+                           size_t* target_offset) {
+  size_t& pos = *at;
+  if (pos >= text.size() || text[pos] != '[') return absl::OkStatus();
+  size_t open = pos++;
+  size_t start = pos;
+  bool in_quote = false;
+  while (pos < text.size() && (in_quote || text[pos] != ']')) {
+    if (text[pos] == '\\' && in_quote && pos + 1 < text.size()) ++pos;
+    else if (text[pos] == '"') in_quote = !in_quote;
+    ++pos;
+  }
+  if (pos >= text.size()) return ErrorAt(error_offset, open, "unterminated '[' in device literal");
+  size_t inner_offset = 0;
+  absl::StatusOr<Target> parsed = Target::Parse(text.substr(start, pos - start), &inner_offset);
+  if (!parsed.ok()) return ErrorAt(error_offset, start + inner_offset, parsed.status().message());
+  *target = *parsed;
+  *target_offset = start;
+  ++pos;  // ']'
+  return absl::OkStatus();
+}
+
 // Field-wise join of one optional field; false on conflict.
 template <typename T>
 bool JoinField(const T& a, const T& b, bool a_set, bool b_set, T& out) {
@@ -128,54 +192,9 @@ absl::StatusOr<VirtualDevice> ParseVirtualDevicePrefix(absl::string_view text, s
   std::optional<Target> target;
   size_t target_offset = 0;
   if (pos < text.size() && text[pos] != '/') {
-    size_t type_start = pos;
-    if (text[pos] == '*') {
-      ++pos;
-    } else {
-      while (pos < text.size() && IsLetter(text[pos])) ++pos;
-      absl::string_view name = text.substr(type_start, pos - type_start);
-      if (name.empty())
-        return ErrorAt(error_offset, pos,
-                       absl::StrCat("expected a device literal (cpu:0, cuda:1/global, ?, …), found ",
-                                    Describe(text, pos)));
-      std::optional<DeviceType> parsed = DeviceTypeFromName(name);
-      if (!parsed)
-        return ErrorAt(error_offset, type_start,
-                       absl::StrCat("unknown device type '", name,
-                                    "' (expected cpu, cuda, rocm, metal, vulkan, opencl, hexagon, webgpu or *)"));
-      type = *parsed;
-    }
-    if (pos < text.size() && text[pos] == ':') {
-      ++pos;
-      size_t id_start = pos;
-      long long value = 0;
-      while (pos < text.size() && IsDigit(text[pos])) {
-        value = value * 10 + (text[pos] - '0');
-        if (value > 1'000'000'000) return ErrorAt(error_offset, id_start, "device id is too large");
-        ++pos;
-      }
-      if (pos == id_start)
-        return ErrorAt(error_offset, pos,
-                       absl::StrCat("expected a non-negative device id after ':', found ", Describe(text, pos)));
-      id = static_cast<int>(value);
-    }
-    if (pos < text.size() && text[pos] == '[') {
-      size_t open = pos++;
-      size_t start = pos;
-      bool in_quote = false;
-      while (pos < text.size() && (in_quote || text[pos] != ']')) {
-        if (text[pos] == '\\' && in_quote && pos + 1 < text.size()) ++pos;
-        else if (text[pos] == '"') in_quote = !in_quote;
-        ++pos;
-      }
-      if (pos >= text.size()) return ErrorAt(error_offset, open, "unterminated '[' in device literal");
-      size_t inner_offset = 0;
-      absl::StatusOr<Target> parsed = Target::Parse(text.substr(start, pos - start), &inner_offset);
-      if (!parsed.ok()) return ErrorAt(error_offset, start + inner_offset, parsed.status().message());
-      target = *parsed;
-      target_offset = start;
-      ++pos;  // ']'
-    }
+    if (absl::Status s = ParseDeviceTypeAt(text, &pos, error_offset, &type); !s.ok()) return s;
+    if (absl::Status s = ParseDeviceIdAt(text, &pos, error_offset, &id); !s.ok()) return s;
+    if (absl::Status s = ParseTargetAt(text, &pos, error_offset, &target, &target_offset); !s.ok()) return s;
   }
   std::string scope;
   if (pos < text.size() && text[pos] == '/') {

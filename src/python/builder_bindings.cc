@@ -108,9 +108,8 @@ ir::TypeId OptionalType(const py::object& type) {
   return type.is_none() ? ir::kNoType : type.cast<PyType>().id;
 }
 
-}  // namespace
-
-void BindBuilder(py::module_& m) {
+// vdev.Value, vdev.Type and vdev.Global: what a Builder makes and takes as operands.
+void BindOperands(py::module_& m) {
   py::class_<PyValue>(m, "Value", "A parameter or binding made by a Builder.")
       .def_readonly("name", &PyValue::name)
       .def("__repr__", [](const PyValue& v) { return absl::StrCat("<vdev.Value ", v.name, ">"); });
@@ -121,10 +120,14 @@ void BindBuilder(py::module_& m) {
       .def(py::init([](std::string name) { return PyGlobal{std::move(name)}; }), py::arg("name"))
       .def_readonly("name", &PyGlobal::name)
       .def("__repr__", [](const PyGlobal& g) { return absl::StrCat("Global('", g.name, "')"); });
+}
 
+using BuilderClass = py::class_<PyBuilder>;
+
+// Types: tensor_type, tuple_type, func_type, storage_type.
+void DefineTypes(BuilderClass& builder) {
   using B = PyBuilder;
-  py::class_<B>(m, "_Builder", "Low-level builder; use vdev.Builder.")
-      .def(py::init<>())
+  builder
       .def("tensor_type", [](B& self, const std::string& dtype, const std::vector<std::optional<int64_t>>& shape) {
              std::vector<int64_t> dims;
              for (const std::optional<int64_t>& d : shape) {
@@ -139,7 +142,13 @@ void BindBuilder(py::module_& m) {
       .def("func_type", [](B& self, const std::vector<PyType>& params, const PyType& result) {
              return self.Type(self.b().FuncType(TypeIds(params), result.id));
            }, py::arg("params"), py::arg("result"))
-      .def("storage_type", [](B& self) { return self.Type(self.b().StorageType()); })
+      .def("storage_type", [](B& self) { return self.Type(self.b().StorageType()); });
+}
+
+// The module's targets and devices, functions and kernels, their parameters and results.
+void DefineFunctions(BuilderClass& builder) {
+  using B = PyBuilder;
+  builder
       .def("set_targets", [](B& self, const std::vector<std::string>& names) {
              std::vector<TargetKind> kinds;
              for (const std::string& n : names) {
@@ -160,7 +169,13 @@ void BindBuilder(py::module_& m) {
            }, py::arg("name"), py::arg("type"), py::arg("device") = py::none())
       .def("set_result", [](B& self, const PyType& type, const py::object& device) {
              self.b().SetResult(type.id, B::OptionalDevice(device));
-           }, py::arg("type"), py::arg("device") = py::none())
+           }, py::arg("type"), py::arg("device") = py::none());
+}
+
+// Bindings: ops, calls, tuples, constants, if/else blocks, closures and returns.
+void DefineBindings(BuilderClass& builder) {
+  using B = PyBuilder;
+  builder
       .def("op", [](B& self, const std::string& op, const py::sequence& args, const py::dict& attrs,
                     const std::string& name, const py::object& type) {
              return self.Value(self.b().Op(op, self.ToArgs(args), self.ToAttrs(attrs), name, OptionalType(type)));
@@ -193,9 +208,20 @@ void BindBuilder(py::module_& m) {
            py::arg("name") = "", py::arg("primitive") = false)
       .def("end_fn", [](B& self) { return self.Value(self.b().EndFn()); })
       .def("ret", [](B& self, py::handle value) { self.b().Return(self.ToArg(value)); }, py::arg("value"),
-           "`return value` of the innermost open block.")
-      .def("finish", &B::Finish, py::arg("file") = "<builder>",
-           "Resolves @names and verifies; returns the Module. BuildError on misuse.");
+           "`return value` of the innermost open block.");
+}
+
+}  // namespace
+
+void BindBuilder(py::module_& m) {
+  BindOperands(m);
+  BuilderClass builder(m, "_Builder", "Low-level builder; use vdev.Builder.");
+  builder.def(py::init<>());
+  DefineTypes(builder);
+  DefineFunctions(builder);
+  DefineBindings(builder);
+  builder.def("finish", &PyBuilder::Finish, py::arg("file") = "<builder>",
+              "Resolves @names and verifies; returns the Module. BuildError on misuse.");
 }
 
 }  // namespace vdev::python

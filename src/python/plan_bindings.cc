@@ -397,9 +397,8 @@ PyCompiled CompileSource(const py::object& source, const std::string& file, cons
   return out;
 }
 
-}  // namespace
-
-void BindPlan(py::module_& m) {
+// vdev.Plan and vdev.plan.
+void BindPlanResult(py::module_& m) {
   py::class_<PyPlan, std::shared_ptr<PyPlan>>(m, "Plan", "The result of vdev.plan: where every value lives.")
       .def("device_of", &PyPlan::DeviceOf, py::arg("name"), py::arg("function") = "main",
            "The device of parameter or binding `name` (`x` or `%x`) of `function` ('main', 'main/f', …).\n"
@@ -463,7 +462,10 @@ void BindPlan(py::module_& m) {
         "progress(line) is called (from another thread, holding the GIL) when a solve takes over a second,\n"
         "and what it raises is raised here once planning ends.\n"
         "PlanningError (FILE:LINE:COL, with the conflicting annotations) when no plan exists.");
+}
 
+// vdev.Lowered and vdev.lower.
+void BindLowered(py::module_& m) {
   py::class_<PyLowered, std::shared_ptr<PyLowered>>(m, "Lowered",
                                                      "The result of vdev.lower: explicit allocation and memory pools.")
       .def_property_readonly("pools", &LoweredPools, "Pool sizes per function, device and scope (vdev.Pool).")
@@ -486,7 +488,10 @@ void BindPlan(py::module_& m) {
         "Lowers a plan to explicit allocation: the compile pipeline's types, lower and check stages\n"
         "(CompilePlanned; the GIL is released meanwhile). The plan is not changed. LoweringError when a\n"
         "planned tensor's device is not concrete.");
+}
 
+// vdev.Compiled and vdev.compile.
+void BindCompiled(py::module_& m) {
   py::class_<PyCompiled>(m, "Compiled", "The result of vdev.compile: what each stage that ran produced.")
       .def_property_readonly("stage", [](const PyCompiled& c) { return std::string(CompileStageName(c.stage)); },
                              "The last stage run (the stop_after asked for).")
@@ -520,6 +525,14 @@ void BindPlan(py::module_& m) {
         "The whole pipeline of compile.h on program text or a Module: parse, verify, plan, types, lower,\n"
         "check, ending after `stop_after`; the options are vdev.plan's and vdev.lower's. The GIL is released\n"
         "meanwhile. ParseError, PlanningError or LoweringError (located) for the stage that fails.");
+}
+
+}  // namespace
+
+void BindPlan(py::module_& m) {
+  BindPlanResult(m);
+  BindLowered(m);
+  BindCompiled(m);
 }
 
 }  // namespace vdev::python

@@ -90,9 +90,8 @@ std::string WorkerProgram() {
   return extension.substr(0, extension.rfind('/') + 1) + "vdev_worker";
 }
 
-}  // namespace
-
-void BindSession(py::module_& m) {
+// vdev.DRef and vdev.RemoteFunc: what calls on a session return and take.
+void BindRemoteHandles(py::module_& m) {
   py::class_<DRef>(m, "DRef", "A register on every worker of a session, each holding that worker's own value.")
       .def_property_readonly("reg_id", &DRef::reg_id)
       .def("debug_get_from_remote", [](const DRef& r, int worker) {
@@ -107,11 +106,13 @@ void BindSession(py::module_& m) {
   py::class_<RemoteFunc>(m, "RemoteFunc", "A worker function looked up by name (Session.get_global_func).")
       .def_readonly("name", &RemoteFunc::name)
       .def("__repr__", [](const RemoteFunc& f) { return absl::StrCat("<vdev.RemoteFunc ", f.name, ">"); });
+}
 
-  py::class_<ControllerSession, SessionPtr>(
-      m, "Session",
-      "A controller session (TVM Disco's model): this program drives n workers. Use as a context manager\n"
-      "(the workers stop when the block ends). Driven by one thread at a time.")
+using SessionClass = py::class_<ControllerSession, SessionPtr>;
+
+// Session.threaded, Session.process and what a session is.
+void DefineCreation(SessionClass& session) {
+  session
       .def_static("threaded", [](int n, int num_groups, double timeout) {
              return Make(ControllerSession::Threaded(n, Options(num_groups, timeout, "")));
            }, py::arg("n"), py::kw_only(), py::arg("num_groups") = 1, py::arg("timeout") = 120.0,
@@ -134,7 +135,12 @@ void BindSession(py::module_& m) {
       .def_property_readonly("worker_pids", &ControllerSession::worker_pids)
       .def_property_readonly("ccl_session_id", &ControllerSession::ccl_session_id,
                              "The id of the workers' collectives after init_ccl (names their shared memory); '' before.")
-      .def_property_readonly("ccl_rendezvous_dir", &ControllerSession::ccl_rendezvous_dir)
+      .def_property_readonly("ccl_rendezvous_dir", &ControllerSession::ccl_rendezvous_dir);
+}
+
+// Calls on the workers and waits for them.
+void DefineCalls(SessionClass& session) {
+  session
       .def("get_global_func", [](ControllerSession& s, const std::string& name) { return Check(s.GetGlobalFunc(name)); },
            py::arg("name"))
       .def("call_packed", [](ControllerSession& s, const RemoteFunc& f, const py::args& args) {
@@ -162,7 +168,12 @@ void BindSession(py::module_& m) {
                status = s.SyncAllWorkers();
              }
              Check(status);
-           })
+           });
+}
+
+// Copies and registers: a worker's values to and from this process.
+void DefineTransfers(SessionClass& session) {
+  session
       .def("copy_to_worker0", [](ControllerSession& s, const py::array& array, const DRef& dref) {
              HostTensor host = HostTensorFromNumpy(array);
              absl::Status status;
@@ -198,7 +209,12 @@ void BindSession(py::module_& m) {
                status = s.DebugSetRegister(reg_id, v, worker);
              }
              Check(status);
-           }, py::arg("reg_id"), py::arg("value"), py::arg("worker"))
+           }, py::arg("reg_id"), py::arg("value"), py::arg("worker"));
+}
+
+// Collectives, shutdown and the context manager.
+void DefineLifetime(SessionClass& session) {
+  session
       .def("init_ccl", [](ControllerSession& s, const std::string& ccl, const std::vector<int>& device_ids) {
              absl::Status status;
              {
@@ -211,6 +227,20 @@ void BindSession(py::module_& m) {
       .def("__enter__", [](SessionPtr s) { return s; })
       .def("__exit__", [](ControllerSession& s, py::handle, py::handle, py::handle) { Shutdown(s); },
            py::arg("exc_type"), py::arg("exc"), py::arg("tb"));
+}
+
+}  // namespace
+
+void BindSession(py::module_& m) {
+  BindRemoteHandles(m);
+  SessionClass session(
+      m, "Session",
+      "A controller session (TVM Disco's model): this program drives n workers. Use as a context manager\n"
+      "(the workers stop when the block ends). Driven by one thread at a time.");
+  DefineCreation(session);
+  DefineCalls(session);
+  DefineTransfers(session);
+  DefineLifetime(session);
 }
 
 }  // namespace vdev::python

@@ -115,6 +115,49 @@ size_t WorkspaceFor(const CudaCommunicatorOptions& o, int world) {
   return bytes;
 }
 
+// Whether every worker can reach every other one's memory (ipc) and all over NVLink. All must agree,
+// or some would wait forever in a kernel while others called NCCL: each worker checks its peers,
+// then all exchange their verdicts.
+struct PeerAccess {
+  bool ipc = false;
+  bool all_nvlink = false;
+};
+absl::StatusOr<PeerAccess> CheckPeerAccess(Session* session, int device, bool force_nccl) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::vector<std::string> where;
+  VDEV_RETURN_IF_ERROR(session->AllGather("cuda-devices", absl::StrCat(host, "|", device), &where));
+  std::string problem;
+  bool nvlink = true;
+  for (int j = 0; j < session->world_size() && problem.empty(); ++j) {
+    if (j == session->rank()) continue;
+    size_t bar = where[j].rfind('|');
+    const int peer_device = std::atoi(where[j].c_str() + bar + 1);
+    if (where[j].substr(0, bar) != host) {
+      problem = absl::StrCat("worker ", j, " is on another host");
+      nvlink = false;
+    } else if (peer_device != device) {
+      int can = 0;
+      cudaDeviceCanAccessPeer(&can, device, peer_device);
+      if (!can) problem = absl::StrCat("no P2P from GPU ", device, " to GPU ", peer_device);
+      // Native peer atomics: NVLink, not PCIe. The LL128 protocol needs NVLink's whole-line delivery.
+      int atomics = 0;
+      cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, device, peer_device);
+      nvlink = nvlink && atomics == 1;
+    } else {
+      nvlink = false;  // two workers on one GPU: no NVLink between them
+    }
+  }
+  if (force_nccl) problem = "NCCL forced";
+  // One exchange for both verdicts: the first character says NVLink, the rest names a P2P problem.
+  std::vector<std::string> verdicts;
+  VDEV_RETURN_IF_ERROR(session->AllGather("cuda-p2p", absl::StrCat(nvlink ? "1" : "0", problem), &verdicts));
+  PeerAccess access;
+  access.ipc = std::all_of(verdicts.begin(), verdicts.end(), [](const std::string& v) { return v.size() == 1; });
+  access.all_nvlink = std::all_of(verdicts.begin(), verdicts.end(), [](const std::string& v) { return v[0] == '1'; });
+  return access;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Session* session,
@@ -132,39 +175,7 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
   }
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(c->device_), "cudaSetDevice"));
 
-  // Can every worker reach every other one's memory? All must agree, or some would wait forever in
-  // a kernel while others called NCCL.
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  std::vector<std::string> where;
-  VDEV_RETURN_IF_ERROR(session->AllGather("cuda-devices", absl::StrCat(host, "|", c->device_), &where));
-  std::string problem;
-  bool nvlink = true;
-  for (int j = 0; j < session->world_size() && problem.empty(); ++j) {
-    if (j == session->rank()) continue;
-    size_t bar = where[j].rfind('|');
-    const int peer_device = std::atoi(where[j].c_str() + bar + 1);
-    if (where[j].substr(0, bar) != host) {
-      problem = absl::StrCat("worker ", j, " is on another host");
-      nvlink = false;
-    } else if (peer_device != c->device_) {
-      int can = 0;
-      cudaDeviceCanAccessPeer(&can, c->device_, peer_device);
-      if (!can) problem = absl::StrCat("no P2P from GPU ", c->device_, " to GPU ", peer_device);
-      // Native peer atomics: NVLink, not PCIe. The LL128 protocol needs NVLink's whole-line delivery.
-      int atomics = 0;
-      cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, c->device_, peer_device);
-      nvlink = nvlink && atomics == 1;
-    } else {
-      nvlink = false;  // two workers on one GPU: no NVLink between them
-    }
-  }
-  if (options.force_nccl) problem = "NCCL forced";
-  // One exchange for both verdicts: the first character says NVLink, the rest names a P2P problem.
-  std::vector<std::string> verdicts;
-  VDEV_RETURN_IF_ERROR(session->AllGather("cuda-p2p", absl::StrCat(nvlink ? "1" : "0", problem), &verdicts));
-  const bool ipc = std::all_of(verdicts.begin(), verdicts.end(), [](const std::string& v) { return v.size() == 1; });
-  const bool all_nvlink = std::all_of(verdicts.begin(), verdicts.end(), [](const std::string& v) { return v[0] == '1'; });
+  VDEV_ASSIGN_OR_RETURN(const PeerAccess access, CheckPeerAccess(session, c->device_, options.force_nccl));
 
   if (options.use_nccl) {
     ncclUniqueId id;
@@ -183,7 +194,7 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
   *c->error_host_ = 0;
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostGetDevicePointer(reinterpret_cast<void**>(&c->error_device_), error_host, 0),
                                   "cudaHostGetDevicePointer"));
-  if (ipc && session->world_size() > 1) {
+  if (access.ipc && session->world_size() > 1) {
     VDEV_ASSIGN_OR_RETURN(c->allocator_, CreateCudaIPCAllocator(session, c->device_));
     VDEV_ASSIGN_OR_RETURN(c->workspace_, c->allocator_->Allocate(WorkspaceFor(options, session->world_size())));
     // The low-latency kernel gets a region of its own: a line left there by another kernel's data
@@ -200,7 +211,7 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
                                     "cudaMemset"));
     VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
     VDEV_RETURN_IF_ERROR(session->Barrier("cuda-sentinel-filled"));
-    if (all_nvlink) {
+    if (access.all_nvlink) {
       VDEV_ASSIGN_OR_RETURN(c->ll128_workspace_, c->allocator_->Allocate(AllReduceWorkspaceBytes(
                                                      AllReduceAlgorithm::kOneShotLL128, session->world_size(),
                                                      options.max_ll128_bytes / 2, DataType::kBF16)));

@@ -413,42 +413,36 @@ absl::Status Session::CheckAlive(int rank) const {
   return absl::OkStatus();
 }
 
-absl::Status Session::AllGather(absl::string_view tag, absl::string_view mine,
-                                std::vector<std::string>* all) {
+// A member's part of AllGather: sends `mine` to worker 0 and reads everyone's parts back.
+absl::Status Session::AllGatherAsMember(absl::string_view tag, absl::string_view mine, uint64_t seq,
+                                        absl::Time deadline, const std::string& call, std::vector<std::string>* all) {
   const int n = options_.world_size;
-  if (broken_) return absl::FailedPreconditionError("the session failed earlier and cannot be used");
-  const uint64_t seq = ++sequence_;
-  all->assign(n, std::string());
-  (*all)[options_.rank] = std::string(mine);
-  if (n == 1) return absl::OkStatus();
-  const absl::Time deadline = absl::Now() + options_.timeout;
-  std::string call = absl::StrCat(tag, " #", seq);
-
-  if (options_.rank != 0) {
-    absl::Status s = SendFrame(peer_fds_[0], FrameKind::kContribution, options_.rank, seq, tag, mine,
-                               deadline);
-    Frame reply;
-    if (s.ok()) s = ReadFrame(peer_fds_[0], deadline + options_.timeout, &reply);
-    if (!s.ok()) {
-      broken_ = true;
-      absl::Status alive = CheckAlive(0);
-      return absl::UnavailableError(absl::StrCat(
-          call, ": lost ", Describe(0, pids_[0]), ": ", alive.ok() ? s.message() : alive.message()));
-    }
-    if (reply.header.kind == FrameKind::kAbort) {
-      broken_ = true;
-      return absl::AbortedError(absl::StrCat(call, ": ", reply.payload));
-    }
-    if (reply.header.kind != FrameKind::kResult || !UnpackStrings(reply.payload, n, all)) {
-      broken_ = true;
-      return absl::DataLossError(absl::StrCat(call, ": malformed reply from worker 0"));
-    }
-    return absl::OkStatus();
+  absl::Status s = SendFrame(peer_fds_[0], FrameKind::kContribution, options_.rank, seq, tag, mine, deadline);
+  Frame reply;
+  if (s.ok()) s = ReadFrame(peer_fds_[0], deadline + options_.timeout, &reply);
+  if (!s.ok()) {
+    broken_ = true;
+    absl::Status alive = CheckAlive(0);
+    return absl::UnavailableError(
+        absl::StrCat(call, ": lost ", Describe(0, pids_[0]), ": ", alive.ok() ? s.message() : alive.message()));
   }
+  if (reply.header.kind == FrameKind::kAbort) {
+    broken_ = true;
+    return absl::AbortedError(absl::StrCat(call, ": ", reply.payload));
+  }
+  if (reply.header.kind != FrameKind::kResult || !UnpackStrings(reply.payload, n, all)) {
+    broken_ = true;
+    return absl::DataLossError(absl::StrCat(call, ": malformed reply from worker 0"));
+  }
+  return absl::OkStatus();
+}
 
-  // Worker 0: gather from everyone at once, so the first failure seen is a real one.
-  std::vector<bool> pending(n, true);
-  pending[0] = false;
+// Worker 0's part of AllGather: reads every pending member's part into `all`, from everyone at
+// once, so the first failure seen is a real one. Returns why the gather failed, or "".
+std::string Session::GatherAtLeader(absl::string_view tag, uint64_t seq, absl::Time deadline, const std::string& call,
+                                    std::vector<bool>* pending_out, std::vector<std::string>* all) {
+  const int n = options_.world_size;
+  std::vector<bool>& pending = *pending_out;
   int left = n - 1;
   std::string failure;
   while (left > 0 && failure.empty()) {
@@ -493,21 +487,41 @@ absl::Status Session::AllGather(absl::string_view tag, absl::string_view mine,
       }
     }
   }
-  if (!failure.empty()) {
-    broken_ = true;
-    // Take in what the live members already sent: closing a socket with unread data resets it, and
-    // the reset would destroy the abort message below before they read it.
-    const absl::Time drain_until = absl::Now() + absl::Milliseconds(200);
-    for (int r = 1; r < n; ++r) {
-      Frame ignored;
-      if (pending[r]) ReadFrame(peer_fds_[r], drain_until, &ignored).IgnoreError();
-    }
-    for (int r = 1; r < n; ++r) {
-      SendFrame(peer_fds_[r], FrameKind::kAbort, 0, seq, tag, failure, absl::Now() + absl::Seconds(1))
-          .IgnoreError();
-    }
-    return absl::AbortedError(absl::StrCat(call, ": ", failure));
+  return failure;
+}
+
+// Worker 0, after a failed gather: tells the members still there why, and fails the session.
+absl::Status Session::AbortAllGather(absl::string_view tag, uint64_t seq, const std::string& call,
+                                     const std::string& failure, const std::vector<bool>& pending) {
+  const int n = options_.world_size;
+  broken_ = true;
+  // Take in what the live members already sent: closing a socket with unread data resets it, and
+  // the reset would destroy the abort message below before they read it.
+  const absl::Time drain_until = absl::Now() + absl::Milliseconds(200);
+  for (int r = 1; r < n; ++r) {
+    Frame ignored;
+    if (pending[r]) ReadFrame(peer_fds_[r], drain_until, &ignored).IgnoreError();
   }
+  for (int r = 1; r < n; ++r) {
+    SendFrame(peer_fds_[r], FrameKind::kAbort, 0, seq, tag, failure, absl::Now() + absl::Seconds(1)).IgnoreError();
+  }
+  return absl::AbortedError(absl::StrCat(call, ": ", failure));
+}
+
+absl::Status Session::AllGather(absl::string_view tag, absl::string_view mine, std::vector<std::string>* all) {
+  const int n = options_.world_size;
+  if (broken_) return absl::FailedPreconditionError("the session failed earlier and cannot be used");
+  const uint64_t seq = ++sequence_;
+  all->assign(n, std::string());
+  (*all)[options_.rank] = std::string(mine);
+  if (n == 1) return absl::OkStatus();
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  std::string call = absl::StrCat(tag, " #", seq);
+  if (options_.rank != 0) return AllGatherAsMember(tag, mine, seq, deadline, call, all);
+  std::vector<bool> pending(n, true);
+  pending[0] = false;
+  const std::string failure = GatherAtLeader(tag, seq, deadline, call, &pending, all);
+  if (!failure.empty()) return AbortAllGather(tag, seq, call, failure, pending);
   std::string packed = PackStrings(*all);
   for (int r = 1; r < n; ++r) {
     absl::Status s = SendFrame(peer_fds_[r], FrameKind::kResult, 0, seq, tag, packed, deadline);

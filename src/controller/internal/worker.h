@@ -67,6 +67,11 @@ class Worker final : public WorkerContext {
  private:
   absl::Status Run(CommandKind kind, Decoder& in, std::string* reply, std::string* what);
   absl::Status RunCall(Decoder& in, std::string* what);
+  absl::Status RunGetFunc(Decoder& in, std::string* what);
+  absl::Status RunFree(Decoder& in);
+  absl::Status RunCopyTo(Decoder& in);
+  absl::Status RunCopyFrom(CommandKind kind, Decoder& in, std::string* reply);
+  absl::Status RunInitCcl(Decoder& in, std::string* what);
   absl::Status DecodeArgument(Decoder& in, WorkerValue* value);
   WorkerValue& Register(uint64_t reg);
 

@@ -86,6 +86,12 @@ class Parser {
   bool ParseParams(FuncId f);
   bool ParseResult(FuncId f);
   bool ParseType(TypeId* out);
+  // `[d, ...]` of a tensor type, into dims_.
+  bool ParseTensorDims();
+  // Hands the finished type *leaf to the enclosing tuple or function types, closing each that it
+  // completes, until one expects another item (*done stays false) or the type ParseType began at
+  // frame_base is complete (*done, the type in *leaf). False on a syntax error.
+  bool CloseTypes(size_t frame_base, TypeId* leaf, bool* done);
   bool ParseDevice(const Token& first, DeviceId* out);
   bool ParseDeviceOperand(const Token& first, Operand* out) {
     out->kind = OperandKind::kDevice;
