@@ -175,7 +175,8 @@ absl::Status SolveOneComponent(ComponentSolve& s, const std::vector<uint32_t>& c
   if (z3) {
     std::vector<int> z3_device = s.device;
     s.solution.z3_variables += component.size();
-    absl::Status status = SolveComponent(s.r, s.model, component, left, z3_device, o.optimal, o.lower);
+    absl::Status status = SolveComponent(s.r, s.model, component, {.seconds = left, .rlimit = s.options.z3_resource_limit},
+                                         z3_device, o.optimal, o.lower);
     // With p.best in hand, a Z3 that found nothing (timeout, cancellation) leaves it unproven.
     if (!status.ok() && !(s.options.bound_first && !p.cuts)) return status;
     if (!status.ok()) o.optimal = false, o.lower = 0;
@@ -189,6 +190,7 @@ absl::Status SolveOneComponent(ComponentSolve& s, const std::vector<uint32_t>& c
   // its own (it shrinks again, and its components are bounded again).
   PlacementSolveOptions nested;
   nested.time_limit_seconds = left;
+  nested.z3_resource_limit = s.options.z3_resource_limit;
   absl::StatusOr<PlacementSolution> rest = SolveModel(restricted, nested, s.depth + 1);
   if (!rest.ok() && !absl::IsDeadlineExceeded(rest.status())) return rest.status();
   if (!rest.ok()) return absl::OkStatus();  // p.best, not proven

@@ -97,6 +97,9 @@ struct PlacementSolveOptions {
   // A model with capacity cuts first goes to an exact search in plain C++ (internal/capacity_search.h)
   // of at most this many nodes and half the time limit; Z3 gets it when the search gives up. 0: Z3 only.
   uint64_t capacity_search_nodes = 20'000'000;
+  // Z3's deterministic resource limit per component (its `rlimit`; 0: none), for tests of what a
+  // solve that runs out returns: DeadlineExceeded, or the best assignment in hand, not optimal.
+  uint64_t z3_resource_limit = 0;
 };
 
 struct PlacementSolution {

@@ -279,6 +279,50 @@ RC_GTEST_PROP(PlacementSolverTest, DenseModelsCostEqualsAnExhaustiveSearch, ()) 
   CheckAgainstExhaustive(/*dense=*/true);
 }
 
+// A frustrated model Z3 must search: every variable prefers device 0, every pair wants its two ends
+// apart (no bound meets its optimum), and a cut on device 1 that the optimum respects.
+PlacementModel FrustratedModel(int n) {
+  PlacementModel m;
+  m.num_devices = 3;
+  PlacementModel::CapacityCut cut{.device = 1, .limit = 40 * n};
+  for (int v = 0; v < n; ++v) {
+    m.unary.push_back({0, 3 + v % 5, 4 + v % 7});
+    cut.terms.push_back({static_cast<uint32_t>(v), UINT32_MAX, 100});
+    for (int u : {v - 1, v - 3, v - 7}) {
+      if (u >= 0) m.pairs.push_back({static_cast<uint32_t>(u), static_cast<uint32_t>(v), {9, 0, 0, 0, 9, 0, 0, 0, 9}});
+    }
+  }
+  m.capacity.push_back(std::move(cut));
+  return m;
+}
+
+// A solve that runs out of its budget says so: DeadlineExceeded, or an assignment marked not
+// optimal. Z3's resource limit makes it run out deterministically; a 1 ms time limit, whichever of
+// Z3's timeout and the solver's own deadline stops it (the assertion holds for both).
+TEST(PlacementSolverTest, ASolveOutOfItsBudgetReportsItTimedOut) {
+  const PlacementModel m = FrustratedModel(40);
+  auto expect_timed_out = [&](const PlacementSolveOptions& options) {
+    absl::StatusOr<PlacementSolution> s = SolvePlacement(m, options);
+    if (s.ok()) {
+      EXPECT_FALSE(s->optimal);
+      EXPECT_LT(s->lower_bound, s->cost);
+      EXPECT_TRUE(CapacityHolds(m, s->device));
+    } else {
+      EXPECT_TRUE(absl::IsDeadlineExceeded(s.status())) << s.status();
+    }
+  };
+  PlacementSolveOptions options;
+  options.capacity_search_nodes = 0;  // Z3 only
+  options.z3_resource_limit = 1;
+  expect_timed_out(options);
+  options.z3_resource_limit = 0;
+  options.time_limit_seconds = 1e-3;
+  expect_timed_out(options);
+  // The capacity search out of nodes, then Z3 out of time.
+  options.capacity_search_nodes = 1;
+  expect_timed_out(options);
+}
+
 TEST(PlacementSolverTest, HeaderExample) {
   PlacementModel m;
   m.num_devices = 2;

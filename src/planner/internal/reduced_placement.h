@@ -58,13 +58,23 @@ void FixSingleDeviceVariables(Reduced& r);
 // order); isolated variables get their cheapest device in `device`.
 void EliminateLeavesAndLinks(Reduced& r, std::vector<Elimination>& eliminated, std::vector<int>& device);
 
+// How long Z3 may take: `seconds` (its timeout; past it plus kZ3DeadlineMargin the solve is
+// interrupted, and after another margin abandoned to finish on its own thread) and, when not 0,
+// `rlimit` (Z3's deterministic resource units).
+struct Z3Limits {
+  double seconds = 60;
+  uint64_t rlimit = 0;
+};
+inline constexpr double kZ3DeadlineMargin = 0.5;
+
 // One component in Z3: devices as an enumeration sort, unary and pair costs as soft constraints
 // inside push()/pop() (check with assumptions returned non-optimal models), MaxRes, the capacity
 // cuts naming its variables as hard constraints. `lower`: a lower bound on the component's cost
 // proven by Z3 (its objective's lower bound, also after a timeout), at least the sum of its costs'
-// minima. No z3::exception leaves it.
+// minima. DeadlineExceeded when Z3 found no model within its limits; the call returns by
+// limits.seconds + 2 * kZ3DeadlineMargin. No z3::exception leaves it.
 absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, const std::vector<uint32_t>& vars,
-                            double seconds_left, std::vector<int>& device, bool& optimal, Cost& lower);
+                            const Z3Limits& limits, std::vector<int>& device, bool& optimal, Cost& lower);
 
 }  // namespace vdev::planner_internal
 
