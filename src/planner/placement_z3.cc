@@ -2,8 +2,12 @@
 // Z3 MaxSAT problem. The only Z3 user of the optimiser; no z3::exception leaves this file.
 #include <z3++.h>
 
+#include <stdlib.h>  // on_exit
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -163,6 +167,7 @@ struct Z3Job {
   z3::context* running = nullptr;  // while the solve runs: what the caller interrupts
   bool answered = false;           // status, device, optimal and lower are set
   bool finished = false;           // and the context is deleted
+  bool abandoned = false;          // the caller returned without it
   absl::Status status;
   std::vector<int> device;
   bool optimal = false;
@@ -221,6 +226,33 @@ absl::Status Solve(z3::context& ctx, Z3Job& job) {
   }
 }
 
+// Abandoned solves still running. Exiting while one runs would destroy Z3's static state under it
+// (a crash after the program's output): the process then ends at once, with the status it exits
+// with and its streams flushed, before the static destructors run (on_exit handlers registered
+// after Z3's statics were made run before those are destroyed).
+std::mutex abandoned_mutex;
+int abandoned_running = 0;
+
+void EndWithoutStaticDestructors(int status, void*) {
+  {
+    std::lock_guard<std::mutex> lock(abandoned_mutex);
+    if (abandoned_running == 0) return;
+  }
+  std::fflush(nullptr);  // std::cout and std::cerr write through stdio (synced by default)
+  std::_Exit(status);
+}
+
+void Abandon(Z3Job& job, std::thread& thread) {
+  static const bool registered = on_exit(EndWithoutStaticDestructors, nullptr) == 0;
+  (void)registered;
+  {
+    std::lock_guard<std::mutex> lock(abandoned_mutex);
+    ++abandoned_running;
+  }
+  job.abandoned = true;  // under job.mutex: the thread reads it when it finishes
+  thread.detach();
+}
+
 void RunJob(const std::shared_ptr<Z3Job>& job) {
   {
     z3::context ctx;
@@ -240,6 +272,10 @@ void RunJob(const std::shared_ptr<Z3Job>& job) {
   {
     std::lock_guard<std::mutex> lock(job->mutex);
     job->finished = true;
+    if (job->abandoned) {
+      std::lock_guard<std::mutex> count(abandoned_mutex);
+      --abandoned_running;
+    }
   }
   job->changed.notify_all();
 }
@@ -266,10 +302,11 @@ absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, con
   // A context that takes past the deadline to delete is left to its thread.
   const bool finished = job->answered && job->changed.wait_until(lock, deadline, [&] { return job->finished; });
   const bool answered = job->answered;
+  if (!finished) Abandon(*job, thread);
   lock.unlock();
-  finished ? thread.join() : thread.detach();
+  if (finished) thread.join();
   if (!answered) {
-    return absl::DeadlineExceededError("placement: Z3 did not stop at the time limit; its solve was abandoned");
+    return absl::DeadlineExceededError("placement: no placement within the time limit (Z3 did not stop at it; its solve was abandoned)");
   }
   // The thread writes nothing more once answered.
   if (!job->status.ok()) return job->status;
