@@ -64,7 +64,7 @@ class Search {
   std::vector<Frame> frames_;
   std::vector<int> device_;  // -1: not chosen yet
   std::vector<std::vector<TermRef>> terms_of_;
-  std::vector<__int128> load_;  // bytes of each cut's terms whose variables are all chosen and hold
+  std::vector<__int128> load_;                      // bytes of each cut's terms whose variables are all chosen and hold
   std::vector<std::pair<uint32_t, int64_t>> undo_;  // (cut, bytes) added, in order
   Cost unconstrained_ = 0;
   uint64_t nodes_ = 0;
@@ -128,7 +128,8 @@ bool Search::AddPiece(std::vector<uint32_t> vars) {
       cost = Add(cost, r_.unary[vars[k]][assignment[k]]);
       for (uint32_t e : r_.incident[vars[k]]) {
         const PlacementModel::Pair& p = r_.pairs[e];
-        if (r_.pair_live[e] && p.a == vars[k]) cost = Add(cost, r_.PairCost(p, p.a, assignment[k], assignment[position.at(p.b)]));
+        if (r_.pair_live[e] && p.a == vars[k])
+          cost = Add(cost, r_.PairCost(p, p.a, assignment[k], assignment[position.at(p.b)]));
       }
     }
     if (cost != kForbidden) level.assignments.push_back(std::move(assignment)), costs.push_back(cost);
@@ -156,7 +157,8 @@ bool Search::IndexCuts() {
       terms_of_[term.var].push_back({c, t});
       if (term.other != UINT32_MAX) terms_of_[term.other].push_back({c, t});
       const bool chosen = device_[term.var] >= 0 && (term.other == UINT32_MAX || device_[term.other] >= 0);
-      if (chosen && device_[term.var] == cut.device && (term.other == UINT32_MAX || device_[term.other] != cut.device)) {
+      if (chosen && device_[term.var] == cut.device &&
+          (term.other == UINT32_MAX || device_[term.other] != cut.device)) {
         load_[c] += term.bytes;
       }
     }

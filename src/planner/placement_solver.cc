@@ -175,8 +175,9 @@ absl::Status SolveOneComponent(ComponentSolve& s, const std::vector<uint32_t>& c
   if (z3) {
     std::vector<int> z3_device = s.device;
     s.solution.z3_variables += component.size();
-    absl::Status status = SolveComponent(s.r, s.model, component, {.seconds = left, .rlimit = s.options.z3_resource_limit},
-                                         z3_device, o.optimal, o.lower);
+    absl::Status status =
+        SolveComponent(s.r, s.model, component, {.seconds = left, .rlimit = s.options.z3_resource_limit}, z3_device,
+                       o.optimal, o.lower);
     // With p.best in hand, a Z3 that found nothing (timeout, cancellation) leaves it unproven.
     if (!status.ok() && !(s.options.bound_first && !p.cuts)) return status;
     if (!status.ok()) o.optimal = false, o.lower = 0;

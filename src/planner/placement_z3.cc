@@ -148,7 +148,8 @@ absl::Status CheckCuts(const Reduced& r, const PlacementModel& problem, const st
         if (v != UINT32_MAX) placed[v] = r.fixed[v] >= 0 ? r.fixed[v] : device[v];
       }
     }
-    if (CutLoad(cut, placed) > cut.limit) return absl::DeadlineExceededError("placement: no model within the time limit");
+    if (CutLoad(cut, placed) > cut.limit)
+      return absl::DeadlineExceededError("placement: no model within the time limit");
   }
   return absl::OkStatus();
 }
@@ -219,7 +220,8 @@ absl::Status Solve(z3::context& ctx, Z3Job& job) {
     const std::string message = e.msg();
     for (const char* limit : {"cancel", "timeout", "resource", "interrupt"}) {
       if (absl::StrContains(message, limit)) {
-        return absl::DeadlineExceededError(absl::StrCat("placement: no model within the time limit (Z3: ", message, ")"));
+        return absl::DeadlineExceededError(
+            absl::StrCat("placement: no model within the time limit (Z3: ", message, ")"));
       }
     }
     return absl::InternalError(absl::StrCat("placement: Z3: ", message));
@@ -306,7 +308,8 @@ absl::Status SolveComponent(const Reduced& r, const PlacementModel& problem, con
   lock.unlock();
   if (finished) thread.join();
   if (!answered) {
-    return absl::DeadlineExceededError("placement: no placement within the time limit (Z3 did not stop at it; its solve was abandoned)");
+    return absl::DeadlineExceededError(
+        "placement: no placement within the time limit (Z3 did not stop at it; its solve was abandoned)");
   }
   // The thread writes nothing more once answered.
   if (!job->status.ok()) return job->status;

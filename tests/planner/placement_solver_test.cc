@@ -170,7 +170,8 @@ TEST(PlacementSolverTest, ACapacitySearchOutOfNodesGivesUpAndZ3Decides) {
   m.unary = {{5, 1}, {5, 1}, {5, 1}};  // all prefer device 1, which holds two of them
   m.pairs.push_back({0, 1, {0, 1, 1, 0}});
   m.pairs.push_back({1, 2, {0, 1, 1, 0}});
-  m.capacity.push_back({.device = 1, .limit = 100, .terms = {{0, UINT32_MAX, 50}, {1, UINT32_MAX, 50}, {2, UINT32_MAX, 50}}});
+  m.capacity.push_back(
+      {.device = 1, .limit = 100, .terms = {{0, UINT32_MAX, 50}, {1, UINT32_MAX, 50}, {2, UINT32_MAX, 50}}});
   EXPECT_EQ(SearchWithinCapacity(m, {.max_nodes = 1, .seconds = 60}).outcome, CapacitySearchResult::Outcome::kGaveUp);
   PlacementSolveOptions options;
   options.capacity_search_nodes = 1;
