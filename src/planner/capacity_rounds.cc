@@ -164,6 +164,7 @@ PlacementSolveOptions CapacityRounds::SolveOptions(size_t classes) const {
   solve.time_limit_seconds = seconds_left_;
   solve.slow_after_seconds = options_.progress_after_seconds;
   solve.bound_first = options_.bound_first;
+  if (!options_.capacity_search) solve.capacity_search_nodes = 0;
   if (!options_.progress) return solve;
   solve.on_slow_solve = [progress = options_.progress, classes](const PlacementProgress& p) {
     std::string line = absl::StrCat("optimising the placement of ", classes, " classes (", p.z3_variables,
