@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds a libFuzzer target with clang-14 (ASan + UBSan) and runs it for SECONDS (default 60):
+# Builds a libFuzzer target in the sanitizer build (build-asan/, scripts/sanitize.sh: clang-14, ASan + UBSan;
+# FUZZ_BUILD_DIR overrides) and runs it for SECONDS (default 60):
 #   scripts/fuzz.sh [SECONDS] [TARGET]     TARGET: parser (default), plan, lower or channels
 # parser = ir_parser_fuzzer (parse, verify, print), plan = plan_devices_fuzzer (PlanDevices),
 # lower = lower_memory_fuzzer (compile.h through LowerMemory). Each runs on a scratch copy of
@@ -19,8 +20,14 @@ case "$target" in
   channels) fuzzer=channel_plan_fuzzer; prefixes=() ;;
   *) echo "fuzz.sh: unknown target '$target' (parser, plan, lower or channels)" >&2; exit 2 ;;
 esac
-build=${FUZZ_BUILD_DIR:-build-fuzz}
-CXX=${FUZZ_CXX:-clang++-14} cmake -S fuzz -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+build=${FUZZ_BUILD_DIR:-build-asan}
+if [ ! -f "$build/build.ninja" ]; then
+  SANITIZE_BUILD_DIR="$build" bash scripts/sanitize.sh --configure-only address,undefined
+fi
+if ! grep -q '^VDEV_BUILD_FUZZERS:BOOL=ON' "$build/CMakeCache.txt"; then
+  echo "fuzz.sh: $build is not configured with the fuzzers (scripts/sanitize.sh needs clang++-14)" >&2
+  exit 2
+fi
 cmake --build "$build" --target "$fuzzer"
 work="$build/corpus-$target"
 seeds="$build/seeds-$target"

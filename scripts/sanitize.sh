@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Builds the CPU tree under sanitizers in a build directory of its own and runs its tests there.
-# Usage: scripts/sanitize.sh [SANITIZERS [CTEST_ARGS...]]
+# Usage: scripts/sanitize.sh [--configure-only] [SANITIZERS [CTEST_ARGS...]]
 #   SANITIZERS  address,undefined (default; build-asan/) or thread (build-tsan/); SANITIZE_BUILD_DIR
 #               overrides the directory. CTEST_ARGS (e.g. -R 'Session|Launch') select tests;
 #               SANITIZE_TARGETS="a b" builds only those targets (select their tests with -R then).
-# -O1 -g1 (line tables: the reports' stack traces keep file:line) with assertions on, RapidCheck
+#   --configure-only  configures the directory and stops (scripts/fuzz.sh builds its fuzzer there).
+# address,undefined builds with clang-14 (SANITIZE_CXX overrides) and includes the libFuzzer targets of
+# fuzz/ (VDEV_BUILD_FUZZERS), so the code under test compiles once for the sanitizer tests and the fuzzers;
+# without clang it builds with the default compiler and no fuzzers.
+# -O1 with line tables (the reports' stack traces keep file:line) and assertions on, RapidCheck
 # properties at 250 cases each (VDEV_RC_CASES; 1,000 in the main build). CUDA is off
 # (compute-sanitizer covers the device code on the GPU machine) and so are the benchmarks (not tests). Python is off too: its extension would load into an
 # uninstrumented /usr/bin/python3, which needs the sanitizer runtime preloaded and then reports
@@ -13,6 +17,8 @@
 # run instrumented, as ctest entries of this build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+configure_only=0
+if [ "${1:-}" = --configure-only ]; then configure_only=1; shift; fi
 sanitizers=${1:-address,undefined}
 [ $# -gt 0 ] && shift
 case $sanitizers in
@@ -38,9 +44,19 @@ export ASAN_OPTIONS="detect_leaks=$leaks:halt_on_error=1:abort_on_error=0:check_
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 
+compiler_args=()
+if [[ $sanitizers == *address* ]]; then
+  cxx=${SANITIZE_CXX:-clang++-14}
+  if command -v "$cxx" >/dev/null; then
+    compiler_args=(-DCMAKE_CXX_COMPILER="$cxx" -DVDEV_BUILD_FUZZERS=ON)
+  else
+    echo "sanitize: $cxx not found: building with the default compiler, without the fuzzers"
+  fi
+fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
   -DVDEV_SANITIZE="$sanitizers" -DVDEV_ENABLE_CUDA=OFF -DVDEV_BUILD_BENCH=OFF -DVDEV_BUILD_PYTHON=OFF \
-  -DVDEV_RC_CASES="${VDEV_RC_CASES:-250}" >/dev/null
+  -DVDEV_RC_CASES="${VDEV_RC_CASES:-250}" "${compiler_args[@]}" >/dev/null
+[ $configure_only = 1 ] && exit 0
 targets=()
 for t in ${SANITIZE_TARGETS:-}; do targets+=(--target "$t"); done
 cmake --build "$build" -j "${JOBS:-$(nproc)}" "${targets[@]}"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs dependencies, checks that no function in src/ or tools/ is over 80 lines beyond an
 # allowlist (scripts/check_function_length.py, a fraction of a second), builds everything, runs the
-# whole test suite, the fuzzers (fuzz/README.md), checks that an outside project can
-# find_package(vdev) from an installed tree, then builds the CPU tree again under AddressSanitizer +
-# UBSan (build-asan/) and runs its whole suite there (VDEV_TEST_SANITIZE=0 leaves that stage out,
-# saying so). Each stage prints its start, in seconds since the script began.
+# whole test suite, checks that an outside project can find_package(vdev) from an installed tree,
+# then builds the CPU tree again with clang under AddressSanitizer + UBSan (build-asan/) and runs its
+# whole suite there (VDEV_TEST_SANITIZE=0 leaves that stage out, saying so), then the fuzzers
+# (fuzz/README.md), which that build also holds. Each stage prints its start, in seconds since the
+# script began.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { echo "== $* [${SECONDS} s]"; }
@@ -16,26 +17,6 @@ stage "build"
 bash scripts/build.sh
 stage "tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
-
-# The fuzzers: ${FUZZ_SECONDS:-60} s on the parser, ${FUZZ_PIPELINE_SECONDS:-30} s each on the PlanDevices,
-# LowerMemory and channel-plan targets (FUZZ_PIPELINE_SECONDS=0 leaves those three out, saying so).
-targets="parser"
-if [ "${FUZZ_PIPELINE_SECONDS:-30}" -gt 0 ]; then
-  targets="parser plan lower channels"
-else
-  stage "plan, lower and channels fuzzers: left out (FUZZ_PIPELINE_SECONDS=0)"
-fi
-for target in $targets; do
-  seconds=${FUZZ_SECONDS:-60}
-  [ "$target" = parser ] || seconds=${FUZZ_PIPELINE_SECONDS:-30}
-  stage "$target fuzzer, $seconds s"
-  if ! bash scripts/fuzz.sh "$seconds" "$target" > "build/fuzz-$target.log" 2>&1; then
-    tail -n 60 "build/fuzz-$target.log"
-    echo "$target fuzzer failed (log: build/fuzz-$target.log)"
-    exit 1
-  fi
-  grep -E "^(Done|stat::)" "build/fuzz-$target.log" || tail -n 5 "build/fuzz-$target.log"
-done
 
 stage "install + find_package(vdev) consumer"
 prefix=$(mktemp -d)
@@ -62,4 +43,24 @@ else
   stage "build + tests under address,undefined (build-asan)"
   bash scripts/sanitize.sh address,undefined
 fi
+# The fuzzers (built in build-asan/, the sanitizer build): ${FUZZ_SECONDS:-60} s on the parser, ${FUZZ_PIPELINE_SECONDS:-30} s each on the PlanDevices,
+# LowerMemory and channel-plan targets (FUZZ_PIPELINE_SECONDS=0 leaves those three out, saying so).
+targets="parser"
+if [ "${FUZZ_PIPELINE_SECONDS:-30}" -gt 0 ]; then
+  targets="parser plan lower channels"
+else
+  stage "plan, lower and channels fuzzers: left out (FUZZ_PIPELINE_SECONDS=0)"
+fi
+for target in $targets; do
+  seconds=${FUZZ_SECONDS:-60}
+  [ "$target" = parser ] || seconds=${FUZZ_PIPELINE_SECONDS:-30}
+  stage "$target fuzzer, $seconds s"
+  if ! bash scripts/fuzz.sh "$seconds" "$target" > "build/fuzz-$target.log" 2>&1; then
+    tail -n 60 "build/fuzz-$target.log"
+    echo "$target fuzzer failed (log: build/fuzz-$target.log)"
+    exit 1
+  fi
+  grep -E "^(Done|stat::)" "build/fuzz-$target.log" || tail -n 5 "build/fuzz-$target.log"
+done
+
 stage "done"

@@ -47,6 +47,9 @@ struct OptimizeOptions {
   // true: each component is first bounded (the LP dual) and given a heuristic plan, and Z3 solves
   // only what the bound leaves open (docs/planner.md); false: Z3 alone, as before (measurements).
   bool bound_first = true;
+  // true: where capacity cuts are needed, the exact capacity search in plain C++ first, Z3 only when
+  // it gives up (docs/planner.md, Capacity); false: the cuts go to Z3 (measurements).
+  bool capacity_search = true;
 };
 
 // Seconds, by the machine's roofline and links.

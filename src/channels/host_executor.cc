@@ -254,8 +254,9 @@ class Run {
       }
       case OpKind::kWait:
       case OpKind::kPortWait: {
-        const auto [k, per_call] = s_.counts[t][i];
-        const uint64_t target = (call_ - 1) * per_call + k;
+        const auto [signal, per_call] = s_.counts[t][i];
+        const uint64_t target = (call_ - 1) * per_call + signal;
+        const auto k = signal;  // a copy: clang 14 cannot capture a structured binding in a lambda
         uint64_t* word = &Semaphores(port, me)[tag * kMaxWorkers + ch->dst];
         const auto order = op.relaxed ? std::memory_order_relaxed : std::memory_order_acquire;
         return Await([&] { return Word(word).load(order) >= target; }, ch->dst, [&] {

@@ -48,6 +48,28 @@ const absl::flat_hash_map<std::string, BinarySpec>& BinarySpecs() {
   return *specs;
 }
 
+bool IsFloat(ir::DType d) {
+  return d == ir::DType::kF64 || d == ir::DType::kF32 || d == ir::DType::kF16 || d == ir::DType::kBF16;
+}
+
+// Pow whose exponent has another type than the base; the result has the base's type. An integer
+// base with a float exponent computes in f64 (exact for integers below 2^53) and truncates back, as
+// ONNX's reference does; otherwise the exponent is converted to the base's type.
+absl::Status MixedPow(NodeCtx& c, int base, int exponent) {
+  const ir::DType dtype = c.Info(base).dtype;
+  auto cast = [&](int v, ir::DType to) { return c.Emit("cast", {v}, {{"dtype", Arg::Ident(ir::DTypeName(to))}}); };
+  if (IsFloat(dtype) || !IsFloat(c.Info(exponent).dtype)) {
+    VDEV_ASSIGN_OR_RETURN(exponent, cast(exponent, dtype));
+    return EmitAndSet(c, "power", {base, exponent});
+  }
+  VDEV_ASSIGN_OR_RETURN(int wide_base, cast(base, ir::DType::kF64));
+  VDEV_ASSIGN_OR_RETURN(int wide_exponent, cast(exponent, ir::DType::kF64));
+  VDEV_ASSIGN_OR_RETURN(int y, c.Emit("power", {wide_base, wide_exponent}));
+  VDEV_ASSIGN_OR_RETURN(y, cast(y, dtype));
+  c.SetOutput(0, y);
+  return absl::OkStatus();
+}
+
 // Add, Sub, …, Equal, Less, Greater; Max and Min with two operands.
 absl::Status Binary(NodeCtx& c) {
   const BinarySpec& spec = BinarySpecs().at(c.node().op_type());
@@ -62,9 +84,7 @@ absl::Status Binary(NodeCtx& c) {
     c.SetOutput(0, c.Constant(*std::move(out)));
     return absl::OkStatus();
   }
-  if (c.node().op_type() == "Pow" && c.Info(b).dtype != dtype) {  // Pow allows another exponent type
-    VDEV_ASSIGN_OR_RETURN(b, c.Emit("cast", {b}, {{"dtype", Arg::Ident(ir::DTypeName(dtype))}}));
-  }
+  if (c.node().op_type() == "Pow" && c.Info(b).dtype != dtype) return MixedPow(c, a, b);
   return EmitAndSet(c, spec.vdev_op, {a, b});
 }
 

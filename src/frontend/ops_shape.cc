@@ -92,10 +92,20 @@ absl::Status ConstantOfShape(NodeCtx& c) {
   return absl::OkStatus();
 }
 
+// Range's output has ceil((limit - start) / delta) elements, so its inputs must be known at import:
+// with one computed at run time the output shape depends on a run-time value, which vdev's static
+// shapes cannot express.
 absl::Status Range(NodeCtx& c) {
-  VDEV_ASSIGN_OR_RETURN(const HostTensor* start, c.ConstInput(0));
-  VDEV_ASSIGN_OR_RETURN(const HostTensor* limit, c.ConstInput(1));
-  VDEV_ASSIGN_OR_RETURN(const HostTensor* delta, c.ConstInput(2));
+  const HostTensor* in[3];
+  for (size_t i = 0; i < 3; ++i) {
+    VDEV_RETURN_IF_ERROR(c.Input(i).status());
+    absl::StatusOr<const HostTensor*> known = c.ConstInput(i);
+    if (!known.ok())
+      return c.Error(absl::StrCat("the output shape depends on a run-time value: input ", i + 1, " ('",
+                                  c.node().input(i), "') is computed at run time, and vdev's shapes are static"));
+    in[i] = *known;
+  }
+  const HostTensor *start = in[0], *limit = in[1], *delta = in[2];
   const double s = ReadAsDouble(start->Ref(), 0), l = ReadAsDouble(limit->Ref(), 0), d = ReadAsDouble(delta->Ref(), 0);
   if (d == 0) return c.Error("delta is 0");
   const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
@@ -388,12 +398,29 @@ absl::Status Transpose(NodeCtx& c) {
   return absl::OkStatus();
 }
 
-// Identity, and Dropout at inference: the input unchanged (Dropout's mask all true).
+// Whether Dropout leaves its input unchanged: at inference (training_mode false or absent), and in
+// training mode with ratio 0. Both inputs must be known at import. Training with a ratio above 0
+// draws a random mask, which vdev cannot compute (it has no random-number op).
+absl::Status CheckDropoutIsIdentity(NodeCtx& c) {
+  if (!c.has_input(2)) return absl::OkStatus();
+  VDEV_ASSIGN_OR_RETURN(const HostTensor* training, c.ConstInput(2));
+  if (ReadAsDouble(training->Ref(), 0) == 0) return absl::OkStatus();
+  double ratio = 0.5;
+  if (c.has_input(1)) {
+    VDEV_ASSIGN_OR_RETURN(const HostTensor* r, c.ConstInput(1));
+    ratio = ReadAsDouble(r->Ref(), 0);
+  }
+  if (ratio == 0) return absl::OkStatus();
+  return c.Error(absl::StrCat("training mode with ratio ", ratio,
+                              " draws a random mask, which vdev cannot compute (it has no random-number op)"));
+}
+
+// Identity, and Dropout that keeps every element (CheckDropoutIsIdentity): the input unchanged
+// and Dropout's mask all true.
 absl::Status Identity(NodeCtx& c) {
   VDEV_ASSIGN_OR_RETURN(int x, c.Input(0));
-  if (c.node().op_type() == "Dropout" && c.has_input(2)) {
-    const HostTensor* training = c.ConstantOf(c.Input(2).value());
-    if (training == nullptr || ReadAsDouble(training->Ref(), 0) != 0) return c.Unsupported("training mode");
+  if (c.node().op_type() == "Dropout") {
+    VDEV_RETURN_IF_ERROR(CheckDropoutIsIdentity(c));
   }
   c.SetOutput(0, x);
   if (c.has_output(1)) {

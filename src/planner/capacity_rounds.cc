@@ -142,6 +142,8 @@ class CapacityRounds {
   // not count overflows. True when a new cut was added.
   absl::StatusOr<bool> AddOverflows(const PlanResult& plan);
   void Finish(const PlanResult& plan);
+  // The error of a round past the time limit; `why`: what the solver said, if anything.
+  absl::Status OutOfTime(absl::string_view why) const;
 
   const ir::Module& module_;
   const Machine& machine_;
@@ -162,6 +164,7 @@ PlacementSolveOptions CapacityRounds::SolveOptions(size_t classes) const {
   solve.time_limit_seconds = seconds_left_;
   solve.slow_after_seconds = options_.progress_after_seconds;
   solve.bound_first = options_.bound_first;
+  if (!options_.capacity_search) solve.capacity_search_nodes = 0;
   if (!options_.progress) return solve;
   solve.on_slow_solve = [progress = options_.progress, classes](const PlacementProgress& p) {
     std::string line = absl::StrCat("optimising the placement of ", classes, " classes (", p.z3_variables,
@@ -285,20 +288,26 @@ void CapacityRounds::Finish(const PlanResult& plan) {
   r.gap = model_cost == 0 ? 0 : static_cast<double>(model_cost - lower_bound_) / static_cast<double>(model_cost);
 }
 
+absl::Status CapacityRounds::OutOfTime(absl::string_view why) const {
+  return absl::DeadlineExceededError(absl::StrCat("no plan within every device's capacity in the time limit (",
+                                                  overflows_.size(), " capacity cuts", why, ")"));
+}
+
 absl::StatusOr<RoundsResult> CapacityRounds::Run() {
   auto choose = [this](const ir::Module& m, const PlacementClasses& classes) { return Choose(m, classes); };
   const auto start = std::chrono::steady_clock::now();
   while (true) {
     seconds_left_ =
         options_.time_limit_seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!overflows_.empty() && seconds_left_ <= 0) {
-      return absl::DeadlineExceededError(absl::StrCat("no plan within every device's capacity in the time limit (",
-                                                      overflows_.size(), " capacity cuts)"));
-    }
+    if (!overflows_.empty() && seconds_left_ <= 0) return OutOfTime("");
     absl::StatusOr<PlanResult> plan = PlanWithPlacement(module_.Clone(), options_.plan, choose, error_);
     if (const std::optional<PlanError>& located = capacity_error_ ? capacity_error_ : model_error_; !plan.ok() && located) {
       *error_ = *located;
       return absl::InvalidArgumentError(absl::StrCat(located->loc.line, ":", located->loc.col, ": ", located->message));
+    }
+    // A solve with cuts that ran out of time (Z3 found no model, or was abandoned at its deadline).
+    if (!plan.ok() && absl::IsDeadlineExceeded(plan.status()) && !overflows_.empty()) {
+      return OutOfTime(absl::StrCat("; ", plan.status().message()));
     }
     if (!plan.ok()) return plan.status();
     VDEV_ASSIGN_OR_RETURN(bool solve_again, AddOverflows(*plan));

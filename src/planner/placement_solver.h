@@ -13,8 +13,10 @@
 //
 // Capacity cuts (hard: the bytes that an assignment puts on a device at one program point stay
 // within a limit) are added lazily by OptimizePlacement, only for points where a plan overflowed.
-// A variable named by a cut is never eliminated (its choice is no longer local), and the cut joins
-// its variables into one Z3 component.
+// A model with cuts first goes to an exact search that shrinks it with the cuts set aside and then
+// searches in order of cost, pruned by the cuts (internal/capacity_search.h: layer pipelines, trees).
+// When that gives up, a variable named by a cut is never eliminated (its choice is no longer local),
+// and the cut joins its variables into one Z3 component.
 //
 // Example:
 //   PlacementModel m;
@@ -92,6 +94,12 @@ struct PlacementSolveOptions {
   // and the reparameterised rest is solved again (shrinking, then Z3). false: Z3 alone, as before
   // (kept for measurements).
   bool bound_first = true;
+  // A model with capacity cuts first goes to an exact search in plain C++ (internal/capacity_search.h)
+  // of at most this many nodes and half the time limit; Z3 gets it when the search gives up. 0: Z3 only.
+  uint64_t capacity_search_nodes = 20'000'000;
+  // Z3's deterministic resource limit per component (its `rlimit`; 0: none), for tests of what a
+  // solve that runs out returns: DeadlineExceeded, or the best assignment in hand, not optimal.
+  uint64_t z3_resource_limit = 0;
 };
 
 struct PlacementSolution {

@@ -168,6 +168,82 @@ TEST(OnnxImport, RefusesBadInputNamingFileNodeAndOp) {
   EXPECT_TRUE(runtime_shape.Import(known).ok());
 }
 
+HostTensor Tensor(ir::DType dtype, Shape shape, std::vector<double> values) {
+  HostTensor t = HostTensor::Zeros(dtype, shape);
+  for (size_t i = 0; i < values.size(); ++i) WriteFromDouble(t.Ref(), i, values[i]);
+  return t;
+}
+
+// Dropout(x, ratio, training_mode) with both given as graph inputs whose values are known.
+absl::StatusOr<ImportedModel> ImportTrainingDropout(float ratio) {
+  ModelMaker m;
+  m.Input("x", {3});
+  m.Input("r", {});
+  m.Input("t", {}, onnx::TensorProto::BOOL);
+  m.Node("Dropout", {"x", "r", "t"}, {"y", "mask"});
+  m.Output("y");
+  m.Output("mask");
+  ImportOptions known;
+  known.known_inputs["r"] = Tensor(ir::DType::kF32, {}, {ratio});
+  known.known_inputs["t"] = Tensor(ir::DType::kBool, {}, {1});
+  return m.Import(known);
+}
+
+TEST(OnnxImport, TrainingDropoutWithRatioZeroIsTheIdentity) {
+  absl::StatusOr<ImportedModel> model = ImportTrainingDropout(0.0f);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<HostTensor> out =
+      RunOnHost(*model, {F32({3}, {1, -2, 3}), F32({}, {0}), Tensor(ir::DType::kBool, {}, {1})});
+  ASSERT_EQ(out.size(), 2u);
+  for (int64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(ReadAsDouble(out[0].Ref(), i), ReadAsDouble(F32({3}, {1, -2, 3}).Ref(), i));
+    EXPECT_EQ(ReadAsDouble(out[1].Ref(), i), 1.0) << "the mask keeps every element";
+  }
+}
+
+TEST(OnnxImport, TrainingDropoutWithARatioIsRefusedForItsRandomMask) {
+  EXPECT_THAT(ImportTrainingDropout(0.5f).status().message(),
+              HasSubstr("node y_node (Dropout): training mode with ratio 0.5 draws a random mask"));
+}
+
+TEST(OnnxImport, RangeOfARunTimeValueIsRefusedForItsShape) {
+  ModelMaker m;
+  m.Input("n", {1}, onnx::TensorProto::INT64);
+  m.IntInitializer("start", {0});
+  m.IntInitializer("delta", {1});
+  m.Node("Range", {"start", "n", "delta"}, {"y"});
+  m.Output("y");
+  EXPECT_THAT(m.Import().status().message(),
+              HasSubstr("node y_node (Range): the output shape depends on a run-time value: input 2 ('n')"));
+  ImportOptions known;
+  known.known_inputs["n"] = Tensor(ir::DType::kI64, {1}, {4});
+  absl::StatusOr<ImportedModel> model = m.Import(known);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<HostTensor> out = RunOnHost(*model, {known.known_inputs["n"]});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape, Shape({4}));
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(ReadAsDouble(out[0].Ref(), i), i);
+}
+
+// An integer base with a float exponent: the power of the exact values, truncated to the base's
+// type (4^0.5 = 2, 3^0.5 -> 1), as ONNX's reference computes it; casting the exponent to the
+// base's type instead would make both 1.
+TEST(OnnxImport, PowOfAnIntegerBaseAndAFloatExponentComputesInF64) {
+  ModelMaker m;
+  m.Input("x", {4}, onnx::TensorProto::INT32);
+  m.Input("e", {4});
+  m.Node("Pow", {"x", "e"}, {"y"});
+  m.Output("y");
+  absl::StatusOr<ImportedModel> model = m.Import();
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<HostTensor> out =
+      RunOnHost(*model, {Tensor(ir::DType::kI32, {4}, {2, 4, 3, -2}), F32({4}, {10, 0.5, 0.5, 3})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].dtype, ir::DType::kI32);
+  const double want[] = {1024, 2, 1, -8};
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(ReadAsDouble(out[0].Ref(), i), want[i]) << i;
+}
+
 TEST(OnnxImport, ABadShapeIsRefusedAtItsNode) {
   ModelMaker m;
   m.Input("a", {2, 3});

@@ -88,8 +88,9 @@ TEST_F(CudaKernelArgsTest, OperandsThatDoNotBroadcastAreRefused) {
                 "do not broadcast");
 }
 
-TEST_F(CudaKernelArgsTest, IntegerDivideIsRefused) {
-  ExpectRefused(Call("divide", {T(DType::kI32, {4}), T(DType::kI32, {4})}, {T(DType::kI32, {4})}), "divide", "i32");
+TEST_F(CudaKernelArgsTest, BoolDivideIsRefused) {
+  ExpectRefused(Call("divide", {T(DType::kBool, {4}), T(DType::kBool, {4})}, {T(DType::kBool, {4})}), "divide",
+                "bool");
 }
 
 TEST_F(CudaKernelArgsTest, AttentionHeadOver256IsRefused) {

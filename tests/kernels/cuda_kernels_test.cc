@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_join.h"
@@ -179,6 +180,31 @@ TEST_F(CudaKernelsTest, BinaryOpsBroadcastLikeTheCpu) {
   }
 }
 
+// f64 computes in f64: + - * / and the selections round correctly on both sides (bit for bit);
+// CUDA's pow is within 2 ulps of the exact power and glibc's within 1, so 3 f64 ulps apart at most.
+TEST_F(CudaKernelsTest, F64BinaryOpsMatchTheCpu) {
+  HostTensor a = Random(DType::kF64, {37, 129}, 25, 0.5, 4), b = Random(DType::kF64, {129}, 26, -3, 3);
+  for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum"})
+    Compare(op, {a, b}, {HostTensor::Zeros(DType::kF64, {37, 129})}, {}, 0, 0);
+  Compare("power", {a, b}, {HostTensor::Zeros(DType::kF64, {37, 129})}, {}, 3 * std::ldexp(1.0, -52), 0);
+}
+
+// Integers of every width: all seven ops are exact (wrapping; divide by 0 and negative exponents as
+// src/kernels/internal/integer_math.h defines them, the same code on both sides).
+TEST_F(CudaKernelsTest, IntegerBinaryOpsMatchTheCpuExactly) {
+  const std::vector<std::tuple<DType, double, double>> ranges = {
+      {DType::kI8, -128, 127}, {DType::kU8, 0, 255}, {DType::kI32, -2e9, 2e9}, {DType::kI64, -2e9, 2e9}};
+  for (const auto& [t, lo, hi] : ranges) {
+    HostTensor a = Random(t, {5, 9}, 27, lo, hi), b = Random(t, {9}, 28, lo, hi);
+    HostTensor exponents = Random(t, {9}, 29, t == DType::kU8 ? 0 : -3, 9),
+               small = Random(t, {9}, 30, t == DType::kU8 ? 0 : -3, 3);
+    for (const char* op : {"add", "subtract", "multiply", "maximum", "minimum"})
+      Compare(op, {a, b}, {HostTensor::Zeros(t, {5, 9})}, {}, 0, 0);
+    Compare("divide", {a, small}, {HostTensor::Zeros(t, {5, 9})}, {}, 0, 0);  // small holds zeros
+    Compare("power", {a, exponents}, {HostTensor::Zeros(t, {5, 9})}, {}, 0, 0);
+  }
+}
+
 TEST_F(CudaKernelsTest, SiluMulMatchesTheCpu) {
   for (DType t : kFloatDTypes) {
     for (const Shape& s : std::vector<Shape>{{3, 26}, {64, 1024}, {2, 3, 18}}) {
@@ -190,10 +216,13 @@ TEST_F(CudaKernelsTest, SiluMulMatchesTheCpu) {
 }
 
 TEST_F(CudaKernelsTest, CastMatchesTheCpuBetweenEveryPair) {
-  const DType all[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64};
+  const DType all[] = {DType::kF64, DType::kF32, DType::kF16, DType::kBF16,
+                       DType::kI64, DType::kI32, DType::kI8,  DType::kU8};
   for (DType from : all) {
-    HostTensor x = Random(from, {1001}, 41, -70000, 70000);
-    if (from == DType::kF32 || from == DType::kBF16) {  // NaN, infinities, beyond the integers' range
+    const double lo = from == DType::kI8 ? -128 : from == DType::kU8 ? 0 : -70000;
+    const double hi = from == DType::kI8 ? 127 : from == DType::kU8 ? 255 : 70000;
+    HostTensor x = Random(from, {1001}, 41, lo, hi);
+    if (from == DType::kF64 || from == DType::kF32 || from == DType::kBF16) {  // NaN, infinities, out of range
       const double specials[] = {std::nan(""), INFINITY, -INFINITY, 3e9, -3e9, 1e19, -1e19, 0.5, -0.5, 65519.99};
       for (int i = 0; i < 10; ++i) Write(x, i, specials[i]);
     }

@@ -20,7 +20,8 @@ const BroadcastCase kBroadcastCases[] = {
 };
 
 // +, -, * and / of values of one dtype, computed exactly in double and rounded once to the dtype,
-// are what the kernel stores: the f32 computation's double rounding is innocuous for them.
+// are what the kernel stores: the f32 computation's double rounding is innocuous for them. For f64
+// the double operation itself is the kernel's (IEEE + - * / round correctly, so bit for bit).
 void CheckBinary(absl::string_view op, std::function<double(double, double)> f, DType dtype) {
   for (const BroadcastCase& c : kBroadcastCases) {
     HostTensor a = Random(dtype, c.a, 1), b = Random(dtype, c.b, 2, 0.25, 3.0);
@@ -45,6 +46,17 @@ TEST(ElementwiseTest, MultiplyBroadcastsInEveryFloatDType) {
 TEST(ElementwiseTest, DivideBroadcastsInEveryFloatDType) {
   for (DType d : kFloatDTypes) CheckBinary("divide", std::divides<double>(), d);
 }
+TEST(ElementwiseTest, F64ArithmeticBroadcastsInDoublePrecision) {
+  CheckBinary("add", std::plus<double>(), DType::kF64);
+  CheckBinary("subtract", std::minus<double>(), DType::kF64);
+  CheckBinary("multiply", std::multiplies<double>(), DType::kF64);
+  CheckBinary("divide", std::divides<double>(), DType::kF64);
+  // 1 + 2^-40 is 1 in f32: a kernel computing in f32 would store 2 here, not 2 + 2^-40.
+  const double tiny = std::ldexp(1.0, -40);
+  HostTensor a = Make(DType::kF64, {}, {1.0 + tiny}), b = Make(DType::kF64, {}, {1.0}), out = a;
+  ASSERT_TRUE(RunKernel("add", {&a, &b}, {&out}).ok());
+  EXPECT_EQ(Read(out, 0), 2.0 + tiny);
+}
 TEST(ElementwiseTest, IntegerArithmeticBroadcasts) {
   for (DType d : {DType::kI32, DType::kI64}) {
     CheckBinary("add", std::plus<double>(), d);
@@ -59,6 +71,73 @@ TEST(ElementwiseTest, IntegerAdditionWrapsAround) {
   ASSERT_TRUE(RunKernel("add", {&a, &b}, {&out}).ok());
   EXPECT_EQ(Read(out, 0), -2147483648.0);
   EXPECT_EQ(Read(out, 1), -2147483647.0);
+}
+
+// u8 and i8 wrap around like their unsigned arithmetic modulo 256; the results are exact.
+TEST(ElementwiseTest, SmallIntegerArithmeticWrapsAround) {
+  HostTensor a = Make(DType::kU8, {4}, {250, 3, 0, 200}), b = Make(DType::kU8, {4}, {10, 5, 1, 2});
+  HostTensor out = HostTensor::Zeros(DType::kU8, {4});
+  ASSERT_TRUE(RunKernel("add", {&a, &b}, {&out}).ok());
+  EXPECT_EQ(Values(out), (std::vector<double>{4, 8, 1, 202}));
+  ASSERT_TRUE(RunKernel("subtract", {&a, &b}, {&out}).ok());
+  EXPECT_EQ(Values(out), (std::vector<double>{240, 254, 255, 198}));
+  ASSERT_TRUE(RunKernel("multiply", {&a, &b}, {&out}).ok());
+  EXPECT_EQ(Values(out), (std::vector<double>{196, 15, 0, 144}));  // 2500 and 400 mod 256
+  HostTensor c = Make(DType::kI8, {3}, {127, -128, 100}), d = Make(DType::kI8, {3}, {1, -1, 3});
+  HostTensor i8 = HostTensor::Zeros(DType::kI8, {3});
+  ASSERT_TRUE(RunKernel("add", {&c, &d}, {&i8}).ok());
+  EXPECT_EQ(Values(i8), (std::vector<double>{-128, 127, 103}));
+  ASSERT_TRUE(RunKernel("multiply", {&c, &d}, {&i8}).ok());
+  EXPECT_EQ(Values(i8), (std::vector<double>{127, -128, 44}));  // 128 and 300 wrap
+}
+
+// Integer division truncates toward zero; x / 0 is 0 and MIN / -1 wraps to MIN.
+TEST(ElementwiseTest, IntegerDivideTruncatesTowardZero) {
+  HostTensor a = Make(DType::kI32, {6}, {7, -7, 7, -7, 5, -2147483648.0}),
+             b = Make(DType::kI32, {6}, {2, 2, -2, -2, 0, -1});
+  HostTensor out = HostTensor::Zeros(DType::kI32, {6});
+  ASSERT_TRUE(RunKernel("divide", {&a, &b}, {&out}).ok());
+  EXPECT_EQ(Values(out), (std::vector<double>{3, -3, -3, 3, 0, -2147483648.0}));
+  HostTensor u = Make(DType::kU8, {3}, {255, 7, 9}), v = Make(DType::kU8, {}, {2}),
+             q = HostTensor::Zeros(DType::kU8, {3});
+  ASSERT_TRUE(RunKernel("divide", {&u, &v}, {&q}).ok());
+  EXPECT_EQ(Values(q), (std::vector<double>{127, 3, 4}));
+}
+
+// Integer power is exact where it fits and wraps where it does not; a negative exponent truncates
+// 1 / base^-e (0 unless |base| is 1).
+TEST(ElementwiseTest, IntegerPowerIsExactAndWraps) {
+  HostTensor a = Make(DType::kI64, {8}, {2, 3, -2, 0, 1, -1, -1, 5}),
+             b = Make(DType::kI64, {8}, {10, 4, 3, 0, -5, 3, -4, -1});
+  HostTensor out = HostTensor::Zeros(DType::kI64, {8});
+  ASSERT_TRUE(RunKernel("power", {&a, &b}, {&out}).ok());
+  EXPECT_EQ(Values(out), (std::vector<double>{1024, 81, -8, 1, 1, -1, 1, 0}));
+  HostTensor x = Make(DType::kI32, {2}, {3, 2}), e = Make(DType::kI32, {2}, {20, 31}),
+             y = HostTensor::Zeros(DType::kI32, {2});
+  ASSERT_TRUE(RunKernel("power", {&x, &e}, {&y}).ok());
+  EXPECT_EQ(Values(y), (std::vector<double>{3486784401.0 - 4294967296.0, -2147483648.0}));  // mod 2^32
+  HostTensor s = Make(DType::kU8, {2}, {3, 2}), t = Make(DType::kU8, {2}, {5, 8}),
+             z = HostTensor::Zeros(DType::kU8, {2});
+  ASSERT_TRUE(RunKernel("power", {&s, &t}, {&z}).ok());
+  EXPECT_EQ(Values(z), (std::vector<double>{243, 0}));
+}
+
+// maximum and minimum of f64, i8 and u8 are exact selections; f64 NaN propagates from either side.
+TEST(ElementwiseTest, MaximumAndMinimumOfF64AndSmallIntegers) {
+  const double nan = std::nan("");
+  HostTensor a = Make(DType::kF64, {3}, {1.0 + std::ldexp(1.0, -40), nan, 2}), b = Make(DType::kF64, {3}, {1, 0, nan});
+  HostTensor hi = a, lo = a;
+  ASSERT_TRUE(RunKernel("maximum", {&a, &b}, {&hi}).ok());
+  ASSERT_TRUE(RunKernel("minimum", {&a, &b}, {&lo}).ok());
+  EXPECT_EQ(Read(hi, 0), 1.0 + std::ldexp(1.0, -40));
+  EXPECT_EQ(Read(lo, 0), 1.0);
+  for (int64_t i : {1, 2}) EXPECT_TRUE(std::isnan(Read(hi, i)) && std::isnan(Read(lo, i))) << i;
+  HostTensor c = Make(DType::kI8, {2}, {-128, 127}), d = Make(DType::kI8, {2}, {-1, 0}), i8 = c;
+  ASSERT_TRUE(RunKernel("maximum", {&c, &d}, {&i8}).ok());
+  EXPECT_EQ(Values(i8), (std::vector<double>{-1, 127}));
+  HostTensor u = Make(DType::kU8, {2}, {255, 0}), v = Make(DType::kU8, {2}, {1, 128}), u8 = u;
+  ASSERT_TRUE(RunKernel("minimum", {&u, &v}, {&u8}).ok());
+  EXPECT_EQ(Values(u8), (std::vector<double>{1, 0}));
 }
 
 TEST(ElementwiseTest, ScalarOperandOnEitherSide) {
@@ -126,14 +205,14 @@ TEST(ElementwiseTest, GeluTanhFormByAttribute) {
 }
 
 TEST(ElementwiseTest, UnsupportedDTypesAreErrorsNamingTheOp) {
-  HostTensor i8 = HostTensor::Zeros(DType::kI8, {3}), i8_out = i8;
-  absl::Status s = RunKernel("add", {&i8, &i8}, {&i8_out});
+  HostTensor flags = HostTensor::Zeros(DType::kBool, {3}), flags_out = flags;
+  absl::Status s = RunKernel("add", {&flags, &flags}, {&flags_out});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("'add'"), std::string::npos) << s;
-  HostTensor i32 = HostTensor::Zeros(DType::kI32, {3}), i32_out = i32;
-  s = RunKernel("divide", {&i32, &i32}, {&i32_out});
+  s = RunKernel("divide", {&flags, &flags}, {&flags_out});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("'divide'"), std::string::npos) << s;
+  HostTensor i32 = HostTensor::Zeros(DType::kI32, {3}), i32_out = i32;
   s = RunKernel("exp", {&i32}, {&i32_out});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("'exp'"), std::string::npos) << s;

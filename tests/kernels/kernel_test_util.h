@@ -46,12 +46,13 @@ inline HostTensor Make(DType dtype, Shape shape, const std::vector<double>& valu
   return t;
 }
 
-// Uniform in [lo, hi] (integers for integer dtypes), rounded to the dtype; fixed seed.
+// Uniform in [lo, hi] (integers for integer dtypes, whose range must hold [lo, hi]), rounded to the
+// dtype; fixed seed.
 inline HostTensor Random(DType dtype, Shape shape, uint32_t seed, double lo = -2.0, double hi = 2.0) {
   HostTensor t = HostTensor::Zeros(dtype, std::move(shape));
   std::mt19937 gen(seed);
   std::uniform_real_distribution<double> dist(lo, hi);
-  const bool integer = dtype == DType::kI32 || dtype == DType::kI64;
+  const bool integer = dtype == DType::kI32 || dtype == DType::kI64 || dtype == DType::kI8 || dtype == DType::kU8;
   for (int64_t i = 0; i < t.NumElements(); ++i) Write(t, i, integer ? std::round(dist(gen)) : dist(gen));
   return t;
 }

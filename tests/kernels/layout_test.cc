@@ -1,5 +1,6 @@
 // transpose, concatenate, split, cast and take on the CPU against index arithmetic written here.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/kernel_test_util.h"
@@ -132,6 +133,54 @@ TEST(LayoutTest, CastBetweenEveryPairKeepsExactValues) {
   }
 }
 
+// Every pair of all eight arithmetic dtypes, on values that each of them (u8 and i8 included) holds.
+TEST(LayoutTest, CastBetweenEveryArithmeticPairKeepsSmallValues) {
+  const DType dtypes[] = {DType::kF64, DType::kF32, DType::kF16, DType::kBF16,
+                          DType::kI64, DType::kI32, DType::kI8,  DType::kU8};
+  const std::vector<double> values = {0, 1, 2, 7, 64, 100, 127, 0, 3, 5};
+  for (DType from : dtypes) {
+    for (DType to : dtypes) {
+      HostTensor x = Make(from, {10}, values), out = HostTensor::Zeros(to, {10});
+      ASSERT_TRUE(RunKernel("cast", {&x}, {&out}).ok()) << DTypeLabel(from) << "->" << DTypeLabel(to);
+      EXPECT_EQ(Values(out), values) << DTypeLabel(from) << "->" << DTypeLabel(to);
+    }
+  }
+}
+
+// f64 narrows in one rounding. 1 + 2^-11 + 2^-40 lies just above the f16 tie between 1 and
+// 1 + 2^-10, so it rounds up; through an f32 rounded to nearest it would become the tie itself and
+// round down to 1 (even). f64 -> f32 is one IEEE rounding; i64 -> f64 rounds to nearest even.
+TEST(LayoutTest, CastFromF64RoundsOnce) {
+  const double above_tie = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
+  HostTensor x = Make(DType::kF64, {2}, {above_tie, -above_tie}), f16 = HostTensor::Zeros(DType::kF16, {2});
+  ASSERT_TRUE(RunKernel("cast", {&x}, {&f16}).ok());
+  EXPECT_EQ(Values(f16), (std::vector<double>{1.0 + std::ldexp(1.0, -10), -1.0 - std::ldexp(1.0, -10)}));
+  HostTensor f32 = HostTensor::Zeros(DType::kF32, {2});
+  ASSERT_TRUE(RunKernel("cast", {&x}, {&f32}).ok());
+  EXPECT_EQ(Read(f32, 0), static_cast<double>(static_cast<float>(above_tie)));
+  HostTensor big = Make(DType::kI64, {1}, {0}), wide = HostTensor::Zeros(DType::kF64, {1});
+  const int64_t odd = (int64_t{1} << 53) + 1;  // not an f64: ties to 2^53 (even)
+  std::memcpy(big.bytes.data(), &odd, sizeof odd);
+  ASSERT_TRUE(RunKernel("cast", {&big}, {&wide}).ok());
+  EXPECT_EQ(Read(wide, 0), std::ldexp(1.0, 53));
+}
+
+// f64 and f32 to i8 and u8 truncate toward zero and saturate (NaN -> 0); integers wrap.
+TEST(LayoutTest, CastToSmallIntegersTruncatesAndSaturates) {
+  const std::vector<double> in = {2.9, -2.9, 300, -300, std::nan(""), 127.5};
+  for (DType from : {DType::kF64, DType::kF32}) {
+    HostTensor x = Make(from, {6}, in), i8 = HostTensor::Zeros(DType::kI8, {6}),
+               u8 = HostTensor::Zeros(DType::kU8, {6});
+    ASSERT_TRUE(RunKernel("cast", {&x}, {&i8}).ok());
+    ASSERT_TRUE(RunKernel("cast", {&x}, {&u8}).ok());
+    EXPECT_EQ(Values(i8), (std::vector<double>{2, -2, 127, -128, 0, 127})) << DTypeLabel(from);
+    EXPECT_EQ(Values(u8), (std::vector<double>{2, 0, 255, 0, 0, 127})) << DTypeLabel(from);
+  }
+  HostTensor minus_one = Make(DType::kI8, {1}, {-1}), u8 = HostTensor::Zeros(DType::kU8, {1});
+  ASSERT_TRUE(RunKernel("cast", {&minus_one}, {&u8}).ok());
+  EXPECT_EQ(Read(u8, 0), 255.0);
+}
+
 TEST(LayoutTest, CastRoundsOnceToNearestEven) {
   // 0.1 in f32 rounds to f16 0x2E66; f16 -> bf16 rounds the exact f16 value.
   HostTensor x = Make(DType::kF32, {2}, {0.1, 1.0 + 1.0 / 256 + 1.0 / 65536}), out = HostTensor::Zeros(DType::kF16, {2});
@@ -165,8 +214,8 @@ TEST(LayoutTest, CastToIntegerTruncatesAndSaturates) {
 }
 
 TEST(LayoutTest, CastErrors) {
-  HostTensor x = HostTensor::Zeros(DType::kF32, {2}), u8 = HostTensor::Zeros(DType::kU8, {2});
-  EXPECT_EQ(RunKernel("cast", {&x}, {&u8}).code(), absl::StatusCode::kInvalidArgument);
+  HostTensor x = HostTensor::Zeros(DType::kF32, {2}), flags = HostTensor::Zeros(DType::kBool, {2});
+  EXPECT_EQ(RunKernel("cast", {&x}, {&flags}).code(), absl::StatusCode::kInvalidArgument);
   HostTensor f16 = HostTensor::Zeros(DType::kF16, {2});
   KernelAttrs attrs;
   attrs.Set("dtype", std::string("bf16"));

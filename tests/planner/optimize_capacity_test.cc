@@ -115,6 +115,42 @@ TEST(OptimizeCapacityTest, AProgramThatFitsOnlyWhenSplitAcrossTwoGpus) {
   EXPECT_LT(unconstrained->cost.total, plan->cost.total);
 }
 
+// A pipeline of `layers` matmuls, each with its own f32[256,256] weight, behind free annotations.
+std::string Pipeline(int layers) {
+  std::string params = "%x: f32[256,256]";
+  std::string body = "  %h0 = on_device(%x, ?, constrain_body=false, constrain_result=false)\n";
+  for (int l = 0; l < layers; ++l) {
+    absl::StrAppend(&params, ", %w", l, ": f32[256,256]");
+    absl::StrAppend(&body, "  %m", l, " = matmul(%h", l, ", %w", l, ")\n  %h", l + 1, " = on_device(%m", l,
+                    ", ?, constrain_body=false, constrain_result=false)\n");
+  }
+  return absl::StrCat("def @main(", params, ") -> f32[256,256] {\n", body, "  return %h", layers, "\n}\n");
+}
+
+// Twelve layers' weights on GPUs that hold eight tensors each: the layers split over both GPUs; the
+// capacity search proves it optimal without Z3, at the cost Z3 alone proves.
+TEST(OptimizeCapacityTest, APipelineSplitOverTwoGpusIsProvenOptimalByTheCapacitySearch) {
+  ir::Module module = Parse(Pipeline(12));
+  Machine machine = SmallGpus();
+  for (int g = 1; g <= 2; ++g) machine.specs[g].memory_bytes = 8 * 256 * 256 * 4;
+  absl::StatusOr<OptimizedPlan> plan = OptimizePlacement(module, machine, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->optimal);
+  EXPECT_EQ(plan->gap, 0);
+  EXPECT_GE(plan->capacity_cuts, 1u);
+  EXPECT_EQ(plan->z3_variables, 0u);
+  for (int d = 0; d < 3; ++d) EXPECT_LE(plan->peak_bytes[d], machine.specs[d].memory_bytes) << d;
+  EXPECT_GT(plan->peak_bytes[1], 0);
+  EXPECT_GT(plan->peak_bytes[2], 0);
+  OptimizeOptions z3_only;
+  z3_only.capacity_search = false;
+  absl::StatusOr<OptimizedPlan> by_z3 = OptimizePlacement(module, machine, z3_only);
+  ASSERT_TRUE(by_z3.ok()) << by_z3.status();
+  EXPECT_TRUE(by_z3->optimal);
+  EXPECT_GT(by_z3->z3_variables, 0u);
+  EXPECT_EQ(plan->model_cost, by_z3->model_cost);
+}
+
 TEST(OptimizeCapacityTest, AValueLargerThanEveryGpuIsAnErrorNamingIt) {
   ir::Module module = Parse(R"(def @main(%x: f32[2048,2048]) -> f32[2048,2048] {
   %0 = matmul(%x, %x)

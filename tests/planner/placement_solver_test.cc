@@ -1,10 +1,12 @@
 // SolvePlacement against an exhaustive search written here: random models of up to 12 variables and
 // 2-4 devices (forbidden devices, pairs in cycles, parallel pairs, fixed variables), with and without
-// capacity cuts.
+// capacity cuts (solved by the capacity search first and by Z3 alone; pipeline-shaped ones by the
+// search itself).
 #include "src/planner/placement_solver.h"
 
 #include <vector>
 
+#include "src/planner/internal/capacity_search.h"
 #include "src/planner/placement_bound.h"
 
 #include "gtest/gtest.h"
@@ -29,10 +31,10 @@ Cost ExhaustiveOptimum(const PlacementModel& model) {
 
 // `dense`: at least 4 variables and 2-4 pairs per variable, so that most of them keep three or more
 // neighbours and reach Z3.
-PlacementModel RandomModel(bool dense) {
+PlacementModel RandomModel(bool dense, int max_vars = 12) {
   PlacementModel m;
   m.num_devices = *rc::gen::inRange(2, 5);
-  const int n = *rc::gen::inRange(dense ? 4 : 1, 13);
+  const int n = *rc::gen::inRange(dense ? 4 : 1, max_vars + 1);
   for (int v = 0; v < n; ++v) {
     std::vector<Cost> unary(m.num_devices);
     for (Cost& c : unary) c = *rc::gen::weightedOneOf<Cost>({{1, rc::gen::just(kForbidden)}, {5, rc::gen::inRange<Cost>(0, 100)}});
@@ -75,8 +77,7 @@ RC_GTEST_PROP(PlacementSolverTest, CostEqualsAnExhaustiveSearch, ()) { CheckAgai
 
 // Cuts of 1-6 terms (some conditioned on another variable), limits from none of the terms' bytes to
 // all of them: some models become infeasible, most change their optimum.
-RC_GTEST_PROP(PlacementSolverTest, WithCapacityCutsCostEqualsAnExhaustiveSearch, ()) {
-  PlacementModel model = RandomModel(/*dense=*/false);
+void AddRandomCuts(PlacementModel& model) {
   const uint32_t n = static_cast<uint32_t>(model.unary.size());
   const int cuts = *rc::gen::inRange(1, 4);
   for (int c = 0; c < cuts; ++c) {
@@ -95,23 +96,95 @@ RC_GTEST_PROP(PlacementSolverTest, WithCapacityCutsCostEqualsAnExhaustiveSearch,
     cut.limit = *rc::gen::inRange<int64_t>(0, total + 1);
     model.capacity.push_back(std::move(cut));
   }
-  const Cost expected = ExhaustiveOptimum(model);
-  absl::StatusOr<PlacementSolution> solution = SolvePlacement(model, {});
+}
+
+// SolvePlacement with the capacity search first (the default) and with Z3 alone, against the
+// exhaustive search (`expected`: the model's optimum); `z3_alone` false: the default only.
+void CheckCutsAgainstExhaustive(const PlacementModel& model, Cost expected, bool z3_alone = true) {
+  PlacementModel relaxed = model;
+  relaxed.capacity.clear();
+  const Cost relaxed_optimum = ExhaustiveOptimum(relaxed);
   RC_CLASSIFY(expected == kForbidden, "infeasible");
-  if (expected == kForbidden) {
-    RC_ASSERT(!solution.ok());
-    RC_ASSERT(absl::IsFailedPrecondition(solution.status()) || absl::IsInvalidArgument(solution.status()));
-    return;
+  for (uint64_t search_nodes : {PlacementSolveOptions().capacity_search_nodes, uint64_t{0}}) {
+    if (search_nodes == 0 && !z3_alone) break;
+    PlacementSolveOptions options;
+    options.capacity_search_nodes = search_nodes;
+    absl::StatusOr<PlacementSolution> solution = SolvePlacement(model, options);
+    if (expected == kForbidden) {
+      RC_ASSERT(!solution.ok());
+      RC_ASSERT(absl::IsFailedPrecondition(solution.status()) || absl::IsInvalidArgument(solution.status()));
+      continue;
+    }
+    RC_ASSERT(solution.ok());
+    RC_ASSERT(solution->optimal);
+    RC_ASSERT(CapacityHolds(model, solution->device));
+    RC_ASSERT(solution->cost == PlacementCost(model, solution->device));
+    RC_ASSERT(solution->cost == expected);
+    RC_ASSERT(solution->lower_bound == expected);
+    RC_CLASSIFY(search_nodes > 0 && solution->z3_variables == 0, "decided by the capacity search");
+    // The relaxation ignores the cuts: at most the optimum without them.
+    RC_ASSERT(solution->relaxation_bound <= relaxed_optimum);
   }
-  RC_ASSERT(solution.ok());
-  RC_ASSERT(solution->optimal);
-  RC_ASSERT(CapacityHolds(model, solution->device));
-  RC_ASSERT(solution->cost == PlacementCost(model, solution->device));
-  RC_ASSERT(solution->cost == expected);
-  RC_ASSERT(solution->lower_bound == expected);
-  // The relaxation ignores the cuts: at most the optimum without them.
-  model.capacity.clear();
-  RC_ASSERT(solution->relaxation_bound <= ExhaustiveOptimum(model));
+}
+
+RC_GTEST_PROP(PlacementSolverTest, WithCapacityCutsCostEqualsAnExhaustiveSearch, ()) {
+  PlacementModel model = RandomModel(/*dense=*/false);
+  AddRandomCuts(model);
+  CheckCutsAgainstExhaustive(model, ExhaustiveOptimum(model));
+}
+
+// A random tree (each variable after the first joined to an earlier one) with a few extra pairs
+// between neighbours in order, as layer pipelines with residual branches shrink: the capacity
+// search decides these itself. Up to 9 variables: the exhaustive search stays cheap.
+RC_GTEST_PROP(PlacementSolverTest, PipelinesWithCapacityCutsAreDecidedByTheSearch, ()) {
+  PlacementModel model = RandomModel(/*dense=*/false, /*max_vars=*/9);
+  model.pairs.clear();
+  const uint32_t n = static_cast<uint32_t>(model.unary.size());
+  for (uint32_t v = 1; v < n; ++v) {
+    const uint32_t a = *rc::gen::inRange<uint32_t>(0, v);
+    for (uint32_t b : {a, v - 1}) {  // the tree's pair, and sometimes its predecessor's
+      if (b != a && *rc::gen::inRange(0, 3) != 0) continue;
+      PlacementModel::Pair p{b, v, {}};
+      for (int i = 0; i < model.num_devices; ++i) {
+        for (int j = 0; j < model.num_devices; ++j) p.cost.push_back(i == j ? 0 : *rc::gen::inRange<Cost>(0, 60));
+      }
+      model.pairs.push_back(std::move(p));
+    }
+  }
+  AddRandomCuts(model);
+  const Cost expected = ExhaustiveOptimum(model);
+  const CapacitySearchResult found = SearchWithinCapacity(model, {.max_nodes = 1'000'000, .seconds = 60});
+  RC_ASSERT(found.outcome != CapacitySearchResult::Outcome::kGaveUp);
+  RC_ASSERT((found.outcome == CapacitySearchResult::Outcome::kInfeasible) == (expected == kForbidden));
+  if (expected != kForbidden) {
+    RC_ASSERT(found.cost == expected);
+    RC_ASSERT(PlacementCost(model, found.device) == expected);
+    RC_ASSERT(CapacityHolds(model, found.device));
+  }
+  CheckCutsAgainstExhaustive(model, expected, /*z3_alone=*/false);  // the general property runs Z3 alone
+}
+
+// A search out of nodes gives up; the solver then hands the model to Z3 and still finds the optimum.
+TEST(PlacementSolverTest, ACapacitySearchOutOfNodesGivesUpAndZ3Decides) {
+  PlacementModel m;
+  m.num_devices = 2;
+  m.unary = {{5, 1}, {5, 1}, {5, 1}};  // all prefer device 1, which holds two of them
+  m.pairs.push_back({0, 1, {0, 1, 1, 0}});
+  m.pairs.push_back({1, 2, {0, 1, 1, 0}});
+  m.capacity.push_back(
+      {.device = 1, .limit = 100, .terms = {{0, UINT32_MAX, 50}, {1, UINT32_MAX, 50}, {2, UINT32_MAX, 50}}});
+  EXPECT_EQ(SearchWithinCapacity(m, {.max_nodes = 1, .seconds = 60}).outcome, CapacitySearchResult::Outcome::kGaveUp);
+  PlacementSolveOptions options;
+  options.capacity_search_nodes = 1;
+  absl::StatusOr<PlacementSolution> s = SolvePlacement(m, options);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->cost, 1 + 1 + 5 + 1);  // an end variable on device 0: one copy
+  EXPECT_TRUE(s->optimal);
+  EXPECT_GT(s->z3_variables, 0u);
+  const CapacitySearchResult found = SearchWithinCapacity(m, {.max_nodes = 1000, .seconds = 60});
+  ASSERT_EQ(found.outcome, CapacitySearchResult::Outcome::kOptimal);
+  EXPECT_EQ(found.cost, s->cost);
+  EXPECT_EQ(found.unconstrained, 3);
 }
 
 // The LP dual's bound is at most the optimum; the reparameterised costs give every assignment its
@@ -189,17 +262,67 @@ TEST(PlacementSolverTest, ACapacityCutSplitsTwoVariablesThatPreferOneDevice) {
   m.num_devices = 2;
   m.unary = {{5, 1}, {5, 1}};  // both prefer device 1
   m.capacity.push_back({.device = 1, .limit = 100, .terms = {{0, UINT32_MAX, 60}, {1, UINT32_MAX, 60}}});
-  absl::StatusOr<PlacementSolution> s = SolvePlacement(m, {});
-  ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(s->cost, 6);
-  EXPECT_NE(s->device[0], s->device[1]);
-  EXPECT_EQ(s->z3_variables, 2u);  // named by a cut: not eliminated
-  m.unary = {{kForbidden, 1}, {kForbidden, 1}};  // both fixed to device 1: nothing fits
-  EXPECT_TRUE(absl::IsFailedPrecondition(SolvePlacement(m, {}).status()));
+  for (uint64_t search_nodes : {PlacementSolveOptions().capacity_search_nodes, uint64_t{0}}) {
+    PlacementSolveOptions options;
+    options.capacity_search_nodes = search_nodes;
+    absl::StatusOr<PlacementSolution> s = SolvePlacement(m, options);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->cost, 6);
+    EXPECT_NE(s->device[0], s->device[1]);
+    // Z3 alone: named by a cut, not eliminated; else the search decides.
+    EXPECT_EQ(s->z3_variables, search_nodes == 0 ? 2u : 0u);
+    PlacementModel fixed = m;
+    fixed.unary = {{kForbidden, 1}, {kForbidden, 1}};  // both fixed to device 1: nothing fits
+    EXPECT_TRUE(absl::IsFailedPrecondition(SolvePlacement(fixed, options).status()));
+  }
 }
 
 RC_GTEST_PROP(PlacementSolverTest, DenseModelsCostEqualsAnExhaustiveSearch, ()) {
   CheckAgainstExhaustive(/*dense=*/true);
+}
+
+// A frustrated model Z3 must search: every variable prefers device 0, every pair wants its two ends
+// apart (no bound meets its optimum), and a cut on device 1 that the optimum respects.
+PlacementModel FrustratedModel(int n) {
+  PlacementModel m;
+  m.num_devices = 3;
+  PlacementModel::CapacityCut cut{.device = 1, .limit = 40 * n};
+  for (int v = 0; v < n; ++v) {
+    m.unary.push_back({0, 3 + v % 5, 4 + v % 7});
+    cut.terms.push_back({static_cast<uint32_t>(v), UINT32_MAX, 100});
+    for (int u : {v - 1, v - 3, v - 7}) {
+      if (u >= 0) m.pairs.push_back({static_cast<uint32_t>(u), static_cast<uint32_t>(v), {9, 0, 0, 0, 9, 0, 0, 0, 9}});
+    }
+  }
+  m.capacity.push_back(std::move(cut));
+  return m;
+}
+
+// A solve that runs out of its budget says so: DeadlineExceeded, or an assignment marked not
+// optimal. Z3's resource limit makes it run out deterministically; a 1 ms time limit, whichever of
+// Z3's timeout and the solver's own deadline stops it (the assertion holds for both).
+TEST(PlacementSolverTest, ASolveOutOfItsBudgetReportsItTimedOut) {
+  const PlacementModel m = FrustratedModel(40);
+  auto expect_timed_out = [&](const PlacementSolveOptions& options) {
+    absl::StatusOr<PlacementSolution> s = SolvePlacement(m, options);
+    if (s.ok()) {
+      EXPECT_FALSE(s->optimal);
+      EXPECT_LT(s->lower_bound, s->cost);
+      EXPECT_TRUE(CapacityHolds(m, s->device));
+    } else {
+      EXPECT_TRUE(absl::IsDeadlineExceeded(s.status())) << s.status();
+    }
+  };
+  PlacementSolveOptions options;
+  options.capacity_search_nodes = 0;  // Z3 only
+  options.z3_resource_limit = 1;
+  expect_timed_out(options);
+  options.z3_resource_limit = 0;
+  options.time_limit_seconds = 1e-3;
+  expect_timed_out(options);
+  // The capacity search out of nodes, then Z3 out of time.
+  options.capacity_search_nodes = 1;
+  expect_timed_out(options);
 }
 
 TEST(PlacementSolverTest, HeaderExample) {

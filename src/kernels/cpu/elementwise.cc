@@ -1,10 +1,12 @@
-// Element-wise CPU kernels: add/subtract/multiply/divide with NumPy broadcasting, and the unary
-// activations and math functions. f16/bf16 compute in f32 and round once per stored value; i32/i64
-// (add, subtract, multiply) wrap around like unsigned arithmetic.
+// Element-wise CPU kernels: add/subtract/multiply/divide/power/maximum/minimum with NumPy
+// broadcasting, and the unary activations and math functions. f16/bf16 compute in f32 and round
+// once per stored value; f64 computes in f64; integers (i8, u8, i32, i64) wrap around like unsigned
+// arithmetic, and divide and power are internal/integer_math.h's.
 #include <cmath>
 #include <type_traits>
 
 #include "internal/cpu_util.h"
+#include "internal/integer_math.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::kernels_internal {
@@ -36,13 +38,18 @@ V Arithmetic(V a, V b) {
   if constexpr (kOp == BinaryOp::kMinimum) return a != a || a < b ? a : b;
 }
 
-// Integers compute in their unsigned type, so they wrap; floats compute in f32, rounded once.
+// Integers compute in their unsigned type, so they wrap; f64 computes in f64; the other floats
+// compute in f32, rounded once.
 template <BinaryOp kOp, typename T>
 T ApplyBinary(T x, T y) {
-  if constexpr (std::is_integral_v<T> && (kOp == BinaryOp::kMaximum || kOp == BinaryOp::kMinimum)) {
+  if constexpr (std::is_same_v<T, double> ||
+                (std::is_integral_v<T> && (kOp == BinaryOp::kMaximum || kOp == BinaryOp::kMinimum))) {
     return Arithmetic<kOp>(x, y);
+  } else if constexpr (std::is_integral_v<T> && kOp == BinaryOp::kDivide) {
+    return IntegerDivide(x, y);
+  } else if constexpr (std::is_integral_v<T> && kOp == BinaryOp::kPower) {
+    return IntegerPower(x, y);
   } else if constexpr (std::is_integral_v<T>) {
-    static_assert(kOp != BinaryOp::kDivide && kOp != BinaryOp::kPower, "integer division and power have no kernel");
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(Arithmetic<kOp>(static_cast<U>(x), static_cast<U>(y)));
   } else {
@@ -75,17 +82,11 @@ absl::Status BinaryKernel(const KernelCall& call) {
   VDEV_RETURN_IF_ERROR(CheckDType(op, b, a.dtype, "operand 2"));
   VDEV_RETURN_IF_ERROR(CheckDType(op, out, a.dtype, "the output"));
   VDEV_ASSIGN_OR_RETURN(BroadcastWalk walk, BroadcastWalk::Make(op, out.shape, a.shape, b.shape));
-  auto run = [&](auto tag) -> absl::Status {
+  return DispatchNumeric(op, a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr ((kOp == BinaryOp::kDivide || kOp == BinaryOp::kPower) && std::is_integral_v<T>) {
-      return Invalid(op, "integer division and power have no kernel");
-    } else {
-      RunBinary<kOp>(walk, static_cast<const T*>(a.data), static_cast<const T*>(b.data), static_cast<T*>(out.data));
-      return absl::OkStatus();
-    }
-  };
-  if constexpr (kOp == BinaryOp::kDivide || kOp == BinaryOp::kPower) return DispatchFloat(op, a.dtype, run);
-  return DispatchNumeric(op, a.dtype, run);
+    RunBinary<kOp>(walk, static_cast<const T*>(a.data), static_cast<const T*>(b.data), static_cast<T*>(out.data));
+    return absl::OkStatus();
+  });
 }
 
 enum class UnaryOp {

@@ -1,6 +1,6 @@
 // Layout CPU kernels: transpose, concatenate/concat, split, cast and take. All but cast move
 // elements without looking at them, so they take any dtype; cast converts between f32, f16, bf16,
-// i32 and i64 with one rounding.
+// f64, i8, u8, i32 and i64 with one rounding.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -95,20 +95,38 @@ float IntToFloatRoundOdd(int64_t v) {
   return BitsToFloat(FloatToBits(f) | 1u);
 }
 
+// An f64 as the f32 nearest it, with inexact results rounded to odd, as IntToFloatRoundOdd.
+float DoubleToFloatRoundOdd(double v) {
+  float f = static_cast<float>(v);
+  if (std::isnan(v) || static_cast<double>(f) == v) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
+  return BitsToFloat(FloatToBits(f) | 1u);
+}
+
 // Truncates toward zero, saturating at the integer's range; NaN becomes 0.
-template <typename I>
-I FloatToInt(float f) {
-  constexpr float kLimit = static_cast<float>(uint64_t{1} << (std::numeric_limits<I>::digits));  // 2^31 or 2^63
+template <typename I, typename F>
+I FloatToInt(F f) {
+  constexpr F kHigh = static_cast<F>(std::numeric_limits<I>::max()) + 1;  // 2^digits, exact
+  constexpr F kLow = static_cast<F>(std::numeric_limits<I>::min());       // -2^digits or 0
   if (std::isnan(f)) return 0;
-  if (f >= kLimit) return std::numeric_limits<I>::max();
-  if (f <= -kLimit) return std::numeric_limits<I>::min();
+  if (f >= kHigh) return std::numeric_limits<I>::max();
+  if (f <= kLow) return std::numeric_limits<I>::min();
   return static_cast<I>(f);
 }
 
+// f64 converts from and to every type directly (one rounding); f32, f16 and bf16 through f32, the
+// narrowing from integers and f64 rounded to odd first, so that it too rounds once.
 template <typename To, typename From>
 To Convert(From v) {
   if constexpr (std::is_integral_v<From> && std::is_integral_v<To>) {
     return static_cast<To>(v);  // wraps (C++20)
+  } else if constexpr (std::is_same_v<To, double>) {
+    if constexpr (std::is_integral_v<From> || std::is_same_v<From, double>) return static_cast<double>(v);
+    else return static_cast<double>(ToFloat(v));
+  } else if constexpr (std::is_same_v<From, double>) {
+    if constexpr (std::is_integral_v<To>) return FloatToInt<To>(v);
+    else if constexpr (std::is_same_v<To, float>) return static_cast<float>(v);
+    else return FromFloat<To>(DoubleToFloatRoundOdd(v));
   } else if constexpr (std::is_integral_v<From>) {
     if constexpr (std::is_same_v<To, float>) return static_cast<float>(v);
     else return FromFloat<To>(IntToFloatRoundOdd(v));

@@ -1,5 +1,7 @@
-// Element-wise CUDA kernels: the unary activations and math functions, add/subtract/multiply/divide
-// with NumPy broadcasting, silu_mul and cast. Values are computed in f32 and rounded once on store.
+// Element-wise CUDA kernels: the unary activations and math functions, add/subtract/multiply/divide/
+// power/maximum/minimum with NumPy broadcasting, silu_mul and cast. Float values are computed in f32
+// (f64 in f64) and rounded once on store; integers wrap, and integer divide and power are
+// src/kernels/internal/integer_math.h's, the CPU kernels' own.
 // Where every operand is contiguous and 16-byte aligned each thread moves 16-byte packs; the
 // elements past the last whole pack (and misaligned tensors) go element by element.
 #include <cmath>
@@ -7,6 +9,7 @@
 #include <type_traits>
 
 #include "internal/device_math.cuh"
+#include "src/kernels/internal/integer_math.h"
 
 namespace vdev::cuda_ops {
 namespace {
@@ -39,12 +42,24 @@ __device__ __forceinline__ T ApplyBinary(T x, T y) {
     return x > y ? x : y;
   } else if constexpr (std::is_integral_v<T> && kOp == Binary::kMinimum) {
     return x < y ? x : y;
+  } else if constexpr (std::is_integral_v<T> && kOp == Binary::kDivide) {
+    return kernels_internal::IntegerDivide(x, y);
+  } else if constexpr (std::is_integral_v<T> && kOp == Binary::kPower) {
+    return kernels_internal::IntegerPower(x, y);
   } else if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
     const U a = static_cast<U>(x), b = static_cast<U>(y);
     if constexpr (kOp == Binary::kAdd) return static_cast<T>(a + b);
     if constexpr (kOp == Binary::kSubtract) return static_cast<T>(a - b);
-    return static_cast<T>(a * b);  // integer divide is refused before launch
+    return static_cast<T>(a * b);
+  } else if constexpr (std::is_same_v<T, double>) {
+    if constexpr (kOp == Binary::kAdd) return x + y;
+    if constexpr (kOp == Binary::kSubtract) return x - y;
+    if constexpr (kOp == Binary::kMultiply) return x * y;
+    if constexpr (kOp == Binary::kDivide) return x / y;
+    if constexpr (kOp == Binary::kPower) return pow(x, y);
+    if constexpr (kOp == Binary::kMaximum) return x != x || x > y ? x : y;  // NaN propagates
+    if constexpr (kOp == Binary::kMinimum) return x != x || x < y ? x : y;
   } else {
     const float a = ToF32(x), b = ToF32(y);
     if constexpr (kOp == Binary::kAdd) return FromF32<T>(a + b);
@@ -139,25 +154,38 @@ __global__ void SiluMulKernel(const T* __restrict__ x, T* __restrict__ y, int64_
   }
 }
 
-// Integers to a float type: f32 rounds to nearest; f16/bf16 go through an f32 rounded to odd
+// Integers to a float type: f32 and f64 round to nearest; f16/bf16 go through an f32 rounded to odd
 // (truncate, then set the last bit when inexact) so the narrowing rounds once, as from the integer.
 template <typename To, typename From>
 __device__ __forceinline__ To ConvertInt(From v) {
   const long long w = static_cast<long long>(v);
+  if constexpr (std::is_same_v<To, double>) return __ll2double_rn(w);
   if constexpr (std::is_same_v<To, float>) return __ll2float_rn(w);
   float f = __ll2float_rz(w);
   if (__float2ll_rz(f) != w) f = __uint_as_float(__float_as_uint(f) | 1u);
   return FromF32<To>(f);
 }
 
-// Floats to integers: truncation toward zero, saturating at the range, NaN -> 0.
+// f64 to f32, f16 or bf16, rounding once: f16/bf16 through an f32 rounded to odd, as ConvertInt.
 template <typename To>
-__device__ __forceinline__ To ConvertToInt(float f) {
-  constexpr float kLimit = sizeof(To) == 4 ? 2147483648.0f : 9223372036854775808.0f;
+__device__ __forceinline__ To NarrowDouble(double d) {
+  if constexpr (std::is_same_v<To, float>) return __double2float_rn(d);
+  float f = __double2float_rz(d);
+  if (static_cast<double>(f) != d) f = __uint_as_float(__float_as_uint(f) | 1u);  // NaN stays NaN
+  return FromF32<To>(f);
+}
+
+// Floats (F = float or double) to integers: truncation toward zero, saturating at the range,
+// NaN -> 0.
+template <typename To, typename F>
+__device__ __forceinline__ To ConvertToInt(F f) {
+  using U = std::make_unsigned_t<To>;
+  constexpr To kMax = static_cast<To>(static_cast<U>(~U{0}) >> (std::is_signed_v<To> ? 1 : 0));
+  constexpr To kMin = std::is_signed_v<To> ? static_cast<To>(-kMax - 1) : To{0};
+  constexpr F kHigh = static_cast<F>(kMax / 2 + 1) * 2;  // kMax + 1, a power of two: exact
   if (f != f) return 0;
-  constexpr To kMax = static_cast<To>(sizeof(To) == 4 ? int64_t{INT32_MAX} : int64_t{INT64_MAX});
-  if (f >= kLimit) return kMax;
-  if (f <= -kLimit) return -kMax - 1;
+  if (f >= kHigh) return kMax;
+  if (f <= static_cast<F>(kMin)) return kMin;
   return static_cast<To>(f);
 }
 
@@ -169,8 +197,14 @@ __global__ void CastKernel(const From* __restrict__ x, To* __restrict__ y, int64
       y[i] = static_cast<To>(x[i]);  // wraps
     } else if constexpr (std::is_integral_v<From>) {
       y[i] = ConvertInt<To>(x[i]);
+    } else if constexpr (std::is_same_v<From, double>) {
+      if constexpr (std::is_integral_v<To>) y[i] = ConvertToInt<To>(x[i]);
+      else if constexpr (std::is_same_v<To, double>) y[i] = x[i];
+      else y[i] = NarrowDouble<To>(x[i]);
     } else if constexpr (std::is_integral_v<To>) {
       y[i] = ConvertToInt<To>(ToF32(x[i]));
+    } else if constexpr (std::is_same_v<To, double>) {
+      y[i] = static_cast<double>(ToF32(x[i]));
     } else {
       y[i] = FromF32<To>(ToF32(x[i]));
     }
@@ -199,11 +233,7 @@ void Binary1(const void* a, const void* b, void* y, int64_t n, const Strided* s,
 
 template <Binary kOp>
 void BinaryAnyType(Elem t, const void* a, const void* b, void* y, int64_t n, const Strided* s, cudaStream_t stream) {
-  DispatchAny(t, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!((kOp == Binary::kDivide || kOp == Binary::kPower) && std::is_integral_v<T>))
-      Binary1<kOp, T>(a, b, y, n, s, stream);
-  });
+  DispatchArithmetic(t, [&](auto tag) { Binary1<kOp, decltype(tag)>(a, b, y, n, s, stream); });
 }
 
 }  // namespace
@@ -261,8 +291,8 @@ cudaError_t LaunchSiluMul(Elem t, const void* x, void* y, int64_t rows, int64_t 
 
 cudaError_t LaunchCast(Elem from, Elem to, const void* x, void* y, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  DispatchAny(from, [&](auto from_tag) {
-    DispatchAny(to, [&](auto to_tag) {
+  DispatchArithmetic(from, [&](auto from_tag) {
+    DispatchArithmetic(to, [&](auto to_tag) {
       using From = decltype(from_tag);
       using To = decltype(to_tag);
       CastKernel<To, From><<<GridFor(n), kThreads, 0, stream>>>(static_cast<const From*>(x), static_cast<To*>(y), n);

@@ -65,7 +65,7 @@ absl::Status BinaryOp(absl::string_view name, const KernelCall& call) {
   const TensorRef &a = call.inputs[0], &b = call.inputs[1], &out = call.outputs[0];
   VDEV_RETURN_IF_ERROR(CheckDType(op, b, a.dtype, "operand 2"));
   VDEV_RETURN_IF_ERROR(CheckDType(op, out, a.dtype, "the output"));
-  VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem t, ElemOf(op, a.dtype, /*integers=*/kOp != Binary::kDivide && kOp != Binary::kPower));
+  VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem t, ArithmeticElemOf(op, a.dtype));
   VDEV_ASSIGN_OR_RETURN(std::optional<cuda_ops::Strided> shape, BroadcastOf(op, out, a, b));
   return Launched(op, cuda_ops::LaunchBinary(kOp, t, a.data, b.data, out.data, out.NumElements(),
                                              shape ? &*shape : nullptr, StreamOf(call)));
@@ -98,8 +98,8 @@ absl::Status Cast(const KernelCall& call) {
   constexpr KernelOp op = KernelOp::Cuda("cast");
   VDEV_RETURN_IF_ERROR(kernels_internal::CheckCast(op, call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
-  VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem from, ElemOf(op, x.dtype, /*integers=*/true));
-  VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem to, ElemOf(op, out.dtype, /*integers=*/true));
+  VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem from, ArithmeticElemOf(op, x.dtype));
+  VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem to, ArithmeticElemOf(op, out.dtype));
   return Launched(op, cuda_ops::LaunchCast(from, to, x.data, out.data, x.NumElements(), StreamOf(call)));
 }
 

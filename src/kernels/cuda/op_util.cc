@@ -11,15 +11,32 @@ Shape Strides(const Shape& shape) {
   return strides;
 }
 
-absl::StatusOr<cuda_ops::Elem> ElemOf(const KernelOp& op, ir::DType dtype, bool integers) {
-  VDEV_RETURN_IF_ERROR(kernels_internal::CheckNumeric(op, dtype, integers));
+namespace {
+
+// The element type of a dtype that CheckArithmetic admitted.
+cuda_ops::Elem ElemFor(ir::DType dtype) {
   switch (dtype) {
     case ir::DType::kF32: return cuda_ops::Elem::kF32;
     case ir::DType::kF16: return cuda_ops::Elem::kF16;
     case ir::DType::kBF16: return cuda_ops::Elem::kBF16;
+    case ir::DType::kF64: return cuda_ops::Elem::kF64;
+    case ir::DType::kI8: return cuda_ops::Elem::kI8;
+    case ir::DType::kU8: return cuda_ops::Elem::kU8;
     case ir::DType::kI32: return cuda_ops::Elem::kI32;
-    default: return cuda_ops::Elem::kI64;  // CheckNumeric admitted no other
+    default: return cuda_ops::Elem::kI64;
   }
+}
+
+}  // namespace
+
+absl::StatusOr<cuda_ops::Elem> ElemOf(const KernelOp& op, ir::DType dtype, bool integers) {
+  VDEV_RETURN_IF_ERROR(kernels_internal::CheckNumeric(op, dtype, integers));
+  return ElemFor(dtype);
+}
+
+absl::StatusOr<cuda_ops::Elem> ArithmeticElemOf(const KernelOp& op, ir::DType dtype) {
+  VDEV_RETURN_IF_ERROR(kernels_internal::CheckArithmetic(op, dtype));
+  return ElemFor(dtype);
 }
 
 cudaStream_t StreamOf(const KernelCall& call) {

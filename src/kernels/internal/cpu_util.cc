@@ -4,6 +4,7 @@
 #include <cstring>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -19,8 +20,13 @@ __attribute__((target("avx,f16c"))) void WidenHalfF16C(const uint16_t* in, float
   for (; i < n; ++i) out[i] = HalfToFloat(in[i]);
 }
 
+// The F16C bit comes from CPUID itself: clang 14's __builtin_cpu_supports does not know "f16c".
+// "avx" there also checks that the OS saves the AVX registers.
 bool HasF16C() {
-  static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  }();
   return has;
 }
 #endif

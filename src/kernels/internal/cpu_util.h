@@ -61,12 +61,20 @@ absl::Status DispatchFloat(const KernelOp& op, ir::DType dtype, F&& f) {
   }
 }
 
-// Like DispatchFloat, and also i32 and i64 (T = int32_t, int64_t).
+// Like DispatchFloat, and also f64 (T = double, which computes in double, not f32) and the
+// integers i8, u8, i32 and i64 (T = int8_t, uint8_t, int32_t, int64_t): the dtypes of
+// CheckArithmetic, which the element-wise arithmetic and cast kernels take.
 template <typename F>
 absl::Status DispatchNumeric(const KernelOp& op, ir::DType dtype, F&& f) {
-  if (dtype == ir::DType::kI32) return f(Tag<int32_t>{});
-  if (dtype == ir::DType::kI64) return f(Tag<int64_t>{});
-  VDEV_RETURN_IF_ERROR(CheckNumeric(op, dtype, /*integers=*/true));
+  switch (dtype) {
+    case ir::DType::kF64: return f(Tag<double>{});
+    case ir::DType::kI8: return f(Tag<int8_t>{});
+    case ir::DType::kU8: return f(Tag<uint8_t>{});
+    case ir::DType::kI32: return f(Tag<int32_t>{});
+    case ir::DType::kI64: return f(Tag<int64_t>{});
+    default: break;
+  }
+  VDEV_RETURN_IF_ERROR(CheckArithmetic(op, dtype));
   return DispatchFloat(op, dtype, std::forward<F>(f));
 }
 

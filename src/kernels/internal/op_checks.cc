@@ -48,6 +48,17 @@ absl::Status CheckNumeric(const KernelOp& op, ir::DType dtype, bool integers) {
                  ")");
 }
 
+absl::Status CheckArithmetic(const KernelOp& op, ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kF64:
+    case ir::DType::kI8:
+    case ir::DType::kU8: return absl::OkStatus();
+    default: break;
+  }
+  if (CheckNumeric(op, dtype, /*integers=*/true).ok()) return absl::OkStatus();
+  return Invalid(op, "dtype ", ir::DTypeName(dtype), " is not supported (f32, f16, bf16, f64, i8, u8, i32, i64)");
+}
+
 const KernelAttrs& AttrsOf(const KernelCall& call) {
   static const KernelAttrs* empty = new KernelAttrs();
   return call.attrs != nullptr ? *call.attrs : *empty;

@@ -51,6 +51,9 @@ absl::Status CheckDType(const KernelOp& op, const TensorRef& tensor, ir::DType d
 absl::Status CheckShape(const KernelOp& op, const TensorRef& tensor, const Shape& shape, absl::string_view what);
 // InvalidArgument unless `dtype` is f32, f16 or bf16 (or, with `integers`, also i32 or i64).
 absl::Status CheckNumeric(const KernelOp& op, ir::DType dtype, bool integers);
+// InvalidArgument unless `dtype` is one that the element-wise arithmetic and cast kernels take:
+// f32, f16, bf16, f64, i8, u8, i32 or i64.
+absl::Status CheckArithmetic(const KernelOp& op, ir::DType dtype);
 
 // The call's attributes; an empty set when it has none.
 const KernelAttrs& AttrsOf(const KernelCall& call);

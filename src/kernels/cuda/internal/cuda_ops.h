@@ -14,7 +14,7 @@
 
 namespace vdev::cuda_ops {
 
-enum class Elem { kF32, kF16, kBF16, kI32, kI64 };
+enum class Elem { kF32, kF16, kBF16, kI32, kI64, kF64, kI8, kU8 };
 
 enum class Unary {
   kRelu, kGeluErf, kGeluTanh, kSilu, kExp, kTanh, kSigmoid, kNegative, kSqrt, kRsqrt, kLog, kErf, kAbs, kReciprocal
@@ -46,15 +46,15 @@ cudaError_t Prepare();
 
 // y[i] = op(x[i]), f32/f16/bf16.
 cudaError_t LaunchUnary(Unary op, Elem t, const void* x, void* y, int64_t n, cudaStream_t stream);
-// y = op(a, b) over `n` outputs; f32/f16/bf16, and i32/i64 for add, subtract, multiply (wrapping),
-// maximum and minimum (divide and power are float only).
+// y = op(a, b) over `n` outputs; f32/f16/bf16 (computed in f32), f64 (in f64) and i8/u8/i32/i64
+// (wrapping; divide and power as src/kernels/internal/integer_math.h defines them).
 // `shape` == nullptr: a and b both have n elements.
 cudaError_t LaunchBinary(Binary op, Elem t, const void* a, const void* b, void* y, int64_t n, const Strided* shape,
                          cudaStream_t stream);
 // y[r, i] = silu(x[r, i]) * x[r, f + i], x: [rows, 2f].
 cudaError_t LaunchSiluMul(Elem t, const void* x, void* y, int64_t rows, int64_t f, cudaStream_t stream);
-// Conversion between f32, f16, bf16, i32, i64: floats to integers truncate and saturate (NaN -> 0),
-// integers to f16/bf16 round once.
+// Conversion between f32, f16, bf16, f64, i8, u8, i32, i64: floats to integers truncate and
+// saturate (NaN -> 0), integers to integers wrap, everything else rounds once to nearest even.
 cudaError_t LaunchCast(Elem from, Elem to, const void* x, void* y, int64_t n, cudaStream_t stream);
 
 // softmax over the middle axis of x viewed as [outer, len, inner].

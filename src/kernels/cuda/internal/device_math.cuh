@@ -80,12 +80,23 @@ bool DispatchFloat(Elem t, F&& f) {
   }
 }
 
-// Like DispatchFloat, and also the integer element types (T = int32_t, int64_t).
+// Like DispatchFloat, and also i32 and i64 (T = int32_t, int64_t): the element types of ElemOf
+// with `integers`.
 template <typename F>
 void DispatchAny(Elem t, F&& f) {
   if (t == Elem::kI32) return f(int32_t{});
   if (t == Elem::kI64) return f(int64_t{});
   DispatchFloat(t, f);
+}
+
+// Like DispatchAny, and also f64, i8 and u8 (T = double, int8_t, uint8_t): the element types of
+// ArithmeticElemOf, which the element-wise arithmetic and cast take.
+template <typename F>
+void DispatchArithmetic(Elem t, F&& f) {
+  if (t == Elem::kF64) return f(double{});
+  if (t == Elem::kI8) return f(int8_t{});
+  if (t == Elem::kU8) return f(uint8_t{});
+  DispatchAny(t, f);
 }
 
 }  // namespace vdev::cuda_ops

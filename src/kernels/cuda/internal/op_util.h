@@ -36,6 +36,9 @@ Shape Strides(const Shape& shape);  // row-major, in elements
 
 // f32, f16, bf16 (and i32, i64 with `integers`), else InvalidArgument naming the op.
 absl::StatusOr<cuda_ops::Elem> ElemOf(const KernelOp& op, ir::DType dtype, bool integers = false);
+// The dtypes of the element-wise arithmetic and cast (kernels_internal::CheckArithmetic): also f64,
+// i8 and u8.
+absl::StatusOr<cuda_ops::Elem> ArithmeticElemOf(const KernelOp& op, ir::DType dtype);
 
 cudaStream_t StreamOf(const KernelCall& call);
 // The call's backend; InvalidArgument when the context has none.
