@@ -77,98 +77,142 @@ std::vector<uint32_t> InputPoints(const ir::Module& input) {
   return points;
 }
 
-std::vector<LiveValue> LiveValues(const ir::Module& m, const std::vector<uint32_t>& points) {
-  std::vector<LiveValue> values;
-  std::vector<uint32_t> last(m.bindings.size(), kNever);
-  std::vector<uint32_t> last_param(m.params.size(), kNever);
-  std::vector<uint32_t> point(m.bindings.size(), 0);
-  std::vector<bool> used(m.bindings.size(), false);
-  auto read = [&](const Operand& o, uint32_t at) {
+namespace {
+
+// One pass of LiveValues over the items of a module, phase by phase for each item.
+class LivenessScan {
+ public:
+  LivenessScan(const ir::Module& m, const std::vector<uint32_t>& points)
+      : m_(m),
+        points_(points),
+        last_(m.bindings.size(), kNever),
+        last_param_(m.params.size(), kNever),
+        point_(m.bindings.size(), 0),
+        used_(m.bindings.size(), false) {}
+
+  std::vector<LiveValue> Run() {
+    for (uint32_t item = 0; item < m_.items.size(); ++item) {
+      ItemWalk walk;
+      ir::WalkFunction(m_, m_.items[item], walk);
+      const uint32_t end = AssignPoints(walk);
+      MarkUsed(walk);
+      RecordReads(walk);
+      const ir::Function& top = m_.functions[m_.items[item]];
+      if (top.body != ir::kNoBlock) Read(m_.blocks[top.body].result, end);
+      ExtendAliases(walk);
+      AppendValues(item, walk);
+    }
+    return std::move(values_);
+  }
+
+ private:
+  void Read(const Operand& o, uint32_t at) {
     if (!o.is_local()) return;
-    uint32_t& slot = o.value.is_param() ? last_param[o.value.index] : last[o.value.index];
+    uint32_t& slot = o.value.is_param() ? last_param_[o.value.index] : last_[o.value.index];
     slot = slot == kNever ? at : std::max(slot, at);
-  };
-  for (uint32_t item = 0; item < m.items.size(); ++item) {
-    ItemWalk walk;
-    ir::WalkFunction(m, m.items[item], walk);
-    // Points: input bindings from `points`, the planner's copies just after the binding before them.
+  }
+  void MarkResultUsed(const Operand& r) {
+    if (r.is_local() && r.value.is_binding()) used_[r.value.index] = true;
+  }
+
+  // Points: input bindings from `points`, the planner's copies just after the binding before them.
+  // Returns the item's end point (where a returned value is read).
+  uint32_t AssignPoints(const ItemWalk& walk) {
     uint32_t last_even = 0;
     for (BindingId b : walk.order) {
-      if (b < points.size() && points[b] != kNever) {
-        point[b] = last_even = points[b];
+      if (b < points_.size() && points_[b] != kNever) {
+        point_[b] = last_even = points_[b];
       } else {
-        point[b] = last_even + 1;
+        point_[b] = last_even + 1;
       }
     }
-    const uint32_t end = walk.order.empty() ? 0 : (point[walk.order.back()] / 2 + 1) * 2;
-    // Moves read only by unused moves are unused (reverse program order sees readers first).
+    return walk.order.empty() ? 0 : (point_[walk.order.back()] / 2 + 1) * 2;
+  }
+
+  // Moves read only by unused moves are unused (reverse program order sees readers first).
+  void MarkUsed(const ItemWalk& walk) {
     for (FuncId f : walk.functions) {
-      const ir::Function& fn = m.functions[f];
-      if (fn.body == ir::kNoBlock) continue;
-      const Operand& r = m.blocks[fn.body].result;
-      if (r.is_local() && r.value.is_binding()) used[r.value.index] = true;
+      const ir::Function& fn = m_.functions[f];
+      if (fn.body != ir::kNoBlock) MarkResultUsed(m_.blocks[fn.body].result);
     }
     for (size_t k = walk.order.size(); k-- > 0;) {
       BindingId b = walk.order[k];
-      const ir::Expr& e = m.bindings[b].expr;
-      if (IsMoveExpr(m, e) && !used[b]) continue;
-      ir::ForEachLocalRead(m, e, [&](const Operand& o) {
-        if (o.value.is_binding()) used[o.value.index] = true;
+      const ir::Expr& e = m_.bindings[b].expr;
+      if (IsMoveExpr(m_, e) && !used_[b]) continue;
+      ir::ForEachLocalRead(m_, e, [&](const Operand& o) {
+        if (o.value.is_binding()) used_[o.value.index] = true;
       });
       if (e.kind == ExprKind::kIf) {
-        for (BlockId arm : {e.then_block, e.else_block}) {
-          const Operand& r = m.blocks[arm].result;
-          if (r.is_local() && r.value.is_binding()) used[r.value.index] = true;
-        }
+        for (BlockId arm : {e.then_block, e.else_block}) MarkResultUsed(m_.blocks[arm].result);
       }
-    }
-    // Reads at each binding's point (a copy's at its consumer's), a returned value to the end.
-    for (BindingId b : walk.order) {
-      const ir::Expr& e = m.bindings[b].expr;
-      if (IsMoveExpr(m, e) && !used[b]) continue;
-      uint32_t at = point[b] % 2 == 0 ? point[b] : point[b] + 1;
-      ir::ForEachLocalRead(m, e, [&](const Operand& o) { read(o, at); });  // attribute values too
-      if (e.kind == ExprKind::kIf) {
-        for (BlockId arm : {e.then_block, e.else_block}) read(m.blocks[arm].result, at);
-      }
-      if (e.kind == ExprKind::kFn && m.functions[e.func].body != ir::kNoBlock) {
-        read(m.blocks[m.functions[e.func].body].result, at);
-      }
-    }
-    const ir::Function& top = m.functions[m.items[item]];
-    if (top.body != ir::kNoBlock) read(m.blocks[top.body].result, end);
-    // An alias read late keeps what it holds live as late (later aliases first).
-    for (size_t k = walk.order.size(); k-- > 0;) {
-      BindingId b = walk.order[k];
-      const ir::Expr& e = m.bindings[b].expr;
-      if (!IsAlias(e) || last[b] == kNever) continue;
-      for (const Operand& o : m.Args(e)) read(o, last[b]);
-      if (e.kind == ExprKind::kIf) {
-        for (BlockId arm : {e.then_block, e.else_block}) read(m.blocks[arm].result, last[b]);
-      }
-    }
-    for (FuncId f : walk.functions) {
-      const ir::Function& fn = m.functions[f];
-      for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
-        int64_t bytes = ClampedBytes(SizeOf(m, m.params[p].type).bytes);
-        if (bytes <= 0) continue;
-        values.push_back({item, ValueRef::Param(p), ValueRef{}, 0,
-                          last_param[p] == kNever ? 0 : last_param[p], bytes});
-      }
-    }
-    for (BindingId b : walk.order) {
-      const ir::Expr& e = m.bindings[b].expr;
-      bool move = IsMoveExpr(m, e);
-      if ((move && !used[b]) || IsAlias(e) || e.kind == ExprKind::kFn) continue;
-      int64_t bytes = ClampedBytes(SizeOf(m, m.bindings[b].type).bytes);
-      if (bytes <= 0) continue;
-      ValueRef source;
-      if (move && !m.Args(e).empty() && m.Args(e)[0].is_local()) source = m.Args(e)[0].value;
-      values.push_back({item, ValueRef::Binding(b), source, point[b],
-                        last[b] == kNever ? point[b] : std::max(point[b], last[b]), bytes});
     }
   }
-  return values;
+
+  // Reads at each binding's point (a copy's at its consumer's).
+  void RecordReads(const ItemWalk& walk) {
+    for (BindingId b : walk.order) {
+      const ir::Expr& e = m_.bindings[b].expr;
+      if (IsMoveExpr(m_, e) && !used_[b]) continue;
+      uint32_t at = point_[b] % 2 == 0 ? point_[b] : point_[b] + 1;
+      ir::ForEachLocalRead(m_, e, [&](const Operand& o) { Read(o, at); });  // attribute values too
+      if (e.kind == ExprKind::kIf) {
+        for (BlockId arm : {e.then_block, e.else_block}) Read(m_.blocks[arm].result, at);
+      }
+      if (e.kind == ExprKind::kFn && m_.functions[e.func].body != ir::kNoBlock) {
+        Read(m_.blocks[m_.functions[e.func].body].result, at);
+      }
+    }
+  }
+
+  // An alias read late keeps what it holds live as late (later aliases first).
+  void ExtendAliases(const ItemWalk& walk) {
+    for (size_t k = walk.order.size(); k-- > 0;) {
+      BindingId b = walk.order[k];
+      const ir::Expr& e = m_.bindings[b].expr;
+      if (!IsAlias(e) || last_[b] == kNever) continue;
+      for (const Operand& o : m_.Args(e)) Read(o, last_[b]);
+      if (e.kind == ExprKind::kIf) {
+        for (BlockId arm : {e.then_block, e.else_block}) Read(m_.blocks[arm].result, last_[b]);
+      }
+    }
+  }
+
+  void AppendValues(uint32_t item, const ItemWalk& walk) {
+    for (FuncId f : walk.functions) {
+      const ir::Function& fn = m_.functions[f];
+      for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
+        int64_t bytes = ClampedBytes(SizeOf(m_, m_.params[p].type).bytes);
+        if (bytes <= 0) continue;
+        values_.push_back({item, ValueRef::Param(p), ValueRef{}, 0, last_param_[p] == kNever ? 0 : last_param_[p],
+                           bytes});
+      }
+    }
+    for (BindingId b : walk.order) {
+      const ir::Expr& e = m_.bindings[b].expr;
+      bool move = IsMoveExpr(m_, e);
+      if ((move && !used_[b]) || IsAlias(e) || e.kind == ExprKind::kFn) continue;
+      int64_t bytes = ClampedBytes(SizeOf(m_, m_.bindings[b].type).bytes);
+      if (bytes <= 0) continue;
+      ValueRef source;
+      if (move && !m_.Args(e).empty() && m_.Args(e)[0].is_local()) source = m_.Args(e)[0].value;
+      values_.push_back({item, ValueRef::Binding(b), source, point_[b],
+                         last_[b] == kNever ? point_[b] : std::max(point_[b], last_[b]), bytes});
+    }
+  }
+
+  const ir::Module& m_;
+  const std::vector<uint32_t>& points_;
+  std::vector<uint32_t> last_;
+  std::vector<uint32_t> last_param_;
+  std::vector<uint32_t> point_;
+  std::vector<bool> used_;
+  std::vector<LiveValue> values_;
+};
+
+}  // namespace
+
+std::vector<LiveValue> LiveValues(const ir::Module& m, const std::vector<uint32_t>& points) {
+  return LivenessScan(m, points).Run();
 }
 
 std::vector<DevicePeak> PeakBytes(const PlanResult& plan, const std::vector<uint32_t>& points,
