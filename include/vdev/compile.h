@@ -51,16 +51,12 @@ struct CompileOptions {
   LowerOptions lower;
   // The last stage to run: kTypes gives a planned, typed module without memory lowering.
   CompileStage stop_after = CompileStage::kCheck;
-  // A copy of the verified input in CompileResult::input, to explain the plan (vdev/plan_explain.h):
-  // never, always, or when the input has an `on_device` (what AnnotationSpreadWarnings reads; an
-  // input without one is not copied).
-  enum class KeepInput { kNever, kAlways, kIfAnnotated };
-  KeepInput keep_input = KeepInput::kNever;
 };
 
 struct CompileResult {
   // The planned module (lowered in place when the pipeline ran to kLower or kCheck), with the device
-  // of every binding, the copies made, the planner's warnings and statistics.
+  // of every binding, the copies made, the planner's warnings and statistics. Stopped at kPlan or
+  // kTypes, the plan can be explained (vdev/plan_explain.h's PlanResult& overloads).
   PlanResult plan;
   // The memory plan; empty when the pipeline stopped before kLower.
   std::optional<MemoryPlan> memory;
@@ -69,8 +65,6 @@ struct CompileResult {
   // With CompileOptions::optimize_for: the costs, optimality and peaks (its `plan` moved into `plan`
   // above; OptimizedReportJson(plan, *optimization, machine) is `vdev plan --optimize --json`).
   std::optional<OptimizedPlan> optimization;
-  // The verified input, as CompileOptions::keep_input asks.
-  std::optional<ir::Module> input;
 
   const ir::Module& module() const { return plan.module; }
 };

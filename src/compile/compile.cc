@@ -29,12 +29,6 @@ absl::Status Bug(absl::string_view what, const Diagnostic& diag) {
   return absl::InternalError(absl::StrCat("the ", what, " program does not verify (a vdev bug): ", diag.message));
 }
 
-bool HasOnDevice(const ir::Module& module) {
-  for (const ir::Binding& b : module.bindings)
-    if (b.expr.kind == ir::ExprKind::kOpCall && module.OpName(b.expr) == "on_device") return true;
-  return false;
-}
-
 }  // namespace
 
 absl::string_view CompileStageName(CompileStage stage) {
@@ -73,10 +67,6 @@ absl::StatusOr<CompileResult> Compile(ir::Module module, const CompileOptions& o
     return result;
   }
 
-  std::optional<ir::Module> input;
-  if (options.keep_input == CompileOptions::KeepInput::kAlways ||
-      (options.keep_input == CompileOptions::KeepInput::kIfAnnotated && HasOnDevice(module)))
-    input = module.Clone();
   PlanError plan_error;
   absl::StatusOr<PlanResult> plan;
   std::optional<OptimizedPlan> optimization;
@@ -100,10 +90,7 @@ absl::StatusOr<CompileResult> Compile(ir::Module module, const CompileOptions& o
     return Fail(CompileStage::kPlan, plan.status(), located, error);
   }
   absl::StatusOr<CompileResult> rest = CompilePlanned(*std::move(plan), options, error);
-  if (rest.ok()) {
-    rest->optimization = std::move(optimization);
-    rest->input = std::move(input);
-  }
+  if (rest.ok()) rest->optimization = std::move(optimization);
   return rest;
 }
 
