@@ -6,8 +6,9 @@
 //   plan     PlanDevices: the device of every value, device changes as `device_copy` bindings; with
 //            CompileOptions::optimize_for, OptimizePlacement on that machine instead (what no
 //            annotation fixes placed where it is cheapest; `vdev plan --optimize`)
-//   types    ir::VerifyModule again on the planned module, so the bindings the planner added (the
-//            copies it makes for a conflict) have types like every other binding
+//   types    the bindings the planner added (the copies it makes for a conflict) get types like
+//            every other binding: their operand's, as inference gives them (ir::VerifyModule of
+//            the planned module where an added binding is of another kind)
 //   lower    LowerMemory: explicit allocation, the IPC all-reduce rewrite, static memory plans
 //   check    CheckLoweredMemory runs inside LowerMemory; then ir::VerifyModule of the lowered text
 // `CompileOptions::stop_after` ends the pipeline early (`vdev plan` stops after `types`).
