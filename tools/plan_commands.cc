@@ -140,7 +140,7 @@ int RunPlan(const PlanArgs& args) {
                                  o.model_cost * 1e3, o.lower_bound * 1e3, o.gap * 100);
   }
   if (!args.json) {
-    std::cout << ir::PrintModule(compiled->module());
+    ir::PrintModule(compiled->module(), std::cout);
   } else if (compiled->optimization) {
     std::cout << OptimizedReportJson(compiled->plan, *compiled->optimization, *compile_options.optimize_for);
   } else {
