@@ -47,12 +47,13 @@ absl::string_view RuleText(Rule rule) {
   return "";
 }
 
+// 16 bytes: a million-binding program has two million edges.
 struct Edge {
   uint32_t a, b;
-  ir::BindingId why;  // the binding that makes the constraint (kNoBinding: a function's return)
-  ir::FuncId func;    // for kReturn: the function
+  uint32_t why;  // the binding that makes the constraint; for kReturn, the function that returns
   Rule rule;
 };
+static_assert(sizeof(Edge) == 16);
 
 // What an annotation is written on: the binding of an on_device or device_copy, a parameter, or a
 // function (its written result device).
@@ -214,7 +215,7 @@ class ConstraintGraph {
 
   // `%a = relu(%hb) at 8:8`, `@f returns %x`: the constraint an edge stands for.
   std::string Why(const Edge& e) const {
-    if (e.rule == Rule::kReturn) return absl::StrCat("@", ir::FunctionPath(m_, e.func), " returns its value");
+    if (e.rule == Rule::kReturn) return absl::StrCat("@", ir::FunctionPath(m_, e.why), " returns its value");
     const ir::Binding& b = m_.bindings[e.why];
     std::string text = absl::StrCat("%", m_.Name(b.name), " = ", ir::PrintExprHead(m_, b.expr));
     if (b.loc.valid()) absl::StrAppend(&text, " at ", b.loc.line, ":", b.loc.col);
@@ -229,9 +230,8 @@ class ConstraintGraph {
   uint32_t Local(const ir::Operand& o) const {
     return o.value.is_param() ? ParamNode(o.value.index) : BindingNode(o.value.index);
   }
-  void AddEdge(uint32_t a, uint32_t b, ir::BindingId why, Rule rule, ir::FuncId func = ir::kNoFunc) {
-    edges_.push_back({a, b, why, func, rule});
-  }
+  void AddEdge(uint32_t a, uint32_t b, ir::BindingId why, Rule rule) { edges_.push_back({a, b, why, rule}); }
+  void AddReturnEdge(uint32_t a, uint32_t b, ir::FuncId func) { edges_.push_back({a, b, func, Rule::kReturn}); }
   void AddPin(uint32_t node, ir::DeviceId device, SourceLoc loc, PinSource source, uint32_t id, bool on_device = false) {
     pins_.push_back({node, device, loc, source, id, on_device});
   }
@@ -247,7 +247,7 @@ class ConstraintGraph {
       if (fn.result_device != ir::kNoDevice)
         AddPin(ResultNode(f), fn.result_device, fn.result_device_loc, PinSource::kResult, f);
       if (fn.body != ir::kNoBlock && m_.blocks[fn.body].result.is_local())
-        AddEdge(ResultNode(f), Local(m_.blocks[fn.body].result), ir::kNoBinding, Rule::kReturn, f);
+        AddReturnEdge(ResultNode(f), Local(m_.blocks[fn.body].result), f);
     }
     MarkReadMoves();
     // Bindings in id order: a binding's device falls back on its operand's (a removed on_device),
