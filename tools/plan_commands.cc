@@ -98,15 +98,15 @@ std::optional<Machine> LoadMachine(const PlanArgs& args) {
 // explanation instead of the program: an exit status then, nullopt when the plan is to be printed.
 std::optional<int> WarnAndExplain(const PlanArgs& args, const CompileOptions& compile_options, const std::string& text,
                                   CompileResult& compiled) {
-  if (!compiled.input) return std::nullopt;  // not annotated: nothing moved off the default device
-  const ir::Module& input = *compiled.input;
-  const VirtualDevice default_device = compile_options.plan.default_device.value_or(input.config.EffectiveDefault());
-  for (Diagnostic& w : AnnotationSpreadWarnings(input, compiled.plan, default_device)) {
+  PlanResult& plan = compiled.plan;
+  const VirtualDevice default_device =
+      compile_options.plan.default_device.value_or(plan.module.config.EffectiveDefault());
+  for (Diagnostic& w : AnnotationSpreadWarnings(plan, default_device)) {
     std::cerr << FormatDiagnostic(DisplayName(args.file), text, w);
-    compiled.plan.warnings.push_back(std::move(w));
+    plan.warnings.push_back(std::move(w));
   }
   if (args.explain.empty()) return std::nullopt;
-  absl::StatusOr<std::string> why = ExplainPlacement(input, compiled.plan, args.explain);
+  absl::StatusOr<std::string> why = ExplainPlacement(plan, args.explain);
   if (!why.ok()) {
     std::cerr << "vdev plan: --explain: " << why.status().message() << "\n";
     return kExitUsage;
@@ -121,8 +121,6 @@ int RunPlan(const PlanArgs& args) {
   CompileOptions compile_options;
   compile_options.plan = *std::move(options);
   compile_options.stop_after = CompileStage::kTypes;
-  compile_options.keep_input =
-      args.explain.empty() ? CompileOptions::KeepInput::kIfAnnotated : CompileOptions::KeepInput::kAlways;
   if (args.optimize) {
     compile_options.optimize_for = LoadMachine(args);
     if (!compile_options.optimize_for) return kExitUsage;
@@ -142,7 +140,7 @@ int RunPlan(const PlanArgs& args) {
                                  o.model_cost * 1e3, o.lower_bound * 1e3, o.gap * 100);
   }
   if (!args.json) {
-    std::cout << ir::PrintModule(compiled->module());
+    ir::PrintModule(compiled->module(), std::cout);
   } else if (compiled->optimization) {
     std::cout << OptimizedReportJson(compiled->plan, *compiled->optimization, *compile_options.optimize_for);
   } else {

@@ -1,4 +1,6 @@
 // Entry point of the vdev command line; subcommands live in one file per layer.
+#include <malloc.h>
+
 #include <iostream>
 
 #include "CLI/CLI.hpp"
@@ -6,6 +8,12 @@
 #include "vdev/controller.h"
 
 int main(int argc, char** argv) {
+  // A large program's tables grow by doubling and its passes allocate and free buffers of megabytes:
+  // served by mmap, each would be fresh pages, zeroed by the kernel on first touch (a good part of
+  // `vdev plan`'s time on a million bindings). From the heap, and kept there once freed, later
+  // buffers reuse the pages.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   // In a worker process of a controller session (vdev run's workers): serves it, never returns.
   vdev::MaybeRunWorker(argc, argv);
   CLI::App app{"vdev: plans where every value of an ML program lives, and runs it there"};

@@ -6,8 +6,9 @@
 //   plan     PlanDevices: the device of every value, device changes as `device_copy` bindings; with
 //            CompileOptions::optimize_for, OptimizePlacement on that machine instead (what no
 //            annotation fixes placed where it is cheapest; `vdev plan --optimize`)
-//   types    ir::VerifyModule again on the planned module, so the bindings the planner added (the
-//            copies it makes for a conflict) have types like every other binding
+//   types    the bindings the planner added (the copies it makes for a conflict) get types like
+//            every other binding: their operand's, as inference gives them (ir::VerifyModule of
+//            the planned module where an added binding is of another kind)
 //   lower    LowerMemory: explicit allocation, the IPC all-reduce rewrite, static memory plans
 //   check    CheckLoweredMemory runs inside LowerMemory; then ir::VerifyModule of the lowered text
 // `CompileOptions::stop_after` ends the pipeline early (`vdev plan` stops after `types`).
@@ -51,16 +52,12 @@ struct CompileOptions {
   LowerOptions lower;
   // The last stage to run: kTypes gives a planned, typed module without memory lowering.
   CompileStage stop_after = CompileStage::kCheck;
-  // A copy of the verified input in CompileResult::input, to explain the plan (vdev/plan_explain.h):
-  // never, always, or when the input has an `on_device` (what AnnotationSpreadWarnings reads; an
-  // input without one is not copied).
-  enum class KeepInput { kNever, kAlways, kIfAnnotated };
-  KeepInput keep_input = KeepInput::kNever;
 };
 
 struct CompileResult {
   // The planned module (lowered in place when the pipeline ran to kLower or kCheck), with the device
-  // of every binding, the copies made, the planner's warnings and statistics.
+  // of every binding, the copies made, the planner's warnings and statistics. Stopped at kPlan or
+  // kTypes, the plan can be explained (vdev/plan_explain.h's PlanResult& overloads).
   PlanResult plan;
   // The memory plan; empty when the pipeline stopped before kLower.
   std::optional<MemoryPlan> memory;
@@ -69,8 +66,6 @@ struct CompileResult {
   // With CompileOptions::optimize_for: the costs, optimality and peaks (its `plan` moved into `plan`
   // above; OptimizedReportJson(plan, *optimization, machine) is `vdev plan --optimize --json`).
   std::optional<OptimizedPlan> optimization;
-  // The verified input, as CompileOptions::keep_input asks.
-  std::optional<ir::Module> input;
 
   const ir::Module& module() const { return plan.module; }
 };

@@ -9,6 +9,7 @@
 #ifndef VDEV_IR_TEXT_H_
 #define VDEV_IR_TEXT_H_
 
+#include <iosfwd>
 #include <string>
 
 #include "absl/status/status.h"
@@ -40,6 +41,9 @@ struct PrintOptions {
 // The canonical text: config first, then items in order separated by blank lines, two-space
 // indentation per block level (capped, see docs/ir.md), written types and devices only.
 std::string PrintModule(const Module& module, const PrintOptions& options = {});
+// The same text written to `out` as it is printed, never held whole (a million-binding program's
+// text is tens of MB).
+void PrintModule(const Module& module, std::ostream& out, const PrintOptions& options = {});
 // One operand as written: `%x`, `@f`, `2.5`, `[1, 2]`, `cuda:0`, `sum`, `true`, `"s"`.
 std::string PrintOperand(const Module& module, const Operand& operand);
 // A binding's right-hand side; for `if` and `fn` only the header up to `{`.

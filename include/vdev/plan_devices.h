@@ -26,6 +26,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -83,6 +84,19 @@ struct PlanStatistics {
   double solver_seconds = 0;
 };
 
+// What planning overwrote in the input module, in the order written, each entry holding the value
+// it replaced: the PlanResult& overloads of vdev/plan_explain.h turn the planned module back into
+// the input's constraints and again into the plan, in place, so that explaining a plan needs no
+// copy of the input. Recorded: operands, expressions, written devices and block results (not the blocks'
+// binding lists nor written result types, which the explanations do not read).
+struct InputEdits {
+  std::vector<std::pair<uint32_t, ir::Operand>> operands;  // index into module.operands
+  std::vector<std::pair<ir::BindingId, ir::Expr>> exprs;
+  std::vector<std::pair<ir::ParamId, ir::DeviceId>> param_devices;
+  std::vector<std::pair<ir::FuncId, ir::DeviceId>> result_devices;
+  std::vector<std::pair<ir::BlockId, ir::Operand>> block_results;
+};
+
 struct PlanResult {
   // The planned module: no on_device, every device change a device_copy binding, `on vd` on every
   // parameter and result (read them from params[p].device and functions[f].result_device).
@@ -97,6 +111,8 @@ struct PlanResult {
   std::vector<PlannedCopy> copies;
   std::vector<Diagnostic> warnings;
   PlanStatistics stats;
+  // Valid while `module` is as planning left it (not after LowerMemory).
+  InputEdits input_edits;
 };
 
 // Plans a verified module (ir::ParseModule + ir::VerifyModule, or ModuleBuilder::Finish). The input

@@ -19,6 +19,8 @@
 //   absl::StatusOr<PlanResult> plan = PlanDevices(module, {});
 //   absl::StatusOr<std::string> why = ExplainPlacement(module, *plan, "out");
 //   for (const Diagnostic& w : AnnotationSpreadWarnings(module, *plan, default_device)) ...
+//   // or, without keeping the input: PlanDevices(std::move(module), {}), then
+//   // AnnotationSpreadWarnings(*plan, default_device)
 #ifndef VDEV_PLAN_EXPLAIN_H_
 #define VDEV_PLAN_EXPLAIN_H_
 
@@ -47,6 +49,12 @@ absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const Plan
 // located at the annotation, naming the first constraints through which it spread.
 std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const PlanResult& plan,
                                                  const VirtualDevice& default_device);
+
+// The same two, reading the input from `plan.module` itself: PlanResult::input_edits undone while
+// they run and redone before they return, so a large program is never copied to be explained.
+// `plan` must be as PlanDevices left it.
+absl::StatusOr<std::string> ExplainPlacement(PlanResult& plan, absl::string_view value);
+std::vector<Diagnostic> AnnotationSpreadWarnings(PlanResult& plan, const VirtualDevice& default_device);
 
 }  // namespace vdev
 

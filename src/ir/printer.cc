@@ -1,4 +1,5 @@
 // Canonical printer of the IR text; iterative over nested blocks.
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,14 @@ namespace {
 // of spaces (see docs/ir.md).
 constexpr int kMaxIndentLevels = 32;
 
+// The size of the pieces PrintModule hands to a stream.
+constexpr size_t kSinkPiece = 1 << 16;
+
 class Printer {
  public:
-  Printer(const Module& m, const PrintOptions& options, std::string* out)
-      : m_(m), options_(options), out_(*out) {}
+  // With a `sink`, the text goes there in pieces of about kSinkPiece bytes as it is printed.
+  Printer(const Module& m, const PrintOptions& options, std::string* out, std::ostream* sink = nullptr)
+      : m_(m), options_(options), out_(*out), sink_(sink) {}
 
   void Module();
   void Operand(const ir::Operand& o);
@@ -48,8 +53,16 @@ class Printer {
   void Body(BlockId body, int depth);
 
   const ir::Module& m_;
+  // Hands what is printed so far to the sink, once it is a piece's worth.
+  void Flush(bool all = false) {
+    if (sink_ == nullptr || (!all && out_.size() < kSinkPiece)) return;
+    sink_->write(out_.data(), static_cast<std::streamsize>(out_.size()));
+    out_.clear();
+  }
+
   const PrintOptions& options_;
   std::string& out_;
+  std::ostream* sink_;
   std::vector<std::string> device_text_;
 };
 
@@ -196,6 +209,7 @@ void Printer::Binding(BindingId id, int depth) {
   out_ += " = ";
   ExprHead(b.expr);
   out_.push_back('\n');
+  Flush();
 }
 
 void Printer::Body(BlockId body, int depth) {
@@ -300,6 +314,7 @@ void Printer::Module() {
     if (f.body != kNoBlock) Body(f.body, 1);
     out_ += "}\n";
   }
+  Flush(/*all=*/true);
 }
 
 }  // namespace
@@ -310,6 +325,12 @@ std::string PrintModule(const Module& module, const PrintOptions& options) {
   out.reserve(64 + module.bindings.size() * 24);
   Printer(module, options, &out).Module();
   return out;
+}
+
+void PrintModule(const Module& module, std::ostream& out, const PrintOptions& options) {
+  std::string piece;
+  piece.reserve(2 * kSinkPiece);
+  Printer(module, options, &piece, &out).Module();
 }
 
 std::string PrintOperand(const Module& module, const Operand& operand) {

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -46,12 +47,13 @@ absl::string_view RuleText(Rule rule) {
   return "";
 }
 
+// 16 bytes: a million-binding program has two million edges.
 struct Edge {
   uint32_t a, b;
-  ir::BindingId why;  // the binding that makes the constraint (kNoBinding: a function's return)
-  ir::FuncId func;    // for kReturn: the function
+  uint32_t why;  // the binding that makes the constraint; for kReturn, the function that returns
   Rule rule;
 };
+static_assert(sizeof(Edge) == 16);
 
 // What an annotation is written on: the binding of an on_device or device_copy, a parameter, or a
 // function (its written result device).
@@ -66,6 +68,58 @@ struct Pin {
   bool on_device;  // a normal on_device annotation (the warnings consider only these)
 };
 
+// The plan's side of the graph: the device each value ended on, in `table`'s devices (the planned
+// module's; its table only grows, so the input's device ids mean the same there).
+struct Planned {
+  const ir::Module& table;
+  uint32_t bindings;  // the input's: bindings past them are the copies planning added
+  absl::Span<const ir::DeviceId> binding_devices;
+  std::vector<ir::DeviceId> params, results;  // by ParamId, by FuncId
+};
+
+Planned PlannedOf(const PlanResult& plan) {
+  Planned planned{plan.module, static_cast<uint32_t>(plan.input_bindings), plan.binding_devices, {}, {}};
+  for (const ir::Param& p : plan.module.params) planned.params.push_back(p.device);
+  for (const ir::Function& f : plan.module.functions) planned.results.push_back(f.result_device);
+  return planned;
+}
+
+// Swaps each recorded edit's value with the module's: in reverse order this restores the input, in
+// the order written it redoes the plan (a later edit may overwrite an earlier one's slot).
+void SwapEdits(ir::Module& m, InputEdits& edits, bool to_input) {
+  auto swap_all = [to_input](auto& entries, auto&& slot) {
+    if (to_input) {
+      for (auto it = entries.rbegin(); it != entries.rend(); ++it) std::swap(slot(it->first), it->second);
+    } else {
+      for (auto& entry : entries) std::swap(slot(entry.first), entry.second);
+    }
+  };
+  swap_all(edits.operands, [&](uint32_t i) -> ir::Operand& { return m.operands[i]; });
+  swap_all(edits.exprs, [&](ir::BindingId b) -> ir::Expr& { return m.bindings[b].expr; });
+  swap_all(edits.param_devices, [&](ir::ParamId p) -> ir::DeviceId& { return m.params[p].device; });
+  swap_all(edits.result_devices, [&](ir::FuncId f) -> ir::DeviceId& { return m.functions[f].result_device; });
+  swap_all(edits.block_results, [&](ir::BlockId b) -> ir::Operand& { return m.blocks[b].result; });
+}
+
+// The input seen in the planned module itself while this lives (PlanResult::input_edits undone),
+// with the plan's devices read before; the destructor puts the plan back.
+class InputInPlace {
+ public:
+  explicit InputInPlace(PlanResult& plan) : plan_(plan), planned_(PlannedOf(plan)) {
+    SwapEdits(plan_.module, plan_.input_edits, /*to_input=*/true);
+  }
+  ~InputInPlace() { SwapEdits(plan_.module, plan_.input_edits, /*to_input=*/false); }
+  InputInPlace(const InputInPlace&) = delete;
+  InputInPlace& operator=(const InputInPlace&) = delete;
+
+  const ir::Module& input() const { return plan_.module; }
+  const Planned& planned() const { return planned_; }
+
+ private:
+  PlanResult& plan_;
+  const Planned planned_;
+};
+
 // Whether the pinned device is part of what the value ended with (a scope-only pin counts).
 bool Decides(const VirtualDevice& pin, const VirtualDevice& device) {
   std::optional<VirtualDevice> joined = Join(pin, device);
@@ -74,13 +128,13 @@ bool Decides(const VirtualDevice& pin, const VirtualDevice& device) {
 
 class ConstraintGraph {
  public:
-  ConstraintGraph(const ir::Module& input, const PlanResult& plan) : m_(input), plan_(plan) {
+  ConstraintGraph(const ir::Module& input, const Planned& planned) : m_(input), plan_(planned) {
     params_ = static_cast<uint32_t>(m_.params.size());
-    bindings_ = static_cast<uint32_t>(m_.bindings.size());
+    bindings_ = std::min(static_cast<uint32_t>(m_.bindings.size()), plan_.bindings);
     device_.assign(params_ + bindings_ + m_.functions.size(), ir::kNoDevice);
-    for (uint32_t p = 0; p < params_ && p < plan_.module.params.size(); ++p) SetDevice(p, plan_.module.params[p].device);
-    for (ir::FuncId f = 0; f < m_.functions.size() && f < plan_.module.functions.size(); ++f)
-      SetDevice(ResultNode(f), plan_.module.functions[f].result_device);
+    for (uint32_t p = 0; p < params_ && p < plan_.params.size(); ++p) SetDevice(p, plan_.params[p]);
+    for (ir::FuncId f = 0; f < m_.functions.size() && f < plan_.results.size(); ++f)
+      SetDevice(ResultNode(f), plan_.results[f]);
     Collect();
     BuildAdjacency();
   }
@@ -88,10 +142,11 @@ class ConstraintGraph {
   uint32_t ParamNode(uint32_t p) const { return p; }
   uint32_t BindingNode(ir::BindingId b) const { return params_ + b; }
   uint32_t ResultNode(ir::FuncId f) const { return params_ + bindings_ + f; }
+  uint32_t bindings() const { return bindings_; }
   size_t size() const { return device_.size(); }
   // The node's device in the plan, or nullptr when it has none.
   const VirtualDevice* Device(uint32_t node) const {
-    return device_[node] == ir::kNoDevice ? nullptr : &plan_.module.Device(device_[node]);
+    return device_[node] == ir::kNoDevice ? nullptr : &plan_.table.Device(device_[node]);
   }
   // "on_device(%a, cpu:0)", "parameter %x on cuda:0", "the result of @f on cpu:0".
   std::string What(const Pin& pin) const {
@@ -131,7 +186,7 @@ class ConstraintGraph {
   bool PinDecides(const Pin& pin, uint32_t node) const {
     if (device_[node] == ir::kNoDevice) return false;
     auto [it, inserted] = decides_.try_emplace(std::pair{pin.device, device_[node]}, false);
-    if (inserted) it->second = Decides(PinDevice(pin), plan_.module.Device(device_[node]));
+    if (inserted) it->second = Decides(PinDevice(pin), plan_.table.Device(device_[node]));
     return it->second;
   }
 
@@ -160,7 +215,7 @@ class ConstraintGraph {
 
   // `%a = relu(%hb) at 8:8`, `@f returns %x`: the constraint an edge stands for.
   std::string Why(const Edge& e) const {
-    if (e.rule == Rule::kReturn) return absl::StrCat("@", ir::FunctionPath(m_, e.func), " returns its value");
+    if (e.rule == Rule::kReturn) return absl::StrCat("@", ir::FunctionPath(m_, e.why), " returns its value");
     const ir::Binding& b = m_.bindings[e.why];
     std::string text = absl::StrCat("%", m_.Name(b.name), " = ", ir::PrintExprHead(m_, b.expr));
     if (b.loc.valid()) absl::StrAppend(&text, " at ", b.loc.line, ":", b.loc.col);
@@ -175,9 +230,8 @@ class ConstraintGraph {
   uint32_t Local(const ir::Operand& o) const {
     return o.value.is_param() ? ParamNode(o.value.index) : BindingNode(o.value.index);
   }
-  void AddEdge(uint32_t a, uint32_t b, ir::BindingId why, Rule rule, ir::FuncId func = ir::kNoFunc) {
-    edges_.push_back({a, b, why, func, rule});
-  }
+  void AddEdge(uint32_t a, uint32_t b, ir::BindingId why, Rule rule) { edges_.push_back({a, b, why, rule}); }
+  void AddReturnEdge(uint32_t a, uint32_t b, ir::FuncId func) { edges_.push_back({a, b, func, Rule::kReturn}); }
   void AddPin(uint32_t node, ir::DeviceId device, SourceLoc loc, PinSource source, uint32_t id, bool on_device = false) {
     pins_.push_back({node, device, loc, source, id, on_device});
   }
@@ -193,7 +247,7 @@ class ConstraintGraph {
       if (fn.result_device != ir::kNoDevice)
         AddPin(ResultNode(f), fn.result_device, fn.result_device_loc, PinSource::kResult, f);
       if (fn.body != ir::kNoBlock && m_.blocks[fn.body].result.is_local())
-        AddEdge(ResultNode(f), Local(m_.blocks[fn.body].result), ir::kNoBinding, Rule::kReturn, f);
+        AddReturnEdge(ResultNode(f), Local(m_.blocks[fn.body].result), f);
     }
     MarkReadMoves();
     // Bindings in id order: a binding's device falls back on its operand's (a removed on_device),
@@ -314,9 +368,9 @@ class ConstraintGraph {
   }
 
   const ir::Module& m_;
-  const PlanResult& plan_;
+  const Planned& plan_;
   uint32_t params_ = 0, bindings_ = 0;
-  std::vector<ir::DeviceId> device_;  // in plan_.module's table; kNoDevice: none
+  std::vector<ir::DeviceId> device_;  // in plan_.table; kNoDevice: none
   std::vector<bool> read_;            // by binding: something kept reads it
   mutable absl::flat_hash_map<std::pair<ir::DeviceId, ir::DeviceId>, bool> decides_;
   std::vector<Edge> edges_;
@@ -334,17 +388,15 @@ absl::StatusOr<uint32_t> FindValue(const ir::Module& m, const ConstraintGraph& g
   value = absl::StripPrefix(value, "%");
   for (uint32_t p = 0; p < m.params.size(); ++p)
     if (m.Name(m.params[p].name) == value && ir::FunctionPath(m, m.params[p].func) == path) return graph.ParamNode(p);
-  for (ir::BindingId b = 0; b < m.bindings.size(); ++b)
+  for (ir::BindingId b = 0; b < graph.bindings(); ++b)
     if (m.Name(m.bindings[b].name) == value && ir::FunctionPath(m, m.blocks[m.bindings[b].block].func) == path)
       return graph.BindingNode(b);
   return absl::NotFoundError(absl::StrCat("no value %", value, " in @", path,
                                           " (name one as the JSON report does: x, %x, or PATH:x such as f:x)"));
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const PlanResult& plan, absl::string_view value) {
-  const ConstraintGraph graph(input, plan);
+absl::StatusOr<std::string> Explain(const ir::Module& input, const Planned& planned, absl::string_view value) {
+  const ConstraintGraph graph(input, planned);
   absl::StatusOr<uint32_t> start = FindValue(input, graph, value);
   if (!start.ok()) return start.status();
   const VirtualDevice* device = graph.Device(*start);
@@ -393,8 +445,8 @@ absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const Plan
                       "device of its first consumer (docs/planner.md).\n");
 }
 
-std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const PlanResult& plan,
-                                                 const VirtualDevice& default_device) {
+std::vector<Diagnostic> SpreadWarnings(const ir::Module& input, const Planned& planned,
+                                       const VirtualDevice& default_device) {
   std::vector<Diagnostic> warnings;
   // Only an on_device to another device than the default can move values off it: without one, no
   // graph is built (a large program pays one pass over its bindings).
@@ -408,7 +460,7 @@ std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const 
     return it->second;
   });
   if (!off_default) return warnings;
-  const ConstraintGraph graph(input, plan);
+  const ConstraintGraph graph(input, planned);
   // Union-find over the constraints that held: each class is a set of values on one device.
   std::vector<uint32_t> parent(graph.size());
   std::iota(parent.begin(), parent.end(), 0u);
@@ -425,7 +477,7 @@ std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const 
   absl::flat_hash_map<ir::DeviceId, bool> default_has;  // by planned device: the default's refinement
   auto DefaultHas = [&](ir::DeviceId d) {
     auto [it, inserted] = default_has.try_emplace(d, false);
-    if (inserted) it->second = Decides(default_device, plan.module.Device(d));
+    if (inserted) it->second = Decides(default_device, planned.table.Device(d));
     return it->second;
   };
   std::vector<bool> reported(graph.size(), false);
@@ -465,6 +517,27 @@ std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const 
                       "pin one op)")});
   }
   return warnings;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ExplainPlacement(const ir::Module& input, const PlanResult& plan, absl::string_view value) {
+  return Explain(input, PlannedOf(plan), value);
+}
+
+absl::StatusOr<std::string> ExplainPlacement(PlanResult& plan, absl::string_view value) {
+  const InputInPlace in_place(plan);
+  return Explain(in_place.input(), in_place.planned(), value);
+}
+
+std::vector<Diagnostic> AnnotationSpreadWarnings(const ir::Module& input, const PlanResult& plan,
+                                                 const VirtualDevice& default_device) {
+  return SpreadWarnings(input, PlannedOf(plan), default_device);
+}
+
+std::vector<Diagnostic> AnnotationSpreadWarnings(PlanResult& plan, const VirtualDevice& default_device) {
+  const InputInPlace in_place(plan);
+  return SpreadWarnings(in_place.input(), in_place.planned(), default_device);
 }
 
 }  // namespace vdev

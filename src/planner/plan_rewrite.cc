@@ -88,7 +88,9 @@ void Planner::ResolveAttrs(BindingId b) {
     if (resolved.empty()) resolved.assign(attrs.begin(), attrs.end());
     resolved[k].value = m_.LocalOperand(v, o.loc);
   }
-  if (!resolved.empty()) e.attrs = m_.AddAttrs(resolved);
+  if (resolved.empty()) return;
+  result_.input_edits.exprs.emplace_back(b, e);
+  e.attrs = m_.AddAttrs(resolved);
 }
 
 void Planner::NoteConsumer(const Operand& o, BindingId consumer) {
@@ -176,9 +178,9 @@ void Planner::CaptureSignatures() {
     ir::Function& fn = m_.functions[f];
     if (fn.kind == FuncKind::kKernel) continue;  // scopes still flow into it (CaptureKernelSignatures)
     for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
-      m_.params[p].device = ToModule(domains_.Device(param_domain_[p]));
+      SetParamDevice(p, ToModule(domains_.Device(param_domain_[p])));
     }
-    fn.result_device = ToModule(domains_.Device(result_domain_[f]));
+    SetResultDevice(f, ToModule(domains_.Device(result_domain_[f])));
     // `on vd` needs a written result type: take the inferred one where none was written.
     if (fn.result_type == ir::kNoType && fn.type != ir::kNoType && m_.types.kind(fn.type) == ir::TypeKind::kFunc) {
       fn.result_type = m_.types.func_result(fn.type);
@@ -202,7 +204,23 @@ void Planner::ReserveCopies() {
 
 void Planner::SetOperand(const ir::Expr& e, uint32_t k, ValueRef v) {
   Operand& o = m_.operands[e.args.begin + k];
+  result_.input_edits.operands.emplace_back(e.args.begin + k, o);
   o = m_.LocalOperand(v, o.loc);
+}
+
+void Planner::SetExpr(BindingId b, const ir::Expr& e) {
+  result_.input_edits.exprs.emplace_back(b, m_.bindings[b].expr);
+  m_.bindings[b].expr = e;
+}
+
+void Planner::SetParamDevice(uint32_t p, ir::DeviceId device) {
+  result_.input_edits.param_devices.emplace_back(p, m_.params[p].device);
+  m_.params[p].device = device;
+}
+
+void Planner::SetResultDevice(FuncId f, ir::DeviceId device) {
+  result_.input_edits.result_devices.emplace_back(f, m_.functions[f].result_device);
+  m_.functions[f].result_device = device;
 }
 
 void Planner::CaptureProjection(BindingId b, const ir::Expr& e, ValueRef annotation, DeviceIndex src,
@@ -236,7 +254,7 @@ void Planner::CaptureCopyPoint(BindingId b, const ir::Expr& e, ValueRef first_op
     alias.kind = ExprKind::kAlias;
     alias.args = {e.args.begin, 1};
     alias.loc = e.loc;
-    m_.bindings[b].expr = alias;
+    SetExpr(b, alias);
     result_.binding_replaced[b] = false;
     ++result_.stats.copies_dropped;
     out.push_back(b);
@@ -256,7 +274,7 @@ void Planner::CaptureCopyPoint(BindingId b, const ir::Expr& e, ValueRef first_op
   }
   NoteConsumer(x, b);
   for (const ir::Attr& a : m_.Attrs(e)) NoteConsumer(a.value, b);  // RewriteAsCopy keeps them
-  m_.bindings[b].expr = RewriteAsCopy(e, src, dst);
+  SetExpr(b, RewriteAsCopy(e, src, dst));
   // A copy of a constant atom (`on_device(3, cpu:0)`) is reported as a copy of itself: `of` names
   // a value of the input (PlannedCopy).
   result_.copies.push_back({FuncOf(b), x.is_local() ? x.value : ValueRef::Binding(b), ToModule(src), ToModule(dst), b,
@@ -333,7 +351,10 @@ void Planner::ResolveBlockResults() {
     ir::Block& block = m_.blocks[blk];
     if (!analysed_[block.func] || !block.result.is_local()) continue;
     ValueRef v = Resolve(block.result.value);
-    if (!(v == block.result.value)) block.result = m_.LocalOperand(v, block.result.loc);
+    if (!(v == block.result.value)) {
+      result_.input_edits.block_results.emplace_back(blk, block.result);
+      block.result = m_.LocalOperand(v, block.result.loc);
+    }
     if (v.is_binding() && Has(v.index, kAwaiting)) {
       awaiting_consumer_.erase(v.index);
       flags_[v.index] &= ~kAwaiting;
@@ -353,9 +374,9 @@ void Planner::CaptureKernelSignatures() {
     ir::Function& fn = m_.functions[f];
     if (fn.kind != FuncKind::kKernel) continue;
     for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
-      m_.params[p].device = scope_only(param_domain_[p], open_param_scope_, p);
+      SetParamDevice(p, scope_only(param_domain_[p], open_param_scope_, p));
     }
-    fn.result_device = scope_only(result_domain_[f], open_result_scope_, f);
+    SetResultDevice(f, scope_only(result_domain_[f], open_result_scope_, f));
   }
 }
 

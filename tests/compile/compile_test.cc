@@ -60,6 +60,42 @@ TEST(CompileTest, StopAfterTypesPlansWithoutLowering) {
   }
 }
 
+// A tuple annotated as a whole and one of its fields used elsewhere: the planner projects and
+// copies. Together with kConflict, the kinds of binding planning adds.
+constexpr char kTupleConflict[] = R"(def @main(%a: f32[2,3], %b: f32[4]) {
+  %t = (%a, %b)
+  %u = on_device(%t, cpu:0)
+  %f = %u.1
+  %g = negative(%f)
+  %h = %t.0
+  %k = on_device(%h, cuda:1)
+  %m = exp(%k)
+  %r = (%g, %m)
+  return %r
+}
+)";
+
+TEST(CompileTest, TheTypesStageTypesAddedBindingsAsVerificationDoes) {
+  CompileOptions options;
+  options.stop_after = CompileStage::kTypes;
+  for (const char* text : {kConflict, kTupleConflict}) {
+    SCOPED_TRACE(text);
+    absl::StatusOr<CompileResult> compiled = Compile(text, options);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    const ir::Module& typed = compiled->module();
+    EXPECT_GT(typed.bindings.size(), compiled->plan.input_bindings) << "planning added no binding";
+    ir::Module verified = typed.Clone();
+    for (ir::Binding& b : verified.bindings) b.type = ir::kNoType;
+    ASSERT_TRUE(ir::VerifyModule(verified).ok());
+    for (const ir::Block& block : typed.blocks) {  // the planned program: what its blocks list
+      for (ir::BindingId b : block.bindings) {
+        EXPECT_EQ(typed.types.ToString(typed.bindings[b].type), verified.types.ToString(verified.bindings[b].type))
+            << typed.Name(typed.bindings[b].name);
+      }
+    }
+  }
+}
+
 TEST(CompileTest, ParseErrorIsLocatedAtTheParseStage) {
   CompileError error;
   absl::StatusOr<CompileResult> compiled = Compile("def @main() {\n  %0 = (\n}\n", CompileOptions{}, &error);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/ir_test_util.h"
@@ -190,6 +191,19 @@ TEST(IrRoundTrip, WalkerVisitsInProgramOrder) {
   EXPECT_EQ(recorder.log, "F(main) { a .a r { f F(f) { in .in } /F .f z .z } { } .r } /F ");
   EXPECT_EQ(FunctionPath(*m, m->FindGlobal("main")), "main");
   EXPECT_EQ(FunctionPath(*m, m->functions.size() - 1), "main/f");
+}
+
+TEST(IrRoundTrip, PrintingToAStreamWritesTheSameText) {
+  // Enough bindings (and a nested block and a kernel) for the stream to get several pieces.
+  std::string text = "kernel @k(%v: f32[2]) -> f32[2]\ndef @main(%c: bool[], %x: f32[2]) -> f32[2] {\n  %0 = negative(%x)\n";
+  for (int i = 1; i < 10000; ++i) absl::StrAppend(&text, "  %", i, " = add(%", i - 1, ", %x)\n");
+  text += "  %r = if %c {\n    return %9999\n  } else {\n    return %x\n  }\n  return %r\n}\n";
+  std::optional<Module> m = ParseAndVerify(text);
+  ASSERT_TRUE(m.has_value());
+  std::ostringstream streamed;
+  PrintModule(*m, streamed);
+  EXPECT_GT(streamed.str().size(), size_t{1} << 17);
+  EXPECT_EQ(streamed.str(), PrintModule(*m));
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 // ExplainPlacement and AnnotationSpreadWarnings (vdev/plan_explain.h): the chain from an annotation
 // to a value, through ops, calls and returns; the defaults; the warning when one annotation moves
-// most of a program, and its absence where an annotation moves a part.
+// most of a program, and its absence where an annotation moves a part; and that reading the input
+// back from the planned module (PlanResult::input_edits) answers as a kept copy of the input does.
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "vdev/ir_text.h"
@@ -14,6 +17,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 struct Planned {
@@ -127,6 +131,53 @@ TEST(AnnotationSpreadWarnings, AnAnnotationThatMovesAPartIsNot) {
   ASSERT_TRUE(why.ok());
   EXPECT_THAT(*why, HasSubstr("on_device(%0, cpu:0) at 3:8 puts %0 on cpu:0\n"
                               "  %0 = add(%a, %b) at 2:3: an op's operands and result share one device, so %b is there too"));
+}
+
+// Conflicting pins (a copy for the conflict), a written device_copy, a call and a returned
+// annotation: every kind of edit planning makes to the input.
+constexpr char kEveryEdit[] = R"(def @f(%p: f32[4]) -> f32[4] {
+  %q = negative(%p)
+  %r = on_device(%q, cpu:0)
+  return %r
+}
+def @main(%x: f32[4], %z: f32[4]) -> f32[4] {
+  %a = exp(%x)
+  %b = on_device(%a, cpu:0)
+  %c = on_device(%a, cuda:1)
+  %y = @f(%b)
+  %d = device_copy(%z, src=cuda:0, dst=cpu:0)
+  %s = add(%y, %d)
+  %t = negative(%c)
+  %u = add(%s, %t)
+  return %u
+}
+)";
+
+TEST(PlanInputInPlace, AnswersAsAKeptInputDoesAndLeavesThePlanAsItWas) {
+  for (const char* text : {kThroughACall, kEveryEdit}) {
+    SCOPED_TRACE(text);
+    Planned p = Plan(text);
+    EXPECT_THAT(p.plan.input_edits.operands, Not(IsEmpty()));
+    const std::string planned = ir::PrintModule(p.plan.module);
+    for (const VirtualDevice& default_device : {kCuda0, VirtualDevice::ForDevice(DeviceType::kCPU, 0)}) {
+      std::vector<Diagnostic> kept = AnnotationSpreadWarnings(p.input, p.plan, default_device);
+      std::vector<Diagnostic> in_place = AnnotationSpreadWarnings(p.plan, default_device);
+      ASSERT_EQ(in_place.size(), kept.size());
+      for (size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(in_place[i].message, kept[i].message);
+    }
+    std::vector<std::string> names;
+    for (const ir::Param& param : p.input.params)
+      names.push_back(absl::StrCat(ir::FunctionPath(p.input, param.func), ":", p.input.Name(param.name)));
+    for (const ir::Binding& b : p.input.bindings)
+      names.push_back(absl::StrCat(ir::FunctionPath(p.input, p.input.blocks[b.block].func), ":", p.input.Name(b.name)));
+    for (const std::string& name : names) {
+      absl::StatusOr<std::string> kept = ExplainPlacement(p.input, p.plan, name);
+      absl::StatusOr<std::string> in_place = ExplainPlacement(p.plan, name);
+      ASSERT_EQ(in_place.ok(), kept.ok()) << name;
+      if (kept.ok()) EXPECT_EQ(*in_place, *kept) << name;
+    }
+    EXPECT_EQ(ir::PrintModule(p.plan.module), planned);
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "internal/cpu_util.h"
+#include "internal/openblas_loader.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::kernels_internal {
@@ -24,6 +25,7 @@ absl::Status AttentionKernel(const KernelCall& call) {
   const int64_t t = shape.tokens, heads = shape.heads, d = shape.head_dim;
   const bool causal = shape.causal;
   if (t == 0 || heads == 0 || d == 0) return absl::OkStatus();
+  VDEV_RETURN_IF_ERROR(LoadOpenBlas());
   const int64_t elem = static_cast<int64_t>(DTypeBytes(qkv.dtype));
   const int64_t row = 3 * heads * d;  // qkv's stride between tokens
   const float* all = static_cast<const float*>(qkv.data);

@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "internal/cpu_util.h"
+#include "internal/openblas_loader.h"
 #include "vdev/status_macros.h"
 
 namespace vdev::kernels_internal {
@@ -75,6 +76,7 @@ absl::Status MatmulKernel(const KernelCall& call) {
   const int64_t batches = TensorRef{nullptr, a.dtype, batch_out}.NumElements();
   const int64_t b_matrices = TensorRef{nullptr, a.dtype, batch_b}.NumElements();
   if (batches == 0 || m == 0 || n == 0) return absl::OkStatus();
+  VDEV_RETURN_IF_ERROR(LoadOpenBlas());
   if (b_matrices == 1 && batch_a == batch_out && batches * m <= INT_MAX) {
     RunOne(Gemm{a.dtype, batches * m, n, k}, a.data, b.data, out.data);  // one matrix of weights
     return absl::OkStatus();

@@ -212,6 +212,10 @@ class Planner {
   void ResolveBlockResults();
   void CaptureKernelSignatures();
   void SetOperand(const ir::Expr& e, uint32_t k, ValueRef v);
+  // The writes into the input's parts, each recorded in result_.input_edits.
+  void SetExpr(BindingId b, const ir::Expr& e);
+  void SetParamDevice(uint32_t p, ir::DeviceId device);
+  void SetResultDevice(FuncId f, ir::DeviceId device);
   bool Same(DeviceIndex a, DeviceIndex b) const { return SameDevice(devices_.Get(a), devices_.Get(b)); }
   ValueRef Resolve(ValueRef v) const;
   // The device_copy binding that brings `value` to `dst` for a use in `block`, made on first need.
