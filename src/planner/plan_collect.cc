@@ -308,42 +308,44 @@ void Planner::ReserveForAnnotations() {
   pins_.reserve(pins_.size() + pins);
 }
 
+absl::Status Planner::CollectOnDevice(BindingId b, const ir::OnDeviceCall& on) {
+  DeviceIndex vd = FromModule(on.device);
+  bool constrain_result = on.constrain_result;
+  const ir::Block& block = m_.blocks[B(b).block];
+  bool returned = block.owner == ir::kNoBinding && block.result.is_local() &&
+                  block.result.value == ValueRef::Binding(b);
+  if (returned && on.constrain_body) constrain_result = true;  // a returned on_device pins the result
+  DomainId body = on.constrain_body ? AnnotatedBody(b, on.value) : kNoDomain;
+  bool annotated_site = body != kNoDomain;
+  if (annotated_site) {
+    NoteUse(on.value, body, b);
+  } else if (on.constrain_body) {
+    body = PinnedDomain(vd, PinKind::kOnDevice, b);
+    VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
+  } else {
+    body = OperandDomain(on.value);
+    if (body == kNoDomain) body = domains_.MakeFirstOrder();
+  }
+  DomainId result;
+  if (constrain_result) {
+    result = on.constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b);
+  } else {
+    result = domains_.MakeFirstOrder();
+    if (on.is_free()) free_boundaries_.push_back({body, result, ir::kNoBinding});
+  }
+  binding_domain_[b] = result;
+  // Also when result == body: the on_device goes, as a copy from src to src.
+  SetCopyPoint(b, body, annotated_site);
+  return absl::OkStatus();
+}
+
 absl::Status Planner::CollectOpCall(BindingId b) {
   const ir::Expr& e = B(b).expr;
   absl::string_view op = m_.OpName(e);
   auto args = m_.Args(e);
   auto host_site = [&]() { return PinnedDomain(host_device_, PinKind::kHost, b); };
 
-  if (std::optional<ir::OnDeviceCall> on = ir::AsOnDevice(m_, e)) {
-    DeviceIndex vd = FromModule(on->device);
-    bool constrain_result = on->constrain_result;
-    const ir::Block& block = m_.blocks[B(b).block];
-    bool returned = block.owner == ir::kNoBinding && block.result.is_local() &&
-                    block.result.value == ValueRef::Binding(b);
-    if (returned && on->constrain_body) constrain_result = true;  // a returned on_device pins the result
-    DomainId body = on->constrain_body ? AnnotatedBody(b, on->value) : kNoDomain;
-    bool annotated_site = body != kNoDomain;
-    if (annotated_site) {
-      NoteUse(on->value, body, b);
-    } else if (on->constrain_body) {
-      body = PinnedDomain(vd, PinKind::kOnDevice, b);
-      VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
-    } else {
-      body = OperandDomain(on->value);
-      if (body == kNoDomain) body = domains_.MakeFirstOrder();
-    }
-    DomainId result;
-    if (constrain_result) {
-      result = on->constrain_body ? body : PinnedDomain(vd, PinKind::kOnDevice, b);
-    } else {
-      result = domains_.MakeFirstOrder();
-      if (on->is_free()) free_boundaries_.push_back({body, result, ir::kNoBinding});
-    }
-    binding_domain_[b] = result;
-    // Also when result == body: the on_device goes, as a copy from src to src.
-    SetCopyPoint(b, body, annotated_site);
-    return absl::OkStatus();
-  }
+  if (std::optional<ir::OnDeviceCall> on = ir::AsOnDevice(m_, e)) return CollectOnDevice(b, *on);
   if (std::optional<ir::DeviceCopyCall> copy = ir::AsDeviceCopy(m_, e)) {
     DomainId body = PinnedDomain(FromModule(copy->src), PinKind::kCopySrc, b);
     VDEV_RETURN_IF_ERROR(PrimitiveUse(b, 0, body));
@@ -375,9 +377,14 @@ absl::Status Planner::CollectOpCall(BindingId b) {
     binding_domain_[b] = result;
     return absl::OkStatus();
   }
-  // Any other op: operands and result on one device, chosen for this call site. The first operand's
-  // domain serves as the site (joining it with a fresh `?` would change nothing) and saves a domain.
-  // An annotated call's site is pinned first: its operands join the annotation or are copied.
+  return CollectPrimitiveCall(b);
+}
+
+// Any other op: operands and result on one device, chosen for this call site. The first operand's
+// domain serves as the site (joining it with a fresh `?` would change nothing) and saves a domain.
+// An annotated call's site is pinned first: its operands join the annotation or are copied.
+absl::Status Planner::CollectPrimitiveCall(BindingId b) {
+  auto args = m_.Args(B(b).expr);
   DomainId site = AnnotatedSite(b, /*kernel_call=*/false);
   for (const Operand& o : args) {
     if (site != kNoDomain || o.is_device()) continue;

@@ -22,6 +22,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "src/planner/device_domains.h"
+#include "vdev/builtin_ops.h"
 #include "vdev/plan_devices.h"
 
 namespace vdev::planner_internal {
@@ -126,6 +127,8 @@ class Planner {
   void CollectProjection(BindingId b);
   absl::Status CollectIf(BindingId b);
   absl::Status CollectOpCall(BindingId b);
+  absl::Status CollectOnDevice(BindingId b, const ir::OnDeviceCall& on);
+  absl::Status CollectPrimitiveCall(BindingId b);
   // Unifies the returned value with the result (or, when deferred, makes the result that value).
   absl::Status FinishFunction(FuncId f);
   DomainId OperandDomain(const Operand& o);
