@@ -30,20 +30,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "allreduce_bench_kernels.h"
-#include "vdev/cuda_allreduce.h"
-#include "vdev/cuda_channel_executor.h"
-#include "vdev/session.h"
+#include "vdev/channels/cuda_channel_executor.h"
+#include "vdev/runtime/cuda_allreduce.h"
+#include "vdev/runtime/peer_group.h"
 
 namespace vdev::bench {
 namespace {
 
-#define CUDA_OK(expr)                                                                              \
-  do {                                                                                             \
-    cudaError_t e_ = (expr);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
+#define CUDA_OK(expr)                                                                             \
+  do {                                                                                            \
+    cudaError_t e_ = (expr);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
+      std::exit(1);                                                                               \
+    }                                                                                             \
   } while (0)
 
 void Ok(const absl::Status& s, const char* what) {
@@ -71,7 +71,7 @@ double Median(std::vector<double> v) {
 }
 
 // The maximum of a per-worker value over all workers.
-double MaxOverWorkers(Session& s, double mine) {
+double MaxOverWorkers(PeerGroup& s, double mine) {
   std::vector<std::string> all;
   Ok(s.AllGather("bench-max", std::string(reinterpret_cast<const char*>(&mine), sizeof(mine)), &all), "gather");
   double m = 0;
@@ -98,15 +98,15 @@ int Main(int argc, char** argv) {
     if (a == "--max-plan-bytes") max_plan_bytes = std::strtoull(next().c_str(), nullptr, 0);
     if (a == "--no-llm") llm = false;
     if (a == "--no-eager") eager = false;
-    if (a == "--only-vdev") only_vdev = true;  // for compute-sanitizer runs
+    if (a == "--only-vdev") only_vdev = true;          // for compute-sanitizer runs
     if (a == "--variants") only = "," + next() + ",";  // e.g. vdev-auto,nccl
     if (a == "--plan-kernel") plan_kernel = next();    // generic, compiled or auto (the plan-* variants)
   }
   const absl::StatusOr<channels::PlanKernel> plan_kernel_or = channels::PlanKernelFromName(plan_kernel);
   Ok(plan_kernel_or.status(), "--plan-kernel");
-  absl::StatusOr<std::unique_ptr<Session>> session_or = Session::FromEnvironment();
+  absl::StatusOr<std::unique_ptr<PeerGroup>> session_or = PeerGroup::FromEnvironment();
   Ok(session_or.status(), "session");
-  Session& session = **session_or;
+  PeerGroup& session = **session_or;
   const int world = session.world_size(), rank = session.rank();
   CudaCommunicatorOptions options;
   options.max_bytes = max_bytes;
@@ -118,7 +118,9 @@ int Main(int argc, char** argv) {
   if (comm.ipc_available() && !comm.ll128_available() && rank == 0) {
     std::fprintf(stderr, "no NVLink between every pair: vdev-1shot-ll128 runs one-shot-ll\n");
   }
-  auto selected = [&](const std::string& name) { return only.empty() || only.find("," + name + ",") != std::string::npos; };
+  auto selected = [&](const std::string& name) {
+    return only.empty() || only.find("," + name + ",") != std::string::npos;
+  };
   // vdev-auto-nopdl's communicator (its own NCCL comm and workspace), only when that variant runs.
   std::unique_ptr<CudaCommunicator> comm_nopdl;
   if (selected("vdev-auto-nopdl")) {
@@ -135,7 +137,8 @@ int Main(int argc, char** argv) {
   CUDA_OK(cudaMalloc(&in, max_bytes));
   CUDA_OK(cudaMalloc(&out, max_bytes));
   ncclWindow_t win_in, win_out;
-  bool symm = !only_vdev && ncclMemAlloc(&sin, max_bytes) == ncclSuccess && ncclMemAlloc(&sout, max_bytes) == ncclSuccess &&
+  bool symm = !only_vdev && ncclMemAlloc(&sin, max_bytes) == ncclSuccess &&
+              ncclMemAlloc(&sout, max_bytes) == ncclSuccess &&
               ncclCommWindowRegister(comm.nccl(), sin, max_bytes, &win_in, NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess &&
               ncclCommWindowRegister(comm.nccl(), sout, max_bytes, &win_out, NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess;
   if (!symm && !only_vdev && rank == 0) std::fprintf(stderr, "NCCL symmetric windows unavailable: nccl-symm skipped\n");
@@ -160,36 +163,39 @@ int Main(int argc, char** argv) {
                    }};
   };
   auto vdev_variant = [&](const char* name, AllReduceAlgorithm algo) { return variant_on(comm, name, algo); };
-  std::vector<Variant> all_variants = {
-      vdev_variant("vdev-1shot-ll", AllReduceAlgorithm::kOneShotLL),
-      vdev_variant("vdev-1shot-ll128", AllReduceAlgorithm::kOneShotLL128),
-      vdev_variant("vdev-1shot-sentinel", AllReduceAlgorithm::kOneShotSentinel),
-      vdev_variant("vdev-2shot-ll", AllReduceAlgorithm::kTwoShotLL),
-      vdev_variant("vdev-1shot", AllReduceAlgorithm::kOneShot),
-      vdev_variant("vdev-2shot", AllReduceAlgorithm::kTwoShot),
-      vdev_variant("vdev-auto", AllReduceAlgorithm::kAuto),
-      Variant{"nccl", in, out, [&](size_t n, cudaStream_t s) {
-                return ncclAllReduce(in, out, n, ncclBfloat16, ncclSum, comm.nccl(), s) == ncclSuccess
-                           ? absl::OkStatus()
-                           : absl::InternalError("ncclAllReduce");
-              }}};
+  std::vector<Variant> all_variants = {vdev_variant("vdev-1shot-ll", AllReduceAlgorithm::kOneShotLL),
+                                       vdev_variant("vdev-1shot-ll128", AllReduceAlgorithm::kOneShotLL128),
+                                       vdev_variant("vdev-1shot-sentinel", AllReduceAlgorithm::kOneShotSentinel),
+                                       vdev_variant("vdev-2shot-ll", AllReduceAlgorithm::kTwoShotLL),
+                                       vdev_variant("vdev-1shot", AllReduceAlgorithm::kOneShot),
+                                       vdev_variant("vdev-2shot", AllReduceAlgorithm::kTwoShot),
+                                       vdev_variant("vdev-auto", AllReduceAlgorithm::kAuto),
+                                       Variant{"nccl", in, out, [&](size_t n, cudaStream_t s) {
+                                                 return ncclAllReduce(in, out, n, ncclBfloat16, ncclSum, comm.nccl(),
+                                                                      s) == ncclSuccess
+                                                            ? absl::OkStatus()
+                                                            : absl::InternalError("ncclAllReduce");
+                                               }}};
   if (comm_nopdl != nullptr) {
-    all_variants.insert(all_variants.begin() + 7, variant_on(*comm_nopdl, "vdev-auto-nopdl", AllReduceAlgorithm::kAuto));
+    all_variants.insert(all_variants.begin() + 7,
+                        variant_on(*comm_nopdl, "vdev-auto-nopdl", AllReduceAlgorithm::kAuto));
   }
   if (only_vdev) all_variants.pop_back();
   if (ipc_in != nullptr) {
     const IPCBuffer buffer{ipc_in, 0};
     all_variants.insert(all_variants.end() - (only_vdev ? 0 : 1),
                         Variant{"vdev-inplace", buffer.Local(), out, [&comm, buffer, &out](size_t n, cudaStream_t s) {
-                                  return comm.AllReduceZeroCopy(buffer, out, n, DataType::kBF16, s, ZeroCopyRead::kInPlace);
+                                  return comm.AllReduceZeroCopy(buffer, out, n, DataType::kBF16, s,
+                                                                ZeroCopyRead::kInPlace);
                                 }});
     // Without the exit barrier: valid here, since no worker rewrites its input before every worker has
     // synchronised (the check and the timing end with a collective on the host).
-    all_variants.insert(all_variants.end() - (only_vdev ? 0 : 1),
-                        Variant{"vdev-inplace-noexit", buffer.Local(), out, [&comm, buffer, &out](size_t n, cudaStream_t s) {
-                                  return comm.AllReduceZeroCopy(buffer, out, n, DataType::kBF16, s,
-                                                                ZeroCopyRead::kInPlaceNoExitBarrier);
-                                }});
+    all_variants.insert(
+        all_variants.end() - (only_vdev ? 0 : 1),
+        Variant{"vdev-inplace-noexit", buffer.Local(), out, [&comm, buffer, &out](size_t n, cudaStream_t s) {
+                  return comm.AllReduceZeroCopy(buffer, out, n, DataType::kBF16, s,
+                                                ZeroCopyRead::kInPlaceNoExitBarrier);
+                }});
   }
   // Each plan its own executor and region (input, output, scratch for max_plan_bytes); its input()
   // is where the bench's producer writes, its output() where the check reads.
@@ -204,9 +210,8 @@ int Main(int argc, char** argv) {
     channels::CudaPlanExecutor* e = exec->get();
     plans.push_back(std::move(*exec));
     all_variants.insert(all_variants.end() - (only_vdev ? 0 : 1),
-                        Variant{variant, e->input(), e->output(), [e](size_t n, cudaStream_t s) {
-                                  return e->Execute(e->input(), e->output(), n, s);
-                                }});
+                        Variant{variant, e->input(), e->output(),
+                                [e](size_t n, cudaStream_t s) { return e->Execute(e->input(), e->output(), n, s); }});
   }
   if (symm) {
     all_variants.push_back(Variant{"nccl-symm", sin, sout, [&](size_t n, cudaStream_t s) {

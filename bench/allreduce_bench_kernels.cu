@@ -17,8 +17,8 @@ __global__ void FillKernel(__nv_bfloat16* p, size_t n, int rank, int salt) {
   }
 }
 
-__global__ void CheckKernel(const __nv_bfloat16* in, const __nv_bfloat16* out, size_t n, int rank, int world,
-                            int salt, unsigned long long* bad_out, unsigned long long* bad_in) {
+__global__ void CheckKernel(const __nv_bfloat16* in, const __nv_bfloat16* out, size_t n, int rank, int world, int salt,
+                            unsigned long long* bad_out, unsigned long long* bad_in) {
   unsigned long long bo = 0, bi = 0;
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     int want = 0;

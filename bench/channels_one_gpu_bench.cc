@@ -37,9 +37,9 @@
 #include "internal/allreduce_layout.h"
 #include "internal/cuda_kernels.h"
 #include "internal/pooled_allocator.h"
-#include "vdev/allreduce.h"
-#include "vdev/channel_algorithms.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_algorithms.h"
+#include "vdev/runtime/allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace {
 
@@ -129,8 +129,7 @@ class HandWorld {
     return int64_t{world_} * l.blocks * 2 <= int64_t{per_sm} * sms;
   }
   absl::Status Enqueue(AllReduceAlgorithm algorithm, int rank, size_t count) {
-    return Cuda(vdev::internal::LaunchAllReduce(algorithm, type_, Args(algorithm, rank, count),
-                                                streams_[rank], true));
+    return Cuda(vdev::internal::LaunchAllReduce(algorithm, type_, Args(algorithm, rank, count), streams_[rank], true));
   }
   cudaStream_t stream(int rank) const { return streams_[rank]; }
   int error() const { return *error_; }
@@ -162,9 +161,9 @@ class HandWorld {
 
 // A variant: how worker r enqueues one call, and its stream.
 struct Variant {
-  std::string name;     // hand-1shot, plan-one_shot_push, ...
-  std::string family;   // one-shot or one-shot-ll: what the ratio compares within
-  int instances = 0;    // plans
+  std::string name;    // hand-1shot, plan-one_shot_push, ...
+  std::string family;  // one-shot or one-shot-ll: what the ratio compares within
+  int instances = 0;   // plans
   std::function<absl::Status(int)> enqueue;
   std::function<cudaStream_t(int)> stream;
   std::vector<cudaGraphExec_t> graphs;
@@ -218,13 +217,14 @@ void Trace(int iters) {
             Ok(Cuda(cudaMemcpy(t.data(), traces[r], sizeof(long long) * t.size(), cudaMemcpyDeviceToHost)), "copy");
             const long long* last = t.data();
             const long long* before = t.data() + in::kMaxPlanBlocks * in::kPlanTraceSlots;
-            std::string line = absl::StrCat(
-                "trace ", name, " world ", world, " ", bytes, " B ", instances, " inst (", absl::SixDigits(us),
-                " us/call) rank ", r, ": ns from the previous call's end ",
-                last[in::kTraceStartNs] - before[in::kTraceEndNs], ", in the kernel ",
-                last[in::kTraceEndNs] - last[in::kTraceStartNs], " | cycles: pdl-wait ",
-                last[in::kTraceStart] - last[in::kTraceEntry], " counted ", last[in::kTraceCounted] - last[in::kTraceStart],
-                " resolved ", last[in::kTraceResolved] - last[in::kTraceStart]);
+            std::string line =
+                absl::StrCat("trace ", name, " world ", world, " ", bytes, " B ", instances, " inst (",
+                             absl::SixDigits(us), " us/call) rank ", r, ": ns from the previous call's end ",
+                             last[in::kTraceStartNs] - before[in::kTraceEndNs], ", in the kernel ",
+                             last[in::kTraceEndNs] - last[in::kTraceStartNs], " | cycles: pdl-wait ",
+                             last[in::kTraceStart] - last[in::kTraceEntry], " counted ",
+                             last[in::kTraceCounted] - last[in::kTraceStart], " resolved ",
+                             last[in::kTraceResolved] - last[in::kTraceStart]);
             const auto& ops = plan->ranks[r][0].ops;
             for (size_t i = 0; i < ops.size(); ++i) {
               const long long stamp = last[in::kTraceOps + i];
@@ -272,7 +272,8 @@ int main(int argc, char** argv) {
     } else if (valued && !std::strcmp(argv[i], "--csv")) {
       csv_path = argv[++i];
     } else if (valued && !std::strcmp(argv[i], "--dtype") &&
-               (!std::strcmp(argv[i + 1], "f32") || !std::strcmp(argv[i + 1], "f16") || !std::strcmp(argv[i + 1], "bf16"))) {
+               (!std::strcmp(argv[i + 1], "f32") || !std::strcmp(argv[i + 1], "f16") ||
+                !std::strcmp(argv[i + 1], "bf16"))) {
       const std::string name = argv[++i];
       type = name == "f32" ? DataType::kF32 : name == "f16" ? DataType::kF16 : DataType::kBF16;
     } else {
@@ -336,7 +337,8 @@ int main(int argc, char** argv) {
       }
       for (auto& [key, w] : plans) {
         const std::string name = w->plan().name;
-        const std::vector<int> sweep = ports ? std::vector<int>{1, 2, 4} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128};
+        const std::vector<int> sweep =
+            ports ? std::vector<int>{1, 2, 4} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128};
         Ok(w->Prepare(count, sweep), key);  // compiled plans: every kernel of this size, on every core
         for (int instances : sweep) {
           auto fits = w->Fits(instances, true, count);
@@ -383,19 +385,19 @@ int main(int argc, char** argv) {
       for (Variant& v : variants) {
         const double m = Median(v.us);
         std::printf("%-6d %-9zu %-22s %-9d %10.2f\n", world, bytes, v.name.c_str(), v.instances, m);
-        if (csv) std::fprintf(csv, "%d,%zu,%s,%s,%d,%.3f\n", world, bytes, v.name.c_str(), v.family.c_str(), v.instances, m);
+        if (csv)
+          std::fprintf(csv, "%d,%zu,%s,%s,%d,%.3f\n", world, bytes, v.name.c_str(), v.family.c_str(), v.instances, m);
         if (!best.count(v.name) || m < best[v.name]) {
           best[v.name] = m;
           best_instances[v.name] = v.instances;
         }
         for (cudaGraphExec_t g : v.graphs) cudaGraphExecDestroy(g);
       }
-      for (auto [plan, ref] : {std::pair{"plan-one_shot_push", "hand-1shot"}, std::pair{"plan-one_shot", "hand-1shot-zc"},
-                               std::pair{"plan-one_shot_ll", "hand-1shot-ll"},
-                               std::pair{"compiled-one_shot_push", "hand-1shot"},
-                               std::pair{"compiled-one_shot", "hand-1shot-zc"},
-                               std::pair{"compiled-one_shot_ll", "hand-1shot-ll"},
-                               std::pair{"plan-all_gather_port", "plan-all_gather"}}) {
+      for (auto [plan, ref] :
+           {std::pair{"plan-one_shot_push", "hand-1shot"}, std::pair{"plan-one_shot", "hand-1shot-zc"},
+            std::pair{"plan-one_shot_ll", "hand-1shot-ll"}, std::pair{"compiled-one_shot_push", "hand-1shot"},
+            std::pair{"compiled-one_shot", "hand-1shot-zc"}, std::pair{"compiled-one_shot_ll", "hand-1shot-ll"},
+            std::pair{"plan-all_gather_port", "plan-all_gather"}}) {
         if (!best.count(plan) || !best.count(ref)) continue;
         std::printf("ratio  world %d %8zu B  %-18s / %-13s = %.3f  (%.2f vs %.2f us, %d instances)\n", world, bytes,
                     plan, ref, best[plan] / best[ref], best[plan], best[ref], best_instances[plan]);

@@ -1,4 +1,4 @@
-// Controller sessions (vdev/controller.h) against their floors, in one run:
+// Controller sessions (vdev/controller/controller.h) against their floors, in one run:
 //   BM_RoundTrip/<backend>/<n>: an empty CallPacked on all n workers, then SyncAllWorkers
 //     (backend 0: threaded, 1: process);
 //   BM_BarePipe/<n>: the same round trip through bare pipes to n forked processes that echo one
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "vdev/controller.h"
-#include "vdev/worker_function.h"
+#include "vdev/controller/controller.h"
+#include "vdev/controller/worker_function.h"
 
 namespace vdev {
 namespace {

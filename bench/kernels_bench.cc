@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "vdev/half.h"
-#include "vdev/kernels.h"
+#include "vdev/kernels/kernels.h"
+#include "vdev/support/half.h"
 
 namespace vdev {
 namespace {
@@ -108,7 +108,8 @@ void BM_LayerKernels(benchmark::State& state) {
              g2 = Random(f16, {kHidden}, 6, 1), wqkv = Random(f16, {kHidden, kQkv}, 7, 0.02f),
              wo = Random(f16, {kAttn, kHidden}, 8, 0.02f), wgu = Random(f16, {kHidden, kFfn2}, 9, 0.02f),
              wd = Random(f16, {kFfn, kHidden}, 10, 0.02f);
-  HostTensor n1 = HostTensor::Zeros(f16, {kTokens, kHidden}), qkv = HostTensor::Zeros(f16, {kTokens, 3, kHeads, kHeadDim});
+  HostTensor n1 = HostTensor::Zeros(f16, {kTokens, kHidden}),
+             qkv = HostTensor::Zeros(f16, {kTokens, 3, kHeads, kHeadDim});
   HostTensor att = HostTensor::Zeros(f16, {kTokens, kAttn}), o = n1, h1 = n1, n2 = n1, down = n1, h2 = n1;
   HostTensor gu = HostTensor::Zeros(f16, {kTokens, kFfn2}), act = HostTensor::Zeros(f16, {kTokens, kFfn});
   KernelAttrs none, causal;

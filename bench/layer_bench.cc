@@ -20,9 +20,9 @@
 #include "absl/strings/str_split.h"
 #include "internal/cuda_ops.h"
 #include "layer_bench.h"
-#include "vdev/executor.h"
-#include "vdev/run.h"
-#include "vdev/status_macros.h"
+#include "vdev/executor/executor.h"
+#include "vdev/executor/run.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::bench {
 namespace {
@@ -59,10 +59,8 @@ struct LayerVariant {
 
 std::vector<LayerVariant> LayerVariants() {
   return {
-      {"hand_eager",
-       [](HandLayer& layer, cudaStream_t stream, int samples) {
-         return MedianMicros(stream, samples, [&] { return layer.Enqueue(stream); });
-       }},
+      {"hand_eager", [](HandLayer& layer, cudaStream_t stream,
+                        int samples) { return MedianMicros(stream, samples, [&] { return layer.Enqueue(stream); }); }},
       {"hand_graph",
        [](HandLayer& layer, cudaStream_t stream, int samples) -> absl::StatusOr<double> {
          VDEV_RETURN_IF_ERROR(layer.Capture(stream));
@@ -119,7 +117,8 @@ absl::Status MatmulRows(Csv& csv, CudaKernelBackend& backend, cublasHandle_t bla
   cudaDeviceSynchronize();  // the legacy stream's memsets before the non-blocking stream's matmuls
   const float alpha = 1.0f, beta = 0.0f;
   auto ours = [&]() -> absl::Status {
-    for (int i = 0; i < kCalls; ++i) VDEV_RETURN_IF_ERROR(backend.Matmul(ir::DType::kBF16, a, b, c, 1, m, n, k, stream));
+    for (int i = 0; i < kCalls; ++i)
+      VDEV_RETURN_IF_ERROR(backend.Matmul(ir::DType::kBF16, a, b, c, 1, m, n, k, stream));
     return absl::OkStatus();
   };
   auto peer = [&]() -> absl::Status {
@@ -132,8 +131,8 @@ absl::Status MatmulRows(Csv& csv, CudaKernelBackend& backend, cublasHandle_t bla
     return absl::OkStatus();
   };
   const double flops = 2.0 * m * n * k;
-  for (auto [variant, run] : {std::pair<const char*, std::function<absl::Status()>>{"vdev_cublaslt", ours},
-                              {"cublas_gemmex", peer}}) {
+  for (auto [variant, run] :
+       {std::pair<const char*, std::function<absl::Status()>>{"vdev_cublaslt", ours}, {"cublas_gemmex", peer}}) {
     VDEV_ASSIGN_OR_RETURN(double us, MedianMicros(stream, o.samples, run));
     us /= kCalls;
     csv.Row(absl::StrCat("matmul,", m, ",", name, ",", m, ",", n, ",", k, ",", variant, ",", us, ",",
@@ -151,18 +150,19 @@ absl::Status AttentionRows(Csv& csv, cudaStream_t stream, const Options& o, int6
   const TransformerShape s = LayerShape(tokens);
   const int64_t d = s.hidden / s.heads;
   void *qkv = nullptr, *out = nullptr;
-  if (cudaMalloc(&qkv, tokens * 3 * s.hidden * 2) != cudaSuccess || cudaMalloc(&out, tokens * s.hidden * 2) != cudaSuccess)
+  if (cudaMalloc(&qkv, tokens * 3 * s.hidden * 2) != cudaSuccess ||
+      cudaMalloc(&out, tokens * s.hidden * 2) != cudaSuccess)
     return absl::ResourceExhaustedError("cudaMalloc");
   cudaMemset(qkv, 0x3c, tokens * 3 * s.hidden * 2);
   cudaDeviceSynchronize();
   const double flops = 2.0 * 2.0 * tokens * tokens * d * s.heads / 2;  // QK^T and PV, causal half
   for (bool tensor_cores : {true, false}) {
     VDEV_ASSIGN_OR_RETURN(double us, MedianMicros(stream, o.samples, [&]() -> absl::Status {
-      if (cuda_ops::LaunchAttention(cuda_ops::Elem::kBF16, qkv, out, tokens, s.heads, d, /*causal=*/true, stream,
-                                    tensor_cores) != cudaSuccess)
-        return absl::InternalError("attention launch");
-      return absl::OkStatus();
-    }));
+                            if (cuda_ops::LaunchAttention(cuda_ops::Elem::kBF16, qkv, out, tokens, s.heads, d,
+                                                          /*causal=*/true, stream, tensor_cores) != cudaSuccess)
+                              return absl::InternalError("attention launch");
+                            return absl::OkStatus();
+                          }));
     csv.Row(absl::StrCat("attention,", tokens, ",causal,", tokens, ",", s.heads, ",", d, ",",
                          tensor_cores ? "tensor_cores" : "fma", ",", us, ",", flops / (us * 1e-6) / 1e12));
   }

@@ -20,7 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "transformer_program.h"
-#include "vdev/cuda_kernels.h"
+#include "vdev/kernels/cuda_kernels.h"
 
 namespace vdev::bench {
 

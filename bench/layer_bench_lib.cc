@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "internal/cuda_ops.h"
 #include "layer_bench.h"
-#include "vdev/half.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/half.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::bench {
 namespace {
@@ -102,9 +102,16 @@ absl::StatusOr<std::unique_ptr<HandLayer>> HandLayer::Create(CudaKernelBackend* 
   VDEV_ASSIGN_OR_RETURN(b->g2, RandomBf16(h, 1.0f, 5));
   VDEV_ASSIGN_OR_RETURN(b->wgu, RandomBf16(h * 2 * f, w_scale, 6));
   VDEV_ASSIGN_OR_RETURN(b->wd, RandomBf16(f * h, w_scale, 7));
-  for (auto [p, count] : {std::pair{&b->n1, t * h}, {&b->qkv, t * 3 * h}, {&b->att, t * h}, {&b->o, t * h},
-                          {&b->h1, t * h}, {&b->n2, t * h}, {&b->gu, t * 2 * f}, {&b->act, t * f},
-                          {&b->down, t * h}, {&b->h2, t * h}}) {
+  for (auto [p, count] : {std::pair{&b->n1, t * h},
+                          {&b->qkv, t * 3 * h},
+                          {&b->att, t * h},
+                          {&b->o, t * h},
+                          {&b->h1, t * h},
+                          {&b->n2, t * h},
+                          {&b->gu, t * 2 * f},
+                          {&b->act, t * f},
+                          {&b->down, t * h},
+                          {&b->h2, t * h}}) {
     VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(p, count * 2), "cudaMalloc"));
   }
   // Pageable copies may still be landing; kernels on a non-blocking stream would not wait for them.

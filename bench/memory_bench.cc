@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "transformer_program.h"
-#include "vdev/ir_text.h"
-#include "vdev/lower_memory.h"
-#include "vdev/plan_devices.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/memory/lower_memory.h"
+#include "vdev/planner/plan_devices.h"
 
 namespace vdev::bench {
 namespace {
@@ -61,10 +61,11 @@ void ReportMemory(const TransformerShape& shape) {
   const FunctionMemory& fm = ipc.memory.functions.at(0);
   int rewritten = 0;
   for (const AllReduceInfo& a : fm.allreduces) rewritten += a.ipc;
-  std::printf("== %d-layer tensor-parallel transformer (tp=%lld, %d pipeline stage(s), hidden %lld, %lld tokens, "
-              "f16): one worker\n",
-              shape.layers, static_cast<long long>(shape.tensor_parallel), shape.pipeline_stages,
-              static_cast<long long>(shape.hidden), static_cast<long long>(shape.tokens));
+  std::printf(
+      "== %d-layer tensor-parallel transformer (tp=%lld, %d pipeline stage(s), hidden %lld, %lld tokens, "
+      "f16): one worker\n",
+      shape.layers, static_cast<long long>(shape.tensor_parallel), shape.pipeline_stages,
+      static_cast<long long>(shape.hidden), static_cast<long long>(shape.tokens));
   std::printf("all-reduces: %zu, rewritten to ipc_memory: %d\n", fm.allreduces.size(), rewritten);
   std::printf("%-22s %14s %10s %9s\n", "pool", "bytes", "MiB", "storages");
   for (const PoolSize& p : fm.plan.pools) {

@@ -27,9 +27,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "vdev/ir_text.h"
-#include "vdev/machine.h"
-#include "vdev/optimize_placement.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/planner/machine.h"
+#include "vdev/planner/optimize_placement.h"
 
 namespace {
 
@@ -48,12 +48,12 @@ std::string Transformer(int layers, int64_t t, int64_t h, int64_t f, int64_t v) 
     std::string s = absl::StrCat(l);
     absl::StrAppend(&body, free("%m1_" + s, x), "  %n1_", s, " = rms_norm(%m1_", s, ", %g1_", s, ")\n", "  %qkv", s,
                     " = matmul(%n1_", s, ", %wqkv", s, ")\n", "  %a", s, ": ", ty(t, h), " = sdpa(%qkv", s, ")\n",
-                    "  %o", s, " = matmul(%a", s, ", %wo", s, ")\n", free("%om" + s, "%o" + s),
-                    free("%xr" + s, x), "  %r", s, " = add(%xr", s, ", %om", s, ")\n", free("%m2_" + s, "%r" + s),
-                    "  %n2_", s, " = rms_norm(%m2_", s, ", %g2_", s, ")\n", "  %up", s, " = matmul(%n2_", s,
-                    ", %wup", s, ")\n", "  %s", s, " = silu(%up", s, ")\n", "  %d", s, " = matmul(%s", s, ", %wdown",
-                    s, ")\n", free("%dm" + s, "%d" + s), free("%rr" + s, "%r" + s), "  %x", s + "n", " = add(%rr", s,
-                    ", %dm", s, ")\n");
+                    "  %o", s, " = matmul(%a", s, ", %wo", s, ")\n", free("%om" + s, "%o" + s), free("%xr" + s, x),
+                    "  %r", s, " = add(%xr", s, ", %om", s, ")\n", free("%m2_" + s, "%r" + s), "  %n2_", s,
+                    " = rms_norm(%m2_", s, ", %g2_", s, ")\n", "  %up", s, " = matmul(%n2_", s, ", %wup", s, ")\n",
+                    "  %s", s, " = silu(%up", s, ")\n", "  %d", s, " = matmul(%s", s, ", %wdown", s, ")\n",
+                    free("%dm" + s, "%d" + s), free("%rr" + s, "%r" + s), "  %x", s + "n", " = add(%rr", s, ", %dm", s,
+                    ")\n");
     x = absl::StrCat("%x", s, "n");
   }
   absl::StrAppend(&body, free("%mf", x), "  %logits = matmul(%mf, %w_out)\n", free("%lm", "%logits"), "  %next: i64[",
@@ -113,7 +113,8 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 // docs/machine.md's JSON for 1 CPU + `gpus` H100s: GPU links per device type, or (per_pair) each
 // pair's own.
 std::string MachineJson(int gpus, bool per_pair) {
-  std::string text = R"({"devices": [{"device": "cpu:0", "memory_gb": 1024, "bandwidth_gbs": 600, "default_tflops": 5})";
+  std::string text =
+      R"({"devices": [{"device": "cpu:0", "memory_gb": 1024, "bandwidth_gbs": 600, "default_tflops": 5})";
   for (int g = 0; g < gpus; ++g) {
     absl::StrAppend(&text, R"(, {"device": "cuda:)", g,
                     R"(", "memory_gb": 80, "bandwidth_gbs": 3350, "default_tflops": 67, "tflops": {"f16": 989}})");
@@ -138,9 +139,8 @@ int LargeMachines() {
   std::string text = Transformer(625, 256, 128, 344, 32000);
   absl::StatusOr<vdev::ir::Module> module = vdev::ir::ParseModule(text);
   if (!module.ok() || !vdev::ir::VerifyModule(*module).ok()) return 1;
-  std::printf("large machines (%zu-binding transformer)\n%-28s %10s %10s %10s %10s %8s %12s\n",
-              module->bindings.size(), "machine", "json_MB", "parse_s", "optimize_s", "classes", "optimal",
-              "model_ms");
+  std::printf("large machines (%zu-binding transformer)\n%-28s %10s %10s %10s %10s %8s %12s\n", module->bindings.size(),
+              "machine", "json_MB", "parse_s", "optimize_s", "classes", "optimal", "model_ms");
   double peer_seconds = 0;
   for (auto [gpus, per_pair] : {std::pair{3, false}, std::pair{4096, false}, std::pair{1000, true}}) {
     const std::string json = MachineJson(gpus, per_pair);
@@ -185,10 +185,11 @@ int CapacityAtScale() {
                 std::string(plan.status().message()).c_str(), total);
     return 0;
   }
-  std::printf("capacity at scale: %zu bindings on 1 CPU + 2 GPUs of 1.2 GB: %zu cuts, peaks cuda:0 %.2f GB, cuda:1 "
-              "%.2f GB, optimal %d, gap %.3g%%, z3 variables %zu, solve %.3f s, total %.3f s\n",
-              module->bindings.size(), plan->capacity_cuts, plan->peak_bytes[1] / 1e9, plan->peak_bytes[2] / 1e9,
-              plan->optimal ? 1 : 0, plan->gap * 100, plan->z3_variables, plan->solve_seconds, total);
+  std::printf(
+      "capacity at scale: %zu bindings on 1 CPU + 2 GPUs of 1.2 GB: %zu cuts, peaks cuda:0 %.2f GB, cuda:1 "
+      "%.2f GB, optimal %d, gap %.3g%%, z3 variables %zu, solve %.3f s, total %.3f s\n",
+      module->bindings.size(), plan->capacity_cuts, plan->peak_bytes[1] / 1e9, plan->peak_bytes[2] / 1e9,
+      plan->optimal ? 1 : 0, plan->gap * 100, plan->z3_variables, plan->solve_seconds, total);
   return 0;
 }
 
@@ -214,13 +215,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "optimize: %s\n", std::string(plan.status().message()).c_str());
       return 1;
     }
-    std::printf("transformer 8 layers, 1 CPU + 2 H100: optimised %.3f ms (compute %.3f, copy %.3f, unsupported %d), "
-                "default %.3f ms (compute %.3f, copy %.3f, unsupported %d), default/optimised %.2fx, optimal %d, "
-                "classes %zu, z3 variables %zu\n",
-                plan->cost.total * 1e3, plan->cost.compute * 1e3, plan->cost.copy * 1e3, plan->cost.unsupported,
-                plan->default_cost.total * 1e3, plan->default_cost.compute * 1e3, plan->default_cost.copy * 1e3,
-                plan->default_cost.unsupported, plan->default_cost.total / plan->cost.total, plan->optimal ? 1 : 0,
-                plan->classes, plan->z3_variables);
+    std::printf(
+        "transformer 8 layers, 1 CPU + 2 H100: optimised %.3f ms (compute %.3f, copy %.3f, unsupported %d), "
+        "default %.3f ms (compute %.3f, copy %.3f, unsupported %d), default/optimised %.2fx, optimal %d, "
+        "classes %zu, z3 variables %zu\n",
+        plan->cost.total * 1e3, plan->cost.compute * 1e3, plan->cost.copy * 1e3, plan->cost.unsupported,
+        plan->default_cost.total * 1e3, plan->default_cost.compute * 1e3, plan->default_cost.copy * 1e3,
+        plan->default_cost.unsupported, plan->default_cost.total / plan->cost.total, plan->optimal ? 1 : 0,
+        plan->classes, plan->z3_variables);
   }
   // (2) Solve time against size, 4 devices.
   std::printf("%10s %8s %10s %8s %10s %10s %10s %8s\n", "bindings", "layers", "classes", "z3_vars", "parse_s",
@@ -263,12 +265,13 @@ int main(int argc, char** argv) {
       std::printf("capacity: 300 layers on 1 CPU + 2 H100: %s after %.3f s\n",
                   std::string(plan.status().message()).c_str(), total);
     } else {
-      std::printf("capacity: 300 layers (%zu bindings) on 1 CPU + 2 H100: %zu cuts, peaks cpu %.1f GB, cuda:0 %.1f GB, "
-                  "cuda:1 %.1f GB, cost %.3f ms (default %.3f ms), optimal %d, z3 variables %zu, solve %.3f s, "
-                  "total %.3f s\n",
-                  module->bindings.size(), plan->capacity_cuts, plan->peak_bytes[0] / 1e9, plan->peak_bytes[1] / 1e9,
-                  plan->peak_bytes[2] / 1e9, plan->cost.total * 1e3, plan->default_cost.total * 1e3,
-                  plan->optimal ? 1 : 0, plan->z3_variables, plan->solve_seconds, total);
+      std::printf(
+          "capacity: 300 layers (%zu bindings) on 1 CPU + 2 H100: %zu cuts, peaks cpu %.1f GB, cuda:0 %.1f GB, "
+          "cuda:1 %.1f GB, cost %.3f ms (default %.3f ms), optimal %d, z3 variables %zu, solve %.3f s, "
+          "total %.3f s\n",
+          module->bindings.size(), plan->capacity_cuts, plan->peak_bytes[0] / 1e9, plan->peak_bytes[1] / 1e9,
+          plan->peak_bytes[2] / 1e9, plan->cost.total * 1e3, plan->default_cost.total * 1e3, plan->optimal ? 1 : 0,
+          plan->z3_variables, plan->solve_seconds, total);
     }
     std::fflush(stdout);
   }

@@ -9,7 +9,7 @@
 
 #include "benchmark/benchmark.h"
 #include "ir/ir_generators.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir_text.h"
 
 namespace {
 

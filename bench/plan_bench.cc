@@ -11,16 +11,16 @@
 #include <malloc.h>
 
 #include <atomic>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <new>
 #include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
-#include "vdev/ir_text.h"
-#include "vdev/plan_devices.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/planner/plan_devices.h"
 
 namespace {
 

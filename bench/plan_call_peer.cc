@@ -15,8 +15,8 @@
 #include <string>
 
 #include "ir/ir_generators.h"
-#include "vdev/ir_text.h"
-#include "vdev/plan_devices.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/planner/plan_devices.h"
 
 namespace {
 

@@ -11,10 +11,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
-#include "vdev/compile.h"
-#include "vdev/ir_text.h"
-#include "vdev/lower_memory.h"
-#include "vdev/plan_devices.h"
+#include "vdev/compile/compile.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/memory/lower_memory.h"
+#include "vdev/planner/plan_devices.h"
 
 namespace {
 
@@ -49,8 +49,8 @@ void BM_JsonVsText(benchmark::State& state) {
   size_t text_bytes = 0;
   for (auto _ : state) {
     double t0 = CpuSeconds();
-    std::string json = lower ? vdev::MemoryReportJson(compiled->module(), *compiled->memory)
-                             : vdev::PlanReportJson(compiled->plan);
+    std::string json =
+        lower ? vdev::MemoryReportJson(compiled->module(), *compiled->memory) : vdev::PlanReportJson(compiled->plan);
     double t1 = CpuSeconds();
     std::string text = vdev::ir::PrintModule(compiled->module());
     double t2 = CpuSeconds();

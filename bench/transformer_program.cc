@@ -13,17 +13,17 @@ std::string TransformerProgram(const TransformerShape& s) {
   const int64_t t = s.tokens, h = s.hidden, tp = s.tensor_parallel;
   const int64_t local_heads = s.heads / tp, head_dim = h / s.heads, local_h = local_heads * head_dim;
   const int64_t local_ffn = s.ffn / tp;
-  std::string out = absl::StrCat("# ", s.layers, "-layer tensor-parallel transformer, one worker of ", tp,
-                                 " (hidden ", h, ", ", t, " tokens, ", dt, ", ", s.pipeline_stages,
-                                 " pipeline stage(s))\n");
+  std::string out = absl::StrCat("# ", s.layers, "-layer tensor-parallel transformer, one worker of ", tp, " (hidden ",
+                                 h, ", ", t, " tokens, ", dt, ", ", s.pipeline_stages, " pipeline stage(s))\n");
   const int stages = std::max(1, s.pipeline_stages);
   auto stage_of = [&](int layer) { return layer * stages / s.layers; };
   absl::StrAppend(&out, "def @main(%x: ", Matrix(t, h), " on cuda:0");
   for (int l = 0; l < s.layers; ++l) {
     const std::string on = absl::StrCat(" on cuda:", stage_of(l));
-    absl::StrAppend(&out, ",\n          %g1_", l, ": ", dt, "[", h, "]", on, ", %wqkv_", l, ": ", Matrix(h, 3 * local_h), on,
-                    ", %wo_", l, ": ", Matrix(local_h, h), on, ", %g2_", l, ": ", dt, "[", h, "]", on, ", %wgu_", l, ": ",
-                    Matrix(h, 2 * local_ffn), on, ", %wd_", l, ": ", Matrix(local_ffn, h), on);
+    absl::StrAppend(&out, ",\n          %g1_", l, ": ", dt, "[", h, "]", on, ", %wqkv_", l, ": ",
+                    Matrix(h, 3 * local_h), on, ", %wo_", l, ": ", Matrix(local_h, h), on, ", %g2_", l, ": ", dt, "[",
+                    h, "]", on, ", %wgu_", l, ": ", Matrix(h, 2 * local_ffn), on, ", %wd_", l, ": ",
+                    Matrix(local_ffn, h), on);
   }
   absl::StrAppend(&out, ") -> ", Matrix(t, h), " {\n");
   std::string hs = "%x";

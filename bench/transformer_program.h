@@ -10,13 +10,13 @@ namespace vdev::bench {
 
 struct TransformerShape {
   int layers = 10;
-  int64_t tokens = 256;        // batch × sequence
+  int64_t tokens = 256;  // batch × sequence
   int64_t hidden = 4096;
   int64_t heads = 32;
-  int64_t ffn = 11008;         // intermediate size of the gated MLP
-  int64_t tensor_parallel = 4; // workers; each holds heads/tp heads and ffn/tp columns
-  int pipeline_stages = 1;     // consecutive layer ranges on cuda:0, cuda:1, …, linked by device_copy
-  std::string dtype = "f16";   // of every tensor
+  int64_t ffn = 11008;          // intermediate size of the gated MLP
+  int64_t tensor_parallel = 4;  // workers; each holds heads/tp heads and ffn/tp columns
+  int pipeline_stages = 1;      // consecutive layer ranges on cuda:0, cuda:1, …, linked by device_copy
+  std::string dtype = "f16";    // of every tensor
 };
 
 // One `def @main` per worker: per layer, attention (rms_norm, fused QKV matmul, attention, output

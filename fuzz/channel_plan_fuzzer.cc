@@ -1,4 +1,4 @@
-// Execution plans as JSON (vdev/channel_plan.h), the files `CudaPlanExecutor` and the host executor
+// Execution plans as JSON (vdev/channels/channel_plan.h), the files `CudaPlanExecutor` and the host executor
 // load: whatever the text, loading either fails with InvalidArgument naming the file, or gives a
 // program the validator accepts whose JSON loads back equal and prints identically.
 #include <cstddef>
@@ -8,8 +8,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "fuzz/fuzz_check.h"
-#include "vdev/channel_plan.h"
-#include "vdev/channel_program.h"
+#include "vdev/channels/channel_plan.h"
+#include "vdev/channels/channel_program.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using vdev::fuzz::Check;

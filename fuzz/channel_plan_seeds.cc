@@ -5,8 +5,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "vdev/channel_algorithms.h"
-#include "vdev/channel_plan.h"
+#include "vdev/channels/channel_algorithms.h"
+#include "vdev/channels/channel_plan.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

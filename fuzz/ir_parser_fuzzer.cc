@@ -7,8 +7,8 @@
 #include <string>
 
 #include "fuzz_check.h"
-#include "vdev/diagnostic.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/support/diagnostic.h"
 
 using vdev::fuzz::Check;
 

@@ -13,9 +13,9 @@
 #include <string>
 
 #include "fuzz_check.h"
-#include "vdev/compile.h"
-#include "vdev/ir_text.h"
-#include "vdev/lower_memory.h"
+#include "vdev/compile/compile.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/memory/lower_memory.h"
 
 using vdev::fuzz::Check;
 

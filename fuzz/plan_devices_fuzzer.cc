@@ -9,8 +9,8 @@
 #include <string>
 
 #include "fuzz_check.h"
-#include "vdev/ir_text.h"
-#include "vdev/plan_devices.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/planner/plan_devices.h"
 
 using vdev::fuzz::Check;
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs dependencies, checks that no function in src/ or tools/ is over 80 lines beyond an
-# allowlist (scripts/check_function_length.py, a fraction of a second), builds everything, runs the
+# Installs dependencies, checks that every C++/CUDA source follows .clang-format (scripts/check_format.sh)
+# and that no function in src/ or tools/ is over 80 lines beyond an allowlist
+# (scripts/check_function_length.py; both take seconds), builds everything, runs the
 # whole test suite, checks that an outside project can find_package(vdev) from an installed tree,
 # then builds the CPU tree again with clang under AddressSanitizer + UBSan (build-asan/) and runs its
 # whole suite there (VDEV_TEST_SANITIZE=0 leaves that stage out, saying so), then the fuzzers
@@ -11,7 +12,8 @@ cd "$(dirname "$0")/.."
 stage() { echo "== $* [${SECONDS} s]"; }
 stage "dependencies"
 bash scripts/deps.sh
-stage "function length"
+stage "format (.clang-format) and function length"
+bash scripts/check_format.sh | tail -n 20
 python3 scripts/check_function_length.py
 stage "build"
 bash scripts/build.sh

@@ -7,4 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export SANITIZE_TARGETS="runtime_test controller_test executor_test"
 exec bash scripts/sanitize.sh thread \
-  -R '^(SessionTest|LaunchTest|HostIPCMemoryTest|HostAllReduce[A-Za-z]*|ZeroCopyAllReduce[A-Za-z]*|LLFlagTest|LLSweepTest|FaultTest|ProcessFaultTest|Executor[A-Za-z]*|NpyTest|RunLibraryTest|RunReference|CompareOutputs|ReduceInRankOrder|Summarize)\.' "$@"
+  -R '^(PeerGroupTest|LaunchTest|HostIPCMemoryTest|HostAllReduce[A-Za-z]*|ZeroCopyAllReduce[A-Za-z]*|LLFlagTest|LLSweepTest|FaultTest|ProcessFaultTest|Executor[A-Za-z]*|NpyTest|RunLibraryTest|RunReference|CompareOutputs|ReduceInRankOrder|Summarize)\.' "$@"

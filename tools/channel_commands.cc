@@ -1,5 +1,5 @@
 // `vdev channels list|show|check|run`: the shipped collectives written in the channel language,
-// execution-plan files (vdev/channel_plan.h) checked as the plan executors load them, and a plan run
+// execution-plan files (vdev/channels/channel_plan.h) checked as the plan executors load them, and a plan run
 // on the host executor with its result checked against the collective's definition.
 #include <cstdint>
 #include <iostream>
@@ -11,9 +11,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
-#include "vdev/channel_algorithms.h"
-#include "vdev/channel_executor.h"
-#include "vdev/channel_plan.h"
+#include "vdev/channels/channel_algorithms.h"
+#include "vdev/channels/channel_executor.h"
+#include "vdev/channels/channel_plan.h"
 
 namespace vdev::cli {
 namespace {
@@ -30,8 +30,8 @@ std::string Summary(const channels::ProgramSpec& plan) {
     tbs += rank.size();
     for (const channels::ThreadBlock& tb : rank) ops += tb.ops.size();
   }
-  return absl::StrCat(plan.name, ": ", channels::CollectiveName(plan.collective), " on ", plan.world_size,
-                      " ranks, ", tbs, " thread blocks, ", ops, " ops, ", plan.memory_channels.size(), " memory and ",
+  return absl::StrCat(plan.name, ": ", channels::CollectiveName(plan.collective), " on ", plan.world_size, " ranks, ",
+                      tbs, " thread blocks, ", ops, " ops, ", plan.memory_channels.size(), " memory and ",
                       plan.port_channels.size(), " port channels");
 }
 
@@ -101,7 +101,8 @@ std::optional<channels::ProgramSpec> LoadPlanFile(const std::string& path, int* 
 // name or world size exits kExitUsage.
 std::optional<channels::ProgramSpec> PlanFor(const RunArgs& args, int* exit_code) {
   const std::string& name = args.plan;
-  if (name == "-" || absl::EndsWith(name, ".json") || absl::StrContains(name, '/')) return LoadPlanFile(name, exit_code);
+  if (name == "-" || absl::EndsWith(name, ".json") || absl::StrContains(name, '/'))
+    return LoadPlanFile(name, exit_code);
   absl::StatusOr<channels::ProgramSpec> plan = channels::ShippedPlan(name, args.ranks);
   if (!plan.ok()) {
     std::cerr << "vdev channels run: error: " << plan.status().message() << "\n";
@@ -123,12 +124,12 @@ void Run(const RunArgs& args, int* exit_code) {
   const std::optional<channels::ProgramSpec> plan = PlanFor(args, exit_code);
   if (!plan) return;
   const DataType type = f32 ? DataType::kF32 : f64 ? DataType::kF64 : DataType::kI32;
-  const std::string wrong = f32 ? RunAndCompare<float>(*plan, args, type)
+  const std::string wrong = f32   ? RunAndCompare<float>(*plan, args, type)
                             : f64 ? RunAndCompare<double>(*plan, args, type)
                                   : RunAndCompare<int32_t>(*plan, args, type);
-  const std::string what =
-      absl::StrCat(Summary(*plan), "; ", args.count, " ", args.dtype, " elements a segment, ",
-                   Counted(args.instances, "instance"), ", ", Counted(args.executions, "execution"), " on the host executor");
+  const std::string what = absl::StrCat(Summary(*plan), "; ", args.count, " ", args.dtype, " elements a segment, ",
+                                        Counted(args.instances, "instance"), ", ",
+                                        Counted(args.executions, "execution"), " on the host executor");
   if (!wrong.empty()) {
     std::cerr << what << ": " << wrong << "\n";
     *exit_code = kExitNegative;
@@ -175,21 +176,26 @@ void AddChannelCommands(CLI::App& app, int* exit_code) {
   });
   auto run = std::make_shared<RunArgs>();
   CLI::App* run_cmd = channels->add_subcommand(
-      "run", "Run a plan on the host executor (a thread per rank) and check every output element against the "
-             "collective's definition");
+      "run",
+      "Run a plan on the host executor (a thread per rank) and check every output element against the "
+      "collective's definition");
   run_cmd->add_option("PLAN", run->plan, "a shipped plan's name, or a plan file (a path ending in .json, or -)")
       ->required();
   run_cmd->add_option("-n,--ranks", run->ranks, "world size for a shipped plan, 1..8 (a file gives its own)")
       ->capture_default_str();
-  run_cmd->add_option("--count", run->count, "elements a segment")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  run_cmd->add_option("--count", run->count, "elements a segment")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
   run_cmd->add_option("--dtype", run->dtype, "f32, f64 or i32")->capture_default_str();
   run_cmd->add_option("--instances", run->instances, "copies of every thread block, each a part of the data")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
-  run_cmd->add_option("--executions", run->executions, "executions in a row")->capture_default_str()->check(
-      CLI::Range(1, 100000));
-  run_cmd->add_option("--timeout", run->timeout_seconds, "seconds a wait may take")->capture_default_str()->check(
-      CLI::PositiveNumber);
+  run_cmd->add_option("--executions", run->executions, "executions in a row")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  run_cmd->add_option("--timeout", run->timeout_seconds, "seconds a wait may take")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   run_cmd->callback([run, exit_code] { Run(*run, exit_code); });
 }
 

@@ -10,10 +10,10 @@
 #include <string_view>
 
 #include "CLI/CLI.hpp"
-#include "vdev/compile.h"
-#include "vdev/ir.h"
-#include "vdev/plan_devices.h"
-#include "vdev/virtual_device.h"
+#include "vdev/compile/compile.h"
+#include "vdev/ir/ir.h"
+#include "vdev/lattice/virtual_device.h"
+#include "vdev/planner/plan_devices.h"
 
 namespace vdev::cli {
 
@@ -30,7 +30,7 @@ void AddIrCommands(CLI::App& app, int* exit_code);
 // How FILE is named in messages: `<stdin>` for `-`.
 std::string DisplayName(const std::string& path);
 
-// Reads FILE (`-`: standard input) into *source with vdev::ReadSourceFile (vdev/source_file.h). A
+// Reads FILE (`-`: standard input) into *source with vdev::ReadSourceFile (vdev/support/source_file.h). A
 // refusal is printed as one line on standard error; returns false then (the caller exits with
 // kExitUsage).
 bool ReadSource(const std::string& path, std::string* source);

@@ -1,9 +1,9 @@
-// `vdev import MODEL.onnx --out DIR`: the ONNX frontend (vdev/onnx_import.h) as a command.
+// `vdev import MODEL.onnx --out DIR`: the ONNX frontend (vdev/frontend/onnx_import.h) as a command.
 #include <iostream>
 #include <memory>
 
 #include "commands.h"
-#include "vdev/onnx_import.h"
+#include "vdev/frontend/onnx_import.h"
 
 namespace vdev::cli {
 namespace {

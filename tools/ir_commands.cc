@@ -4,8 +4,8 @@
 #include <string>
 
 #include "commands.h"
-#include "vdev/diagnostic.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/support/diagnostic.h"
 
 namespace vdev::cli {
 
@@ -47,8 +47,8 @@ void AddPrintCommand(CLI::App& app, const char* name, const char* help, bool inf
 void AddIrCommands(CLI::App& app, int* exit_code) {
   AddPrintCommand(app, "fmt", "Parse and verify FILE, print its canonical text", false, exit_code);
   AddPrintCommand(app, "parse",
-                  "Parse and verify FILE, print its canonical text with every inferred binding type written",
-                  true, exit_code);
+                  "Parse and verify FILE, print its canonical text with every inferred binding type written", true,
+                  exit_code);
 }
 
 }  // namespace vdev::cli

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "commands.h"
-#include "vdev/diagnostic.h"
-#include "vdev/virtual_device.h"
+#include "vdev/lattice/virtual_device.h"
+#include "vdev/support/diagnostic.h"
 
 namespace vdev::cli {
 
@@ -13,8 +13,7 @@ std::optional<VirtualDevice> ParseDeviceArgument(absl::string_view name, const s
   size_t offset = 0;
   absl::StatusOr<VirtualDevice> device = ParseVirtualDevice(text, &offset);
   if (device.ok()) return *device;
-  Diagnostic diag{Severity::kError, SourceLoc{1, static_cast<int>(offset) + 1},
-                  std::string(device.status().message())};
+  Diagnostic diag{Severity::kError, SourceLoc{1, static_cast<int>(offset) + 1}, std::string(device.status().message())};
   std::cerr << FormatDiagnostic(name, text, diag);
   return std::nullopt;
 }
@@ -37,8 +36,7 @@ CLI::App* AddBinary(CLI::App& app, const char* name, const char* help, std::shar
 
 void AddLatticeCommands(CLI::App& app, int* exit_code) {
   auto join_args = std::make_shared<LatticeArgs>();
-  AddBinary(app, "join", "Print the join of two virtual devices, or `none` (exit 1) when they conflict",
-            join_args)
+  AddBinary(app, "join", "Print the join of two virtual devices, or `none` (exit 1) when they conflict", join_args)
       ->callback([join_args, exit_code] {
         std::optional<VirtualDevice> a = ParseDeviceArgument("A", join_args->lhs);
         std::optional<VirtualDevice> b = ParseDeviceArgument("B", join_args->rhs);

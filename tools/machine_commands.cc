@@ -1,5 +1,5 @@
 // `vdev machine probe [--out M.json] [--gpus N] [--repetitions K]`: measures this machine
-// (vdev/machine_probe.h) and writes docs/machine.md's JSON, for `vdev plan --optimize --machine`
+// (vdev/executor/machine_probe.h) and writes docs/machine.md's JSON, for `vdev plan --optimize --machine`
 // and `vdev run --optimize --machine`. A summary of what was measured goes to standard error.
 #include <fstream>
 #include <iostream>
@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_format.h"
 #include "commands.h"
-#include "vdev/machine.h"
-#include "vdev/machine_probe.h"
+#include "vdev/executor/machine_probe.h"
+#include "vdev/planner/machine.h"
 
 namespace vdev::cli {
 namespace {
@@ -25,7 +25,8 @@ void PrintSummary(const Machine& m) {
   for (size_t d = 0; d < m.devices.size(); ++d) {
     const DeviceSpec& s = m.specs[d];
     std::string rates;
-    for (const auto& [dtype, rate] : s.flops) absl::StrAppendFormat(&rates, " %s %.3g", ir::DTypeName(dtype), rate / 1e12);
+    for (const auto& [dtype, rate] : s.flops)
+      absl::StrAppendFormat(&rates, " %s %.3g", ir::DTypeName(dtype), rate / 1e12);
     std::cerr << absl::StrFormat("vdev machine probe: %s: %.3g GB, %.4g GB/s, TFLOP/s:%s\n", m.devices[d].ToString(),
                                  s.memory_bytes / 1e9, s.bandwidth / 1e9, rates);
   }
@@ -72,7 +73,9 @@ void AddMachineCommands(CLI::App& app, int* exit_code) {
   CLI::App* probe = machine->add_subcommand(
       "probe", "Measure this machine (CPU and, where built with CUDA, every GPU and link) and write its JSON");
   probe->add_option("--out", args->out, "write the JSON to FILE (default: standard output)");
-  probe->add_option("--gpus", args->gpus, "measure cuda:0..N-1 (an error if one cannot be reached); default: all visible")
+  probe
+      ->add_option("--gpus", args->gpus,
+                   "measure cuda:0..N-1 (an error if one cannot be reached); default: all visible")
       ->check(CLI::Range(0, kMaxMachineDevices - 1));
   probe->add_option("--repetitions", args->repetitions, "timed runs of each measurement, the best kept (default 3)")
       ->check(CLI::Range(1, 100));

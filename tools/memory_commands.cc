@@ -6,12 +6,12 @@
 #include <string>
 
 #include "commands.h"
-#include "vdev/compile.h"
-#include "vdev/diagnostic.h"
-#include "vdev/dot.h"
-#include "vdev/ir_text.h"
-#include "vdev/lower_memory.h"
-#include "vdev/plan_devices.h"
+#include "vdev/compile/compile.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/memory/dot.h"
+#include "vdev/memory/lower_memory.h"
+#include "vdev/planner/plan_devices.h"
+#include "vdev/support/diagnostic.h"
 
 namespace vdev::cli {
 namespace {
@@ -34,7 +34,8 @@ int RunLower(const LowerArgs& args) {
   std::string note;
   std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(args.strategy, &note);
   if (!strategy) {
-    std::cerr << "--allreduce-strategy: error: expected auto, one-shot, two-shot, nccl or plan:NAME, found '" << args.strategy << "'\n";
+    std::cerr << "--allreduce-strategy: error: expected auto, one-shot, two-shot, nccl or plan:NAME, found '"
+              << args.strategy << "'\n";
     return kExitUsage;
   }
   if (!note.empty()) std::cerr << "vdev lower: " << note << "\n";
@@ -68,12 +69,14 @@ int RunLower(const LowerArgs& args) {
 void AddMemoryCommands(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<LowerArgs>();
   CLI::App* lower = app.add_subcommand(
-      "lower", "Plan devices, then lower to explicit allocation: IPC all-reduces, static memory plan per (device, scope)");
+      "lower",
+      "Plan devices, then lower to explicit allocation: IPC all-reduces, static memory plan per (device, scope)");
   lower->add_option("FILE", args->file, "program text (`-` reads standard input)")->required();
   lower->add_flag("--json", args->json, "print the memory report (pools, storages, tensors, all-reduces) as JSON");
   lower->add_flag("--dot", args->dot, "print the planned program as Graphviz: devices as colours, copies as red edges");
   AddPlanningFlags(lower, &args->planning);
-  lower->add_option("--allreduce-strategy", args->strategy, "strategy of rewritten all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
+  lower->add_option("--allreduce-strategy", args->strategy,
+                    "strategy of rewritten all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
   lower->add_flag("--no-ipc-allreduce", args->no_ipc, "leave every all-reduce on NCCL (no ipc_memory)");
   lower->add_flag("--no-fuse-allreduce", args->no_fuse,
                   "keep each all-reduce, residual add and rms_norm apart (no vdev.allreduce_add_rms_norm)");

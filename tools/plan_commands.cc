@@ -9,14 +9,14 @@
 
 #include "absl/strings/str_format.h"
 #include "commands.h"
-#include "vdev/compile.h"
-#include "vdev/diagnostic.h"
-#include "vdev/ir_text.h"
-#include "vdev/machine.h"
-#include "vdev/optimize_placement.h"
-#include "vdev/plan_devices.h"
-#include "vdev/plan_explain.h"
-#include "vdev/virtual_device.h"
+#include "vdev/compile/compile.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/lattice/virtual_device.h"
+#include "vdev/planner/machine.h"
+#include "vdev/planner/optimize_placement.h"
+#include "vdev/planner/plan_devices.h"
+#include "vdev/planner/plan_explain.h"
+#include "vdev/support/diagnostic.h"
 
 namespace vdev::cli {
 
@@ -59,9 +59,11 @@ std::optional<CompileResult> CompileForCommand(const std::string& path, const Co
     return std::nullopt;
   }
   if (compiled->module().functions.empty()) {
-    std::cerr << FormatDiagnostic(name, text,
-                                  {Severity::kWarning, {}, text.empty() ? "the file is empty: no functions, no @main"
-                                                                        : "the program has no functions, no @main"});
+    std::cerr << FormatDiagnostic(
+        name, text,
+        {Severity::kWarning,
+         {},
+         text.empty() ? "the file is empty: no functions, no @main" : "the program has no functions, no @main"});
   }
   for (const Diagnostic& w : compiled->diagnostics) std::cerr << FormatDiagnostic(name, text, w);
   *exit_code = kExitOk;
@@ -135,9 +137,10 @@ int RunPlan(const PlanArgs& args) {
   if (compiled->optimization && !compiled->optimization->optimal) {
     // How far the plan may be from the optimum (the JSON has the same as lower_bound and gap).
     const OptimizedPlan& o = *compiled->optimization;
-    std::cerr << absl::StrFormat("vdev plan: not proven optimal within the time limit: the plan costs %.4g ms by the "
-                                 "optimiser's model, no plan costs less than %.4g ms (gap %.3g%%)\n",
-                                 o.model_cost * 1e3, o.lower_bound * 1e3, o.gap * 100);
+    std::cerr << absl::StrFormat(
+        "vdev plan: not proven optimal within the time limit: the plan costs %.4g ms by the "
+        "optimiser's model, no plan costs less than %.4g ms (gap %.3g%%)\n",
+        o.model_cost * 1e3, o.lower_bound * 1e3, o.gap * 100);
   }
   if (!args.json) {
     ir::PrintModule(compiled->module(), std::cout);
@@ -162,14 +165,17 @@ void AddPlanCommands(CLI::App& app, int* exit_code) {
                    "annotation and the chain of constraints from it, instead of the program")
       ->excludes(json);
   AddPlanningFlags(plan, &args->planning);
-  CLI::Option* optimize = plan->add_flag(
-      "--optimize", args->optimize, "place what no annotation fixes where it is cheapest on a machine (proven optimal)");
+  CLI::Option* optimize =
+      plan->add_flag("--optimize", args->optimize,
+                     "place what no annotation fixes where it is cheapest on a machine (proven optimal)");
   plan->add_option("--machine", args->machine, "machine description (docs/machine.md); default: 1 CPU + --gpus H100s")
       ->needs(optimize);
-  plan->add_option("--gpus", args->gpus, "GPUs of the default machine (default 2)")->needs(optimize)->check(
-      CLI::Range(0, 64));
-  plan->add_option("--time-limit", args->time_limit, "seconds for the solver; past it the best plan so far is "
-                                                     "printed, marked not optimal (default 60)")
+  plan->add_option("--gpus", args->gpus, "GPUs of the default machine (default 2)")
+      ->needs(optimize)
+      ->check(CLI::Range(0, 64));
+  plan->add_option("--time-limit", args->time_limit,
+                   "seconds for the solver; past it the best plan so far is "
+                   "printed, marked not optimal (default 60)")
       ->needs(optimize)
       ->check(CLI::PositiveNumber);
   plan->callback([args, exit_code] { *exit_code = RunPlan(*args); });

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "commands.h"
-#include "vdev/source_file.h"
+#include "vdev/support/source_file.h"
 
 namespace vdev::cli {
 

@@ -1,10 +1,10 @@
 // `vdev run FILE [--workers N] [--backend cuda|host] [--inputs random:SEED|random-per-rank:SEED|DIR] [--outputs DIR]
 //  [--check] [--repeat K] [--profile] [--optimize [--machine M.json]]`: plans (with --optimize, by
-//  the optimiser on the machine model), lowers and runs @main on N workers (vdev/run.h).
+//  the optimiser on the machine model), lowers and runs @main on N workers (vdev/executor/run.h).
 //
 // The command is its own controller: it compiles FILE (located errors, exit 2), checks the inputs
 // and that every op has a kernel where it was planned, then starts N workers in a process
-// ControllerSession (RunFileOnWorkers of vdev/run.h: copies of this program, which main() turns into
+// ControllerSession (RunFileOnWorkers of vdev/executor/run.h: copies of this program, which main() turns into
 // workers with MaybeRunWorker), sets up their collectives (InitCCL("host"): the rendezvous and
 // shared memory) and calls the worker function "vdev.run.worker" on all of them. Each worker writes its
 // outputs as .npy files; the controller prints their summaries and, with --check, compares them
@@ -24,13 +24,13 @@
 #include "absl/strings/str_cat.h"
 #include "commands.h"
 #include "run_output_dir.h"
-#include "vdev/diagnostic.h"
-#include "vdev/executor.h"
-#include "vdev/controller.h"
-#include "vdev/npy.h"
-#include "vdev/run.h"
-#include "vdev/status_macros.h"
-#include "vdev/worker_function.h"
+#include "vdev/controller/controller.h"
+#include "vdev/controller/worker_function.h"
+#include "vdev/executor/executor.h"
+#include "vdev/executor/npy.h"
+#include "vdev/executor/run.h"
+#include "vdev/support/diagnostic.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::cli {
 namespace {
@@ -173,14 +173,18 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
           "1..8"));
   run->add_option("--backend", args->options.backend, "cuda or host (default: host)")
       ->check(CLI::IsMember({"cuda", "host"}));
-  run->add_option("--inputs", args->options.inputs, "random:SEED (default random:0; the same inputs on every worker), random-per-rank:SEED (each worker its own) or a directory of PARAM.npy files");
+  run->add_option("--inputs", args->options.inputs,
+                  "random:SEED (default random:0; the same inputs on every worker), random-per-rank:SEED (each worker "
+                  "its own) or a directory of PARAM.npy files");
   run->add_option("--outputs", args->outputs, "write each worker's outputs as DIR/rank<k>/output<i>.npy");
   run->add_flag("--check", args->check, "recompute on the CPU (all workers as threads) and compare");
-  run->add_option("--repeat", args->options.repeat, "run K times (CUDA: graph replay from the 3rd)")->check(CLI::PositiveNumber);
+  run->add_option("--repeat", args->options.repeat, "run K times (CUDA: graph replay from the 3rd)")
+      ->check(CLI::PositiveNumber);
   run->add_option("--allreduce-strategy", args->options.allreduce_strategy,
                   "strategy of the IPC all-reduces: auto, one-shot, two-shot, nccl, plan:NAME (a channel plan)");
-  run->add_flag("--no-fuse-allreduce", [args](int64_t) { args->options.fuse_allreduce = false; },
-                "keep each all-reduce, residual add and rms_norm apart (no vdev.allreduce_add_rms_norm)");
+  run->add_flag(
+      "--no-fuse-allreduce", [args](int64_t) { args->options.fuse_allreduce = false; },
+      "keep each all-reduce, residual add and rms_norm apart (no vdev.allreduce_add_rms_norm)");
   CLI::Option* optimize = run->add_flag(
       "--optimize", args->options.optimize,
       "place what no annotation fixes where the machine model says it is cheapest (vdev plan --optimize); print "
@@ -195,7 +199,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
 
   // What scripts ask before choosing a backend (scripts/demo.sh): a GPU is no use to a vdev built
   // without the CUDA backend.
-  CLI::App* version = app.add_subcommand("version", "Print vdev's version and the backends of `vdev run` in this build");
+  CLI::App* version =
+      app.add_subcommand("version", "Print vdev's version and the backends of `vdev run` in this build");
   version->callback([exit_code] {
     std::cout << "vdev " << VDEV_VERSION << "\nbackends: host" << (HasCudaBackend() ? " cuda" : "") << "\n";
     *exit_code = kExitOk;

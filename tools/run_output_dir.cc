@@ -169,7 +169,8 @@ absl::StatusOr<OutputDir> OutputDir::Make(const std::string& requested) {
   SweepStaleRunDirs(parent);
   std::string pattern = absl::StrCat(parent, "/", kPrefix, getpid(), "-", StartTime(getpid()), "-XXXXXX");
   if (pattern.size() >= PATH_MAX || mkdtemp(pattern.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot make a temporary directory in ", parent, ": ", std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot make a temporary directory in ", parent, ": ", std::strerror(errno)));
   }
   dir.path_ = pattern;
   dir.temporary_ = true;

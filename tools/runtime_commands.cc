@@ -5,21 +5,23 @@
 #include <vector>
 
 #include "commands.h"
-#include "vdev/launch.h"
+#include "vdev/runtime/launch.h"
 
 namespace vdev::cli {
 
 void AddRuntimeCommands(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<LaunchOptions>();
-  CLI::App* launch = app.add_subcommand(
-      "launch", "Start N workers of one session (VDEV_RANK, VDEV_WORLD_SIZE, a private rendezvous); "
-                "exits with the first failing worker's status");
+  CLI::App* launch =
+      app.add_subcommand("launch",
+                         "Start N workers of one session (VDEV_RANK, VDEV_WORLD_SIZE, a private rendezvous); "
+                         "exits with the first failing worker's status");
   launch->add_option("-n,--workers", options->num_workers, "number of workers (1..8)")
       ->required()
       ->check(CLI::Range(1, kMaxWorkers));
   auto grace_s = std::make_shared<double>(absl::ToDoubleSeconds(options->grace));
-  launch->add_option("--grace", *grace_s,
-                     "seconds the other workers are given to notice a failed worker before they are killed")
+  launch
+      ->add_option("--grace", *grace_s,
+                   "seconds the other workers are given to notice a failed worker before they are killed")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
   launch->add_option("command", options->argv, "PROGRAM ARGS (after --)")->required();

@@ -5,7 +5,7 @@
 
 #include "CLI/CLI.hpp"
 #include "commands.h"
-#include "vdev/controller.h"
+#include "vdev/controller/controller.h"
 
 int main(int argc, char** argv) {
   // A large program's tables grow by doubling and its passes allocate and free buffers of megabytes:

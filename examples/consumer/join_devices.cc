@@ -1,7 +1,7 @@
 // Joins two virtual-device literals with the installed vdev library: join_devices cuda:3 cuda/global
 #include <iostream>
 
-#include "vdev/virtual_device.h"
+#include "vdev/lattice/virtual_device.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

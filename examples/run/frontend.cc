@@ -11,11 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "vdev/executor.h"
-#include "vdev/ir_builder.h"
-#include "vdev/plan_devices.h"
-#include "vdev/run.h"
-#include "vdev/status_macros.h"
+#include "vdev/executor/executor.h"
+#include "vdev/executor/run.h"
+#include "vdev/ir/ir_builder.h"
+#include "vdev/planner/plan_devices.h"
+#include "vdev/support/status_macros.h"
 
 namespace {
 
@@ -59,7 +59,8 @@ absl::StatusOr<std::string> Placement(const vdev::ir::Module& module) {
     values.push_back(absl::StrCat("%", m.Name(p.name), " ", m.Device(p.device).ToString()));
   for (vdev::ir::BindingId b = 0; b < plan.input_bindings; ++b)
     if (!plan.binding_replaced[b] && plan.binding_devices[b] != vdev::ir::kNoDevice)
-      values.push_back(absl::StrCat("%", m.Name(m.bindings[b].name), " ", m.Device(plan.binding_devices[b]).ToString()));
+      values.push_back(
+          absl::StrCat("%", m.Name(m.bindings[b].name), " ", m.Device(plan.binding_devices[b]).ToString()));
   return absl::StrCat(absl::StrJoin(values, ", "), "; ", plan.copies.size(), " copies");
 }
 

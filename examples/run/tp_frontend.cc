@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "vdev/controller.h"
-#include "vdev/executor.h"
-#include "vdev/ir_builder.h"
-#include "vdev/run.h"
-#include "vdev/status_macros.h"
+#include "vdev/controller/controller.h"
+#include "vdev/executor/executor.h"
+#include "vdev/executor/run.h"
+#include "vdev/ir/ir_builder.h"
+#include "vdev/support/status_macros.h"
 
 namespace {
 
@@ -112,7 +112,8 @@ absl::Status Run(vdev::WorkerKind kind) {
   std::cout << "planned on the default device; " << ipc_allreduces << " all-reduce reads its input in ipc_memory\n";
 
   const std::vector<double> x = Matrix(kRows, kModel, 0.1), w1 = Matrix(kModel, kHidden, 0.2),
-                            b1 = Matrix(1, kHidden, 0.3), w2 = Matrix(kHidden, kModel, 0.4), b2 = Matrix(1, kModel, 0.5);
+                            b1 = Matrix(1, kHidden, 0.3), w2 = Matrix(kHidden, kModel, 0.4),
+                            b2 = Matrix(1, kModel, 0.5);
   std::vector<std::vector<HostTensor>> inputs;
   for (int k = 0; k < kWorkers; ++k)
     inputs.push_back({Block(x, kModel, 0, kRows, 0, kModel), Block(w1, kHidden, 0, kModel, k * kShard, kShard),
@@ -133,8 +134,8 @@ absl::Status Run(vdev::WorkerKind kind) {
     for (int i = 0; i < kRows * kModel; ++i) {
       const double got = vdev::ReadAsDouble(outputs[k][0].Ref(), i), tolerance = ulps * ref.magnitude[i];
       if (std::fabs(got - ref.y[i]) > tolerance)
-        return absl::InternalError(absl::StrFormat("worker %d element %d: %.9g, the plain loop %.9g (tolerance %.3g)", k,
-                                                   i, got, ref.y[i], tolerance));
+        return absl::InternalError(absl::StrFormat("worker %d element %d: %.9g, the plain loop %.9g (tolerance %.3g)",
+                                                   k, i, got, ref.y[i], tolerance));
       if (std::fabs(got - ref.y[i]) >= worst) {
         worst = std::fabs(got - ref.y[i]);
         worst_tolerance = tolerance;

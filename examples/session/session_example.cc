@@ -4,24 +4,26 @@
 //   build/examples/session/session_example     # prints what expected_output.txt holds
 #include <iostream>
 
-#include "vdev/controller.h"
-#include "vdev/status_macros.h"
-#include "vdev/worker_function.h"
+#include "vdev/controller/controller.h"
+#include "vdev/controller/worker_function.h"
+#include "vdev/support/status_macros.h"
 
 namespace {
 
 // x * (k + 1), elementwise, for an f32 tensor x and an int k: each worker scales by its own k.
-VDEV_REGISTER_WORKER_FUNCTION("example.scale", [](vdev::WorkerContext&, const vdev::WorkerArgs& args)
-                                                   -> absl::StatusOr<vdev::WorkerValue> {
-  VDEV_RETURN_IF_ERROR(args.ExpectCount(2));
-  VDEV_ASSIGN_OR_RETURN(auto x, args.Tensor(0));
-  VDEV_ASSIGN_OR_RETURN(int64_t k, args.Int(1));
-  if (x->dtype != vdev::ir::DType::kF32) return absl::InvalidArgumentError("example.scale takes f32");
-  auto y = std::make_shared<vdev::HostTensor>(*x);
-  float* v = reinterpret_cast<float*>(y->bytes.data());
-  for (int64_t i = 0; i < y->NumElements(); ++i) v[i] *= static_cast<float>(k + 1);
-  return y;
-});
+VDEV_REGISTER_WORKER_FUNCTION("example.scale",
+                              [](vdev::WorkerContext&,
+                                 const vdev::WorkerArgs& args) -> absl::StatusOr<vdev::WorkerValue> {
+                                VDEV_RETURN_IF_ERROR(args.ExpectCount(2));
+                                VDEV_ASSIGN_OR_RETURN(auto x, args.Tensor(0));
+                                VDEV_ASSIGN_OR_RETURN(int64_t k, args.Int(1));
+                                if (x->dtype != vdev::ir::DType::kF32)
+                                  return absl::InvalidArgumentError("example.scale takes f32");
+                                auto y = std::make_shared<vdev::HostTensor>(*x);
+                                float* v = reinterpret_cast<float*>(y->bytes.data());
+                                for (int64_t i = 0; i < y->NumElements(); ++i) v[i] *= static_cast<float>(k + 1);
+                                return y;
+                              });
 
 absl::Status Run() {
   VDEV_ASSIGN_OR_RETURN(auto session, vdev::ControllerSession::Process(4, {}));

@@ -10,7 +10,7 @@
 
 The lattice: ``VirtualDevice(device_type="cuda", device_id=0)``, ``a.join(b)``, ``a.default(b)``.
 Programs are also built in Python with ``vdev.Builder``; ``vdev.testing`` has Hypothesis strategies.
-``vdev.Session.threaded(n)`` / ``.process(n)`` drive workers (include/vdev/controller.h);
+``vdev.Session.threaded(n)`` / ``.process(n)`` drive workers (include/vdev/controller/controller.h);
 ``vdev.channels`` writes, validates and runs collectives in the channel language.
 ``vdev.from_onnx(path)`` / ``vdev.from_fx(graph_module, example_inputs)`` import models (vdev.frontends).
 Errors are vdev.Error subclasses whose text is ``FILE:LINE:COL: error: …``.

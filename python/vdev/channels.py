@@ -1,4 +1,4 @@
-"""The channel language (include/vdev/channel_program.h, docs/channels.md): collectives written as
+"""The channel language (include/vdev/channels/channel_program.h, docs/channels.md): collectives written as
 programs over point-to-point channels, validated, shipped as JSON execution plans and run.
 
     from vdev import channels as ch

@@ -1,4 +1,4 @@
-// The shipped collectives, written in the channel language (descriptions in vdev/channel_algorithms.h).
+// The shipped collectives, written in the channel language (descriptions in vdev/channels/channel_algorithms.h).
 // Every sum runs in rank order 0..N-1 wherever it is taken, so all ranks get bitwise-equal results.
 #include <functional>
 #include <map>
@@ -7,7 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "vdev/channel_algorithms.h"
+#include "vdev/channels/channel_algorithms.h"
 
 namespace vdev::channels {
 namespace {
@@ -80,8 +80,7 @@ absl::StatusOr<ProgramSpec> PushThenReduce(absl::string_view name, Collective co
   for (int r = 0; r < n; ++r) {
     for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r), p.Input(r, chunk_for(q)));
     Barrier(ch, r);
-    ReduceOverRanks(p, n, p.Output(r, 0),
-                    [&](int q) { return q == r ? p.Input(r, chunk_for(r)) : p.Scratch(r, q); });
+    ReduceOverRanks(p, n, p.Output(r, 0), [&](int q) { return q == r ? p.Input(r, chunk_for(r)) : p.Scratch(r, q); });
   }
   return std::move(p).Build();
 }
@@ -97,8 +96,7 @@ absl::StatusOr<ProgramSpec> TwoShot(int n) {
   for (int r = 0; r < n; ++r) {
     for (auto& [q, c] : ch[r]) c.Put(0, p.Scratch(q, r * n + q), p.Input(r, q));
     Barrier(ch, r);
-    ReduceOverRanks(p, n, p.Output(r, r),
-                    [&](int q) { return q == r ? p.Input(r, r) : p.Scratch(r, q * n + r); });
+    ReduceOverRanks(p, n, p.Output(r, r), [&](int q) { return q == r ? p.Input(r, r) : p.Scratch(r, q * n + r); });
     bool first = true;  // one sync after the sum, before the first put reads it
     for (auto& [q, c] : ch[r]) {
       c.Put(0, p.Output(q, r), p.Output(r, r), first ? Sync::kBefore : Sync::kNone);
@@ -116,8 +114,7 @@ absl::StatusOr<ProgramSpec> OneShotLL(int n) {
     for (int q = 0; q < n; ++q) {
       if (q != r) ch[r].at(q).PutPackets(0, p.Scratch(q, r), p.Input(r, 0));
     }
-    ReduceOverRanks(p, n, p.Output(r, 0),
-                    [&](int q) { return q == r ? p.Input(r, 0) : p.Scratch(r, q).AsPackets(); });
+    ReduceOverRanks(p, n, p.Output(r, 0), [&](int q) { return q == r ? p.Input(r, 0) : p.Scratch(r, q).AsPackets(); });
   }
   return std::move(p).Build();
 }
@@ -171,7 +168,8 @@ absl::StatusOr<ProgramSpec> Broadcast(int n) {
 }  // namespace
 
 std::vector<std::string> ShippedPlanNames() {
-  return {"one_shot", "one_shot_push", "two_shot", "one_shot_ll", "reduce_scatter", "all_gather", "all_gather_port", "broadcast"};
+  return {"one_shot",       "one_shot_push", "two_shot",        "one_shot_ll",
+          "reduce_scatter", "all_gather",    "all_gather_port", "broadcast"};
 }
 
 absl::StatusOr<ProgramSpec> ShippedPlan(absl::string_view name, int world_size) {
@@ -212,13 +210,14 @@ absl::StatusOr<ProgramSpec> ShippedPlanForStrategy(absl::string_view strategy, i
   if (plan.ok() && plan->collective != Collective::kAllReduce) {
     std::vector<std::string> all_reduces;
     for (const std::string& n : ShippedPlanNames()) {
-      if (absl::StatusOr<ProgramSpec> p = ShippedPlan(n, world_size); p.ok() && p->collective == Collective::kAllReduce) {
+      if (absl::StatusOr<ProgramSpec> p = ShippedPlan(n, world_size);
+          p.ok() && p->collective == Collective::kAllReduce) {
         all_reduces.push_back(n);
       }
     }
-    return absl::InvalidArgumentError(absl::StrCat("strategy ", strategy, ": plan ", *name, " is an ",
-                                                   CollectiveName(plan->collective), ", not an allreduce (allreduce plans: ",
-                                                   absl::StrJoin(all_reduces, ", "), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("strategy ", strategy, ": plan ", *name, " is an ", CollectiveName(plan->collective),
+                     ", not an allreduce (allreduce plans: ", absl::StrJoin(all_reduces, ", "), ")"));
   }
   return plan;
 }

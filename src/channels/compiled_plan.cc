@@ -18,7 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "cuda_common/cuda_common.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels::internal {
 
@@ -166,7 +166,8 @@ std::string ToolkitInclude() {
   for (const char* env : {"VDEV_NVRTC_INCLUDE", "CUDA_HOME", "CUDA_PATH"}) {
     const char* v = std::getenv(env);
     if (v == nullptr || *v == 0) continue;
-    const std::filesystem::path p = absl::string_view(env) == "VDEV_NVRTC_INCLUDE" ? v : std::filesystem::path(v) / "include";
+    const std::filesystem::path p =
+        absl::string_view(env) == "VDEV_NVRTC_INCLUDE" ? v : std::filesystem::path(v) / "include";
     if (std::filesystem::exists(p / "cuda_fp16.h")) return p.string();
   }
   return VDEV_CUDA_INCLUDE_DIR;
@@ -185,8 +186,10 @@ std::string ProgramLog(nvrtcProgram program) {
 absl::StatusOr<int> CurrentDeviceArch() {
   int device = 0, major = 0, minor = 0;
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), "cudaGetDevice"));
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute"));
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute"));
+  VDEV_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute"));
+  VDEV_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute"));
   return 10 * major + minor;
 }
 
@@ -205,21 +208,16 @@ absl::StatusOr<std::string> CompiledPlanSource(const FlatPlan& flat, const PlanL
   std::string s = absl::StrCat(
       "// A compiled channel plan (src/channels/internal/compiled_plan.h): rank ", a.rank, ", ", a.count,
       " elements of ", ElementType(a.dtype), " a segment, ", a.instances, " instances.\n",
-      "#include \"internal/cuda_plan_steps.cuh\"\n\n",
-      "using namespace vdev::channels::internal;\n",
+      "#include \"internal/cuda_plan_steps.cuh\"\n\n", "using namespace vdev::channels::internal;\n",
       "extern \"C\" __global__ void __launch_bounds__(", PlanThreads(a), ", 1) ", kKernelName,
-      "(const __grid_constant__ PlanLaunchArgs a) {\n",
-      "constexpr int S = ", KernelSources(flat.max_srcs), ";\nusing T = ", ElementType(a.dtype), ";\n",
-      "__shared__ int failed_s;\n",
-      "if (threadIdx.x == 0) failed_s = 0;\n__syncthreads();\n",
-      "vdev::internal::FollowPreviousGrid();\n",
-      "const uint64_t call = a.counters[blockIdx.x] + 1;\n",
-      "Block b{a, PacketFlag(call), 0, 0, 0, &failed_s};\n",
+      "(const __grid_constant__ PlanLaunchArgs a) {\n", "constexpr int S = ", KernelSources(flat.max_srcs),
+      ";\nusing T = ", ElementType(a.dtype), ";\n", "__shared__ int failed_s;\n",
+      "if (threadIdx.x == 0) failed_s = 0;\n__syncthreads();\n", "vdev::internal::FollowPreviousGrid();\n",
+      "const uint64_t call = a.counters[blockIdx.x] + 1;\n", "Block b{a, PacketFlag(call), 0, 0, 0, &failed_s};\n",
       "const uint64_t shift = (call & 1) ? a.layout.scratch[1] - a.layout.scratch[0] : 0;\n",
       "const int t = static_cast<int>(threadIdx.x);\n(void)t;\n",
       "const int instance = static_cast<int>(blockIdx.x) % ", a.instances, ";\n",
-      "b.tb = static_cast<int>(blockIdx.x) / ", a.instances, ";\n",
-      "switch (b.tb) {\n", ThreadBlocks(flat, a));
+      "b.tb = static_cast<int>(blockIdx.x) / ", a.instances, ";\n", "switch (b.tb) {\n", ThreadBlocks(flat, a));
   absl::StrAppend(&s, "default: break;\n}\n",
                   "if (a.num_spares > 0 && SweepsPackets(call)) SweepStalePackets(a, call);\n",
                   "AdvanceEpochCounters(a, call);\n}\n");
@@ -228,17 +226,17 @@ absl::StatusOr<std::string> CompiledPlanSource(const FlatPlan& flat, const PlanL
 
 absl::StatusOr<std::string> CompilePlanCubin(const std::string& source, int arch) {
   VDEV_RETURN_IF_ERROR(LoadNvrtc());
-  std::vector<const char*> names = {"cstdint", "cstddef", "cuda_runtime.h", "vdev/session.h"};
-  const std::string session = absl::StrCat("#pragma once\nnamespace vdev { inline constexpr int kMaxWorkers = ",
-                                           kMaxWorkers, "; }\n");
+  std::vector<const char*> names = {"cstdint", "cstddef", "cuda_runtime.h", "vdev/runtime/peer_group.h"};
+  const std::string session =
+      absl::StrCat("#pragma once\nnamespace vdev { inline constexpr int kMaxWorkers = ", kMaxWorkers, "; }\n");
   std::vector<const char*> texts = {kFixedWidthIntegers, "#pragma once\n", "#pragma once\n", session.c_str()};
   for (int i = 0; i < kNumPlanKernelHeaders; ++i) {
     names.push_back(kPlanKernelHeaders[i].name);
     texts.push_back(kPlanKernelHeaders[i].text);
   }
   nvrtcProgram program;
-  VDEV_RETURN_IF_ERROR(Nvrtc(nvrtcCreateProgram(&program, source.c_str(), "compiled_plan.cu", static_cast<int>(names.size()),
-                                                texts.data(), names.data()),
+  VDEV_RETURN_IF_ERROR(Nvrtc(nvrtcCreateProgram(&program, source.c_str(), "compiled_plan.cu",
+                                                static_cast<int>(names.size()), texts.data(), names.data()),
                              "nvrtcCreateProgram"));
   const std::string gpu = absl::StrCat("--gpu-architecture=sm_", arch);
   const std::string include = absl::StrCat("-I", ToolkitInclude());
@@ -316,7 +314,8 @@ absl::Status CompiledPlan::Load(const PlanLaunchArgs& a, const std::string& cubi
   // a load waits for the kernels running in the context — a peer rank's plan polling for this one.
   cudaFuncAttributes attributes;
   absl::Status s = CudaStatus(cudaLibraryGetKernel(&kernel, library, kKernelName), "cudaLibraryGetKernel");
-  if (s.ok()) s = CudaStatus(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)), "cudaFuncGetAttributes");
+  if (s.ok())
+    s = CudaStatus(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)), "cudaFuncGetAttributes");
   if (!s.ok()) {
     cudaLibraryUnload(library);
     return s;

@@ -29,7 +29,9 @@ __device__ __noinline__ void Resolve(const PlanLaunchArgs& a, int instance, cons
 // The key of a block's resolved ops: what they depend on besides the plan and the regions (never 0,
 // which a zeroed table holds).
 __device__ __forceinline__ uint64_t TableKey(const PlanLaunchArgs& a) {
-  return ((a.count * 16 + static_cast<uint64_t>(a.elem)) * (kMaxPlanBlocks + 1) + static_cast<uint64_t>(a.instances)) * 2 + 1;
+  return ((a.count * 16 + static_cast<uint64_t>(a.elem)) * (kMaxPlanBlocks + 1) + static_cast<uint64_t>(a.instances)) *
+             2 +
+         1;
 }
 
 // Tracing (PlanLaunchArgs::trace): thread 0 stamps at the points of PlanTraceSlot, into the half of
@@ -113,8 +115,8 @@ __global__ void __launch_bounds__(kThreads, 1) RunPlanKernel(const __grid_consta
   Stamp(a, call, kTraceStart, started);
   Stamp(a, call, kTraceStartNs, started_ns);
   if (!preloaded || key_now != key) {  // the ops were rewritten, or this shape runs for the first time
-    __syncthreads();  // every thread has read key_s
-    if (key_now == key) {  // the previous grid made them while they were read above: read again
+    __syncthreads();                   // every thread has read key_s
+    if (key_now == key) {              // the previous grid made them while they were read above: read again
       nops = static_cast<int>(__ldcg(&a.table_keys[blockIdx.x].ops));
       for (int u = threadIdx.x; u < nops * kUnits; u += blockDim.x) ops_raw[u] = __ldcg(&table[u]);
     } else {

@@ -1,15 +1,15 @@
-// DevicePlan: one rank's ops flattened for the CUDA kernel (cuda_executor.cu).
+// UploadedPlan: one rank's ops flattened for the CUDA kernel (cuda_executor.cu).
 #include <algorithm>
 #include <map>
 #include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cuda_common/cuda_common.h"
 #include "internal/cuda_plan.h"
 #include "internal/packet_sweep.h"
-#include "cuda_common/cuda_common.h"
-#include "vdev/channel_program.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_program.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels::internal {
 namespace {
@@ -149,8 +149,8 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
   for (size_t t = 0; t < plan.ranks[rank].size(); ++t) {
     for (size_t i = 0; i < plan.ranks[rank][t].ops.size(); ++i) {
       const Op& op = plan.ranks[rank][t].ops[i];
-      const std::string where = absl::StrCat("plan ", plan.name, " rank ", rank, " tb ", t, " op ", i, " (",
-                                             OpName(op.kind), ")");
+      const std::string where =
+          absl::StrCat("plan ", plan.name, " rank ", rank, " tb ", t, " op ", i, " (", OpName(op.kind), ")");
       const bool port = IsPortOp(op.kind);
       uses_ports = uses_ports || port;
       if (op.srcs.size() > static_cast<size_t>(kMaxReduceSources)) {
@@ -171,10 +171,9 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
     begin.push_back(static_cast<int>(ops.size()));
     max_tb_ops = std::max(max_tb_ops, begin.back() - begin[begin.size() - 2]);
     if (begin.back() - begin[begin.size() - 2] > kMaxThreadBlockOps) {
-      return absl::InvalidArgumentError(absl::StrCat("plan ", plan.name, " rank ", rank, " tb ", t, " has ",
-                                                     begin.back() - begin[begin.size() - 2],
-                                                     " ops; the CUDA executor takes ", kMaxThreadBlockOps,
-                                                     " per thread block (split it across thread blocks)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "plan ", plan.name, " rank ", rank, " tb ", t, " has ", begin.back() - begin[begin.size() - 2],
+          " ops; the CUDA executor takes ", kMaxThreadBlockOps, " per thread block (split it across thread blocks)"));
     }
   }
   for (const auto& [index, key] : counted) ops[index].per_call = per_call[key];
@@ -187,7 +186,7 @@ absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank) {
   return flat;
 }
 
-absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
+absl::Status UploadedPlan::Upload(const ProgramSpec& plan, int rank) {
   absl::StatusOr<FlatPlan> flat = FlattenPlan(plan, rank);
   if (!flat.ok()) return flat.status();
   const std::vector<DeviceOp>& ops = flat->ops;
@@ -197,15 +196,22 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
   uses_ports = flat->uses_ports;
   tbs = static_cast<int>(plan.ranks[rank].size());
   if (!ops.empty()) {
-    if (absl::Status s = CudaStatus(cudaMalloc(reinterpret_cast<void**>(&this->ops), ops.size() * sizeof(DeviceOp)), "cudaMalloc"); !s.ok()) return s;
-    if (absl::Status s = CudaStatus(cudaMemcpy(this->ops, ops.data(), ops.size() * sizeof(DeviceOp), cudaMemcpyHostToDevice),
-                              "cudaMemcpy");
+    if (absl::Status s =
+            CudaStatus(cudaMalloc(reinterpret_cast<void**>(&this->ops), ops.size() * sizeof(DeviceOp)), "cudaMalloc");
+        !s.ok())
+      return s;
+    if (absl::Status s = CudaStatus(
+            cudaMemcpy(this->ops, ops.data(), ops.size() * sizeof(DeviceOp), cudaMemcpyHostToDevice), "cudaMemcpy");
         !s.ok()) {
       return s;
     }
   }
-  if (absl::Status s = CudaStatus(cudaMalloc(reinterpret_cast<void**>(&tb_begin), begin.size() * sizeof(int)), "cudaMalloc"); !s.ok()) return s;
-  if (absl::Status s = CudaStatus(cudaMemcpy(tb_begin, begin.data(), begin.size() * sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy");
+  if (absl::Status s =
+          CudaStatus(cudaMalloc(reinterpret_cast<void**>(&tb_begin), begin.size() * sizeof(int)), "cudaMalloc");
+      !s.ok())
+    return s;
+  if (absl::Status s = CudaStatus(
+          cudaMemcpy(tb_begin, begin.data(), begin.size() * sizeof(int), cudaMemcpyHostToDevice), "cudaMemcpy");
       !s.ok()) {
     return s;
   }
@@ -217,18 +223,20 @@ absl::Status DevicePlan::Upload(const ProgramSpec& plan, int rank) {
         CudaStatus(cudaMemcpy(spares, flat->spares.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy"));
   }
   const size_t keys = sizeof(ResolvedTableKey) * kMaxPlanBlocks;
-  if (absl::Status s = CudaStatus(cudaMalloc(&table, std::max<size_t>(16, ResolvedTableBytes(max_srcs, max_tb_ops))), "cudaMalloc");
+  if (absl::Status s =
+          CudaStatus(cudaMalloc(&table, std::max<size_t>(16, ResolvedTableBytes(max_srcs, max_tb_ops))), "cudaMalloc");
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = CudaStatus(cudaMalloc(reinterpret_cast<void**>(&table_keys), keys), "cudaMalloc"); !s.ok()) return s;
+  if (absl::Status s = CudaStatus(cudaMalloc(reinterpret_cast<void**>(&table_keys), keys), "cudaMalloc"); !s.ok())
+    return s;
   return CudaStatus(cudaMemset(table_keys, 0, keys), "cudaMemset");
 }
 
 absl::StatusOr<std::unique_ptr<MappedChannelError>> MappedChannelError::Create() {
   std::unique_ptr<MappedChannelError> e(new MappedChannelError());
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostAlloc(reinterpret_cast<void**>(&e->host_), sizeof(ChannelError),
-                                                cudaHostAllocMapped), "cudaHostAlloc"));
+  VDEV_RETURN_IF_ERROR(CudaStatus(
+      cudaHostAlloc(reinterpret_cast<void**>(&e->host_), sizeof(ChannelError), cudaHostAllocMapped), "cudaHostAlloc"));
   *e->host_ = ChannelError();
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaHostGetDevicePointer(reinterpret_cast<void**>(&e->device_), e->host_, 0),
                                   "cudaHostGetDevicePointer"));
@@ -258,7 +266,7 @@ ChannelError MappedChannelError::Take() {
   return taken;
 }
 
-void DevicePlan::Free() {
+void UploadedPlan::Free() {
   if (ops != nullptr) cudaFree(ops);
   if (tb_begin != nullptr) cudaFree(tb_begin);
   if (table != nullptr) cudaFree(table);

@@ -1,4 +1,4 @@
-// CudaPlanExecutor (vdev/cuda_channel_executor.h): a rank's plan uploaded for the generic kernel
+// CudaPlanExecutor (vdev/channels/cuda_channel_executor.h): a rank's plan uploaded for the generic kernel
 // (internal/cuda_plan.h), its region, semaphores and epoch counters from a CUDA IPCAllocator, and
 // its port proxy.
 #include <algorithm>
@@ -6,16 +6,16 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "cuda_common/cuda_common.h"
 #include "internal/compiled_plan.h"
 #include "internal/cuda_plan.h"
 #include "internal/cuda_proxy.h"
 #include "internal/packet_sweep.h"
 #include "internal/plan_checks.h"
-#include "cuda_common/cuda_common.h"
-#include "vdev/channel_algorithms.h"
-#include "vdev/checked_size.h"
-#include "vdev/cuda_channel_executor.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_algorithms.h"
+#include "vdev/channels/cuda_channel_executor.h"
+#include "vdev/support/checked_size.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels {
 
@@ -25,7 +25,7 @@ struct CudaPlanExecutor::State {
   IPCAllocator* allocator = nullptr;
   IPCMemory* region = nullptr;
   int device = 0;
-  internal::DevicePlan plan;
+  internal::UploadedPlan plan;
   // Every launch's arguments but its count and instances, set once at Create.
   internal::PlanLaunchArgs args;
   size_t max_count = 0;
@@ -33,7 +33,7 @@ struct CudaPlanExecutor::State {
   int most_instances = 0;  // as the plan's tags allow
   bool packets = false;    // the plan sends LL packets (InstancesFor)
   std::unique_ptr<internal::MappedChannelError> error;
-  std::unique_ptr<internal::PortEndpoint> ports;  // port plans
+  std::unique_ptr<internal::PortEndpoint> ports;     // port plans
   std::unique_ptr<internal::CompiledPlan> compiled;  // PlanKernel::kCompiled
   // kCompiled or kAuto asked for: the first Execute of each count meets every worker once its
   // kernel is loaded (Execute); `met` holds the counts that did.
@@ -81,7 +81,7 @@ int InstancesFor(size_t segment_bytes, int tbs, int most, bool packets) {
 int MostInstances(const ProgramSpec& plan) { return internal::kDeviceTags / (std::max(internal::MaxTag(plan), 0) + 1); }
 
 // Create's arguments, checked before anything is allocated.
-absl::Status CheckCreateArgs(Session& session, IPCAllocator& allocator, const ProgramSpec& plan, size_t max_count,
+absl::Status CheckCreateArgs(PeerGroup& session, IPCAllocator& allocator, const ProgramSpec& plan, size_t max_count,
                              DataType type, int instances) {
   VDEV_RETURN_IF_ERROR(internal::CheckPlanForSession(plan, session));
   if (allocator.backend() != MemoryBackend::kCuda) {
@@ -90,26 +90,26 @@ absl::Status CheckCreateArgs(Session& session, IPCAllocator& allocator, const Pr
   VDEV_RETURN_IF_ERROR(KernelDType(type).status());
   const std::optional<size_t> segment_bytes = CheckedMul(max_count, DataTypeSize(type));
   if (max_count == 0 || !segment_bytes || *segment_bytes > (size_t{1} << 40)) {
-    return absl::InvalidArgumentError(absl::StrCat("max_count ", max_count, " of ", DataTypeName(type),
-                                                   ": a segment holds 1 element to 2^40 bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_count ", max_count, " of ", DataTypeName(type), ": a segment holds 1 element to 2^40 bytes"));
   }
   const int max_tag = std::max(internal::MaxTag(plan), 0);
   if (instances < 0 || instances > MostInstances(plan) ||
-      static_cast<int64_t>(instances) * static_cast<int64_t>(plan.ranks[session.rank()].size()) > internal::kMaxPlanBlocks) {
-    return absl::InvalidArgumentError(absl::StrCat("instances ", instances, ": the plan's ", max_tag + 1,
-                                                   " tags times the instances must stay within ", internal::kDeviceTags,
-                                                   ", its thread blocks times the instances within ",
-                                                   internal::kMaxPlanBlocks));
+      static_cast<int64_t>(instances) * static_cast<int64_t>(plan.ranks[session.rank()].size()) >
+          internal::kMaxPlanBlocks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "instances ", instances, ": the plan's ", max_tag + 1, " tags times the instances must stay within ",
+        internal::kDeviceTags, ", its thread blocks times the instances within ", internal::kMaxPlanBlocks));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Session& session, IPCAllocator& allocator,
-                                                                            ProgramSpec plan, size_t max_count,
-                                                                            DataType type, int instances,
-                                                                            PlanKernel kernel) {
+absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(PeerGroup& session, IPCAllocator& allocator,
+                                                                           ProgramSpec plan, size_t max_count,
+                                                                           DataType type, int instances,
+                                                                           PlanKernel kernel) {
   VDEV_RETURN_IF_ERROR(CheckCreateArgs(session, allocator, plan, max_count, type, instances));
   const int most_instances = MostInstances(plan);
   auto exec = std::unique_ptr<CudaPlanExecutor>(new CudaPlanExecutor());
@@ -123,12 +123,13 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
   s.packets = internal::UsesPackets(plan);
   const size_t elem = DataTypeSize(type);
   const internal::RegionLayout layout = internal::MakeRegionLayout(
-      max_count, elem, InputSegments(plan.collective, plan.world_size), OutputSegments(plan.collective, plan.world_size),
-      plan.chunks_per_segment, plan.scratch_chunks);
+      max_count, elem, InputSegments(plan.collective, plan.world_size),
+      OutputSegments(plan.collective, plan.world_size), plan.chunks_per_segment, plan.scratch_chunks);
   const int me = session.rank();
   VDEV_ASSIGN_OR_RETURN(s.region, allocator.Allocate(layout.total));
   cudaPointerAttributes where{};
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaPointerGetAttributes(&where, s.region->remote_data[me]), "cudaPointerGetAttributes"));
+  VDEV_RETURN_IF_ERROR(
+      CudaStatus(cudaPointerGetAttributes(&where, s.region->remote_data[me]), "cudaPointerGetAttributes"));
   s.device = where.device;
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
   VDEV_RETURN_IF_ERROR(s.plan.Upload(plan, me));
@@ -171,9 +172,12 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
   // whose flags this executor's first executions would take for their own. Zero them all, and let
   // no rank signal before every rank has.
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->remote_data[me], 0, layout.total), "cudaMemset"));
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->barrier_in[me], 0, kBarrierWords * sizeof(uint64_t)), "cudaMemset"));
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->barrier_out[me], 0, kBarrierWords * sizeof(uint64_t)), "cudaMemset"));
-  VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(s.region->barrier_flag, 0, kMaxBarrierBlocks * sizeof(uint64_t)), "cudaMemset"));
+  VDEV_RETURN_IF_ERROR(
+      CudaStatus(cudaMemset(s.region->barrier_in[me], 0, kBarrierWords * sizeof(uint64_t)), "cudaMemset"));
+  VDEV_RETURN_IF_ERROR(
+      CudaStatus(cudaMemset(s.region->barrier_out[me], 0, kBarrierWords * sizeof(uint64_t)), "cudaMemset"));
+  VDEV_RETURN_IF_ERROR(
+      CudaStatus(cudaMemset(s.region->barrier_flag, 0, kMaxBarrierBlocks * sizeof(uint64_t)), "cudaMemset"));
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
   VDEV_RETURN_IF_ERROR(session.Barrier("cuda channels executor"));
   exec->plan_ = std::move(plan);
@@ -181,11 +185,11 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(Sessi
   return exec;
 }
 
-absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::ForStrategy(Session& session,
-                                                                                 IPCAllocator& allocator,
-                                                                                 absl::string_view strategy,
-                                                                                 size_t max_count, DataType type,
-                                                                                 PlanKernel kernel) {
+absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::ForStrategy(PeerGroup& session,
+                                                                                IPCAllocator& allocator,
+                                                                                absl::string_view strategy,
+                                                                                size_t max_count, DataType type,
+                                                                                PlanKernel kernel) {
   VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlanForStrategy(strategy, session.world_size()));
   return Create(session, allocator, std::move(plan), max_count, type, /*instances=*/0, kernel);
 }
@@ -280,8 +284,8 @@ absl::Status CudaPlanExecutor::CheckErrors() {
                                   absl::FormatDuration(session_->timeout()), ": ", internal::DescribeTimeout(e));
   if (state_->ports != nullptr) absl::StrAppend(&what, " (this rank's ", state_->ports->Progress(), ")");
   absl::Status alive = session_->CheckAlive(e.peer);
-  return absl::DeadlineExceededError(
-      alive.ok() ? absl::StrCat(what, " (running; the executor is out of step)") : absl::StrCat(what, ": ", alive.message()));
+  return absl::DeadlineExceededError(alive.ok() ? absl::StrCat(what, " (running; the executor is out of step)")
+                                                : absl::StrCat(what, ": ", alive.message()));
 }
 
 }  // namespace vdev::channels

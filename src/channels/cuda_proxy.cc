@@ -62,10 +62,13 @@ absl::Status CheckWorkQueues(int streams) {
   const char* set = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   if (set != nullptr && !absl::SimpleAtoi(set, &queues)) queues = 8;
   if (streams <= queues) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "port channels: ", streams, " streams (each rank's and each proxy's) need a hardware work queue each, and "
-      "this process has ", queues, " (CUDA_DEVICE_MAX_CONNECTIONS; up to 32, set before CUDA starts): a proxy's "
-      "copy queued behind a waiting kernel would never run"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("port channels: ", streams,
+                   " streams (each rank's and each proxy's) need a hardware work queue each, and "
+                   "this process has ",
+                   queues,
+                   " (CUDA_DEVICE_MAX_CONNECTIONS; up to 32, set before CUDA starts): a proxy's "
+                   "copy queued behind a waiting kernel would never run"));
 }
 
 absl::StatusOr<std::unique_ptr<PortProxy>> PortProxy::Start(PortFifo* fifo, std::vector<uint64_t*> semaphores) {
@@ -151,8 +154,8 @@ absl::Status PortProxy::Stop() {
 
 absl::StatusOr<std::unique_ptr<PortEndpoint>> PortEndpoint::Start(std::vector<uint64_t*> semaphores) {
   std::unique_ptr<PortEndpoint> p(new PortEndpoint());
-  if (absl::Status s = Cuda(cudaHostAlloc(reinterpret_cast<void**>(&p->fifo_), sizeof(PortFifo), cudaHostAllocMapped),
-                            "FIFO");
+  if (absl::Status s =
+          Cuda(cudaHostAlloc(reinterpret_cast<void**>(&p->fifo_), sizeof(PortFifo), cudaHostAllocMapped), "FIFO");
       !s.ok()) {
     return s;
   }

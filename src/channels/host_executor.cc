@@ -1,4 +1,4 @@
-// The host executor of channel plans (behaviour in vdev/channel_executor.h): one thread per thread
+// The host executor of channel plans (behaviour in vdev/channels/channel_executor.h): one thread per thread
 // block and instance, one proxy thread per rank for its port channels.
 #include <sched.h>
 
@@ -18,11 +18,11 @@
 #include "internal/layout.h"
 #include "internal/packet_sweep.h"
 #include "internal/plan_checks.h"
-#include "vdev/channel_algorithms.h"
-#include "vdev/channel_executor.h"
-#include "vdev/checked_size.h"
-#include "vdev/half.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_algorithms.h"
+#include "vdev/channels/channel_executor.h"
+#include "vdev/support/checked_size.h"
+#include "vdev/support/half.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels {
 namespace {
@@ -58,10 +58,17 @@ namespace {
 // One execution on one rank: what every thread of it shares.
 class Run {
  public:
-  Run(Session& session, IPCMemory& region, const ProgramSpec& plan, const HostPlanExecutor::State& state,
+  Run(PeerGroup& session, IPCMemory& region, const ProgramSpec& plan, const HostPlanExecutor::State& state,
       size_t count, uint64_t call)
-      : session_(session), region_(region), plan_(plan), s_(state), count_(count), call_(call),
-        flag_(internal::PacketFlag(call)), issued_(plan.port_channels.size()), completed_(plan.port_channels.size()) {
+      : session_(session),
+        region_(region),
+        plan_(plan),
+        s_(state),
+        count_(count),
+        call_(call),
+        flag_(internal::PacketFlag(call)),
+        issued_(plan.port_channels.size()),
+        completed_(plan.port_channels.size()) {
     deadline_ = absl::Now() + session.timeout();
   }
 
@@ -124,8 +131,8 @@ class Run {
       if (!alive.ok() && ready()) break;
       if (!alive.ok()) return absl::UnavailableError(absl::StrCat(describe(), ": ", alive.message()));
       if (now > deadline_) {
-        return absl::DeadlineExceededError(absl::StrCat(describe(), ": nothing came within ",
-                                                        absl::FormatDuration(session_.timeout())));
+        return absl::DeadlineExceededError(
+            absl::StrCat(describe(), ": nothing came within ", absl::FormatDuration(session_.timeout())));
       }
     }
     return absl::OkStatus();
@@ -142,7 +149,8 @@ class Run {
   }
   // Where a chunk's data (or its first packet line) starts.
   char* At(const ChunkRef& c) const {
-    if (c.packets) return Base(c.rank, c) + 16 * internal::PacketLine(count_, plan_.chunks_per_segment, c.index, s_.elem);
+    if (c.packets)
+      return Base(c.rank, c) + 16 * internal::PacketLine(count_, plan_.chunks_per_segment, c.index, s_.elem);
     return Base(c.rank, c) + internal::ChunkBegin(count_, plan_.chunks_per_segment, c.index) * s_.elem;
   }
 
@@ -164,9 +172,9 @@ class Run {
     uint64_t* words = reinterpret_cast<uint64_t*>(lines + 2 * b);
     for (size_t w = 0; w * 4 < bytes; ++w) {
       uint64_t v = 0;
-      VDEV_RETURN_IF_ERROR(Await(
-          [&] { return ((v = Word(&words[w]).load(std::memory_order_relaxed)) >> 32) == flag_; }, peer,
-          [&] { return absl::StrCat(Where(t, m, i), ": waiting for packets from rank ", peer); }));
+      VDEV_RETURN_IF_ERROR(
+          Await([&] { return ((v = Word(&words[w]).load(std::memory_order_relaxed)) >> 32) == flag_; }, peer,
+                [&] { return absl::StrCat(Where(t, m, i), ": waiting for packets from rank ", peer); }));
       const uint32_t d = static_cast<uint32_t>(v);
       std::memcpy(data + 4 * w, &d, std::min<size_t>(4, bytes - 4 * w));
     }
@@ -259,11 +267,12 @@ class Run {
         const auto k = signal;  // a copy: clang 14 cannot capture a structured binding in a lambda
         uint64_t* word = &Semaphores(port, me)[tag * kMaxWorkers + ch->dst];
         const auto order = op.relaxed ? std::memory_order_relaxed : std::memory_order_acquire;
-        return Await([&] { return Word(word).load(order) >= target; }, ch->dst, [&] {
-          return absl::StrCat(Where(t, m, i), ": waiting for signal #", k, " of this execution from rank ", ch->dst,
-                              port ? " by port" : "", " (tag ", ch->tag, "; count ", Word(word).load(), " of ",
-                              target, ")");
-        });
+        return Await([&] { return Word(word).load(order) >= target; }, ch->dst,
+                     [&] {
+                       return absl::StrCat(Where(t, m, i), ": waiting for signal #", k, " of this execution from rank ",
+                                           ch->dst, port ? " by port" : "", " (tag ", ch->tag, "; count ",
+                                           Word(word).load(), " of ", target, ")");
+                     });
       }
       case OpKind::kPutPackets:
         WritePackets(At(op.dst), r.begin, At(op.srcs[0]) + r.begin, r.size());
@@ -318,8 +327,7 @@ class Run {
         if (!op.with_flush) return absl::OkStatus();
         return Flush(op.channel, ch->dst, t, m, i);
       }
-      case OpKind::kPortFlush:
-        return Flush(op.channel, ch->dst, t, m, i);
+      case OpKind::kPortFlush: return Flush(op.channel, ch->dst, t, m, i);
     }
     return absl::OkStatus();
   }
@@ -358,7 +366,7 @@ class Run {
     }
   }
 
-  Session& session_;
+  PeerGroup& session_;
   IPCMemory& region_;
   const ProgramSpec& plan_;
   const HostPlanExecutor::State& s_;
@@ -377,9 +385,9 @@ class Run {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(Session& session, IPCAllocator& allocator,
-                                                                            ProgramSpec plan, size_t max_count,
-                                                                            DataType type, int instances) {
+absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(PeerGroup& session, IPCAllocator& allocator,
+                                                                           ProgramSpec plan, size_t max_count,
+                                                                           DataType type, int instances) {
   VDEV_RETURN_IF_ERROR(internal::CheckPlanForSession(plan, session));
   if (allocator.backend() != MemoryBackend::kHost) {
     return absl::InvalidArgumentError("the host plan executor needs a host IPC allocator");
@@ -388,8 +396,8 @@ absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(Sessi
   // 2^40 bytes per segment every offset in the region is exact in 64 bits.
   const std::optional<size_t> segment_bytes = CheckedMul(max_count, DataTypeSize(type));
   if (!segment_bytes || *segment_bytes > kMaxSegmentBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("max_count ", max_count, " of ", DataTypeName(type),
-                                                   ": a segment is limited to 2^40 bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_count ", max_count, " of ", DataTypeName(type), ": a segment is limited to 2^40 bytes"));
   }
   const int max_tag = internal::MaxTag(plan);
   if (instances < 1 || (max_tag + 1) * instances > kMaxBarrierBlocks) {
@@ -405,8 +413,8 @@ absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(Sessi
   state->max_count = max_count;
   state->instances = instances;
   state->layout = internal::MakeRegionLayout(max_count, state->elem, InputSegments(plan.collective, plan.world_size),
-                                             OutputSegments(plan.collective, plan.world_size),
-                                             plan.chunks_per_segment, plan.scratch_chunks);
+                                             OutputSegments(plan.collective, plan.world_size), plan.chunks_per_segment,
+                                             plan.scratch_chunks);
   // The k-th signal and wait of each semaphore in one execution (one thread block signals it and
   // one waits on it: validated).
   const int me = session.rank();
@@ -449,10 +457,10 @@ absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(Sessi
   return exec;
 }
 
-absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::ForStrategy(Session& session,
-                                                                                 IPCAllocator& allocator,
-                                                                                 absl::string_view strategy,
-                                                                                 size_t max_count, DataType type) {
+absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::ForStrategy(PeerGroup& session,
+                                                                                IPCAllocator& allocator,
+                                                                                absl::string_view strategy,
+                                                                                size_t max_count, DataType type) {
   VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlanForStrategy(strategy, session.world_size()));
   return Create(session, allocator, std::move(plan), max_count, type);
 }

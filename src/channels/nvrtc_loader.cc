@@ -13,9 +13,17 @@ namespace vdev::channels::internal {
 namespace {
 
 // X(name) for every NVRTC function vdev calls.
-#define VDEV_NVRTC_FUNCTIONS(X)                                                                         \
-  X(nvrtcCompileProgram) X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcGetCUBIN) X(nvrtcGetCUBINSize) \
-  X(nvrtcGetErrorString) X(nvrtcGetProgramLog) X(nvrtcGetProgramLogSize)
+// clang-format off: one function per line
+#define VDEV_NVRTC_FUNCTIONS(X) \
+  X(nvrtcCompileProgram)        \
+  X(nvrtcCreateProgram)         \
+  X(nvrtcDestroyProgram)        \
+  X(nvrtcGetCUBIN)              \
+  X(nvrtcGetCUBINSize)          \
+  X(nvrtcGetErrorString)        \
+  X(nvrtcGetProgramLog)         \
+  X(nvrtcGetProgramLogSize)
+// clang-format on
 
 struct Nvrtc {
 #define VDEV_POINTER(name) decltype(&::name) name = nullptr;
@@ -45,10 +53,10 @@ absl::Status LoadNvrtc() { return Library().status; }
 }  // namespace vdev::channels::internal
 
 // The forwarders: each calls the library's function once it is loaded.
-#define VDEV_FORWARD(name, params, args)                                  \
-  nvrtcResult name params {                                               \
+#define VDEV_FORWARD(name, params, args)                                                \
+  nvrtcResult name params {                                                             \
     const vdev::channels::internal::Nvrtc& nvrtc = vdev::channels::internal::Library(); \
-    return nvrtc.status.ok() ? nvrtc.name args : NVRTC_ERROR_INTERNAL_ERROR; \
+    return nvrtc.status.ok() ? nvrtc.name args : NVRTC_ERROR_INTERNAL_ERROR;            \
   }
 
 extern "C" {

@@ -9,7 +9,8 @@ bool UsesPackets(const ProgramSpec& plan) {
   for (const auto& tbs : plan.ranks) {
     for (const ThreadBlock& tb : tbs) {
       for (const Op& op : tb.ops) {
-        if (op.dst.packets || std::any_of(op.srcs.begin(), op.srcs.end(), [](const ChunkRef& s) { return s.packets; })) {
+        if (op.dst.packets ||
+            std::any_of(op.srcs.begin(), op.srcs.end(), [](const ChunkRef& s) { return s.packets; })) {
           return true;
         }
       }

@@ -1,12 +1,12 @@
-// Execution plans as JSON (format in vdev/channel_plan.h and docs/channels.md).
+// Execution plans as JSON (format in vdev/channels/channel_plan.h and docs/channels.md).
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "vdev/channel_plan.h"
-#include "vdev/diagnostic.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_plan.h"
+#include "vdev/support/diagnostic.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels {
 namespace {
@@ -114,8 +114,8 @@ absl::Status ReadRef(const Json& j, const std::string& path, ChunkRef* c) {
   Reader r(j, path);
   VDEV_RETURN_IF_ERROR(r.Object({"rank", "buffer", "index", "count", "packets"}));
   VDEV_RETURN_IF_ERROR(r.Int("rank", &c->rank, true));
-  VDEV_RETURN_IF_ERROR(r.Enum("buffer", &c->buffer, true,
-                              {BufferKind::kInput, BufferKind::kOutput, BufferKind::kScratch}, BufferName));
+  VDEV_RETURN_IF_ERROR(
+      r.Enum("buffer", &c->buffer, true, {BufferKind::kInput, BufferKind::kOutput, BufferKind::kScratch}, BufferName));
   VDEV_RETURN_IF_ERROR(r.Int("index", &c->index, true));
   VDEV_RETURN_IF_ERROR(r.Int("count", &c->count, false, 1));
   return r.Bool("packets", &c->packets);
@@ -125,11 +125,11 @@ absl::Status ReadOp(const Json& j, const std::string& path, Op* op) {
   Reader r(j, path);
   VDEV_RETURN_IF_ERROR(
       r.Object({"op", "channel", "dst", "srcs", "sync", "relaxed", "with_signal", "with_flush", "part", "parts"}));
-  VDEV_RETURN_IF_ERROR(r.Enum("op", &op->kind, true,
-                              {OpKind::kPut, OpKind::kGet, OpKind::kSignal, OpKind::kWait, OpKind::kReduce,
-                               OpKind::kCopy, OpKind::kPutPackets, OpKind::kReadPutPackets, OpKind::kPortPut,
-                               OpKind::kPortSignal, OpKind::kPortWait, OpKind::kPortFlush},
-                              OpName));
+  VDEV_RETURN_IF_ERROR(r.Enum(
+      "op", &op->kind, true,
+      {OpKind::kPut, OpKind::kGet, OpKind::kSignal, OpKind::kWait, OpKind::kReduce, OpKind::kCopy, OpKind::kPutPackets,
+       OpKind::kReadPutPackets, OpKind::kPortPut, OpKind::kPortSignal, OpKind::kPortWait, OpKind::kPortFlush},
+      OpName));
   VDEV_RETURN_IF_ERROR(r.Int("channel", &op->channel, false, -1));
   if (const Json* dst = r.Find("dst")) VDEV_RETURN_IF_ERROR(ReadRef(*dst, r.Path("dst"), &op->dst));
   const Json* srcs = nullptr;
@@ -143,8 +143,8 @@ absl::Status ReadOp(const Json& j, const std::string& path, Op* op) {
   if ((r.Find("dst") == nullptr) != (srcs == nullptr)) {
     return Reader::Error(path, "an op has both \"dst\" and \"srcs\" or neither");
   }
-  VDEV_RETURN_IF_ERROR(r.Enum("sync", &op->sync, false, {Sync::kNone, Sync::kBefore, Sync::kAfter, Sync::kBoth},
-                              SyncName));
+  VDEV_RETURN_IF_ERROR(
+      r.Enum("sync", &op->sync, false, {Sync::kNone, Sync::kBefore, Sync::kAfter, Sync::kBoth}, SyncName));
   VDEV_RETURN_IF_ERROR(r.Bool("relaxed", &op->relaxed));
   VDEV_RETURN_IF_ERROR(r.Bool("with_signal", &op->with_signal));
   VDEV_RETURN_IF_ERROR(r.Bool("with_flush", &op->with_flush));
@@ -180,10 +180,10 @@ absl::StatusOr<ProgramSpec> ReadProgram(const Json& j) {
   const Json* name = r.Find("name");
   if (name == nullptr || !name->is_string()) return Reader::Error("name", "expected a string");
   p.name = name->get<std::string>();
-  VDEV_RETURN_IF_ERROR(r.Enum("collective", &p.collective, true,
-                              {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
-                               Collective::kBroadcast},
-                              CollectiveName));
+  VDEV_RETURN_IF_ERROR(
+      r.Enum("collective", &p.collective, true,
+             {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather, Collective::kBroadcast},
+             CollectiveName));
   VDEV_RETURN_IF_ERROR(r.Int("world_size", &p.world_size, true, 1, 64));
   VDEV_RETURN_IF_ERROR(r.Int("root", &p.root, false));
   VDEV_RETURN_IF_ERROR(r.Int("chunks_per_segment", &p.chunks_per_segment, false, 1));
@@ -209,7 +209,8 @@ absl::StatusOr<ProgramSpec> ReadProgram(const Json& j) {
       p.ranks[i].emplace_back();
       for (size_t o = 0; o < ops->size(); ++o) {
         p.ranks[i].back().ops.emplace_back();
-        VDEV_RETURN_IF_ERROR(ReadOp((*ops)[o], absl::StrCat(tb.Path("ops"), "[", o, "]"), &p.ranks[i].back().ops.back()));
+        VDEV_RETURN_IF_ERROR(
+            ReadOp((*ops)[o], absl::StrCat(tb.Path("ops"), "[", o, "]"), &p.ranks[i].back().ops.back()));
       }
     }
   }
@@ -277,9 +278,8 @@ absl::StatusOr<ProgramSpec> PlanFromJson(absl::string_view text, absl::string_vi
     const size_t at = open != std::string::npos && close > open
                           ? text.find(absl::string_view(reason).substr(open + 1, close - open - 1))
                           : absl::string_view::npos;
-    return absl::InvalidArgumentError(absl::StrCat(at == absl::string_view::npos ? std::string(file)
-                                                                                   : Location(text, file, at),
-                                                   ": error: ", reason));
+    return absl::InvalidArgumentError(absl::StrCat(
+        at == absl::string_view::npos ? std::string(file) : Location(text, file, at), ": error: ", reason));
   }
   if (!j.is_object()) {  // the fields' errors below name a path; the top level has none, but a position
     const size_t first = text.find_first_not_of(" \t\r\n");

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "vdev/channel_program.h"
+#include "vdev/channels/channel_program.h"
 
 namespace vdev::channels {
 
@@ -25,18 +25,26 @@ absl::string_view NameIn(const Named<Enum> (&names)[N], Enum value) {
   return "?";
 }
 
-constexpr Named<Collective> kCollectiveNames[] = {
-    {Collective::kAllReduce, "allreduce"}, {Collective::kReduceScatter, "reducescatter"},
-    {Collective::kAllGather, "allgather"}, {Collective::kBroadcast, "broadcast"}};
+constexpr Named<Collective> kCollectiveNames[] = {{Collective::kAllReduce, "allreduce"},
+                                                  {Collective::kReduceScatter, "reducescatter"},
+                                                  {Collective::kAllGather, "allgather"},
+                                                  {Collective::kBroadcast, "broadcast"}};
 constexpr Named<BufferKind> kBufferKindNames[] = {
     {BufferKind::kInput, "input"}, {BufferKind::kOutput, "output"}, {BufferKind::kScratch, "scratch"}};
 constexpr Named<Sync> kSyncNames[] = {
     {Sync::kNone, "none"}, {Sync::kBefore, "before"}, {Sync::kAfter, "after"}, {Sync::kBoth, "both"}};
-constexpr Named<OpKind> kOpKindNames[] = {
-    {OpKind::kPut, "put"}, {OpKind::kGet, "get"}, {OpKind::kSignal, "signal"}, {OpKind::kWait, "wait"},
-    {OpKind::kReduce, "reduce"}, {OpKind::kCopy, "copy"}, {OpKind::kPutPackets, "put_packets"},
-    {OpKind::kReadPutPackets, "read_put_packets"}, {OpKind::kPortPut, "port_put"},
-    {OpKind::kPortSignal, "port_signal"}, {OpKind::kPortWait, "port_wait"}, {OpKind::kPortFlush, "port_flush"}};
+constexpr Named<OpKind> kOpKindNames[] = {{OpKind::kPut, "put"},
+                                          {OpKind::kGet, "get"},
+                                          {OpKind::kSignal, "signal"},
+                                          {OpKind::kWait, "wait"},
+                                          {OpKind::kReduce, "reduce"},
+                                          {OpKind::kCopy, "copy"},
+                                          {OpKind::kPutPackets, "put_packets"},
+                                          {OpKind::kReadPutPackets, "read_put_packets"},
+                                          {OpKind::kPortPut, "port_put"},
+                                          {OpKind::kPortSignal, "port_signal"},
+                                          {OpKind::kPortWait, "port_wait"},
+                                          {OpKind::kPortFlush, "port_flush"}};
 
 }  // namespace
 
@@ -54,8 +62,8 @@ std::ostream& operator<<(std::ostream& os, const ChunkRef& c) {
   return os << " of rank " << c.rank;
 }
 
-Program::Program(std::string name, Collective collective, int world_size, int chunks_per_segment,
-                 int scratch_chunks, int root) {
+Program::Program(std::string name, Collective collective, int world_size, int chunks_per_segment, int scratch_chunks,
+                 int root) {
   spec_.name = std::move(name);
   spec_.collective = collective;
   spec_.world_size = world_size;
@@ -150,8 +158,11 @@ void MemoryChannel::PutPackets(int tb, ChunkRef dst, ChunkRef src, Sync sync) {
 }
 void MemoryChannel::ReadPutPackets(int tb, ChunkRef dst, ChunkRef src, Sync sync) {
   program_->Add(SrcOf(program_->spec_.memory_channels, index_), tb,
-                {.kind = OpKind::kReadPutPackets, .channel = index_, .dst = dst.AsPackets(),
-                 .srcs = {src.AsPackets()}, .sync = sync});
+                {.kind = OpKind::kReadPutPackets,
+                 .channel = index_,
+                 .dst = dst.AsPackets(),
+                 .srcs = {src.AsPackets()},
+                 .sync = sync});
 }
 
 void PortChannel::Put(int tb, ChunkRef dst, ChunkRef src, Sync sync) {
@@ -159,14 +170,19 @@ void PortChannel::Put(int tb, ChunkRef dst, ChunkRef src, Sync sync) {
                 {.kind = OpKind::kPortPut, .channel = index_, .dst = dst, .srcs = {src}, .sync = sync});
 }
 void PortChannel::PutWithSignal(int tb, ChunkRef dst, ChunkRef src, Sync sync) {
-  program_->Add(SrcOf(program_->spec_.port_channels, index_), tb,
-                {.kind = OpKind::kPortPut, .channel = index_, .dst = dst, .srcs = {src}, .sync = sync,
-                 .with_signal = true});
+  program_->Add(
+      SrcOf(program_->spec_.port_channels, index_), tb,
+      {.kind = OpKind::kPortPut, .channel = index_, .dst = dst, .srcs = {src}, .sync = sync, .with_signal = true});
 }
 void PortChannel::PutWithSignalAndFlush(int tb, ChunkRef dst, ChunkRef src, Sync sync) {
   program_->Add(SrcOf(program_->spec_.port_channels, index_), tb,
-                {.kind = OpKind::kPortPut, .channel = index_, .dst = dst, .srcs = {src}, .sync = sync,
-                 .with_signal = true, .with_flush = true});
+                {.kind = OpKind::kPortPut,
+                 .channel = index_,
+                 .dst = dst,
+                 .srcs = {src},
+                 .sync = sync,
+                 .with_signal = true,
+                 .with_flush = true});
 }
 void PortChannel::Signal(int tb, Sync sync) {
   program_->Add(SrcOf(program_->spec_.port_channels, index_), tb,

@@ -1,4 +1,4 @@
-// RunPlanInThreads (vdev/channel_executor.h): every rank of a plan as a thread of this process.
+// RunPlanInThreads (vdev/channels/channel_executor.h): every rank of a plan as a thread of this process.
 #include <stdlib.h>
 
 #include <cerrno>
@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "vdev/channel_executor.h"
-#include "vdev/ipc_memory.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_executor.h"
+#include "vdev/runtime/ipc_memory.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels {
 
@@ -28,16 +28,17 @@ absl::Status RunPlanInThreads(const ProgramSpec& plan, const std::vector<const v
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       statuses[r] = [&]() -> absl::Status {
-        SessionOptions options;
+        PeerGroupOptions options;
         options.rank = r;
         options.local_rank = r;
         options.world_size = world;
         options.rendezvous_dir = dir;
         options.timeout = timeout;
         options.remove_rendezvous_dir = r == 0;
-        VDEV_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(options));
+        VDEV_ASSIGN_OR_RETURN(std::unique_ptr<PeerGroup> session, PeerGroup::Create(options));
         VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> allocator, CreateHostIPCAllocator(session.get()));
-        VDEV_ASSIGN_OR_RETURN(auto executor, HostPlanExecutor::Create(*session, *allocator, plan, count, type, instances));
+        VDEV_ASSIGN_OR_RETURN(auto executor,
+                              HostPlanExecutor::Create(*session, *allocator, plan, count, type, instances));
         for (int e = 0; e < executions; ++e) VDEV_RETURN_IF_ERROR(executor->Execute(inputs[r], outputs[r], count));
         return absl::OkStatus();
       }();

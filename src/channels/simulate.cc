@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "internal/simulate.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels::internal {
 namespace {
@@ -50,16 +50,16 @@ struct Access {
   Clock clock;  // a packet write: the writer's clock, which a reader of the packets acquires
 };
 
-struct Value {
-  int call = 0;           // 0: nothing written yet; -1: mixes executions
-  std::vector<int> ids;   // inputs summed into it (rank * input chunks + chunk), sorted
-  friend bool operator==(const Value&, const Value&) = default;
+struct CellValue {
+  int call = 0;          // 0: nothing written yet; -1: mixes executions
+  std::vector<int> ids;  // inputs summed into it (rank * input chunks + chunk), sorted
+  friend bool operator==(const CellValue&, const CellValue&) = default;
 };
 
 struct Cell {
   std::optional<Access> write;
   std::vector<Access> reads;
-  Value value;
+  CellValue value;
 };
 
 struct ThreadBlockState {
@@ -90,7 +90,7 @@ struct Semaphore {
   std::vector<Clock> clocks;  // the k-th signal's clock (empty for a relaxed one)
 };
 
-std::string ValueText(const Value& v, int input_chunks) {
+std::string ValueText(const CellValue& v, int input_chunks) {
   if (v.call == 0) return "nothing";
   std::vector<std::string> parts;
   for (int id : v.ids) parts.push_back(absl::StrCat("r", id / input_chunks, ".", id % input_chunks));
@@ -170,7 +170,8 @@ class Simulation {
         for (size_t i = 0; i < ops.size(); ++i) {
           if (!SignalsSemaphore(ops[i]) && !WaitsOnSemaphore(ops[i])) continue;
           const std::string where = absl::StrCat("rank ", r, " tb ", t, " op ", i, " (", OpName(ops[i].kind), ")");
-          if (ops[i].parts != 1) return absl::InvalidArgumentError(absl::StrCat(where, ": signals and waits take one thread block"));
+          if (ops[i].parts != 1)
+            return absl::InvalidArgumentError(absl::StrCat(where, ": signals and waits take one thread block"));
           const ChannelSpec& ch = ChannelOf(p_, ops[i]);
           if (SignalsSemaphore(ops[i])) ++count[SignalKey(ops[i], ch)].first;
           if (WaitsOnSemaphore(ops[i])) {
@@ -183,17 +184,16 @@ class Simulation {
     for (const auto& [key, sw] : count) {
       const auto [owner, from, tag, port] = key;
       if (sw.first < sw.second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            first_wait[key], " waits on the ", port ? "port " : "", "channel from rank ", from, " (tag ", tag,
-            "), which rank ", from,
-            " signals ", sw.first, " times per execution against ", sw.second,
-            " waits: a wait with no matching signal deadlocks"));
+        return absl::InvalidArgumentError(absl::StrCat(first_wait[key], " waits on the ", port ? "port " : "",
+                                                       "channel from rank ", from, " (tag ", tag, "), which rank ",
+                                                       from, " signals ", sw.first, " times per execution against ",
+                                                       sw.second, " waits: a wait with no matching signal deadlocks"));
       }
       if (sw.first > sw.second) {
         return absl::InvalidArgumentError(absl::StrCat("rank ", from, " signals rank ", owner, port ? " by port" : "",
-                                                       " (tag ", tag, ") ",
-                                                       sw.first, " times per execution but rank ", owner, " waits ",
-                                                       sw.second, " times: the semaphore would drift out of step"));
+                                                       " (tag ", tag, ") ", sw.first, " times per execution but rank ",
+                                                       owner, " waits ", sw.second,
+                                                       " times: the semaphore would drift out of step"));
       }
     }
     return absl::OkStatus();
@@ -207,8 +207,9 @@ class Simulation {
   }
 
   std::string CellText(const ChunkRef& c, int k, int call) const {
-    return absl::StrCat(BufferName(c.buffer), c.buffer == BufferKind::kScratch ? absl::StrCat(" (half ", call & 1, ")") : "",
-                        " chunk ", c.index + k, " of rank ", c.rank);
+    return absl::StrCat(BufferName(c.buffer),
+                        c.buffer == BufferKind::kScratch ? absl::StrCat(" (half ", call & 1, ")") : "", " chunk ",
+                        c.index + k, " of rank ", c.rank);
   }
 
   static bool Overlap(const Access& a, const Access& b) {
@@ -218,10 +219,10 @@ class Simulation {
   }
 
   absl::Status Race(const Access& a, const Access& b, bool a_writes, bool b_writes, const std::string& cell) const {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "race in execution ", a.call, ": ", ActorText(a.actor), a_writes ? " writes " : " reads ", cell, " while ",
-        ActorText(b.actor), "'s ", b_writes ? "write" : "read", " of it (execution ", b.call,
-        ") is not ordered before: no data sync, signal/wait or flush between them"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("race in execution ", a.call, ": ", ActorText(a.actor), a_writes ? " writes " : " reads ", cell,
+                     " while ", ActorText(b.actor), "'s ", b_writes ? "write" : "read", " of it (execution ", b.call,
+                     ") is not ordered before: no data sync, signal/wait or flush between them"));
   }
 
   // Records an access and checks it against the cell's earlier ones. A packet read of this
@@ -231,10 +232,9 @@ class Simulation {
     Cell& cell = cells_[CellIndex(c, k, call)];
     auto ordered = [&](const Access& b) { return b.op_seq == a.op_seq || vc[b.thread] > b.stamp; };
     if (cell.write && cell.write->packets != a.packets && c.buffer == BufferKind::kScratch && !write) {
-      return absl::InvalidArgumentError(absl::StrCat(ActorText(a.actor), " reads ", CellText(c, k, call),
-                                                     a.packets ? " as packets, but " : " as plain data, but ",
-                                                     ActorText(cell.write->actor), " wrote it ",
-                                                     a.packets ? "as plain data" : "as packets"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          ActorText(a.actor), " reads ", CellText(c, k, call), a.packets ? " as packets, but " : " as plain data, but ",
+          ActorText(cell.write->actor), " wrote it ", a.packets ? "as plain data" : "as packets"));
     }
     const bool flag_ordered = cell.write && a.packets && cell.write->packets && cell.write->call == a.call;
     if (cell.write && !flag_ordered && !ordered(*cell.write) && Overlap(a, *cell.write)) {
@@ -322,13 +322,13 @@ class Simulation {
     Access a = MakeAccess(host.id, host.phase, ++op_seq_, call, nullptr, output, false, {.rank = r});
     for (int k = 0; k < out_chunks_; ++k) {
       VDEV_RETURN_IF_ERROR(Touch(output, k, call, a, host.vc, false));
-      const Value want{call, Expected(r, k)};
-      const Value& got = cells_[CellIndex(output, k, call)].value;
+      const CellValue want{call, Expected(r, k)};
+      const CellValue& got = cells_[CellIndex(output, k, call)].value;
       if (got != want) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "wrong result: after execution ", call, " ", CellText(output, k, call), " holds ",
-            ValueText(got, in_chunks_), " but the ", CollectiveName(p_.collective), " needs ",
-            ValueText(want, in_chunks_), " (rX.k: chunk k of rank X's input)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("wrong result: after execution ", call, " ", CellText(output, k, call), " holds ",
+                         ValueText(got, in_chunks_), " but the ", CollectiveName(p_.collective), " needs ",
+                         ValueText(want, in_chunks_), " (rX.k: chunk k of rank X's input)"));
       }
     }
     NextPhase(host);
@@ -344,18 +344,18 @@ class Simulation {
   // Copies or sums the sources' values cell by cell into dst, recording every access.
   absl::Status Move(const Op& op, int thread, uint32_t stamp, const Clock& vc, const Actor& actor, int call,
                     Clock* acquire) {
-    std::vector<Value> values(op.dst.count);
+    std::vector<CellValue> values(op.dst.count);
     const uint64_t seq = ++op_seq_;
     for (const ChunkRef& src : op.srcs) {
       Access a = MakeAccess(thread, stamp, seq, call, &op, src, src.packets, actor);
       for (int k = 0; k < src.count; ++k) {
         VDEV_RETURN_IF_ERROR(Touch(src, k, call, a, vc, false, acquire));
-        const Value& v = cells_[CellIndex(src, k, call)].value;
+        const CellValue& v = cells_[CellIndex(src, k, call)].value;
         if (v.call == 0) {
-          return absl::InvalidArgumentError(absl::StrCat(ActorText(actor), " reads ", CellText(src, k, call),
-                                                         ", which nothing wrote before"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(ActorText(actor), " reads ", CellText(src, k, call), ", which nothing wrote before"));
         }
-        Value& out = values[k];
+        CellValue& out = values[k];
         out.call = out.call == 0 || out.call == v.call ? v.call : -1;
         out.ids.insert(out.ids.end(), v.ids.begin(), v.ids.end());
       }
@@ -387,10 +387,10 @@ class Simulation {
         const Cell& cell = cells_[CellIndex(src, k, call)];
         const int written = cell.write && cell.write->packets ? cell.write->call : 0;
         if (written > call) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              ActorText(actor), ": the packets of execution ", call, " in ", CellText(src, k, call),
-              " can be overwritten by execution ", written, " (", ActorText(cell.write->actor),
-              ") before they are read: nothing orders that write after this read"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(ActorText(actor), ": the packets of execution ", call, " in ", CellText(src, k, call),
+                           " can be overwritten by execution ", written, " (", ActorText(cell.write->actor),
+                           ") before they are read: nothing orders that write after this read"));
         }
         if (written < call) return false;
       }
@@ -426,12 +426,8 @@ class Simulation {
         if (op.with_flush) JoinInto(tb.pending, x.vc);
         break;
       }
-      case OpKind::kPortFlush:
-        JoinInto(tb.pending, proxies_[op.channel].vc);
-        break;
-      default:
-        VDEV_RETURN_IF_ERROR(Move(op, tb.id, tb.phase, tb.vc, actor, call, &tb.pending));
-        break;
+      case OpKind::kPortFlush: JoinInto(tb.pending, proxies_[op.channel].vc); break;
+      default: VDEV_RETURN_IF_ERROR(Move(op, tb.id, tb.phase, tb.vc, actor, call, &tb.pending)); break;
     }
     if (op.sync == Sync::kAfter || op.sync == Sync::kBoth) Sync(tb);
     if (++tb.pc == p_.ranks[r][t].ops.size()) tb.done = true;
@@ -450,15 +446,16 @@ class Simulation {
           const ChannelSpec& ch = ChannelOf(p_, op);
           auto it = semaphores_.find(WaitKey(op, ch));
           const int got = it == semaphores_.end() ? 0 : it->second.signals;
-          absl::StrAppend(&what, " waits for ", IsPortOp(op.kind) ? "port " : "", "signal #", got + 1, " from rank ", ch.dst, " (tag ", ch.tag, ")");
+          absl::StrAppend(&what, " waits for ", IsPortOp(op.kind) ? "port " : "", "signal #", got + 1, " from rank ",
+                          ch.dst, " (tag ", ch.tag, ")");
         } else {
           absl::StrAppend(&what, " waits for packets no one has written yet");
         }
         blocked.push_back(absl::StrCat(what, " in execution ", call_[r]));
       }
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "deadlock: a wait with no signal that can still come: ", absl::StrJoin(blocked, "; ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("deadlock: a wait with no signal that can still come: ", absl::StrJoin(blocked, "; ")));
   }
 
   const ProgramSpec& p_;

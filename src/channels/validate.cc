@@ -18,9 +18,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/simulate.h"
-#include "vdev/channel_program.h"
-#include "vdev/session.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_program.h"
+#include "vdev/runtime/peer_group.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels {
 namespace {
@@ -86,8 +86,8 @@ absl::StatusOr<ChannelSpec> CheckChannel(const ProgramSpec& p, int rank, const O
   ChannelSpec ch{rank, rank, 0};
   if (!local) {
     if (op.channel < 0 || op.channel >= static_cast<int>(channels.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": no ", port ? "port" : "memory", " channel ",
-                                                     op.channel));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": no ", port ? "port" : "memory", " channel ", op.channel));
     }
     ch = channels[op.channel];
     if (ch.src != rank) {
@@ -102,7 +102,8 @@ absl::StatusOr<ChannelSpec> CheckChannel(const ProgramSpec& p, int rank, const O
 // and packets only where the op reads or writes them.
 absl::Status CheckChunks(const ProgramSpec& p, int rank, const Op& op, const std::string& where) {
   if (op.srcs.empty() || (op.kind != OpKind::kReduce && op.srcs.size() != 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": expected ", op.kind == OpKind::kReduce ? "sources" : "one source"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": expected ", op.kind == OpKind::kReduce ? "sources" : "one source"));
   }
   VDEV_RETURN_IF_ERROR(CheckRef(p, op.dst, where));
   bool packets = op.dst.packets;
@@ -111,8 +112,8 @@ absl::Status CheckChunks(const ProgramSpec& p, int rank, const Op& op, const std
     VDEV_RETURN_IF_ERROR(CheckSameSize(p, op.dst, s, where));
     packets = packets || s.packets;
     if (s.packets && s.rank != rank) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": packets are read from the own scratch only, not ",
-                                                     RefText(s)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": packets are read from the own scratch only, not ", RefText(s)));
     }
   }
   if (packets && op.parts != 1) {
@@ -120,8 +121,8 @@ absl::Status CheckChunks(const ProgramSpec& p, int rank, const Op& op, const std
   }
   const bool dst_packets = op.kind == OpKind::kPutPackets || op.kind == OpKind::kReadPutPackets;
   if (op.dst.packets != dst_packets) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": ", RefText(op.dst), dst_packets
-                                                       ? " must be packets" : " cannot be written as packets here"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": ", RefText(op.dst), dst_packets ? " must be packets" : " cannot be written as packets here"));
   }
   return absl::OkStatus();
 }
@@ -138,8 +139,9 @@ absl::Status CheckPlacement(const ProgramSpec& p, int rank, const ChannelSpec& c
       VDEV_RETURN_IF_ERROR(CheckOnRank(op.dst, ch.dst, where, "the destination"));
       VDEV_RETURN_IF_ERROR(CheckOnRank(src, rank, where, "the source"));
       if ((op.kind == OpKind::kReadPutPackets) != src.packets) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": ", RefText(src), op.kind == OpKind::kReadPutPackets
-                                                           ? " must be packets" : " cannot be read as packets here"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": ", RefText(src),
+                         op.kind == OpKind::kReadPutPackets ? " must be packets" : " cannot be read as packets here"));
       }
       break;
     case OpKind::kGet:
@@ -162,8 +164,7 @@ absl::Status CheckPlacement(const ProgramSpec& p, int rank, const ChannelSpec& c
         }
       }
       break;
-    default:
-      break;
+    default: break;
   }
   return absl::OkStatus();
 }
@@ -218,15 +219,15 @@ absl::Status CheckStructure(const ProgramSpec& p) {
       }
       auto [it, fresh] = semaphores.emplace(std::make_tuple(port, c.dst, c.src, c.tag), name);
       if (!fresh) {
-        return absl::InvalidArgumentError(absl::StrCat(name, " and ", it->second, " share tag ", c.tag,
-                                                       " (and so a semaphore)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, " and ", it->second, " share tag ", c.tag, " (and so a semaphore)"));
       }
     }
   }
   for (int r = 0; r < p.world_size; ++r) {
     if (p.ranks[r].size() > static_cast<size_t>(kMaxThreadBlocks)) {
-      return absl::InvalidArgumentError(absl::StrCat("rank ", r, " has ", p.ranks[r].size(),
-                                                     " thread blocks; at most ", kMaxThreadBlocks));
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", r, " has ", p.ranks[r].size(), " thread blocks; at most ", kMaxThreadBlocks));
     }
     // Semaphore counts pair the k-th wait with the k-th signal only when one thread block signals.
     std::map<std::pair<int, int>, int> user;  // (port?, channel) -> tb issuing its signals/waits

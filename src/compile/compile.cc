@@ -1,12 +1,12 @@
 // The pipeline of compile.h: parse, verify, plan, re-type, lower, check.
-#include "vdev/compile.h"
+#include "vdev/compile/compile.h"
 
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev {
 namespace {
@@ -70,8 +70,7 @@ absl::string_view CompileStageName(CompileStage stage) {
   return "?";
 }
 
-absl::StatusOr<CompileResult> Compile(absl::string_view text, const CompileOptions& options,
-                                      CompileError* error) {
+absl::StatusOr<CompileResult> Compile(absl::string_view text, const CompileOptions& options, CompileError* error) {
   Diagnostic diag;
   absl::StatusOr<ir::Module> module = ir::ParseModule(text, &diag);
   if (!module.ok()) return Fail(CompileStage::kParse, module.status(), diag, error);

@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "internal/protocol.h"
 #include "internal/worker.h"
-#include "vdev/half.h"
-#include "vdev/ipc_memory.h"
-#include "vdev/status_macros.h"
+#include "vdev/runtime/ipc_memory.h"
+#include "vdev/support/half.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::internal {
 namespace {
@@ -89,7 +89,8 @@ Result IpcWrite(WorkerContext&, const WorkerArgs& args) {
   VDEV_ASSIGN_OR_RETURN(auto t, args.Tensor(1));
   IPCMemory& m = mem->memory();
   if (t->bytes.size() > m.size) {
-    return absl::InvalidArgumentError(absl::StrCat(t->bytes.size(), " bytes do not fit ", m.size, " bytes of IPC memory"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(t->bytes.size(), " bytes do not fit ", m.size, " bytes of IPC memory"));
   }
   std::memcpy(m.remote_data[m.worker_id], t->bytes.data(), t->bytes.size());
   return WorkerValue();
@@ -108,7 +109,8 @@ Result IpcRead(WorkerContext& ctx, const WorkerArgs& args) {
   auto t = std::make_shared<HostTensor>(HostTensor::Zeros(dtype, std::move(shape)));
   IPCMemory& m = mem->memory();
   if (t->bytes.size() > m.size) {
-    return absl::InvalidArgumentError(absl::StrCat(t->bytes.size(), " bytes do not fit ", m.size, " bytes of IPC memory"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(t->bytes.size(), " bytes do not fit ", m.size, " bytes of IPC memory"));
   }
   std::memcpy(t->bytes.data(), m.remote_data[worker], t->bytes.size());
   return t;

@@ -1,10 +1,10 @@
-// InitCCL on a worker: the workers' vdev::Session, then the IPC allocator and all-reduce of the
+// InitCCL on a worker: the workers' vdev::PeerGroup, then the IPC allocator and all-reduce of the
 // requested kind ("host" here; the CUDA kinds in cuda_ccl.cc).
 #include "internal/ccl.h"
 
 #include "absl/strings/str_cat.h"
-#include "vdev/allreduce.h"
-#include "vdev/status_macros.h"
+#include "vdev/runtime/allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::internal {
 namespace {
@@ -24,31 +24,30 @@ absl::StatusOr<DataType> HostDataType(ir::DType dtype) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CclState>> CreateCcl(const CclRequest& request) {
-  const SessionOptions options{.rank = request.rank,
-                               .world_size = request.world_size,
-                               .local_rank = request.local_rank,
-                               .rendezvous_dir = request.rendezvous_dir,
-                               .session_id = request.session_id,
-                               .timeout = request.timeout};
+  const PeerGroupOptions options{.rank = request.rank,
+                                 .world_size = request.world_size,
+                                 .local_rank = request.local_rank,
+                                 .rendezvous_dir = request.rendezvous_dir,
+                                 .session_id = request.session_id,
+                                 .timeout = request.timeout};
   auto state = std::make_unique<CclState>();
   state->kind = request.kind;
-  VDEV_ASSIGN_OR_RETURN(state->session, Session::Create(options));
+  VDEV_ASSIGN_OR_RETURN(state->session, PeerGroup::Create(options));
   if (request.kind != "host") {
     VDEV_RETURN_IF_ERROR(AddCudaCcl(request, state.get()));
     return state;
   }
   VDEV_ASSIGN_OR_RETURN(state->allocator, CreateHostIPCAllocator(state->session.get()));
-  Session* session = state->session.get();
+  PeerGroup* session = state->session.get();
   IPCAllocator* allocator = state->allocator.get();
   state->all_reduce = [session, allocator](const HostTensor& in, HostTensor* out) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(DataType type, HostDataType(in.dtype));
     const size_t count = static_cast<size_t>(in.NumElements());
     // The pool hands the same workspace back to the next all-reduce of this size.
-    VDEV_ASSIGN_OR_RETURN(IPCMemory * workspace,
-                          allocator->Allocate(AllReduceWorkspaceBytes(AllReduceAlgorithm::kAuto,
-                                                                      session->world_size(), count, type)));
-    absl::Status status = HostAllReduce(*session, *workspace, in.bytes.data(), out->bytes.data(), count, type,
-                                        AllReduceAlgorithm::kAuto);
+    VDEV_ASSIGN_OR_RETURN(IPCMemory * workspace, allocator->Allocate(AllReduceWorkspaceBytes(
+                                                     AllReduceAlgorithm::kAuto, session->world_size(), count, type)));
+    absl::Status status =
+        HostAllReduce(*session, *workspace, in.bytes.data(), out->bytes.data(), count, type, AllReduceAlgorithm::kAuto);
     allocator->Free(workspace);
     return status;
   };

@@ -1,4 +1,4 @@
-// The controller's side of a session: commands, registers, waits and faults (see vdev/controller.h).
+// The controller's side of a session: commands, registers, waits and faults (see vdev/controller/controller.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,16 +8,16 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "guardian/guardian.h"
 #include "internal/ccl.h"
 #include "internal/protocol.h"
 #include "internal/staging.h"
 #include "internal/transport.h"
 #include "internal/value_codec.h"
-#include "guardian/guardian.h"
-#include "vdev/controller.h"
-#include "vdev/launch.h"
-#include "vdev/session.h"
-#include "vdev/status_macros.h"
+#include "vdev/controller/controller.h"
+#include "vdev/runtime/launch.h"
+#include "vdev/runtime/peer_group.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace internal {
@@ -25,7 +25,12 @@ namespace internal {
 class ControllerCore : public std::enable_shared_from_this<ControllerCore> {
  public:
   ControllerCore(int n, const ControllerOptions& options, bool threaded)
-      : n_(n), options_(options), threaded_(threaded), pending_frees_(std::max(n, 0)), sent_(std::max(n, 0)), acked_(std::max(n, 0)) {}
+      : n_(n),
+        options_(options),
+        threaded_(threaded),
+        pending_frees_(std::max(n, 0)),
+        sent_(std::max(n, 0)),
+        acked_(std::max(n, 0)) {}
   ~ControllerCore() { Shutdown().IgnoreError(); }
 
   absl::Status Start();
@@ -76,9 +81,9 @@ class ControllerCore : public std::enable_shared_from_this<ControllerCore> {
   int64_t next_reg_ = 0;
   std::vector<int64_t> free_regs_;
   std::vector<std::vector<int64_t>> pending_frees_;  // per worker: freed, not yet sent
-  std::vector<uint64_t> sent_;   // per worker: the seq of the last command sent
-  std::vector<uint64_t> acked_;  // per worker: the seq up to which it has run everything
-  uint64_t staged_seq_ = 0;      // the last CopyToWorker0 whose bytes are in the staging area
+  std::vector<uint64_t> sent_;                       // per worker: the seq of the last command sent
+  std::vector<uint64_t> acked_;                      // per worker: the seq up to which it has run everything
+  uint64_t staged_seq_ = 0;                          // the last CopyToWorker0 whose bytes are in the staging area
   std::string ccl_session_id_;
   std::string ccl_dir_;
   // Removes the session's segments should this process be killed outright (SIGKILL) while a worker
@@ -148,7 +153,8 @@ absl::Status ControllerCore::CheckWorker(int worker) const {
 
 absl::Status ControllerCore::CheckRef(const DRef& ref, absl::string_view what) const {
   if (!ref.valid()) return absl::InvalidArgumentError(absl::StrCat(what, ": a null DRef"));
-  if (!ref.handle_->BelongsTo(this)) return absl::InvalidArgumentError(absl::StrCat(what, ": a DRef of another session"));
+  if (!ref.handle_->BelongsTo(this))
+    return absl::InvalidArgumentError(absl::StrCat(what, ": a DRef of another session"));
   return absl::OkStatus();
 }
 
@@ -253,10 +259,9 @@ absl::Status ControllerCore::Await(const std::vector<uint64_t>& targets, absl::s
       for (int i = 0; i < n_; ++i) {
         if (pending(i)) absl::StrAppend(&late_ones, late_ones.empty() ? "" : "; ", transport_->Describe(i));
       }
-      return Fail(absl::DeadlineExceededError(absl::StrCat("worker ", late, " did not finish ", what, " (command #",
-                                                           targets[late], ") within ",
-                                                           absl::FormatDuration(options_.timeout),
-                                                           "; still waiting for: ", late_ones)));
+      return Fail(absl::DeadlineExceededError(
+          absl::StrCat("worker ", late, " did not finish ", what, " (command #", targets[late], ") within ",
+                       absl::FormatDuration(options_.timeout), "; still waiting for: ", late_ones)));
     }
     Decoder d(in->message);
     uint8_t kind = 0;
@@ -363,8 +368,7 @@ absl::Status ControllerCore::CopyTo(const HostTensor& host, const DRef& dref) {
   out.U64(static_cast<uint64_t>(dref.reg_id()));
   out.U8(0);
   out.TensorHeader(host);
-  return SendTo(0, out.Take(),
-                absl::string_view(reinterpret_cast<const char*>(host.bytes.data()), host.bytes.size()));
+  return SendTo(0, out.Take(), absl::string_view(reinterpret_cast<const char*>(host.bytes.data()), host.bytes.size()));
 }
 
 absl::Status ControllerCore::CopyFrom(HostTensor* host, const DRef& dref) {
@@ -426,13 +430,13 @@ absl::Status ControllerCore::DebugSet(int64_t reg, const Value& value, int worke
 
 absl::Status ControllerCore::InitCcl(absl::string_view ccl, const std::vector<int>& device_ids) {
   if (ccl != "host" && ccl != "vdev" && ccl != "nccl") {
-    return absl::InvalidArgumentError(absl::StrCat("InitCCL: unknown collective library \"", ccl,
-                                                   "\" (expected \"host\", \"vdev\" or \"nccl\")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("InitCCL: unknown collective library \"", ccl, "\" (expected \"host\", \"vdev\" or \"nccl\")"));
   }
   const int per_group = n_ / options_.num_groups;
   if (!device_ids.empty() && static_cast<int>(device_ids.size()) != per_group) {
-    return absl::InvalidArgumentError(absl::StrCat("InitCCL: ", device_ids.size(), " device ids for groups of ",
-                                                   per_group, " workers"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("InitCCL: ", device_ids.size(), " device ids for groups of ", per_group, " workers"));
   }
   if (ccl != "host" && !CudaCclBuilt()) {
     return absl::UnimplementedError(
@@ -502,7 +506,8 @@ absl::Status DRef::DebugCopyFrom(int worker, const Value& value) const {
   return core->DebugSet(reg_id(), value, worker);
 }
 
-absl::StatusOr<std::unique_ptr<ControllerSession>> ControllerSession::Threaded(int n, const ControllerOptions& options) {
+absl::StatusOr<std::unique_ptr<ControllerSession>> ControllerSession::Threaded(int n,
+                                                                               const ControllerOptions& options) {
   auto core = std::make_shared<internal::ControllerCore>(n, options, /*threaded=*/true);
   VDEV_RETURN_IF_ERROR(core->Start());
   return std::unique_ptr<ControllerSession>(new ControllerSession(std::move(core)));
@@ -517,14 +522,20 @@ absl::StatusOr<std::unique_ptr<ControllerSession>> ControllerSession::Process(in
 ControllerSession::~ControllerSession() { core_->Shutdown().IgnoreError(); }
 int ControllerSession::num_workers() const { return core_->num_workers(); }
 int ControllerSession::num_groups() const { return core_->options().num_groups; }
-absl::StatusOr<RemoteFunc> ControllerSession::GetGlobalFunc(absl::string_view name) { return core_->GetGlobalFunc(name); }
+absl::StatusOr<RemoteFunc> ControllerSession::GetGlobalFunc(absl::string_view name) {
+  return core_->GetGlobalFunc(name);
+}
 absl::StatusOr<DRef> ControllerSession::CallPackedArgs(const RemoteFunc& func, std::vector<Value> args) {
   return core_->Call(func, args);
 }
 absl::Status ControllerSession::SyncWorker(int worker) { return core_->Sync(worker); }
 absl::Status ControllerSession::SyncAllWorkers() { return core_->SyncAll(); }
-absl::Status ControllerSession::CopyToWorker0(const HostTensor& host, const DRef& dref) { return core_->CopyTo(host, dref); }
-absl::Status ControllerSession::CopyFromWorker0(HostTensor* host, const DRef& dref) { return core_->CopyFrom(host, dref); }
+absl::Status ControllerSession::CopyToWorker0(const HostTensor& host, const DRef& dref) {
+  return core_->CopyTo(host, dref);
+}
+absl::Status ControllerSession::CopyFromWorker0(HostTensor* host, const DRef& dref) {
+  return core_->CopyFrom(host, dref);
+}
 absl::StatusOr<Value> ControllerSession::DebugGetFromRemote(int64_t reg_id, int worker) {
   return core_->DebugGet(reg_id, worker);
 }

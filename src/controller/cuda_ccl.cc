@@ -4,10 +4,10 @@
 #include <cuda_runtime_api.h>
 
 #include "absl/strings/str_cat.h"
-#include "internal/ccl.h"
 #include "cuda_common/cuda_common.h"
-#include "vdev/cuda_allreduce.h"
-#include "vdev/status_macros.h"
+#include "internal/ccl.h"
+#include "vdev/runtime/cuda_allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::internal {
 namespace {
@@ -61,10 +61,12 @@ absl::Status AddCudaCcl(const CclRequest& request, CclState* state) {
       VDEV_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&staging->out, bytes), "cudaMalloc"));
       staging->bytes = bytes;
     }
-    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(staging->in, in.bytes.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy"));
+    VDEV_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpy(staging->in, in.bytes.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy"));
     VDEV_RETURN_IF_ERROR(comm->AllReduce(staging->in, staging->out, static_cast<size_t>(in.NumElements()), type,
                                          AllReduceAlgorithm::kAuto, nullptr));
-    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemcpy(out->bytes.data(), staging->out, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy"));
+    VDEV_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpy(out->bytes.data(), staging->out, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy"));
     return comm->CheckErrors();
   };
   return absl::OkStatus();

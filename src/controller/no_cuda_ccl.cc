@@ -8,8 +8,8 @@ namespace vdev::internal {
 bool CudaCclBuilt() { return false; }
 
 absl::Status AddCudaCcl(const CclRequest& request, CclState*) {
-  return absl::UnimplementedError(absl::StrCat("InitCCL(\"", request.kind,
-                                               "\"): this build of vdev has no CUDA runtime (nvcc and NCCL)"));
+  return absl::UnimplementedError(
+      absl::StrCat("InitCCL(\"", request.kind, "\"): this build of vdev has no CUDA runtime (nvcc and NCCL)"));
 }
 
 }  // namespace vdev::internal

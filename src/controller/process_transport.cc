@@ -24,8 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,13 +33,13 @@
 #include <sstream>
 
 #include "absl/strings/match.h"
-#include "absl/types/span.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/types/span.h"
 #include "internal/frame_reader.h"
 #include "internal/transport.h"
-#include "vdev/controller.h"
+#include "vdev/controller/controller.h"
 
 extern char** environ;
 
@@ -82,8 +82,8 @@ absl::Status SendFrames(int fd, absl::Span<const std::string> messages, absl::Ti
   for (size_t i = 0; i < messages.size(); ++i) {
     lengths[i] = messages[i].size() + (i + 1 == messages.size() ? tail.size() : 0);
     if (lengths[i] > kMaxFrameBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("a message of ", lengths[i],
-                                                     " bytes is over the session channel's limit of 2^36 bytes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("a message of ", lengths[i], " bytes is over the session channel's limit of 2^36 bytes"));
     }
     parts.push_back({&lengths[i], sizeof(uint64_t)});
     if (!messages[i].empty()) parts.push_back({const_cast<char*>(messages[i].data()), messages[i].size()});
@@ -148,7 +148,7 @@ struct Child {
   int fd = -1;
   CommandPage* page = nullptr;
   FrameReader reader;
-  bool gone = false;  // end of file seen; reaped
+  bool gone = false;                                  // end of file seen; reaped
   absl::Time stopped_since = absl::InfiniteFuture();  // first seen stopped, in the present stop
 };
 
@@ -199,7 +199,7 @@ class ProcessTransport final : public Transport {
   absl::Time next_liveness_check_ = absl::InfinitePast();
   std::vector<Child> children_;
   std::unique_ptr<Staging> staging_;  // shared with worker 0
-  size_t next_poll_ = 0;  // round-robin start, so one chatty worker cannot hide another
+  size_t next_poll_ = 0;              // round-robin start, so one chatty worker cannot hide another
   bool stopped_ = false;
 };
 
@@ -230,8 +230,8 @@ absl::Status ProcessTransport::Spawn(const std::string& program) {
     c.page = new (page) CommandPage();
     // Everything the child needs is built before fork: after it, only async-signal-safe calls.
     const int staging = i == 0 ? staging_fd : -1;
-    std::string var = absl::StrCat(kWorkerEnv, "=", sv[1], ",", page_fd, ",", i, ",", n_, ",", groups_, ",", parent,
-                                   ",", staging);
+    std::string var =
+        absl::StrCat(kWorkerEnv, "=", sv[1], ",", page_fd, ",", i, ",", n_, ",", groups_, ",", parent, ",", staging);
     std::vector<char*> envp;
     for (char** e = environ; *e != nullptr; ++e) {
       if (!absl::StartsWith(*e, absl::StrCat(kWorkerEnv, "="))) envp.push_back(*e);
@@ -272,9 +272,9 @@ absl::Status ProcessTransport::AwaitHellos(const std::string& program, absl::Tim
     if (!in) {
       for (int i = 0; i < n_; ++i) {
         if (!ready[i]) {
-          return absl::DeadlineExceededError(absl::StrCat(
-              "worker ", i, " (pid ", children_[i].pid, ") did not start in time: does ", program,
-              " call vdev::MaybeRunWorker(argc, argv) first in main?"));
+          return absl::DeadlineExceededError(absl::StrCat("worker ", i, " (pid ", children_[i].pid,
+                                                          ") did not start in time: does ", program,
+                                                          " call vdev::MaybeRunWorker(argc, argv) first in main?"));
         }
       }
       return absl::InternalError("the workers' start ended without their hellos");
@@ -371,11 +371,11 @@ std::optional<Incoming> ProcessTransport::KillStopped() {
     c.stopped_since = std::min(c.stopped_since, now);
     if (now - c.stopped_since < stopped_limit_) continue;
     const std::string command = CommandOf(c);
-    std::string text = absl::StrCat("worker ", i, " (pid ", c.pid, ") was stopped (state T: SIGSTOP or SIGTSTP) for ",
-                                    absl::FormatDuration(absl::Trunc(now - c.stopped_since, absl::Milliseconds(100))),
-                                    " while the controller waited, ",
-                                    command.empty() ? "between commands" : absl::StrCat("in ", command),
-                                    "; it was killed");
+    std::string text =
+        absl::StrCat("worker ", i, " (pid ", c.pid, ") was stopped (state T: SIGSTOP or SIGTSTP) for ",
+                     absl::FormatDuration(absl::Trunc(now - c.stopped_since, absl::Milliseconds(100))),
+                     " while the controller waited, ",
+                     command.empty() ? "between commands" : absl::StrCat("in ", command), "; it was killed");
     kill(c.pid, SIGKILL);
     c.gone = true;
     close(c.fd);
@@ -435,9 +435,8 @@ int ServeController(int fd, CommandPage* page, Staging* staging, WorkerIdentity 
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Transport>> StartProcesses(int num_workers, int num_groups,
-                                                          const std::string& program, absl::Time deadline,
-                                                          absl::Duration stopped_limit) {
+absl::StatusOr<std::unique_ptr<Transport>> StartProcesses(int num_workers, int num_groups, const std::string& program,
+                                                          absl::Time deadline, absl::Duration stopped_limit) {
   if (const char* nested = std::getenv(kWorkerEnv); nested != nullptr) {
     return absl::FailedPreconditionError(
         "this process is a session's worker whose main did not call vdev::MaybeRunWorker first; it may "

@@ -8,7 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "internal/builtins.h"
 #include "internal/protocol.h"
-#include "vdev/worker_function.h"
+#include "vdev/controller/worker_function.h"
 
 namespace vdev {
 namespace {
@@ -33,7 +33,8 @@ class Registry {
     }
     absl::MutexLock lock(&mu_);
     auto [it, inserted] = functions_.try_emplace(name, nullptr);
-    if (!inserted) return absl::AlreadyExistsError(absl::StrCat("worker function \"", name, "\" is already registered"));
+    if (!inserted)
+      return absl::AlreadyExistsError(absl::StrCat("worker function \"", name, "\" is already registered"));
     it->second = std::make_shared<const WorkerFunction>(std::move(function));
     return absl::OkStatus();
   }
@@ -63,9 +64,7 @@ absl::Status RegisterWorkerFunction(absl::string_view name, WorkerFunction funct
   return Registry::Get().Add(name, std::move(function));
 }
 
-std::shared_ptr<const WorkerFunction> FindWorkerFunction(absl::string_view name) {
-  return Registry::Get().Find(name);
-}
+std::shared_ptr<const WorkerFunction> FindWorkerFunction(absl::string_view name) { return Registry::Get().Find(name); }
 
 std::vector<std::string> WorkerFunctionNames() { return Registry::Get().Names(); }
 
@@ -96,8 +95,8 @@ absl::Status WorkerArgs::ExpectCount(size_t n) const {
 
 absl::Status WorkerArgs::Mismatch(size_t i, absl::string_view expected) const {
   if (i >= values_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("argument ", i, " (", expected, ") is missing: got ",
-                                                   values_.size(), " argument(s)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("argument ", i, " (", expected, ") is missing: got ", values_.size(), " argument(s)"));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("argument ", i, ": expected ", expected, ", got ", WorkerValueKind(values_[i])));

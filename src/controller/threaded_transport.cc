@@ -63,8 +63,7 @@ class ThreadedTransport final : public Transport {
   }
   ~ThreadedTransport() override { Stop(absl::Now()); }
 
-  absl::Status Send(int worker, std::vector<std::string> messages, absl::Time,
-                    absl::string_view tail) override {
+  absl::Status Send(int worker, std::vector<std::string> messages, absl::Time, absl::string_view tail) override {
     messages.back().append(tail.data(), tail.size());
     absl::MutexLock lock(&boxes_->mu);
     if (boxes_->finished[worker]) return absl::UnavailableError("the worker thread has ended");
@@ -74,8 +73,9 @@ class ThreadedTransport final : public Transport {
 
   std::optional<Incoming> Receive(absl::Time deadline) override {
     absl::MutexLock lock(&boxes_->mu);
-    boxes_->mu.AwaitWithDeadline(
-        absl::Condition(+[](std::deque<Incoming>* q) { return !q->empty(); }, &boxes_->outbox), deadline);
+    boxes_->mu.AwaitWithDeadline(absl::Condition(
+                                     +[](std::deque<Incoming>* q) { return !q->empty(); }, &boxes_->outbox),
+                                 deadline);
     if (boxes_->outbox.empty()) return std::nullopt;
     Incoming next = std::move(boxes_->outbox.front());
     boxes_->outbox.pop_front();

@@ -7,7 +7,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::internal {
 
@@ -48,8 +48,7 @@ absl::StatusOr<Value> DecodeValue(Decoder& in) {
   uint8_t tag = 0;
   if (!in.U8(&tag)) return absl::DataLossError("malformed value from a worker");
   switch (static_cast<ValueTag>(tag)) {
-    case ValueTag::kNone:
-      return Value();
+    case ValueTag::kNone: return Value();
     case ValueTag::kInt: {
       int64_t v = 0;
       if (in.I64(&v)) return Value(v);
@@ -82,8 +81,7 @@ absl::StatusOr<Value> DecodeValue(Decoder& in) {
       }
       break;
     }
-    case ValueTag::kRegister:
-      break;
+    case ValueTag::kRegister: break;
   }
   return absl::DataLossError("malformed value from a worker");
 }

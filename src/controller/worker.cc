@@ -8,7 +8,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::internal {
 namespace {
@@ -63,7 +63,7 @@ Worker::~Worker() {
 }
 
 absl::string_view Worker::ccl() const { return ccl_ ? absl::string_view(ccl_->kind) : absl::string_view(); }
-Session* Worker::session() { return ccl_ ? ccl_->session.get() : nullptr; }
+PeerGroup* Worker::session() { return ccl_ ? ccl_->session.get() : nullptr; }
 IPCAllocator* Worker::ipc_allocator() { return ccl_ ? ccl_->allocator.get() : nullptr; }
 int Worker::device_id() const { return ccl_ ? ccl_->device : -1; }
 CudaCommunicator* Worker::cuda_communicator() { return ccl_ ? ccl_->communicator.get() : nullptr; }
@@ -128,9 +128,7 @@ absl::Status Worker::DecodeArgument(Decoder& in, WorkerValue* value) {
   uint8_t tag = 0;
   if (!in.U8(&tag)) return absl::InternalError("malformed argument");
   switch (static_cast<ValueTag>(tag)) {
-    case ValueTag::kNone:
-      *value = std::monostate();
-      return absl::OkStatus();
+    case ValueTag::kNone: *value = std::monostate(); return absl::OkStatus();
     case ValueTag::kInt: {
       int64_t v = 0;
       if (!in.I64(&v)) break;
@@ -168,8 +166,7 @@ absl::Status Worker::DecodeArgument(Decoder& in, WorkerValue* value) {
       return absl::OkStatus();
     }
     case ValueTag::kObject:
-    case ValueTag::kStagedTensor:
-      break;
+    case ValueTag::kStagedTensor: break;
   }
   return absl::InternalError("malformed argument");
 }

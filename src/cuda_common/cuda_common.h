@@ -11,8 +11,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "vdev/allreduce.h"
-#include "vdev/ir.h"
+#include "vdev/ir/ir.h"
+#include "vdev/runtime/allreduce.h"
 
 namespace vdev::internal {
 

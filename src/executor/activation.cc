@@ -3,7 +3,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "executor_impl.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -12,17 +12,17 @@ using internal::Activation;
 using internal::CallPools;
 using internal::Env;
 using internal::EnvPtr;
+using internal::ExecValue;
 using internal::Key;
 using internal::OpKind;
 using internal::TensorValue;
-using internal::Value;
 
 }  // namespace
 
-absl::StatusOr<Value> Executor::Impl::Lookup(const Env& env, const ir::Operand& o) const {
+absl::StatusOr<ExecValue> Executor::Impl::Lookup(const Env& env, const ir::Operand& o) const {
   if (o.kind == ir::OperandKind::kGlobal) {
-    Value v;
-    v.kind = Value::Kind::kFunc;
+    ExecValue v;
+    v.kind = ExecValue::Kind::kFunc;
     v.func = o.index;
     return v;
   }
@@ -42,7 +42,7 @@ absl::Status Executor::Impl::Step(std::vector<Activation>& stack) {
   Activation& act = stack.back();
   const ir::Block& block = m.blocks[act.block];
   if (act.pc == block.bindings.size()) {
-    VDEV_ASSIGN_OR_RETURN(Value result, Lookup(*act.env, block.result));
+    VDEV_ASSIGN_OR_RETURN(ExecValue result, Lookup(*act.env, block.result));
     const ir::BindingId target = act.target;
     stack.pop_back();
     if (stack.empty()) {
@@ -57,46 +57,40 @@ absl::Status Executor::Impl::Step(std::vector<Activation>& stack) {
   const ir::BindingId b = block.bindings[act.pc];
   const ir::Expr& e = m.bindings[b].expr;
   absl::Span<const ir::Operand> args = m.Args(e);
-  Value result;
+  ExecValue result;
   switch (e.kind) {
-    case ir::ExprKind::kOpCall:
-      VDEV_RETURN_IF_ERROR(RunTimedOp(act, b, &result));
-      break;
+    case ir::ExprKind::kOpCall: VDEV_RETURN_IF_ERROR(RunTimedOp(act, b, &result)); break;
     case ir::ExprKind::kAlias: {
       VDEV_ASSIGN_OR_RETURN(result, Lookup(*act.env, args[0]));
       break;
     }
     case ir::ExprKind::kTuple: {
-      result.kind = Value::Kind::kTuple;
-      result.fields = std::make_shared<std::vector<Value>>();
+      result.kind = ExecValue::Kind::kTuple;
+      result.fields = std::make_shared<std::vector<ExecValue>>();
       for (const ir::Operand& a : args) {
-        VDEV_ASSIGN_OR_RETURN(Value v, Lookup(*act.env, a));
+        VDEV_ASSIGN_OR_RETURN(ExecValue v, Lookup(*act.env, a));
         result.fields->push_back(std::move(v));
       }
       break;
     }
     case ir::ExprKind::kProject: {
-      VDEV_ASSIGN_OR_RETURN(Value tuple, Lookup(*act.env, args[0]));
-      if (tuple.kind != Value::Kind::kTuple || e.index >= tuple.fields->size())
+      VDEV_ASSIGN_OR_RETURN(ExecValue tuple, Lookup(*act.env, args[0]));
+      if (tuple.kind != ExecValue::Kind::kTuple || e.index >= tuple.fields->size())
         return absl::InvalidArgumentError(absl::StrCat(Where(b), "projection of a value that has no field ", e.index));
       result = (*tuple.fields)[e.index];
       break;
     }
     case ir::ExprKind::kFn: {
-      result.kind = Value::Kind::kFunc;
+      result.kind = ExecValue::Kind::kFunc;
       result.func = e.func;
       result.env = act.env;
       captured_envs.push_back(act.env);
       break;
     }
-    case ir::ExprKind::kConst:
-      VDEV_RETURN_IF_ERROR(MakeConst(b, &result));
-      break;
-    case ir::ExprKind::kIf:
-      return PushArm(stack, b);
+    case ir::ExprKind::kConst: VDEV_RETURN_IF_ERROR(MakeConst(b, &result)); break;
+    case ir::ExprKind::kIf: return PushArm(stack, b);
     case ir::ExprKind::kCallGlobal:
-    case ir::ExprKind::kCallValue:
-      return PushCall(stack, b);
+    case ir::ExprKind::kCallValue: return PushCall(stack, b);
   }
   act.env->values[Key(ir::ValueRef::Binding(b))] = std::move(result);
   ++act.pc;
@@ -104,7 +98,7 @@ absl::Status Executor::Impl::Step(std::vector<Activation>& stack) {
 }
 
 // An op call; with a profile, timed when it enqueues work (allocations and views do not).
-absl::Status Executor::Impl::RunTimedOp(Activation& act, ir::BindingId b, Value* result) {
+absl::Status Executor::Impl::RunTimedOp(Activation& act, ir::BindingId b, ExecValue* result) {
   const int index = op_index[b];
   // Allocation and views enqueue no work: only ops that do are timed.
   const OpKind kind = ops[index].kind;
@@ -123,7 +117,7 @@ absl::Status Executor::Impl::RunTimedOp(Activation& act, ir::BindingId b, Value*
 }
 
 // `const(T)`: zeros of T on the binding's planned device (the text carries no value).
-absl::Status Executor::Impl::MakeConst(ir::BindingId b, Value* result) {
+absl::Status Executor::Impl::MakeConst(ir::BindingId b, ExecValue* result) {
   const ir::Module& m = program->module;
   const ir::Expr& e = m.bindings[b].expr;
   VDEV_ASSIGN_OR_RETURN(Shape shape, internal::StaticShape(m, e.const_type, "const"));
@@ -145,8 +139,8 @@ absl::Status Executor::Impl::PushArm(std::vector<Activation>& stack, ir::Binding
   const ir::Expr& e = m.bindings[b].expr;
   absl::Span<const ir::Operand> args = m.Args(e);
   const Activation& act = stack.back();
-  VDEV_ASSIGN_OR_RETURN(Value cond, Lookup(*act.env, args[0]));
-  if (cond.kind != Value::Kind::kTensor || cond.tensor.NumElements() != 1)
+  VDEV_ASSIGN_OR_RETURN(ExecValue cond, Lookup(*act.env, args[0]));
+  if (cond.kind != ExecValue::Kind::kTensor || cond.tensor.NumElements() != 1)
     return absl::InvalidArgumentError(absl::StrCat(Where(b), "`if` needs a scalar condition"));
   std::vector<std::byte> host(DTypeBytes(cond.tensor.dtype));
   VDEV_RETURN_IF_ERROR(backend->CopyToHost(host.data(), cond.tensor.data, host.size()));
@@ -167,8 +161,9 @@ absl::Status Executor::Impl::PushCall(std::vector<Activation>& stack, ir::Bindin
   EnvPtr parent;
   size_t first = 0;
   if (e.kind == ir::ExprKind::kCallValue) {
-    VDEV_ASSIGN_OR_RETURN(Value f, Lookup(*act.env, args[0]));
-    if (f.kind != Value::Kind::kFunc) return absl::InvalidArgumentError(absl::StrCat(Where(b), "call of a value that is not a function"));
+    VDEV_ASSIGN_OR_RETURN(ExecValue f, Lookup(*act.env, args[0]));
+    if (f.kind != ExecValue::Kind::kFunc)
+      return absl::InvalidArgumentError(absl::StrCat(Where(b), "call of a value that is not a function"));
     callee = f.func;
     parent = f.env;
     first = 1;
@@ -178,11 +173,12 @@ absl::Status Executor::Impl::PushCall(std::vector<Activation>& stack, ir::Bindin
     return absl::InvalidArgumentError(absl::StrCat(Where(b), "@", m.Name(fn.name), " has no body to run"));
   absl::Span<const ir::Param> params = m.Params(fn);
   if (params.size() != args.size() - first)
-    return absl::InvalidArgumentError(absl::StrCat(Where(b), "call with ", args.size() - first, " arguments of a function of ", params.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(b), "call with ", args.size() - first, " arguments of a function of ", params.size()));
   auto env = std::make_shared<Env>();
   env->parent = std::move(parent);
   for (size_t i = 0; i < params.size(); ++i) {
-    VDEV_ASSIGN_OR_RETURN(Value v, Lookup(*act.env, args[first + i]));
+    VDEV_ASSIGN_OR_RETURN(ExecValue v, Lookup(*act.env, args[first + i]));
     env->values[Key(ir::ValueRef::Param(fn.params.begin + static_cast<uint32_t>(i)))] = std::move(v);
   }
   std::shared_ptr<CallPools> pools = act.pools;
@@ -193,7 +189,7 @@ absl::Status Executor::Impl::PushCall(std::vector<Activation>& stack, ir::Bindin
   return absl::OkStatus();
 }
 
-absl::StatusOr<Value> Executor::Impl::Execute(absl::Span<const Value> args) {
+absl::StatusOr<ExecValue> Executor::Impl::Execute(absl::Span<const ExecValue> args) {
   const ir::Module& m = program->module;
   const ir::Function& fn = m.functions[main];
   auto env = std::make_shared<Env>();
@@ -218,4 +214,3 @@ absl::StatusOr<Value> Executor::Impl::Execute(absl::Span<const Value> args) {
 }
 
 }  // namespace vdev
-

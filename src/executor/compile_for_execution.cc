@@ -1,11 +1,11 @@
-// CompileForExecution (vdev/executor.h): parse, verify, plan and lower, as `vdev lower` does.
+// CompileForExecution (vdev/executor/executor.h): parse, verify, plan and lower, as `vdev lower` does.
 #include "absl/strings/str_cat.h"
 #include "known_ops.h"
-#include "vdev/diagnostic.h"
-#include "vdev/executor.h"
-#include "vdev/ir_text.h"
-#include "vdev/plan_devices.h"
-#include "vdev/status_macros.h"
+#include "vdev/executor/executor.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/planner/plan_devices.h"
+#include "vdev/support/diagnostic.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -32,7 +32,8 @@ absl::StatusOr<LoweredProgram> PlanAndLower(ir::Module module, LoweredProgram pr
   VDEV_ASSIGN_OR_RETURN(program.memory, LowerMemory(program.module, program.binding_devices, lower));
   Diagnostic diag;
   if (absl::Status s = ir::VerifyModule(program.module, &diag); !s.ok())
-    return absl::InternalError(absl::StrCat(file, ": error: the lowered program does not verify (a vdev bug): ", diag.message));
+    return absl::InternalError(
+        absl::StrCat(file, ": error: the lowered program does not verify (a vdev bug): ", diag.message));
   return program;
 }
 

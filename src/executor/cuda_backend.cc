@@ -1,4 +1,4 @@
-// The CUDA backend of vdev/executor.h: GPU memory and kernels, CUDA IPC pools, vdev's all-reduce.
+// The CUDA backend of vdev/executor/executor.h: GPU memory and kernels, CUDA IPC pools, vdev's all-reduce.
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
@@ -7,17 +7,17 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "cuda_common/cuda_common.h"
 #include "prepared_op.h"
 #include "session_reduce.h"
 #include "stream_delay.h"
-#include "cuda_common/cuda_common.h"
-#include "vdev/cuda_allreduce.h"
+#include "vdev/runtime/cuda_allreduce.h"
 #if VDEV_HAVE_CHANNELS_CUDA
-#include "vdev/cuda_channel_executor.h"
+#include "vdev/channels/cuda_channel_executor.h"
 #endif
-#include "vdev/cuda_kernels.h"
-#include "vdev/executor.h"
-#include "vdev/status_macros.h"
+#include "vdev/executor/executor.h"
+#include "vdev/kernels/cuda_kernels.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -54,7 +54,7 @@ struct Lane {
 
 class CudaBackend final : public ExecutionBackend {
  public:
-  CudaBackend(Session* session, int virtual_devices, int gpus, bool shared, const CudaBackendOptions& options)
+  CudaBackend(PeerGroup* session, int virtual_devices, int gpus, bool shared, const CudaBackendOptions& options)
       : session_(session), virtual_devices_(virtual_devices), gpus_(gpus), shared_gpu_(shared), options_(options) {
     if (session != nullptr) {
       rank_ = session->rank();
@@ -113,7 +113,8 @@ class CudaBackend final : public ExecutionBackend {
       return buffer;
     }
     void* data = nullptr;
-    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&data, bytes), absl::StrCat("cudaMalloc of ", bytes, " bytes on GPU ", gpu->device)));
+    VDEV_RETURN_IF_ERROR(
+        CudaStatus(cudaMalloc(&data, bytes), absl::StrCat("cudaMalloc of ", bytes, " bytes on GPU ", gpu->device)));
     // Stream-ordered like the rest of the program: the legacy stream's cudaMemset would not be
     // ordered before the kernels that write this buffer next (the streams are non-blocking).
     VDEV_ASSIGN_OR_RETURN(lane, Use(d));
@@ -159,10 +160,12 @@ class CudaBackend final : public ExecutionBackend {
     }
     std::optional<DataType> type = CudaKernelDataType(in.dtype);
 #if VDEV_HAVE_CHANNELS_CUDA
-    if (KernelDevice(d) == DeviceType::kCUDA && op == ReduceOp::kSum && type && strategy.kind == AllReduceStrategy::kPlan)
+    if (KernelDevice(d) == DeviceType::kCUDA && op == ReduceOp::kSum && type &&
+        strategy.kind == AllReduceStrategy::kPlan)
       return PlanAllReduce(in, out, strategy, *type, d);
 #endif
-    if (KernelDevice(d) != DeviceType::kCUDA || op != ReduceOp::kSum || !type || strategy.kind == AllReduceStrategy::kPlan)
+    if (KernelDevice(d) != DeviceType::kCUDA || op != ReduceOp::kSum || !type ||
+        strategy.kind == AllReduceStrategy::kPlan)
       return StagedAllReduce(in, out, op);
     VDEV_ASSIGN_OR_RETURN(Lane * lane, Use(d));
     Gpu* gpu = lane->gpu;
@@ -173,7 +176,8 @@ class CudaBackend final : public ExecutionBackend {
       VDEV_ASSIGN_OR_RETURN(gpu->comm, CudaCommunicator::Create(session_, options));
     }
     const size_t count = static_cast<size_t>(in.NumElements());
-    if (in_ipc != nullptr && (strategy.kind == AllReduceStrategy::kAuto || strategy.kind == AllReduceStrategy::kOneShot))
+    if (in_ipc != nullptr &&
+        (strategy.kind == AllReduceStrategy::kAuto || strategy.kind == AllReduceStrategy::kOneShot))
       return gpu->comm->AllReduceZeroCopy(*in_ipc, out.data, count, *type, lane->stream);
     AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto;
     if (strategy.kind == AllReduceStrategy::kOneShot) algorithm = AllReduceAlgorithm::kOneShot;
@@ -186,8 +190,8 @@ class CudaBackend final : public ExecutionBackend {
   // The shipped channel plan NAME on the lane's stream (its region from the GPU's IPC allocator),
   // compiled for each count where NVRTC works here, else on the generic kernel (PlanKernel::kAuto;
   // VDEV_PLAN_KERNEL=generic|compiled|auto chooses).
-  absl::Status PlanAllReduce(const TensorRef& in, const TensorRef& out, const AllReduceStrategy& strategy, DataType type,
-                             const VirtualDevice& d) {
+  absl::Status PlanAllReduce(const TensorRef& in, const TensorRef& out, const AllReduceStrategy& strategy,
+                             DataType type, const VirtualDevice& d) {
     VDEV_ASSIGN_OR_RETURN(Lane * lane, Use(d));
     Gpu* gpu = lane->gpu;
     if (gpu->ipc == nullptr) {
@@ -200,10 +204,11 @@ class CudaBackend final : public ExecutionBackend {
       const char* env = std::getenv("VDEV_PLAN_KERNEL");
       const absl::StatusOr<channels::PlanKernel> kernel =
           channels::PlanKernelFromName(env != nullptr && *env != 0 ? env : "auto");
-      if (!kernel.ok()) return absl::InvalidArgumentError(absl::StrCat("VDEV_PLAN_KERNEL: ", kernel.status().message()));
-      VDEV_ASSIGN_OR_RETURN(slot.executor,
-                            channels::CudaPlanExecutor::ForStrategy(*session_, *gpu->ipc, AllReduceStrategyName(strategy),
-                                                                    count, type, *kernel));
+      if (!kernel.ok())
+        return absl::InvalidArgumentError(absl::StrCat("VDEV_PLAN_KERNEL: ", kernel.status().message()));
+      VDEV_ASSIGN_OR_RETURN(
+          slot.executor, channels::CudaPlanExecutor::ForStrategy(*session_, *gpu->ipc, AllReduceStrategyName(strategy),
+                                                                 count, type, *kernel));
       slot.max_count = count;
     }
     return slot.executor->Execute(in.data, out.data, count, lane->stream);
@@ -307,7 +312,8 @@ class CudaBackend final : public ExecutionBackend {
   absl::StatusOr<Lane*> LaneOf(const VirtualDevice& d) {
     const int virtual_id = d.has_id() ? d.virtual_device_id() : 0;
     if (virtual_id >= virtual_devices_)
-      return absl::InvalidArgumentError(absl::StrCat("cuda:", virtual_id, " is not one of the program's ", virtual_devices_,
+      return absl::InvalidArgumentError(absl::StrCat("cuda:", virtual_id, " is not one of the program's ",
+                                                     virtual_devices_,
                                                      " CUDA devices (CreateCudaBackend's virtual_cuda_devices)"));
     const int device = PhysicalDevice(virtual_id);
     const int key = options_.streams == CudaStreams::kPerVirtualDevice ? virtual_id : device;
@@ -317,7 +323,8 @@ class CudaBackend final : public ExecutionBackend {
     auto lane = std::make_unique<Lane>();
     lane->gpu = gpu;
     VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
-    VDEV_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&lane->stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+    VDEV_RETURN_IF_ERROR(
+        CudaStatus(cudaStreamCreateWithFlags(&lane->stream, cudaStreamNonBlocking), "cudaStreamCreate"));
     VDEV_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&lane->done, cudaEventDisableTiming), "cudaEventCreate"));
     lane->context = KernelContext{DeviceType::kCUDA, device, lane->stream, gpu->kernels.get()};
     Lane* raw = lane.get();
@@ -331,7 +338,8 @@ class CudaBackend final : public ExecutionBackend {
     VDEV_RETURN_IF_ERROR(Switch(lane));
     VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(lane->gpu->device), "cudaSetDevice"));
     if (options_.producer_delay_us > 0)
-      VDEV_RETURN_IF_ERROR(CudaStatus(internal::LaunchStreamDelay(lane->stream, options_.producer_delay_us), "stream delay kernel"));
+      VDEV_RETURN_IF_ERROR(
+          CudaStatus(internal::LaunchStreamDelay(lane->stream, options_.producer_delay_us), "stream delay kernel"));
     return lane;
   }
 
@@ -376,11 +384,12 @@ class CudaBackend final : public ExecutionBackend {
     const size_t bytes = static_cast<size_t>(in.NumBytes());
     std::string mine(bytes, '\0');
     VDEV_RETURN_IF_ERROR(CopyToHost(mine.data(), in.data, bytes));
-    VDEV_RETURN_IF_ERROR(internal::ReduceOverSession(*session_, mine.data(), mine.data(), in.NumElements(), in.dtype, op));
+    VDEV_RETURN_IF_ERROR(
+        internal::ReduceOverSession(*session_, mine.data(), mine.data(), in.NumElements(), in.dtype, op));
     return CopyFromHost(out.data, mine.data(), bytes);
   }
 
-  Session* session_;
+  PeerGroup* session_;
   const int virtual_devices_;
   const int gpus_;
   const bool shared_gpu_;
@@ -420,7 +429,7 @@ int VisibleCudaDevices() {
   return gpus;
 }
 
-absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session* session, int virtual_cuda_devices,
+absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(PeerGroup* session, int virtual_cuda_devices,
                                                                     const CudaBackendOptions& options) {
   VDEV_RETURN_IF_ERROR(internal::PrepareCudaBackend());
   if (options.producer_delay_us < 0) return absl::InvalidArgumentError("producer_delay_us must be >= 0");

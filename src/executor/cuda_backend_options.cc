@@ -5,8 +5,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "vdev/executor.h"
-#include "vdev/status_macros.h"
+#include "vdev/executor/executor.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 
@@ -33,7 +33,7 @@ absl::StatusOr<CudaBackendOptions> CudaBackendOptionsFromEnvironment() {
   return options;
 }
 
-absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session* session, int virtual_cuda_devices) {
+absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(PeerGroup* session, int virtual_cuda_devices) {
   VDEV_ASSIGN_OR_RETURN(CudaBackendOptions options, CudaBackendOptionsFromEnvironment());
   return CreateCudaBackend(session, virtual_cuda_devices, options);
 }

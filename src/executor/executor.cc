@@ -1,34 +1,34 @@
-// The executor of vdev/executor.h: an interpreter of lowered programs with an explicit stack. This
+// The executor of vdev/executor/executor.h: an interpreter of lowered programs with an explicit stack. This
 // file loads a program (kernels, pools, parameters) and drives runs; activation.cc interprets the
 // bindings, op_runner.cc runs one op.
-#include "vdev/executor.h"
+#include "vdev/executor/executor.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "executor_impl.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
 
 using internal::CallPools;
+using internal::ExecValue;
 using internal::FunctionPlan;
 using internal::OpKind;
 using internal::PoolDevice;
 using internal::PreparedOp;
 using internal::StorageSlot;
 using internal::TensorValue;
-using internal::Value;
 
 // The tensors of a value in order (a tuple's fields flattened).
-absl::Status Flatten(const Value& v, std::vector<const Value*>* out) {
-  std::vector<const Value*> stack = {&v};
+absl::Status Flatten(const ExecValue& v, std::vector<const ExecValue*>* out) {
+  std::vector<const ExecValue*> stack = {&v};
   while (!stack.empty()) {
-    const Value* top = stack.back();
+    const ExecValue* top = stack.back();
     stack.pop_back();
-    if (top->kind == Value::Kind::kTensor) {
+    if (top->kind == ExecValue::Kind::kTensor) {
       out->push_back(top);
-    } else if (top->kind == Value::Kind::kTuple) {
+    } else if (top->kind == ExecValue::Kind::kTuple) {
       for (auto it = top->fields->rbegin(); it != top->fields->rend(); ++it) stack.push_back(&*it);
     } else {
       return absl::InvalidArgumentError("@main returns a value that is not a tensor or a tuple of tensors");
@@ -102,9 +102,10 @@ absl::Status Executor::Impl::Load() {
   for (ir::BindingId b : collect.calls) {
     const ir::Expr& e = m.bindings[b].expr;
     if (e.kind == ir::ExprKind::kCallGlobal)
-      return absl::InvalidArgumentError(internal::Located(
-          *program, e.loc, absl::StrCat("kernel @", m.Name(m.functions[e.func].name),
-                                        " is declared without a body; the executor has no implementation of it")));
+      return absl::InvalidArgumentError(
+          internal::Located(*program, e.loc,
+                            absl::StrCat("kernel @", m.Name(m.functions[e.func].name),
+                                         " is declared without a body; the executor has no implementation of it")));
     VDEV_ASSIGN_OR_RETURN(PreparedOp op, internal::PrepareOp(*program, b, *backend));
     op_index[b] = static_cast<int32_t>(ops.size());
     ops.push_back(std::move(op));
@@ -160,21 +161,23 @@ absl::Status Executor::Impl::CopyIn(absl::Span<const TensorRef> inputs) {
   for (size_t i = 0; i < ps.size(); ++i) {
     const ir::TypeNode& node = m.types.node(ps[i].type);
     absl::Span<const int64_t> dims = m.types.dims(ps[i].type);
-    if (inputs[i].dtype != node.dtype || !std::equal(dims.begin(), dims.end(), inputs[i].shape.begin(), inputs[i].shape.end()))
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input ", i, " (%", m.Name(ps[i].name), "): expected ", m.types.ToString(ps[i].type), ", got ",
-          ir::DTypeName(inputs[i].dtype), "[", absl::StrJoin(inputs[i].shape, ","), "]"));
-    VDEV_RETURN_IF_ERROR(backend->CopyFromHost(params[i]->data, inputs[i].data, static_cast<size_t>(inputs[i].NumBytes())));
+    if (inputs[i].dtype != node.dtype ||
+        !std::equal(dims.begin(), dims.end(), inputs[i].shape.begin(), inputs[i].shape.end()))
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", i, " (%", m.Name(ps[i].name), "): expected ", m.types.ToString(ps[i].type), ", got ",
+                       ir::DTypeName(inputs[i].dtype), "[", absl::StrJoin(inputs[i].shape, ","), "]"));
+    VDEV_RETURN_IF_ERROR(
+        backend->CopyFromHost(params[i]->data, inputs[i].data, static_cast<size_t>(inputs[i].NumBytes())));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<HostTensor>> Executor::Impl::CopyOut(const Value& result) {
-  std::vector<const Value*> tensors;
+absl::StatusOr<std::vector<HostTensor>> Executor::Impl::CopyOut(const ExecValue& result) {
+  std::vector<const ExecValue*> tensors;
   VDEV_RETURN_IF_ERROR(Flatten(result, &tensors));
   VDEV_RETURN_IF_ERROR(backend->Synchronize());
   std::vector<HostTensor> out;
-  for (const Value* v : tensors) {
+  for (const ExecValue* v : tensors) {
     HostTensor h = HostTensor::Zeros(v->tensor.dtype, v->tensor.shape);
     VDEV_RETURN_IF_ERROR(backend->CopyToHost(h.bytes.data(), v->tensor.data, h.bytes.size()));
     out.push_back(std::move(h));
@@ -184,7 +187,7 @@ absl::StatusOr<std::vector<HostTensor>> Executor::Impl::CopyOut(const Value& res
 
 absl::Status Executor::Impl::Enqueue() {
   const ir::Module& m = program->module;
-  std::vector<Value> args;
+  std::vector<ExecValue> args;
   absl::Span<const ir::Param> ps = m.Params(m.functions[main]);
   for (size_t i = 0; i < ps.size(); ++i) {
     Shape shape(m.types.dims(ps[i].type).begin(), m.types.dims(ps[i].type).end());
@@ -194,7 +197,7 @@ absl::Status Executor::Impl::Enqueue() {
   if (capturable && profile == nullptr && runs >= 1) {
     if (!captured) {
       VDEV_RETURN_IF_ERROR(backend->BeginCapture());
-      absl::StatusOr<Value> r = Execute(args);
+      absl::StatusOr<ExecValue> r = Execute(args);
       absl::Status end = backend->EndCapture();
       VDEV_RETURN_IF_ERROR(r.status());
       VDEV_RETURN_IF_ERROR(end);
@@ -257,4 +260,3 @@ absl::StatusOr<std::vector<HostTensor>> Executor::RunProfiled(absl::Span<const H
 }
 
 }  // namespace vdev
-

@@ -12,7 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "prepared_op.h"
-#include "vdev/executor.h"
+#include "vdev/executor/executor.h"
 
 namespace vdev {
 namespace internal {
@@ -20,22 +20,22 @@ namespace internal {
 struct Env;
 using EnvPtr = std::shared_ptr<Env>;
 
-struct Value {
+struct ExecValue {
   enum class Kind : uint8_t { kNone, kTensor, kStorage, kTuple, kFunc };
   Kind kind = Kind::kNone;
-  std::shared_ptr<DeviceBuffer> buffer;  // kTensor, kStorage: the memory it lies in
-  size_t offset = 0;                     // kTensor, kStorage: bytes into `buffer`
-  TensorRef tensor;                      // kTensor
-  std::shared_ptr<std::vector<Value>> fields;  // kTuple
-  ir::FuncId func = ir::kNoFunc;               // kFunc
-  EnvPtr env;                                  // kFunc: what a local function captured
+  std::shared_ptr<DeviceBuffer> buffer;            // kTensor, kStorage: the memory it lies in
+  size_t offset = 0;                               // kTensor, kStorage: bytes into `buffer`
+  TensorRef tensor;                                // kTensor
+  std::shared_ptr<std::vector<ExecValue>> fields;  // kTuple
+  ir::FuncId func = ir::kNoFunc;                   // kFunc
+  EnvPtr env;                                      // kFunc: what a local function captured
 };
 
 inline uint64_t Key(ir::ValueRef v) { return (uint64_t{static_cast<uint8_t>(v.kind)} << 32) | v.index; }
 
 // The values of one function call; a local function's environment chains to its definer's.
 struct Env {
-  absl::flat_hash_map<uint64_t, Value> values;
+  absl::flat_hash_map<uint64_t, ExecValue> values;
   EnvPtr parent;
 };
 
@@ -50,7 +50,7 @@ struct Activation {
   EnvPtr env;
   std::shared_ptr<CallPools> pools;
   ir::BindingId target = ir::kNoBinding;  // the binding of the caller that receives the result
-  bool outermost = false;  // @main's own body (and its if arms): allocations are kept across runs
+  bool outermost = false;                 // @main's own body (and its if arms): allocations are kept across runs
 };
 
 // Where a storage binding's memory is: pool index and offset, per lowered function.
@@ -70,7 +70,7 @@ inline VirtualDevice PoolDevice(const PoolKey& key) {
 }
 
 // A tensor value at `offset` bytes into `buffer`.
-Value TensorValue(std::shared_ptr<DeviceBuffer> buffer, size_t offset, ir::DType dtype, Shape shape);
+ExecValue TensorValue(std::shared_ptr<DeviceBuffer> buffer, size_t offset, ir::DType dtype, Shape shape);
 
 }  // namespace internal
 
@@ -90,7 +90,7 @@ struct Executor::Impl {
   bool capturable = false;
   bool captured = false;
   int runs = 0;
-  internal::Value main_result;
+  internal::ExecValue main_result;
   // The environments local functions captured during one Execute. A closure stored in the environment
   // it captured (or in an ancestor of it) makes a shared_ptr cycle; Execute cuts them when it ends.
   std::vector<std::weak_ptr<internal::Env>> captured_envs;
@@ -103,24 +103,24 @@ struct Executor::Impl {
   absl::Status PrepareFunctionPlans();
   absl::StatusOr<std::shared_ptr<internal::CallPools>> AllocatePools(ir::FuncId func);
   absl::Status CheckCapturable();
-  absl::StatusOr<internal::Value> Execute(absl::Span<const internal::Value> args);
+  absl::StatusOr<internal::ExecValue> Execute(absl::Span<const internal::ExecValue> args);
   absl::Status Step(std::vector<internal::Activation>& stack);
-  absl::Status RunTimedOp(internal::Activation& act, ir::BindingId b, internal::Value* result);
-  absl::Status MakeConst(ir::BindingId b, internal::Value* result);
+  absl::Status RunTimedOp(internal::Activation& act, ir::BindingId b, internal::ExecValue* result);
+  absl::Status MakeConst(ir::BindingId b, internal::ExecValue* result);
   absl::Status PushArm(std::vector<internal::Activation>& stack, ir::BindingId b);
   absl::Status PushCall(std::vector<internal::Activation>& stack, ir::BindingId b);
-  absl::StatusOr<internal::Value> Lookup(const internal::Env& env, const ir::Operand& o) const;
-  absl::Status RunOp(internal::Activation& act, ir::BindingId b, internal::Value* result);
+  absl::StatusOr<internal::ExecValue> Lookup(const internal::Env& env, const ir::Operand& o) const;
+  absl::Status RunOp(internal::Activation& act, ir::BindingId b, internal::ExecValue* result);
   absl::Status RunKernel(internal::Activation& act, ir::BindingId b, const internal::PreparedOp& op,
-                         internal::Value* result);
-  absl::StatusOr<std::optional<internal::Value>> OutTensor(const internal::Env& env, ir::BindingId b,
-                                                          const internal::PreparedOp& op) const;
+                         internal::ExecValue* result);
+  absl::StatusOr<std::optional<internal::ExecValue>> OutTensor(const internal::Env& env, ir::BindingId b,
+                                                               const internal::PreparedOp& op) const;
   absl::Status RunFusedAllReduce(internal::Activation& act, ir::BindingId b, const internal::PreparedOp& op,
-                                 internal::Value* result);
+                                 internal::ExecValue* result);
   absl::StatusOr<std::vector<std::shared_ptr<DeviceBuffer>>> OutputBuffers(internal::Activation& act, ir::BindingId b,
-                                                                          const internal::PreparedOp& op,
-                                                                          std::vector<TensorRef>* outs);
-  absl::StatusOr<std::vector<HostTensor>> CopyOut(const internal::Value& result);
+                                                                           const internal::PreparedOp& op,
+                                                                           std::vector<TensorRef>* outs);
+  absl::StatusOr<std::vector<HostTensor>> CopyOut(const internal::ExecValue& result);
   absl::Status CopyIn(absl::Span<const TensorRef> inputs);
   absl::StatusOr<std::vector<HostTensor>> RunOnce(absl::Span<const TensorRef> inputs);
   absl::Status Enqueue();

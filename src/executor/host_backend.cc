@@ -1,15 +1,15 @@
-// The host backend of vdev/executor.h: host memory, CPU kernels, shm or in-process all-reduces.
+// The host backend of vdev/executor/executor.h: host memory, CPU kernels, shm or in-process all-reduces.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 
-#include "absl/strings/str_cat.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "session_reduce.h"
-#include "vdev/allreduce.h"
-#include "vdev/channel_executor.h"
-#include "vdev/executor.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_executor.h"
+#include "vdev/executor/executor.h"
+#include "vdev/runtime/allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -33,7 +33,7 @@ AllReduceAlgorithm HostAlgorithm(AllReduceStrategy strategy) {
 
 class HostBackend final : public ExecutionBackend {
  public:
-  HostBackend(Session* session, std::unique_ptr<IPCAllocator> ipc, ThreadGroup* group, int rank, int world_size)
+  HostBackend(PeerGroup* session, std::unique_ptr<IPCAllocator> ipc, ThreadGroup* group, int rank, int world_size)
       : session_(session), ipc_(std::move(ipc)), group_(group) {
     rank_ = rank;
     world_size_ = world_size;
@@ -60,7 +60,8 @@ class HostBackend final : public ExecutionBackend {
     constexpr size_t kAlign = 64;
     const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
     void* data = std::aligned_alloc(kAlign, rounded);
-    if (data == nullptr) return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes of host memory"));
+    if (data == nullptr)
+      return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes of host memory"));
     std::memset(data, 0, rounded);
     buffer->data = data;
     buffer->release = [data] { std::free(data); };
@@ -80,7 +81,8 @@ class HostBackend final : public ExecutionBackend {
     if (world_size_ == 1) return Copy(out.data, in.data, static_cast<size_t>(in.NumBytes()));
     const size_t count = static_cast<size_t>(in.NumElements());
     std::optional<DataType> type = HostAllReduceType(in.dtype);
-    if (op == ReduceOp::kSum && type && strategy.kind == AllReduceStrategy::kPlan) return PlanAllReduce(in, out, strategy, *type);
+    if (op == ReduceOp::kSum && type && strategy.kind == AllReduceStrategy::kPlan)
+      return PlanAllReduce(in, out, strategy, *type);
     if (op == ReduceOp::kSum && type) {
       const AllReduceAlgorithm algorithm = HostAlgorithm(strategy);
       const size_t need = AllReduceWorkspaceBytes(AllReduceAlgorithm::kAuto, world_size_, count, *type);
@@ -101,7 +103,8 @@ class HostBackend final : public ExecutionBackend {
 
   // strategy="plan:NAME": the shipped channel plan NAME, run by the channels' host executor (one
   // per plan and dtype, made again — collectively, like every worker — when a larger count comes).
-  absl::Status PlanAllReduce(const TensorRef& in, const TensorRef& out, const AllReduceStrategy& strategy, DataType type) {
+  absl::Status PlanAllReduce(const TensorRef& in, const TensorRef& out, const AllReduceStrategy& strategy,
+                             DataType type) {
     const size_t count = static_cast<size_t>(in.NumElements());
     const std::string key = absl::StrCat(strategy.plan, "/", DataTypeName(type));
     PlanSlot& slot = plans_[key];
@@ -122,7 +125,7 @@ class HostBackend final : public ExecutionBackend {
   void ResetMarks() override { marks_.clear(); }
 
  private:
-  Session* session_;
+  PeerGroup* session_;
   std::unique_ptr<IPCAllocator> ipc_;
   ThreadGroup* group_;
   KernelContext cpu_;
@@ -137,7 +140,7 @@ class HostBackend final : public ExecutionBackend {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateHostBackend(Session* session) {
+absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateHostBackend(PeerGroup* session) {
   std::unique_ptr<IPCAllocator> ipc;
   int rank = 0, world_size = 1;
   if (session != nullptr) {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "vdev/machine.h"
+#include "vdev/planner/machine.h"
 
 namespace vdev::probe_internal {
 

@@ -8,9 +8,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "prepared_op.h"
-#include "vdev/ir_text.h"
-#include "vdev/kernels.h"
-#include "vdev/op_registry.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/ir/op_registry.h"
+#include "vdev/kernels/kernels.h"
 
 namespace vdev::internal {
 namespace {
@@ -78,11 +78,12 @@ absl::Status CheckKnownOps(const ir::Module& module, absl::string_view file, abs
       known.insert(names.begin(), names.end());
     }
     if (known.contains(op)) continue;
-    std::string message = absl::StrCat("unknown op '", op, "': no op of that name is registered and no kernel runs it",
-                                       DidYouMean(op));
+    std::string message =
+        absl::StrCat("unknown op '", op, "': no op of that name is registered and no kernel runs it", DidYouMean(op));
     // A built module has no locations: the binding says which call it is.
     if (!expr.loc.valid())
-      message = absl::StrCat("%", module.Name(module.bindings[b].name), " = ", ir::PrintExprHead(module, expr), ": ", message);
+      message = absl::StrCat("%", module.Name(module.bindings[b].name), " = ", ir::PrintExprHead(module, expr), ": ",
+                             message);
     std::string text = FormatDiagnostic(file, source, {Severity::kError, expr.loc, message});
     while (!text.empty() && text.back() == '\n') text.pop_back();
     return absl::InvalidArgumentError(text);

@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "vdev/ir.h"
+#include "vdev/ir/ir.h"
 
 namespace vdev::internal {
 

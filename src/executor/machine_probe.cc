@@ -1,6 +1,6 @@
-// ProbeMachine (vdev/machine_probe.h): the CPU measured with vdev's own CPU kernels (a matmul per
+// ProbeMachine (vdev/executor/machine_probe.h): the CPU measured with vdev's own CPU kernels (a matmul per
 // dtype, an elementwise add for memory bandwidth); the GPUs by machine_probe_cuda.cc where built.
-#include "vdev/machine_probe.h"
+#include "vdev/executor/machine_probe.h"
 
 #include <unistd.h>
 
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "vdev/executor.h"
-#include "vdev/run.h"
-#include "vdev/status_macros.h"
+#include "vdev/executor/executor.h"
+#include "vdev/executor/run.h"
+#include "vdev/support/status_macros.h"
 #ifdef VDEV_PROBE_CUDA
 #include "internal_probe_cuda.h"
 #endif
@@ -45,22 +45,23 @@ absl::StatusOr<DeviceSpec> ProbeCpu(int repetitions) {
   spec.memory_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   // 2^24 f32 per operand: 192 MiB moved per add, past every cache.
   constexpr int64_t kElements = int64_t{1} << 24;
-  VDEV_ASSIGN_OR_RETURN(double add_seconds,
-                        BestCpuSeconds(absl::StrCat(kCpuConfig, "def @main(%a: f32[", kElements, "], %b: f32[",
-                                                    kElements, "]) -> f32[", kElements,
-                                                    "] {\n  %0 = add(%a, %b)\n  return %0\n}\n"),
-                                       repetitions));
+  VDEV_ASSIGN_OR_RETURN(
+      double add_seconds,
+      BestCpuSeconds(absl::StrCat(kCpuConfig, "def @main(%a: f32[", kElements, "], %b: f32[", kElements, "]) -> f32[",
+                                  kElements, "] {\n  %0 = add(%a, %b)\n  return %0\n}\n"),
+                     repetitions));
   spec.bandwidth = 3.0 * 4 * kElements / add_seconds;
   constexpr int64_t kN = 512;
   for (const char* dtype : {"f32", "f16", "bf16"}) {
     const std::string t = absl::StrCat(dtype, "[", kN, ",", kN, "]");
-    absl::StatusOr<double> seconds = BestCpuSeconds(
-        absl::StrCat(kCpuConfig, "def @main(%a: ", t, ", %b: ", t, ") -> ", t, " {\n  %0 = matmul(%a, %b)\n  return %0\n}\n"),
-        repetitions);
+    absl::StatusOr<double> seconds = BestCpuSeconds(absl::StrCat(kCpuConfig, "def @main(%a: ", t, ", %b: ", t, ") -> ",
+                                                                 t, " {\n  %0 = matmul(%a, %b)\n  return %0\n}\n"),
+                                                    repetitions);
     if (!seconds.ok()) continue;  // no CPU kernel for this dtype: not listed, default_tflops applies
     spec.flops[*ir::DTypeFromName(dtype)] = 2.0 * kN * kN * kN / *seconds;
   }
-  if (!spec.flops.contains(ir::DType::kF32)) return absl::InternalError("machine probe: the CPU f32 matmul did not run");
+  if (!spec.flops.contains(ir::DType::kF32))
+    return absl::InternalError("machine probe: the CPU f32 matmul did not run");
   spec.default_flops = spec.flops[ir::DType::kF32];
   return spec;
 }
@@ -71,7 +72,8 @@ absl::StatusOr<int> GpusToProbe(const ProbeOptions& options) {
   absl::StatusOr<int> visible = probe_internal::VisibleGpus();
   if (!visible.ok() && !options.gpus) return 0;  // no driver, no device: a CPU-only machine
   const int count = visible.ok() ? *visible : 0;
-  const std::string why = visible.ok() ? absl::StrCat(count, " GPU(s) visible") : std::string(visible.status().message());
+  const std::string why =
+      visible.ok() ? absl::StrCat(count, " GPU(s) visible") : std::string(visible.status().message());
 #else
   const int count = 0;
   const std::string why = "this vdev is built without the CUDA backend";
@@ -79,8 +81,7 @@ absl::StatusOr<int> GpusToProbe(const ProbeOptions& options) {
   if (!options.gpus) return count;
   if (*options.gpus < 0) return absl::InvalidArgumentError("machine probe: --gpus must be >= 0");
   if (*options.gpus > count) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("machine probe: cuda:", count, " cannot be reached (", why, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("machine probe: cuda:", count, " cannot be reached (", why, ")"));
   }
   return *options.gpus;
 }

@@ -11,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal_probe_cuda.h"
-#include "vdev/cuda_kernels.h"
-#include "vdev/status_macros.h"
+#include "vdev/kernels/cuda_kernels.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::probe_internal {
 namespace {
@@ -106,9 +106,8 @@ absl::StatusOr<LinkSpec> ProbeCpuLink(int gpu, int repetitions) {
     cudaFreeHost(host);
     return allocated;
   }
-  absl::StatusOr<LinkSpec> link = ProbeLink(repetitions, [&](size_t bytes) {
-    return cudaMemcpyAsync(device.ptr, host, bytes, cudaMemcpyHostToDevice);
-  });
+  absl::StatusOr<LinkSpec> link = ProbeLink(
+      repetitions, [&](size_t bytes) { return cudaMemcpyAsync(device.ptr, host, bytes, cudaMemcpyHostToDevice); });
   cudaFreeHost(host);
   return link;
 }

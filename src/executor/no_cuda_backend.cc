@@ -1,18 +1,19 @@
 // CreateCudaBackend when vdev is built without the CUDA runtime.
 #include "prepared_op.h"
-#include "vdev/executor.h"
+#include "vdev/executor/executor.h"
 
 namespace vdev {
 
 namespace {
 
 absl::Status NotBuilt() {
-  return absl::UnimplementedError("this vdev was built without the CUDA runtime (see BUILD_NOTES.md); use --backend host");
+  return absl::UnimplementedError(
+      "this vdev was built without the CUDA runtime (see BUILD_NOTES.md); use --backend host");
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(Session*, int, const CudaBackendOptions&) {
+absl::StatusOr<std::unique_ptr<ExecutionBackend>> CreateCudaBackend(PeerGroup*, int, const CudaBackendOptions&) {
   return NotBuilt();
 }
 

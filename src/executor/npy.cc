@@ -1,5 +1,5 @@
-// ReadNpy and WriteNpy of vdev/npy.h.
-#include "vdev/npy.h"
+// ReadNpy and WriteNpy of vdev/executor/npy.h.
+#include "vdev/executor/npy.h"
 
 #include <sys/stat.h>
 
@@ -26,9 +26,9 @@ struct DTypeCode {
   const char* descr;
 };
 constexpr DTypeCode kCodes[] = {
-    {ir::DType::kF64, "<f8"}, {ir::DType::kF32, "<f4"}, {ir::DType::kF16, "<f2"}, {ir::DType::kBF16, "|V2"},
-    {ir::DType::kI64, "<i8"}, {ir::DType::kI32, "<i4"}, {ir::DType::kI8, "|i1"},  {ir::DType::kU8, "|u1"},
-    {ir::DType::kBool, "|b1"},
+    {ir::DType::kF64, "<f8"},  {ir::DType::kF32, "<f4"}, {ir::DType::kF16, "<f2"},
+    {ir::DType::kBF16, "|V2"}, {ir::DType::kI64, "<i8"}, {ir::DType::kI32, "<i4"},
+    {ir::DType::kI8, "|i1"},   {ir::DType::kU8, "|u1"},  {ir::DType::kBool, "|b1"},
 };
 
 std::optional<ir::DType> DTypeOfDescr(absl::string_view descr) {
@@ -98,7 +98,8 @@ absl::StatusOr<HostTensor> ReadNpy(const std::string& path) {
   } else {
     return bad(absl::StrCat("unsupported .npy version ", major));
   }
-  if (header_size > (1u << 20) || header_size > static_cast<uint64_t>(st.st_size)) return bad("header size out of range");
+  if (header_size > (1u << 20) || header_size > static_cast<uint64_t>(st.st_size))
+    return bad("header size out of range");
   std::string header(header_size, '\0');
   if (!in.read(header.data(), header_size)) return bad("truncated header");
 
@@ -107,7 +108,8 @@ absl::StatusOr<HostTensor> ReadNpy(const std::string& path) {
   std::optional<std::string> shape_text = DictValue(header, "shape");
   if (!descr || !fortran || !shape_text) return bad("header lacks descr, fortran_order or shape");
   std::optional<ir::DType> dtype = DTypeOfDescr(*descr);
-  if (!dtype) return bad(absl::StrCat("unsupported dtype '", *descr, "' (f64 f32 f16 bf16 as |V2, i64 i32 i8 u8 bool)"));
+  if (!dtype)
+    return bad(absl::StrCat("unsupported dtype '", *descr, "' (f64 f32 f16 bf16 as |V2, i64 i32 i8 u8 bool)"));
   if (*fortran != "False") return bad("Fortran-order arrays are not supported (save with np.ascontiguousarray)");
   HostTensor t;
   t.dtype = *dtype;
@@ -115,7 +117,8 @@ absl::StatusOr<HostTensor> ReadNpy(const std::string& path) {
   int64_t elements = 1;
   for (absl::string_view d : absl::StrSplit(dims, ',', absl::SkipWhitespace())) {
     int64_t n;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(d), &n) || n < 0) return bad(absl::StrCat("bad shape ", *shape_text));
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(d), &n) || n < 0)
+      return bad(absl::StrCat("bad shape ", *shape_text));
     if (n != 0 && elements > (int64_t{1} << 40) / n) return bad(absl::StrCat("shape ", *shape_text, " is too large"));
     elements *= n;
     t.shape.push_back(n);
@@ -126,7 +129,8 @@ absl::StatusOr<HostTensor> ReadNpy(const std::string& path) {
     return bad(absl::StrCat("holds ", static_cast<uint64_t>(st.st_size) - offset, " data bytes; shape ", *shape_text,
                             " of ", ir::DTypeName(*dtype), " needs ", data_bytes));
   t.bytes.resize(data_bytes);
-  if (!in.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(data_bytes))) return bad("truncated data");
+  if (!in.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(data_bytes)))
+    return bad("truncated data");
   return t;
 }
 

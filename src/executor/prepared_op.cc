@@ -8,10 +8,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "known_ops.h"
-#include "vdev/diagnostic.h"
-#include "vdev/fuse_allreduce.h"
-#include "vdev/half.h"
-#include "vdev/status_macros.h"
+#include "vdev/memory/fuse_allreduce.h"
+#include "vdev/support/diagnostic.h"
+#include "vdev/support/half.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::internal {
 namespace {
@@ -66,19 +66,14 @@ absl::Status DecodeAttrs(const LoweredProgram& program, const ir::Expr& expr, Pr
         op.attrs.Set(key, std::vector<int64_t>(ints.begin(), ints.end()));
         break;
       }
-      case ir::OperandKind::kIdent:
-        op.attrs.Set(key, std::string(m.Name(v.symbol)));
-        break;
+      case ir::OperandKind::kIdent: op.attrs.Set(key, std::string(m.Name(v.symbol))); break;
       case ir::OperandKind::kString: {
         absl::string_view s = m.Name(v.symbol);
         op.attrs.Set(key, std::string(s.substr(1, s.size() - 2)));
         break;
       }
-      case ir::OperandKind::kBool:
-        op.attrs.Set(key, v.index != 0);
-        break;
-      default:
-        break;
+      case ir::OperandKind::kBool: op.attrs.Set(key, v.index != 0); break;
+      default: break;
     }
   }
   return absl::OkStatus();
@@ -100,17 +95,46 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> MakeConstant(const LoweredProgram&
                                                            ExecutionBackend& backend) {
   absl::string_view text = program.module.Name(o.symbol);
   std::optional<double> value = ParseDouble(text);
-  if (!value) return absl::InvalidArgumentError(Located(program, o.loc, absl::StrCat("cannot read number '", text, "'")));
+  if (!value)
+    return absl::InvalidArgumentError(Located(program, o.loc, absl::StrCat("cannot read number '", text, "'")));
   HostTensor host = HostTensor::Zeros(dtype, {});
   void* p = host.bytes.data();
   switch (dtype) {
-    case ir::DType::kF64: { double v = *value; std::memcpy(p, &v, 8); break; }
-    case ir::DType::kF32: { float v = static_cast<float>(*value); std::memcpy(p, &v, 4); break; }
-    case ir::DType::kF16: { uint16_t v = FloatToHalf(static_cast<float>(*value)); std::memcpy(p, &v, 2); break; }
-    case ir::DType::kBF16: { uint16_t v = FloatToBF16(static_cast<float>(*value)); std::memcpy(p, &v, 2); break; }
-    case ir::DType::kI64: { int64_t v = static_cast<int64_t>(*value); std::memcpy(p, &v, 8); break; }
-    case ir::DType::kI32: { int32_t v = static_cast<int32_t>(*value); std::memcpy(p, &v, 4); break; }
-    default: { uint8_t v = static_cast<uint8_t>(*value); std::memcpy(p, &v, 1); break; }
+    case ir::DType::kF64: {
+      double v = *value;
+      std::memcpy(p, &v, 8);
+      break;
+    }
+    case ir::DType::kF32: {
+      float v = static_cast<float>(*value);
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    case ir::DType::kF16: {
+      uint16_t v = FloatToHalf(static_cast<float>(*value));
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case ir::DType::kBF16: {
+      uint16_t v = FloatToBF16(static_cast<float>(*value));
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case ir::DType::kI64: {
+      int64_t v = static_cast<int64_t>(*value);
+      std::memcpy(p, &v, 8);
+      break;
+    }
+    case ir::DType::kI32: {
+      int32_t v = static_cast<int32_t>(*value);
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    default: {
+      uint8_t v = static_cast<uint8_t>(*value);
+      std::memcpy(p, &v, 1);
+      break;
+    }
   }
   VDEV_ASSIGN_OR_RETURN(std::shared_ptr<DeviceBuffer> buffer, backend.Allocate(device, host.bytes.size()));
   VDEV_RETURN_IF_ERROR(backend.CopyFromHost(buffer->data, host.bytes.data(), host.bytes.size()));
@@ -122,12 +146,18 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> MakeConstant(const LoweredProgram&
 // dynamically initialised global could be read before its initialiser runs.
 absl::Span<const std::pair<absl::string_view, OpKind>> ExecutorOps() {
   static const std::pair<absl::string_view, OpKind> kExecutorOps[] = {
-      {"memory.alloc_storage", OpKind::kAllocStorage}, {"vdev.ipc.alloc_storage", OpKind::kAllocStorage},
-      {"memory.alloc_tensor", OpKind::kAllocTensor},   {"reshape", OpKind::kView},
-      {"vm.reshape_tensor", OpKind::kView},             {"memory.view", OpKind::kView},
-      {"on_device", OpKind::kAlias},                    {"device_copy", OpKind::kCopy},
-      {"vdev.allreduce", OpKind::kIpcAllReduce},        {"allreduce", OpKind::kAllReduce},
-      {"vm.shape_of", OpKind::kShapeOf},                {kFusedAllReduceOp, OpKind::kFusedAllReduce},
+      {"memory.alloc_storage", OpKind::kAllocStorage},
+      {"vdev.ipc.alloc_storage", OpKind::kAllocStorage},
+      {"memory.alloc_tensor", OpKind::kAllocTensor},
+      {"reshape", OpKind::kView},
+      {"vm.reshape_tensor", OpKind::kView},
+      {"memory.view", OpKind::kView},
+      {"on_device", OpKind::kAlias},
+      {"device_copy", OpKind::kCopy},
+      {"vdev.allreduce", OpKind::kIpcAllReduce},
+      {"allreduce", OpKind::kAllReduce},
+      {"vm.shape_of", OpKind::kShapeOf},
+      {kFusedAllReduceOp, OpKind::kFusedAllReduce},
   };
   return kExecutorOps;
 }
@@ -147,19 +177,19 @@ std::vector<std::string> ExecutorOpNames() {
 }
 
 absl::StatusOr<KernelFn> FindKernel(const LoweredProgram& program, ir::BindingId b, DeviceType type,
-                                   absl::string_view backend) {
+                                    absl::string_view backend) {
   const ir::Module& m = program.module;
   const ir::Expr& expr = m.bindings[b].expr;
   const absl::string_view name = m.OpName(expr);
   KernelFn kernel = KernelRegistry::Global().Find(name, type);
   if (kernel != nullptr) return kernel;
   const ir::DeviceId device = b < program.binding_devices.size() ? program.binding_devices[b] : ir::kNoDevice;
-  return absl::InvalidArgumentError(Located(
-      program, expr.loc,
-      absl::StrCat("op '", name, "' has no kernel on ", DeviceTypeName(type), " (planned on ",
-                   device == ir::kNoDevice ? "?" : m.Device(device).ToString(), "; the ", backend,
-                   " backend has kernels for: ", absl::StrJoin(KernelRegistry::Global().Ops(type), ", "), ")",
-                   DidYouMean(name))));
+  return absl::InvalidArgumentError(
+      Located(program, expr.loc,
+              absl::StrCat("op '", name, "' has no kernel on ", DeviceTypeName(type), " (planned on ",
+                           device == ir::kNoDevice ? "?" : m.Device(device).ToString(), "; the ", backend,
+                           " backend has kernels for: ", absl::StrJoin(KernelRegistry::Global().Ops(type), ", "), ")",
+                           DidYouMean(name))));
 }
 
 std::string Located(const LoweredProgram& program, SourceLoc loc, absl::string_view message) {
@@ -174,8 +204,8 @@ absl::StatusOr<Shape> StaticShape(const ir::Module& module, ir::TypeId type, abs
   Shape shape;
   for (int64_t d : module.types.dims(type)) {
     if (d == ir::kDynamicDim)
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " has a dynamic shape ", module.types.ToString(type), "; the executor needs static shapes"));
+      return absl::InvalidArgumentError(absl::StrCat(what, " has a dynamic shape ", module.types.ToString(type),
+                                                     "; the executor needs static shapes"));
     shape.push_back(d);
   }
   return shape;
@@ -189,10 +219,10 @@ absl::StatusOr<PreparedOp> PrepareOp(const LoweredProgram& program, ir::BindingI
   op.name = std::string(m.OpName(expr));
   op.kind = KindOf(op.name);
   op.type = binding.type;
-  const ir::DeviceId device =
-      b < program.binding_devices.size() ? program.binding_devices[b] : ir::kNoDevice;
+  const ir::DeviceId device = b < program.binding_devices.size() ? program.binding_devices[b] : ir::kNoDevice;
   if (device == ir::kNoDevice)
-    return absl::InvalidArgumentError(Located(program, expr.loc, absl::StrCat("'", op.name, "' was not given a device by the planner")));
+    return absl::InvalidArgumentError(
+        Located(program, expr.loc, absl::StrCat("'", op.name, "' was not given a device by the planner")));
   op.device = m.Device(device);
   VDEV_RETURN_IF_ERROR(DecodeAttrs(program, expr, op));
   switch (op.kind) {
@@ -200,8 +230,9 @@ absl::StatusOr<PreparedOp> PrepareOp(const LoweredProgram& program, ir::BindingI
       const DeviceType type = backend.KernelDevice(op.device);
       op.kernel = KernelRegistry::Global().Find(kAddRmsNormKernel, type);
       if (op.kernel == nullptr)
-        return absl::InvalidArgumentError(Located(program, expr.loc, absl::StrCat("the fused all-reduce has no ", kAddRmsNormKernel,
-                                                                                  " kernel on ", DeviceTypeName(type))));
+        return absl::InvalidArgumentError(Located(
+            program, expr.loc,
+            absl::StrCat("the fused all-reduce has no ", kAddRmsNormKernel, " kernel on ", DeviceTypeName(type))));
       [[fallthrough]];
     }
     case OpKind::kIpcAllReduce:
@@ -211,7 +242,8 @@ absl::StatusOr<PreparedOp> PrepareOp(const LoweredProgram& program, ir::BindingI
       if (std::optional<std::string> s = op.attrs.Text("strategy")) {
         std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(*s);
         if (!strategy)
-          return absl::InvalidArgumentError(Located(program, expr.loc, absl::StrCat("unknown all-reduce strategy '", *s, "'")));
+          return absl::InvalidArgumentError(
+              Located(program, expr.loc, absl::StrCat("unknown all-reduce strategy '", *s, "'")));
         op.strategy = *strategy;
       } else if (op.kind != OpKind::kIpcAllReduce) {
         op.strategy = AllReduceStrategy::kNccl;
@@ -222,8 +254,7 @@ absl::StatusOr<PreparedOp> PrepareOp(const LoweredProgram& program, ir::BindingI
       VDEV_ASSIGN_OR_RETURN(op.kernel, FindKernel(program, b, backend.KernelDevice(op.device), backend.name()));
       break;
     }
-    default:
-      break;
+    default: break;
   }
   // Number operands of kernels become 0-d tensors of the first tensor operand's dtype.
   absl::Span<const ir::Operand> args = m.Args(expr);
@@ -266,10 +297,10 @@ absl::Status CheckDeclaredWorkers(const LoweredProgram& program, ir::BindingId b
   if (attr == nullptr || attr->value.kind != ir::OperandKind::kNumber) return absl::OkStatus();
   const std::optional<int64_t> declared = ParseInt(m.Name(attr->value.symbol));
   if (!declared || *declared == workers) return absl::OkStatus();
-  return absl::InvalidArgumentError(Located(
-      program, attr->loc,
-      absl::StrCat("the all-reduce %", m.Name(m.bindings[b].name), " is written for ", *declared, " workers (workers=",
-                   *declared, "); it cannot run on ", workers)));
+  return absl::InvalidArgumentError(
+      Located(program, attr->loc,
+              absl::StrCat("the all-reduce %", m.Name(m.bindings[b].name), " is written for ", *declared,
+                           " workers (workers=", *declared, "); it cannot run on ", workers)));
 }
 
 }  // namespace vdev::internal

@@ -7,32 +7,32 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "vdev/executor.h"
-#include "vdev/kernels.h"
+#include "vdev/executor/executor.h"
+#include "vdev/kernels/kernels.h"
 
 namespace vdev::internal {
 
 enum class OpKind {
-  kKernel,         // a registered kernel writes the outputs
-  kAllocStorage,   // memory.alloc_storage / vdev.ipc.alloc_storage: a storage of the function's pools
-  kAllocTensor,    // memory.alloc_tensor: a tensor at an offset of a storage
-  kView,           // reshape, vm.reshape_tensor, memory.view: the input's memory, another shape
-  kAlias,          // on_device left in a program: the input itself
-  kCopy,           // device_copy
-  kIpcAllReduce,   // vdev.allreduce: the input lies in ipc_memory
-  kAllReduce,      // allreduce
-  kFusedAllReduce, // vdev.allreduce_add_rms_norm: the all-reduce, then the add_rms_norm kernel
-  kShapeOf,        // vm.shape_of: an i64 tensor on the host
+  kKernel,          // a registered kernel writes the outputs
+  kAllocStorage,    // memory.alloc_storage / vdev.ipc.alloc_storage: a storage of the function's pools
+  kAllocTensor,     // memory.alloc_tensor: a tensor at an offset of a storage
+  kView,            // reshape, vm.reshape_tensor, memory.view: the input's memory, another shape
+  kAlias,           // on_device left in a program: the input itself
+  kCopy,            // device_copy
+  kIpcAllReduce,    // vdev.allreduce: the input lies in ipc_memory
+  kAllReduce,       // allreduce
+  kFusedAllReduce,  // vdev.allreduce_add_rms_norm: the all-reduce, then the add_rms_norm kernel
+  kShapeOf,         // vm.shape_of: an i64 tensor on the host
 };
 
 struct PreparedOp {
   OpKind kind = OpKind::kKernel;
-  std::string name;                 // the op, for messages and profiles
+  std::string name;  // the op, for messages and profiles
   KernelFn kernel = nullptr;
   KernelAttrs attrs;
-  int out_arg = -1;                 // index into the expression's attrs of `out=%t`, or -1
-  ir::TypeId type = ir::kNoType;    // the binding's type
-  VirtualDevice device;             // where it runs (the binding's planned device)
+  int out_arg = -1;               // index into the expression's attrs of `out=%t`, or -1
+  ir::TypeId type = ir::kNoType;  // the binding's type
+  VirtualDevice device;           // where it runs (the binding's planned device)
   ReduceOp reduce = ReduceOp::kSum;
   AllReduceStrategy strategy = AllReduceStrategy::kAuto;
   // Per operand: a number operand as a 0-d tensor on `device` (of the first tensor operand's dtype).
@@ -53,7 +53,7 @@ std::vector<std::string> ExecutorOpNames();
 
 // The kernel of binding `b`'s op on `type`, or a located error naming the kernels that exist.
 absl::StatusOr<KernelFn> FindKernel(const LoweredProgram& program, ir::BindingId b, DeviceType type,
-                                   absl::string_view backend);
+                                    absl::string_view backend);
 
 // Every op-call binding of the module, nested blocks included, in program order.
 std::vector<ir::BindingId> OpCallBindings(const ir::Module& module);

@@ -1,11 +1,11 @@
-// ReduceInRankOrder (vdev/executor.h): the arithmetic every host all-reduce shares.
+// ReduceInRankOrder (vdev/executor/executor.h): the arithmetic every host all-reduce shares.
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "vdev/executor.h"
 #include "session_reduce.h"
-#include "vdev/half.h"
-#include "vdev/status_macros.h"
+#include "vdev/executor/executor.h"
+#include "vdev/support/half.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -32,7 +32,8 @@ void Reduce(absl::Span<const void* const> inputs, void* out, int64_t count, Redu
 
 template <typename T>
 void ReducePlain(absl::Span<const void* const> inputs, void* out, int64_t count, ReduceOp op) {
-  Reduce<T, T>(inputs, out, count, op, [](T x) { return x; }, [](T x) { return x; });
+  Reduce<T, T>(
+      inputs, out, count, op, [](T x) { return x; }, [](T x) { return x; });
 }
 
 }  // namespace
@@ -45,12 +46,8 @@ absl::Status ReduceInRankOrder(absl::Span<const void* const> inputs, void* out, 
     case ir::DType::kF32: ReducePlain<float>(inputs, out, count, op); break;
     case ir::DType::kI64: ReducePlain<int64_t>(inputs, out, count, op); break;
     case ir::DType::kI32: ReducePlain<int32_t>(inputs, out, count, op); break;
-    case ir::DType::kF16:
-      Reduce<uint16_t, float>(inputs, out, count, op, HalfToFloat, FloatToHalf);
-      break;
-    case ir::DType::kBF16:
-      Reduce<uint16_t, float>(inputs, out, count, op, BF16ToFloat, FloatToBF16);
-      break;
+    case ir::DType::kF16: Reduce<uint16_t, float>(inputs, out, count, op, HalfToFloat, FloatToHalf); break;
+    case ir::DType::kBF16: Reduce<uint16_t, float>(inputs, out, count, op, BF16ToFloat, FloatToBF16); break;
     default:
       return absl::InvalidArgumentError(absl::StrCat("all-reduce of ", ir::DTypeName(dtype), " is not supported"));
   }
@@ -59,7 +56,7 @@ absl::Status ReduceInRankOrder(absl::Span<const void* const> inputs, void* out, 
 
 namespace internal {
 
-absl::Status ReduceOverSession(Session& session, const void* host_in, void* host_out, int64_t count, ir::DType dtype,
+absl::Status ReduceOverSession(PeerGroup& session, const void* host_in, void* host_out, int64_t count, ir::DType dtype,
                                ReduceOp op) {
   const size_t bytes = static_cast<size_t>(count) * DTypeBytes(dtype);
   std::vector<std::string> all;

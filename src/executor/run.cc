@@ -1,5 +1,5 @@
-// RunWorker, RunReference, CompareOutputs and Summarize of vdev/run.h.
-#include "vdev/run.h"
+// RunWorker, RunReference, CompareOutputs and Summarize of vdev/executor/run.h.
+#include "vdev/executor/run.h"
 
 #include <sys/stat.h>
 
@@ -13,10 +13,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "run_internal.h"
-#include "vdev/fuse_allreduce.h"
-#include "vdev/npy.h"
-#include "vdev/source_file.h"
-#include "vdev/status_macros.h"
+#include "vdev/executor/npy.h"
+#include "vdev/memory/fuse_allreduce.h"
+#include "vdev/support/source_file.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -33,15 +33,17 @@ void PrintProfile(const std::vector<OpProfile>& profile) {
     if (p.op == "rms_norm" || p.op == "layer_norm") norms += p.seconds;
   }
   std::vector<OpProfile> sorted = profile;
-  std::stable_sort(sorted.begin(), sorted.end(), [](const OpProfile& a, const OpProfile& b) { return a.seconds > b.seconds; });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const OpProfile& a, const OpProfile& b) { return a.seconds > b.seconds; });
   std::cout << absl::StrFormat("profile (worker 0, one run, %.3f ms in ops):\n", total * 1e3);
   std::cout << absl::StrFormat("  %-28s %7s %11s %7s\n", "op", "calls", "time ms", "share");
   for (const OpProfile& p : sorted)
     std::cout << absl::StrFormat("  %-28s %7d %11.3f %6.1f%%\n", p.op, p.calls, p.seconds * 1e3,
                                  total > 0 ? 100 * p.seconds / total : 0.0);
   const double share = total > 0 ? 100 / total : 0.0;
-  std::cout << absl::StrFormat("  copies %.1f%%, all-reduces %.1f%% (fused ones included), all-reduces + norms %.1f%% of op time\n",
-                               share * copies, share * allreduces, share * (allreduces + norms));
+  std::cout << absl::StrFormat(
+      "  copies %.1f%%, all-reduces %.1f%% (fused ones included), all-reduces + norms %.1f%% of op time\n",
+      share * copies, share * allreduces, share * (allreduces + norms));
 }
 
 absl::Status WriteOutputs(const std::vector<HostTensor>& outputs, const std::string& dir, int rank) {
@@ -77,8 +79,8 @@ absl::StatusOr<LoweredProgram> CompileWithStrategy(absl::string_view text, absl:
   LowerOptions lower;
   std::optional<AllReduceStrategy> strategy = AllReduceStrategyFromName(strategy_name);
   if (!strategy)
-    return absl::InvalidArgumentError(absl::StrCat("--allreduce-strategy: expected auto, one-shot, two-shot, nccl or plan:NAME, found '",
-                                                   strategy_name, "'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--allreduce-strategy: expected auto, one-shot, two-shot, nccl or plan:NAME, found '", strategy_name, "'"));
   lower.strategy = *strategy;
   lower.fuse_allreduce = fuse_allreduce;
   return CompileForExecution(text, file, lower);
@@ -106,7 +108,7 @@ absl::StatusOr<LoweredProgram> CompileRunProgram(const RunOptions& options) {
   return internal::CompileWithStrategy(text, options.file, options.allreduce_strategy, options.fuse_allreduce);
 }
 
-absl::Status RunWorker(const RunOptions& options, Session* session, const std::string& output_dir) {
+absl::Status RunWorker(const RunOptions& options, PeerGroup* session, const std::string& output_dir) {
   VDEV_ASSIGN_OR_RETURN(LoweredProgram program, CompileRunProgram(options));
   std::unique_ptr<ExecutionBackend> backend;
   if (options.backend == "cuda") {
@@ -166,18 +168,21 @@ absl::StatusOr<std::vector<std::vector<HostTensor>>> RunReference(const LoweredP
   std::vector<std::vector<TensorRef>> views(workers);
   for (int k = 0; k < workers; ++k) {
     absl::StatusOr<std::vector<HostTensor>> in = ProgramInputs(program, inputs, k);
-    if (!in.ok()) return absl::Status(in.status().code(), absl::StrCat("reference worker ", k, ": ", in.status().message()));
+    if (!in.ok())
+      return absl::Status(in.status().code(), absl::StrCat("reference worker ", k, ": ", in.status().message()));
     tensors[k] = *std::move(in);
     for (const HostTensor& t : tensors[k]) views[k].push_back(t.Ref());
   }
   absl::StatusOr<std::vector<std::vector<HostTensor>>> results = RunInThreads(program, views);
-  if (!results.ok()) return absl::Status(results.status().code(), absl::StrCat("reference ", results.status().message()));
+  if (!results.ok())
+    return absl::Status(results.status().code(), absl::StrCat("reference ", results.status().message()));
   return results;
 }
 
 absl::Status CompareOutputs(absl::Span<const HostTensor> actual, absl::Span<const HostTensor> expected, int rank) {
   if (actual.size() != expected.size())
-    return absl::InternalError(absl::StrCat("worker ", rank, " returned ", actual.size(), " outputs; the reference ", expected.size()));
+    return absl::InternalError(
+        absl::StrCat("worker ", rank, " returned ", actual.size(), " outputs; the reference ", expected.size()));
   for (size_t o = 0; o < actual.size(); ++o) {
     const HostTensor& a = actual[o];
     const HostTensor& e = expected[o];
@@ -191,10 +196,10 @@ absl::Status CompareOutputs(absl::Span<const HostTensor> actual, absl::Span<cons
       const double x = ReadAsDouble(a.Ref(), i), y = ReadAsDouble(e.Ref(), i);
       const bool ok = std::isnan(y) ? std::isnan(x) : std::fabs(x - y) <= atol + rtol * std::fabs(y);
       if (!ok)
-        return absl::InternalError(absl::StrFormat(
-            "worker %d output %d differs from the CPU reference at flat index %d: %.9g, expected %.9g "
-            "(tolerance %.3g + %.3g*|expected|)",
-            rank, o, i, x, y, atol, rtol));
+        return absl::InternalError(
+            absl::StrFormat("worker %d output %d differs from the CPU reference at flat index %d: %.9g, expected %.9g "
+                            "(tolerance %.3g + %.3g*|expected|)",
+                            rank, o, i, x, y, atol, rtol));
     }
   }
   return absl::OkStatus();

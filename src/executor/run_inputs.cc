@@ -1,16 +1,16 @@
-// ProgramInputs (vdev/run.h): seeded random inputs, or .npy files of a directory.
+// ProgramInputs (vdev/executor/run.h): seeded random inputs, or .npy files of a directory.
 #include <sys/stat.h>
 
 #include <cmath>
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "vdev/npy.h"
-#include "vdev/run.h"
-#include "vdev/status_macros.h"
+#include "absl/strings/strip.h"
+#include "vdev/executor/npy.h"
+#include "vdev/executor/run.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -36,8 +36,8 @@ HostTensor RandomTensor(ir::DType dtype, const Shape& shape, uint64_t seed) {
   HostTensor t = HostTensor::Zeros(dtype, shape);
   Random random(seed);
   const int64_t n = t.NumElements();
-  const bool floating = dtype == ir::DType::kF64 || dtype == ir::DType::kF32 || dtype == ir::DType::kF16 ||
-                        dtype == ir::DType::kBF16;
+  const bool floating =
+      dtype == ir::DType::kF64 || dtype == ir::DType::kF32 || dtype == ir::DType::kF16 || dtype == ir::DType::kBF16;
   const double scale = shape.size() >= 2 && shape[0] > 0 ? 1.0 / std::sqrt(static_cast<double>(shape[0])) : 1.0;
   const TensorRef out = t.Ref();
   for (int64_t i = 0; i < n; ++i) {
@@ -58,7 +58,8 @@ bool Exists(const std::string& path) {
 absl::StatusOr<std::vector<HostTensor>> ProgramInputs(const LoweredProgram& program, absl::string_view spec, int rank) {
   const ir::Module& m = program.module;
   const ir::FuncId main = m.FindGlobal("main");
-  if (main == ir::kNoFunc) return absl::InvalidArgumentError(absl::StrCat(program.file, ": error: the program has no @main"));
+  if (main == ir::kNoFunc)
+    return absl::InvalidArgumentError(absl::StrCat(program.file, ": error: the program has no @main"));
   std::optional<uint64_t> seed;
   // random:SEED draws the same inputs on every worker (worker 0's of random-per-rank:SEED).
   const bool per_rank = absl::StartsWith(spec, "random-per-rank:");
@@ -92,12 +93,13 @@ absl::StatusOr<std::vector<HostTensor>> ProgramInputs(const LoweredProgram& prog
     std::string path = absl::StrCat(spec, "/rank", rank, "/", name, ".npy");
     if (!Exists(path)) path = absl::StrCat(spec, "/", name, ".npy");
     if (!Exists(path))
-      return absl::NotFoundError(absl::StrCat("input %", name, ": no file ", path, " (nor ", spec, "/rank", rank, "/", name, ".npy)"));
+      return absl::NotFoundError(
+          absl::StrCat("input %", name, ": no file ", path, " (nor ", spec, "/rank", rank, "/", name, ".npy)"));
     VDEV_ASSIGN_OR_RETURN(HostTensor t, ReadNpy(path));
     if (t.dtype != dtype || !std::equal(shape.begin(), shape.end(), t.shape.begin(), t.shape.end()))
-      return absl::InvalidArgumentError(absl::StrCat("input %", name, " (", path, "): expected ", m.types.ToString(p.type),
-                                                     ", the file holds ", ir::DTypeName(t.dtype), "[",
-                                                     absl::StrJoin(t.shape, ","), "]"));
+      return absl::InvalidArgumentError(absl::StrCat("input %", name, " (", path, "): expected ",
+                                                     m.types.ToString(p.type), ", the file holds ",
+                                                     ir::DTypeName(t.dtype), "[", absl::StrJoin(t.shape, ","), "]"));
     inputs.push_back(std::move(t));
   }
   return inputs;

@@ -4,7 +4,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "vdev/executor.h"
+#include "vdev/executor/executor.h"
 
 namespace vdev::internal {
 

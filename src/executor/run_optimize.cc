@@ -1,13 +1,13 @@
-// OptimizeRunProgram (vdev/run.h): `vdev run --optimize`'s placement, by the optimiser.
+// OptimizeRunProgram (vdev/executor/run.h): `vdev run --optimize`'s placement, by the optimiser.
 #include "absl/strings/str_cat.h"
-#include "vdev/compile.h"
-#include "vdev/diagnostic.h"
-#include "vdev/ir_text.h"
-#include "vdev/machine.h"
-#include "vdev/machine_probe.h"
-#include "vdev/run.h"
-#include "vdev/source_file.h"
-#include "vdev/status_macros.h"
+#include "vdev/compile/compile.h"
+#include "vdev/executor/machine_probe.h"
+#include "vdev/executor/run.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/planner/machine.h"
+#include "vdev/support/diagnostic.h"
+#include "vdev/support/source_file.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -17,8 +17,8 @@ absl::Status CheckGpusPresent(const Machine& machine, const std::string& name) {
   const int visible = VisibleGpus();
   for (const VirtualDevice& d : machine.devices) {
     if (d.device_type() == DeviceType::kCUDA && d.virtual_device_id() >= visible) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": error: ", d.ToString(), " is not on this host (",
-                                                     visible, " GPU(s) visible)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": error: ", d.ToString(), " is not on this host (", visible, " GPU(s) visible)"));
     }
   }
   return absl::OkStatus();

@@ -1,4 +1,4 @@
-// RunOnWorkers, RunInThreads and RunFileOnWorkers (vdev/run.h): a program on N workers, as threads
+// RunOnWorkers, RunInThreads and RunFileOnWorkers (vdev/executor/run.h): a program on N workers, as threads
 // of this process or as worker processes of a controller session.
 //
 // The worker function `vdev.run.worker` is registered here, in the object file that defines the
@@ -20,41 +20,43 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "run_internal.h"
-#include "vdev/controller.h"
-#include "vdev/ir_text.h"
-#include "vdev/npy.h"
-#include "vdev/run.h"
-#include "vdev/status_macros.h"
-#include "vdev/worker_function.h"
+#include "vdev/controller/controller.h"
+#include "vdev/controller/worker_function.h"
+#include "vdev/executor/npy.h"
+#include "vdev/executor/run.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
 
 // On each worker: RunWorker with the options the controller sends, over the session InitCCL made.
-VDEV_REGISTER_WORKER_FUNCTION(
-    "vdev.run.worker", [](WorkerContext& context, const WorkerArgs& args) -> absl::StatusOr<WorkerValue> {
-      VDEV_RETURN_IF_ERROR(args.ExpectCount(10));
-      RunOptions options;
-      VDEV_ASSIGN_OR_RETURN(options.file, args.String(0));
-      VDEV_ASSIGN_OR_RETURN(options.backend, args.String(1));
-      VDEV_ASSIGN_OR_RETURN(options.inputs, args.String(2));
-      VDEV_ASSIGN_OR_RETURN(int64_t repeat, args.Int(3));
-      VDEV_ASSIGN_OR_RETURN(int64_t profile, args.Int(4));
-      VDEV_ASSIGN_OR_RETURN(std::string output_dir, args.String(5));
-      VDEV_ASSIGN_OR_RETURN(options.allreduce_strategy, args.String(6));
-      VDEV_ASSIGN_OR_RETURN(int64_t print_timing, args.Int(7));
-      VDEV_ASSIGN_OR_RETURN(int64_t fuse, args.Int(8));
-      options.fuse_allreduce = fuse != 0;
-      VDEV_ASSIGN_OR_RETURN(std::string predicted, args.String(9));
-      if (!absl::SimpleAtod(predicted, &options.predicted_seconds)) options.predicted_seconds = -1;
-      options.repeat = static_cast<int>(repeat);
-      options.profile = profile != 0;
-      options.print_timing = print_timing != 0;
-      options.workers = context.num_workers();
-      if (context.session() == nullptr) return absl::FailedPreconditionError("the workers' collectives are not set up");
-      VDEV_RETURN_IF_ERROR(RunWorker(options, context.session(), output_dir));
-      return WorkerValue();
-    });
+VDEV_REGISTER_WORKER_FUNCTION("vdev.run.worker",
+                              [](WorkerContext& context, const WorkerArgs& args) -> absl::StatusOr<WorkerValue> {
+                                VDEV_RETURN_IF_ERROR(args.ExpectCount(10));
+                                RunOptions options;
+                                VDEV_ASSIGN_OR_RETURN(options.file, args.String(0));
+                                VDEV_ASSIGN_OR_RETURN(options.backend, args.String(1));
+                                VDEV_ASSIGN_OR_RETURN(options.inputs, args.String(2));
+                                VDEV_ASSIGN_OR_RETURN(int64_t repeat, args.Int(3));
+                                VDEV_ASSIGN_OR_RETURN(int64_t profile, args.Int(4));
+                                VDEV_ASSIGN_OR_RETURN(std::string output_dir, args.String(5));
+                                VDEV_ASSIGN_OR_RETURN(options.allreduce_strategy, args.String(6));
+                                VDEV_ASSIGN_OR_RETURN(int64_t print_timing, args.Int(7));
+                                VDEV_ASSIGN_OR_RETURN(int64_t fuse, args.Int(8));
+                                options.fuse_allreduce = fuse != 0;
+                                VDEV_ASSIGN_OR_RETURN(std::string predicted, args.String(9));
+                                if (!absl::SimpleAtod(predicted, &options.predicted_seconds))
+                                  options.predicted_seconds = -1;
+                                options.repeat = static_cast<int>(repeat);
+                                options.profile = profile != 0;
+                                options.print_timing = print_timing != 0;
+                                options.workers = context.num_workers();
+                                if (context.session() == nullptr)
+                                  return absl::FailedPreconditionError("the workers' collectives are not set up");
+                                VDEV_RETURN_IF_ERROR(RunWorker(options, context.session(), output_dir));
+                                return WorkerValue();
+                              });
 
 // A fresh directory under the system's temporary directory, removed with everything in it.
 class TemporaryDirectory {
@@ -79,7 +81,8 @@ class TemporaryDirectory {
 absl::Status CheckInputs(const LoweredProgram& program, absl::Span<const std::vector<HostTensor>> inputs) {
   const ir::Module& m = program.module;
   const ir::FuncId main = m.FindGlobal("main");
-  if (main == ir::kNoFunc) return absl::InvalidArgumentError(absl::StrCat(program.file, ": error: the program has no @main"));
+  if (main == ir::kNoFunc)
+    return absl::InvalidArgumentError(absl::StrCat(program.file, ": error: the program has no @main"));
   absl::Span<const ir::Param> params = m.Params(m.functions[main]);
   for (size_t k = 0; k < inputs.size(); ++k) {
     if (inputs[k].size() != params.size())
@@ -189,7 +192,8 @@ absl::StatusOr<std::vector<std::vector<HostTensor>>> RunInThreads(const LoweredP
   }
   for (std::thread& t : threads) t.join();
   for (int k = 0; k < workers; ++k)
-    if (!statuses[k].ok()) return absl::Status(statuses[k].code(), absl::StrCat("worker ", k, ": ", statuses[k].message()));
+    if (!statuses[k].ok())
+      return absl::Status(statuses[k].code(), absl::StrCat("worker ", k, ": ", statuses[k].message()));
   return results;
 }
 
@@ -198,14 +202,17 @@ absl::StatusOr<std::vector<std::vector<HostTensor>>> RunOnWorkers(const ir::Modu
                                                                   const WorkerRunOptions& options) {
   const int workers = static_cast<int>(inputs.size());
   if (workers < 1 || workers > kMaxWorkers)
-    return absl::InvalidArgumentError(absl::StrCat("RunOnWorkers: the inputs of 1 to ", kMaxWorkers, " workers, got ", workers));
+    return absl::InvalidArgumentError(
+        absl::StrCat("RunOnWorkers: the inputs of 1 to ", kMaxWorkers, " workers, got ", workers));
   if (options.backend != "host" && options.backend != "cuda")
-    return absl::InvalidArgumentError(absl::StrCat("RunOnWorkers: unknown backend '", options.backend, "' (host or cuda)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("RunOnWorkers: unknown backend '", options.backend, "' (host or cuda)"));
   if (options.kind == WorkerKind::kThreads && options.backend != "host")
     return absl::InvalidArgumentError("RunOnWorkers: thread workers run on the host backend only");
   // Compiled from its printed text, exactly as the process workers will compile it.
   const std::string text = ir::PrintModule(module);
-  VDEV_ASSIGN_OR_RETURN(LoweredProgram program, internal::CompileWithStrategy(text, options.name, options.allreduce_strategy));
+  VDEV_ASSIGN_OR_RETURN(LoweredProgram program,
+                        internal::CompileWithStrategy(text, options.name, options.allreduce_strategy));
   VDEV_RETURN_IF_ERROR(CheckKernels(program, options.backend));
   VDEV_RETURN_IF_ERROR(CheckWorkerCount(program, workers));
   VDEV_RETURN_IF_ERROR(CheckInputs(program, inputs));

@@ -3,13 +3,13 @@
 #ifndef VDEV_SRC_EXECUTOR_SESSION_REDUCE_H_
 #define VDEV_SRC_EXECUTOR_SESSION_REDUCE_H_
 
-#include "vdev/executor.h"
-#include "vdev/session.h"
+#include "vdev/executor/executor.h"
+#include "vdev/runtime/peer_group.h"
 
 namespace vdev::internal {
 
 // `host_in` and `host_out` are host memory of `count` elements of `dtype`; they may be the same.
-absl::Status ReduceOverSession(Session& session, const void* host_in, void* host_out, int64_t count, ir::DType dtype,
+absl::Status ReduceOverSession(PeerGroup& session, const void* host_in, void* host_out, int64_t count, ir::DType dtype,
                                ReduceOp op);
 
 }  // namespace vdev::internal

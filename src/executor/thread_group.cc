@@ -1,11 +1,11 @@
-// ThreadGroup (vdev/executor.h): workers as threads of one process, meeting in memory.
+// ThreadGroup (vdev/executor/executor.h): workers as threads of one process, meeting in memory.
 #include <cstring>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "vdev/executor.h"
+#include "vdev/executor/executor.h"
 
 namespace vdev {
 
@@ -54,9 +54,8 @@ absl::Status ThreadGroup::AllReduce(int rank, const TensorRef& in, const TensorR
   }
   std::pair<State*, uint64_t> waiting(&s, generation);
   s.mutex.Await(absl::Condition(
-      +[](std::pair<State*, uint64_t>* p) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return p->first->generation != p->second || !p->first->aborted.ok();
-      },
+      +[](std::pair<State*, uint64_t>* p)
+           ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->first->generation != p->second || !p->first->aborted.ok(); },
       &waiting));
   return s.generation != generation ? s.result : s.aborted;
 }

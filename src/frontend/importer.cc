@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/graph.h"
-#include "vdev/ir_text.h"
-#include "vdev/npy.h"
-#include "vdev/status_macros.h"
+#include "vdev/executor/npy.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::frontend {
 namespace internal {
@@ -23,7 +23,7 @@ absl::Status Importer::AddGraphInputs(const onnx::GraphProto& graph) {
   for (const onnx::TensorProto& init : graph.initializer()) {
     absl::StatusOr<HostTensor> t = TensorFromProto(init);
     if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(file_, ": initializer: ", t.status().message()));
-    Value v{.info = {t->dtype, Dims(t->shape.begin(), t->shape.end())}, .name = init.name(), .initializer = true};
+    GraphValue v{.info = {t->dtype, Dims(t->shape.begin(), t->shape.end())}, .name = init.name(), .initializer = true};
     v.constant = *std::move(t);
     by_name_[init.name()] = static_cast<int>(values_.size());
     values_.push_back(std::move(v));
@@ -37,7 +37,7 @@ absl::Status Importer::AddGraphInputs(const onnx::GraphProto& graph) {
     if (!type.has_tensor_type()) return error("is not a tensor (unsupported input type)");
     std::optional<ir::DType> dtype = DTypeFromOnnx(type.tensor_type().elem_type());
     if (!dtype) return error("has an element type vdev lacks");
-    Value v{.name = input.name()};
+    GraphValue v{.name = input.name()};
     v.info.dtype = *dtype;
     auto known = options_.known_inputs.find(input.name());
     if (known != options_.known_inputs.end()) {
@@ -63,7 +63,7 @@ absl::Status Importer::AddGraphInputs(const onnx::GraphProto& graph) {
 }
 
 int Importer::RuntimeOf(int value) {
-  Value& v = values_[value];
+  GraphValue& v = values_[value];
   if (!v.runtime) {
     v.runtime = RuntimeValue{.param = static_cast<int>(params_.size())};
     params_.push_back(PendingParam{UniqueName(v.name.empty() ? "constant" : v.name), v.info, value});
@@ -88,7 +88,9 @@ absl::StatusOr<std::vector<TensorInfo>> Importer::InferResult(const PendingOp& o
   b.EndFunction();
   VDEV_ASSIGN_OR_RETURN(ir::Module m, std::move(b).Finish());
   const ir::TypeId t = m.bindings.back().type;
-  auto info = [&](ir::TypeId id) { return TensorInfo{m.types.node(id).dtype, Dims(m.types.dims(id).begin(), m.types.dims(id).end())}; };
+  auto info = [&](ir::TypeId id) {
+    return TensorInfo{m.types.node(id).dtype, Dims(m.types.dims(id).begin(), m.types.dims(id).end())};
+  };
   if (t == ir::kNoType) return absl::InvalidArgumentError(absl::StrCat("the type of '", op.op, "' is unknown"));
   if (m.types.kind(t) == ir::TypeKind::kTensor) return std::vector<TensorInfo>{info(t)};
   std::vector<TensorInfo> fields;
@@ -195,7 +197,8 @@ absl::StatusOr<ImportedModel> Importer::Run(const onnx::ModelProto& model) {
   for (int i = 0; i < graph.node_size(); ++i) VDEV_RETURN_IF_ERROR(ImportNode(graph.node(i), i, opset));
   for (const auto& [name, device] : options_.placements) {
     if (!by_name_.contains(name))
-      return absl::InvalidArgumentError(absl::StrCat(file_, ": --place names '", name, "', which the graph does not compute"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(file_, ": --place names '", name, "', which the graph does not compute"));
   }
   return Build(graph);
 }

@@ -1,7 +1,7 @@
 // NodeCtx: what an op handler reads of its node and how it emits vdev ops.
 #include "absl/strings/str_join.h"
 #include "internal/graph.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::frontend::internal {
 
@@ -23,7 +23,7 @@ absl::StatusOr<int> NodeCtx::Input(size_t i) const {
 const TensorInfo& NodeCtx::Info(int value) const { return importer_.values_[value].info; }
 
 bool NodeCtx::IsConstant(int value) const {
-  const Value& v = importer_.values_[value];
+  const GraphValue& v = importer_.values_[value];
   return v.constant.has_value() && !v.known_input;
 }
 
@@ -40,10 +40,11 @@ bool NodeCtx::AllInputsConstant() const {
 
 absl::StatusOr<const HostTensor*> NodeCtx::ConstInput(size_t i) const {
   VDEV_ASSIGN_OR_RETURN(int v, Input(i));
-  const Value& value = importer_.values_[v];
+  const GraphValue& value = importer_.values_[v];
   if (!value.constant)
-    return Error(absl::StrCat("input ", i + 1, " ('", node_.input(i),
-                              "') must be known at import (it is computed at run time); vdev folds only static shapes"));
+    return Error(
+        absl::StrCat("input ", i + 1, " ('", node_.input(i),
+                     "') must be known at import (it is computed at run time); vdev folds only static shapes"));
   return &*value.constant;
 }
 
@@ -95,7 +96,7 @@ absl::StatusOr<std::vector<int>> NodeCtx::EmitTuple(std::string op, std::vector<
   importer_.ops_.push_back(std::move(pending));
   std::vector<int> values;
   for (size_t f = 0; f < results->size(); ++f) {
-    Value v{.info = (*results)[f]};
+    GraphValue v{.info = (*results)[f]};
     v.runtime = RuntimeValue{.op = op_index, .field = static_cast<int>(f)};
     values.push_back(static_cast<int>(importer_.values_.size()));
     importer_.values_.push_back(std::move(v));
@@ -111,7 +112,7 @@ absl::StatusOr<int> NodeCtx::Emit(std::string op, std::vector<OpArg> args, std::
 }
 
 int NodeCtx::Constant(HostTensor tensor) {
-  Value v{.info = {tensor.dtype, Dims(tensor.shape.begin(), tensor.shape.end())}};
+  GraphValue v{.info = {tensor.dtype, Dims(tensor.shape.begin(), tensor.shape.end())}};
   v.constant = std::move(tensor);
   importer_.values_.push_back(std::move(v));
   return static_cast<int>(importer_.values_.size() - 1);
@@ -119,7 +120,7 @@ int NodeCtx::Constant(HostTensor tensor) {
 
 void NodeCtx::SetOutput(size_t i, int value) {
   if (!has_output(i)) return;
-  Value& v = importer_.values_[value];
+  GraphValue& v = importer_.values_[value];
   if (v.name.empty()) v.name = node_.output(i);
   importer_.by_name_[node_.output(i)] = value;
 }

@@ -24,7 +24,8 @@ absl::StatusOr<HostTensor> ReadOnnxTensorFile(const std::string& path) {
   std::stringstream bytes;
   bytes << in.rdbuf();
   onnx::TensorProto proto;
-  if (!proto.ParseFromString(bytes.str())) return absl::InvalidArgumentError(absl::StrCat(path, ": not an ONNX tensor"));
+  if (!proto.ParseFromString(bytes.str()))
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not an ONNX tensor"));
   absl::StatusOr<HostTensor> t = internal::TensorFromProto(proto);
   if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", t.status().message()));
   return t;
@@ -88,9 +89,10 @@ absl::StatusOr<HostTensor> TensorFromProto(const onnx::TensorProto& proto) {
   for (int64_t d : shape) {
     if (__builtin_mul_overflow(n, d, &n)) return absl::InvalidArgumentError("tensor dimensions overflow");
   }
-  const int64_t present = proto.has_raw_data() ? static_cast<int64_t>(proto.raw_data().size()) / static_cast<int64_t>(DTypeBytes(*dtype))
-                          : std::max({proto.float_data_size(), proto.double_data_size(), proto.int64_data_size(),
-                                      proto.int32_data_size()});
+  const int64_t present = proto.has_raw_data()
+                              ? static_cast<int64_t>(proto.raw_data().size()) / static_cast<int64_t>(DTypeBytes(*dtype))
+                              : std::max({proto.float_data_size(), proto.double_data_size(), proto.int64_data_size(),
+                                          proto.int32_data_size()});
   if (present != n)
     return absl::InvalidArgumentError(
         absl::StrCat("tensor '", proto.name(), "' holds ", present, " values for ", n, " elements"));

@@ -6,7 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "internal/fold.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::frontend::internal {
 namespace {
@@ -37,13 +37,18 @@ const absl::flat_hash_map<std::string, BinarySpec>& BinarySpecs() {
       {"Mul", {"multiply", false, {[](S v) { return v[0] * v[1]; }, [](I v) { return v[0] * v[1]; }}}},
       {"Div", {"divide", false, {[](S v) { return v[0] / v[1]; }, [](I v) { return v[1] == 0 ? 0 : v[0] / v[1]; }}}},
       {"Pow", {"power", false, {[](S v) { return std::pow(v[0], v[1]); }, {}}}},
-      {"Max", {"maximum", false, {[](S v) { return std::fmax(v[0], v[1]); }, [](I v) { return std::max(v[0], v[1]); }}}},
-      {"Min", {"minimum", false, {[](S v) { return std::fmin(v[0], v[1]); }, [](I v) { return std::min(v[0], v[1]); }}}},
+      {"Max",
+       {"maximum", false, {[](S v) { return std::fmax(v[0], v[1]); }, [](I v) { return std::max(v[0], v[1]); }}}},
+      {"Min",
+       {"minimum", false, {[](S v) { return std::fmin(v[0], v[1]); }, [](I v) { return std::min(v[0], v[1]); }}}},
       {"Equal", {"equal", true, {[](S v) { return double(v[0] == v[1]); }, [](I v) { return int64_t(v[0] == v[1]); }}}},
       {"Less", {"less", true, {[](S v) { return double(v[0] < v[1]); }, [](I v) { return int64_t(v[0] < v[1]); }}}},
-      {"LessOrEqual", {"less_equal", true, {[](S v) { return double(v[0] <= v[1]); }, [](I v) { return int64_t(v[0] <= v[1]); }}}},
-      {"Greater", {"greater", true, {[](S v) { return double(v[0] > v[1]); }, [](I v) { return int64_t(v[0] > v[1]); }}}},
-      {"GreaterOrEqual", {"greater_equal", true, {[](S v) { return double(v[0] >= v[1]); }, [](I v) { return int64_t(v[0] >= v[1]); }}}},
+      {"LessOrEqual",
+       {"less_equal", true, {[](S v) { return double(v[0] <= v[1]); }, [](I v) { return int64_t(v[0] <= v[1]); }}}},
+      {"Greater",
+       {"greater", true, {[](S v) { return double(v[0] > v[1]); }, [](I v) { return int64_t(v[0] > v[1]); }}}},
+      {"GreaterOrEqual",
+       {"greater_equal", true, {[](S v) { return double(v[0] >= v[1]); }, [](I v) { return int64_t(v[0] >= v[1]); }}}},
   };
   return *specs;
 }
@@ -90,12 +95,15 @@ absl::Status Binary(NodeCtx& c) {
 
 absl::Status Unary(NodeCtx& c) {
   static const auto* ops = new absl::flat_hash_map<std::string, std::string>{
-      {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Exp", "exp"},  {"Log", "log"},
-      {"Sqrt", "sqrt"}, {"Neg", "negative"},    {"Erf", "erf"},   {"Abs", "abs"},  {"Reciprocal", "reciprocal"}};
-  static const auto* folds = new absl::flat_hash_map<std::string, double (*)(double)>{
-      {"Neg", [](double v) { return -v; }},          {"Abs", [](double v) { return std::fabs(v); }},
-      {"Sqrt", [](double v) { return std::sqrt(v); }}, {"Exp", [](double v) { return std::exp(v); }},
-      {"Log", [](double v) { return std::log(v); }},   {"Reciprocal", [](double v) { return 1 / v; }}};
+      {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Exp", "exp"}, {"Log", "log"},
+      {"Sqrt", "sqrt"}, {"Neg", "negative"},    {"Erf", "erf"},   {"Abs", "abs"}, {"Reciprocal", "reciprocal"}};
+  static const auto* folds =
+      new absl::flat_hash_map<std::string, double (*)(double)>{{"Neg", [](double v) { return -v; }},
+                                                               {"Abs", [](double v) { return std::fabs(v); }},
+                                                               {"Sqrt", [](double v) { return std::sqrt(v); }},
+                                                               {"Exp", [](double v) { return std::exp(v); }},
+                                                               {"Log", [](double v) { return std::log(v); }},
+                                                               {"Reciprocal", [](double v) { return 1 / v; }}};
   VDEV_ASSIGN_OR_RETURN(int x, c.Input(0));
   auto fold = folds->find(c.node().op_type());
   if (c.IsConstant(x) && fold != folds->end()) {
@@ -103,7 +111,9 @@ absl::Status Unary(NodeCtx& c) {
     double (*fn)(double) = fold->second;
     ElementwiseFn f{[fn](absl::Span<const double> v) { return fn(v[0]); }, {}};
     if (c.node().op_type() == "Neg" || c.node().op_type() == "Abs") {
-      f.integer = [fn](absl::Span<const int64_t> v) { return v[0] < 0 && fn(-1) > 0 ? -v[0] : fn(1) < 0 ? -v[0] : v[0]; };
+      f.integer = [fn](absl::Span<const int64_t> v) {
+        return v[0] < 0 && fn(-1) > 0 ? -v[0] : fn(1) < 0 ? -v[0] : v[0];
+      };
     }
     c.SetOutput(0, c.Constant(*FoldElementwise(in, c.Info(x).dtype, f)));
     return absl::OkStatus();
@@ -203,7 +213,8 @@ absl::Status Softmax(NodeCtx& c) {
   if (c.opset() >= 13 || axis == static_cast<int64_t>(in.size()) - 1)
     return EmitAndSet(c, op, {x}, {{"axis", Arg::Int(axis)}});
   const int64_t outer = NumElements(Dims(in.begin(), in.begin() + axis));
-  VDEV_ASSIGN_OR_RETURN(int flat, c.Emit("reshape", {x}, {{"newshape", Arg::IntList({outer, NumElements(in) / outer})}}));
+  VDEV_ASSIGN_OR_RETURN(int flat,
+                        c.Emit("reshape", {x}, {{"newshape", Arg::IntList({outer, NumElements(in) / outer})}}));
   VDEV_ASSIGN_OR_RETURN(int y, c.Emit(op, {flat}, {{"axis", Arg::Int(1)}}));
   return EmitAndSet(c, "reshape", {y}, {{"newshape", Arg::IntList(in)}});
 }

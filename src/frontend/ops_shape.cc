@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "internal/fold.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::frontend::internal {
 namespace {
@@ -264,7 +264,8 @@ absl::Status Split(NodeCtx& c) {
     if (in[axis] % parts != 0) return c.Error(absl::StrCat("axis of size ", in[axis], " does not split into ", parts));
     sizes.assign(parts, in[axis] / parts);
   }
-  if (static_cast<int64_t>(sizes.size()) != parts || std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != in[axis])
+  if (static_cast<int64_t>(sizes.size()) != parts ||
+      std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != in[axis])
     return c.Error("the split sizes do not add up to the axis or do not match the outputs");
   if (parts == 1) {
     c.SetOutput(0, x);
@@ -272,8 +273,9 @@ absl::Status Split(NodeCtx& c) {
   }
   std::vector<int64_t> indices;
   for (int64_t i = 0, at = 0; i + 1 < parts; ++i) indices.push_back(at += sizes[i]);
-  VDEV_ASSIGN_OR_RETURN(std::vector<int> ys, c.EmitTuple("split", {x}, {{"indices_or_sections", Arg::IntList(indices)},
-                                                                       {"axis", Arg::Int(axis)}}));
+  VDEV_ASSIGN_OR_RETURN(
+      std::vector<int> ys,
+      c.EmitTuple("split", {x}, {{"indices_or_sections", Arg::IntList(indices)}, {"axis", Arg::Int(axis)}}));
   for (size_t i = 0; i < ys.size(); ++i) c.SetOutput(i, ys[i]);
   return absl::OkStatus();
 }
@@ -337,8 +339,10 @@ absl::Status Slice(NodeCtx& c) {
     })));
     return absl::OkStatus();
   }
-  VDEV_ASSIGN_OR_RETURN(int y, c.Emit("strided_slice", {x}, {{"begin", Arg::IntList(b.begin)}, {"end", Arg::IntList(b.end)},
-                                                            {"strides", Arg::IntList(b.step)}}));
+  VDEV_ASSIGN_OR_RETURN(
+      int y,
+      c.Emit("strided_slice", {x},
+             {{"begin", Arg::IntList(b.begin)}, {"end", Arg::IntList(b.end)}, {"strides", Arg::IntList(b.step)}}));
   c.SetOutput(0, y);
   return absl::OkStatus();
 }
@@ -366,7 +370,7 @@ absl::Status Gather(NodeCtx& c) {
         for (size_t k = 0; k < idx_dims.size(); ++k) flat_index = flat_index * idx_dims[k] + coord[axis + k];
         int64_t index = 0;
         for (size_t k = 0; k < in.size(); ++k) {
-          const int64_t at = static_cast<int64_t>(k) < axis ? coord[k]
+          const int64_t at = static_cast<int64_t>(k) < axis    ? coord[k]
                              : static_cast<int64_t>(k) == axis ? fixed[flat_index]
                                                                : coord[k - 1 + idx_dims.size()];
           index = index * in[k] + at;

@@ -22,7 +22,7 @@
 namespace vdev::internal {
 
 struct GuardianDuty {
-  pid_t process_group = 0;    // killed with SIGKILL when > 0
+  pid_t process_group = 0;     // killed with SIGKILL when > 0
   std::vector<pid_t> workers;  // the owner's unreaped children: killed and waited for (2 s at most)
   std::string directory;       // removed with the files in it, when not empty
   std::string session_id;      // /dev/shm/vdev-<session id>-* removed, when not empty

@@ -1,5 +1,5 @@
 // Typed views and builders of the built-in ops.
-#include "vdev/builtin_ops.h"
+#include "vdev/ir/builtin_ops.h"
 
 namespace vdev::ir {
 namespace {

@@ -1,5 +1,5 @@
 // IR tables (symbols, types, devices), Module helpers and the iterative walker.
-#include "vdev/ir.h"
+#include "vdev/ir/ir.h"
 
 #include <algorithm>
 #include <cstring>
@@ -123,8 +123,8 @@ Symbol SymbolTable::Intern(absl::string_view text) {
   if (cacheable && cache_[slot].key == key && cache_[slot].size == text.size()) return cache_[slot].symbol;
   uint64_t prefix;
   uint32_t prefix_size, number;
-  Family* family = SplitNumbered(text, &prefix, &prefix_size, &number) ? FindFamily(prefix, prefix_size, true)
-                                                                        : nullptr;
+  Family* family =
+      SplitNumbered(text, &prefix, &prefix_size, &number) ? FindFamily(prefix, prefix_size, true) : nullptr;
   Symbol s = family != nullptr ? InternNumbered(*family, number, text) : InternHashed(text);
   if (cacheable) cache_[slot] = {key, static_cast<uint32_t>(text.size()), s};
   return s;
@@ -171,8 +171,7 @@ std::optional<DType> DTypeFromName(absl::string_view name) {
   return std::nullopt;
 }
 
-TypeId TypeTable::Intern(TypeKind kind, DType dtype, absl::Span<const int64_t> dims,
-                         absl::Span<const TypeId> kids) {
+TypeId TypeTable::Intern(TypeKind kind, DType dtype, absl::Span<const int64_t> dims, absl::Span<const TypeId> kids) {
   std::string key;
   key.reserve(2 + dims.size() * sizeof(int64_t) + kids.size() * sizeof(TypeId));
   key.push_back(static_cast<char>(kind));
@@ -200,9 +199,7 @@ TypeId TypeTable::Intern(TypeKind kind, DType dtype, absl::Span<const int64_t> d
 TypeId TypeTable::Tensor(DType dtype, absl::Span<const int64_t> dims) {
   return Intern(TypeKind::kTensor, dtype, dims, {});
 }
-TypeId TypeTable::Tuple(absl::Span<const TypeId> fields) {
-  return Intern(TypeKind::kTuple, DType::kF32, {}, fields);
-}
+TypeId TypeTable::Tuple(absl::Span<const TypeId> fields) { return Intern(TypeKind::kTuple, DType::kF32, {}, fields); }
 TypeId TypeTable::Func(absl::Span<const TypeId> params, TypeId result) {
   std::vector<TypeId> kids(params.begin(), params.end());
   kids.push_back(result);
@@ -247,9 +244,7 @@ void TypeTable::AppendTo(TypeId root, std::string* out) const {
     }
     const TypeNode& n = nodes_[t];
     switch (n.kind) {
-      case TypeKind::kStorage:
-        out->append("storage");
-        return;
+      case TypeKind::kStorage: out->append("storage"); return;
       case TypeKind::kTensor: {
         absl::StrAppend(out, DTypeName(n.dtype));
         out->push_back('[');
@@ -337,8 +332,8 @@ Module Module::Clone() const {
   for (Symbol s = 0; s < symbols.size(); ++s) c.symbols.Intern(symbols.Name(s));
   // Every other member is a plain copy.
   std::tie(c.types, c.devices, c.config, c.items, c.globals, c.functions, c.params, c.blocks, c.bindings, c.operands,
-           c.attrs, c.ints) = std::tie(types, devices, config, items, globals, functions, params, blocks, bindings,
-                                       operands, attrs, ints);
+           c.attrs, c.ints) =
+      std::tie(types, devices, config, items, globals, functions, params, blocks, bindings, operands, attrs, ints);
   return c;
 }
 

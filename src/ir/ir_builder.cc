@@ -1,8 +1,8 @@
 // ModuleBuilder: the C++ way to build what the text builds.
-#include "vdev/ir_builder.h"
+#include "vdev/ir/ir_builder.h"
 
 #include "absl/strings/str_cat.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev::ir {
 
@@ -158,8 +158,8 @@ void ModuleBuilder::SetResult(TypeId type, std::optional<VirtualDevice> device) 
 }
 
 void ModuleBuilder::EndFunction() {
-  if (open_funcs_.empty() || module_.functions[open_funcs_.back()].kind != FuncKind::kGlobal ||
-      open_blocks_.empty() || open_blocks_.back() != module_.functions[open_funcs_.back()].body)
+  if (open_funcs_.empty() || module_.functions[open_funcs_.back()].kind != FuncKind::kGlobal || open_blocks_.empty() ||
+      open_blocks_.back() != module_.functions[open_funcs_.back()].body)
     return Fail("EndFunction() without an open def (or with an open if/fn inside)");
   open_funcs_.pop_back();
   open_blocks_.pop_back();
@@ -204,12 +204,9 @@ Operand ModuleBuilder::Lower(const Arg& arg) {
       o.symbol = module_.symbols.Intern(arg.text_);
       o.index = kNoFunc;
       return o;
-    case OperandKind::kIntList:
-      return module_.IntListOperand(arg.ints_);
-    case OperandKind::kDevice:
-      return module_.DeviceOperand(arg.device_);
-    case OperandKind::kBool:
-      return module_.BoolOperand(arg.flag_);
+    case OperandKind::kIntList: return module_.IntListOperand(arg.ints_);
+    case OperandKind::kDevice: return module_.DeviceOperand(arg.device_);
+    case OperandKind::kBool: return module_.BoolOperand(arg.flag_);
   }
   return o;
 }

@@ -27,10 +27,9 @@ bool IsNameChar(char c) { return Is(c, kAlpha | kDigit); }
 // The one-character tokens; kEnd for every other byte.
 constexpr std::array<Tok, 256> kSingle = [] {
   constexpr std::pair<char, Tok> kTokens[] = {
-      {'(', Tok::kLParen}, {')', Tok::kRParen}, {'{', Tok::kLBrace}, {'}', Tok::kRBrace},
-      {'[', Tok::kLBracket}, {']', Tok::kRBracket}, {',', Tok::kComma}, {'=', Tok::kEquals},
-      {':', Tok::kColon}, {'.', Tok::kDot}, {'?', Tok::kQuestion}, {'*', Tok::kStar},
-      {'/', Tok::kSlash}};
+      {'(', Tok::kLParen},   {')', Tok::kRParen}, {'{', Tok::kLBrace}, {'}', Tok::kRBrace}, {'[', Tok::kLBracket},
+      {']', Tok::kRBracket}, {',', Tok::kComma},  {'=', Tok::kEquals}, {':', Tok::kColon},  {'.', Tok::kDot},
+      {'?', Tok::kQuestion}, {'*', Tok::kStar},   {'/', Tok::kSlash}};
   std::array<Tok, 256> t{};
   for (auto [c, kind] : kTokens) t[static_cast<unsigned char>(c)] = kind;
   return t;

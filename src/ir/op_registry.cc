@@ -1,7 +1,7 @@
 // The op registry, OpCall's attribute accessors and the registration of the built-in and standard
 // ops; the standard ops' type rules are in type_rules.cc (element-wise, reductions, nn) and
 // shape_rules.cc (reshaping and indexing).
-#include "vdev/op_registry.h"
+#include "vdev/ir/op_registry.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/type_rules.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::ir {
 
@@ -160,43 +160,41 @@ absl::StatusOr<TypeId> CheckDeviceAttrs(const OpCall& c, std::initializer_list<c
 
 }  // namespace
 
-absl::StatusOr<TypeId> SameAsFirstArg(const OpCall& call) {
-  return call.num_args() == 0 ? kNoType : call.arg_type(0);
-}
+absl::StatusOr<TypeId> SameAsFirstArg(const OpCall& call) { return call.num_args() == 0 ? kNoType : call.arg_type(0); }
 
 void OpRegistry::AddBuiltinOps(OpRegistry& r) {
   AddOp(r, {"on_device", 2, 2, {1}, {}, [](const OpCall& c) -> absl::StatusOr<TypeId> {
-            VDEV_ASSIGN_OR_RETURN(std::optional<bool> body, c.BoolAttr("constrain_body"));
-            VDEV_ASSIGN_OR_RETURN(std::optional<bool> result, c.BoolAttr("constrain_result"));
-            (void)body;
-            (void)result;
-            return c.arg_type(0);
-          }});
+              VDEV_ASSIGN_OR_RETURN(std::optional<bool> body, c.BoolAttr("constrain_body"));
+              VDEV_ASSIGN_OR_RETURN(std::optional<bool> result, c.BoolAttr("constrain_result"));
+              (void)body;
+              (void)result;
+              return c.arg_type(0);
+            }});
   AddOp(r, {"device_copy", 1, 1, {}, {"src", "dst"}, [](const OpCall& c) -> absl::StatusOr<TypeId> {
-            VDEV_ASSIGN_OR_RETURN(TypeId ignored, CheckDeviceAttrs(c, {"src", "dst"}));
-            (void)ignored;
-            return c.arg_type(0);
-          }});
+              VDEV_ASSIGN_OR_RETURN(TypeId ignored, CheckDeviceAttrs(c, {"src", "dst"}));
+              (void)ignored;
+              return c.arg_type(0);
+            }});
   AddOp(r, {"vm.shape_of", 1, 1, {}, {}, ShapeOf});
   AddOp(r, {"memory.alloc_storage", 2, 2, {}, {"device"}, [](const OpCall& c) -> absl::StatusOr<TypeId> {
-            VDEV_ASSIGN_OR_RETURN(TypeId ignored, CheckDeviceAttrs(c, {"device"}));
-            (void)ignored;
-            return Storage(c);
-          }});
+              VDEV_ASSIGN_OR_RETURN(TypeId ignored, CheckDeviceAttrs(c, {"device"}));
+              (void)ignored;
+              return Storage(c);
+            }});
   AddOp(r, {"memory.alloc_tensor", 3, 3, {}, {}, AllocTensor});
   AddOp(r, {"vm.reshape_tensor", 2, 2, {}, {}, ReshapeTensor});
   AddOp(r, {"allreduce", 1, 1, {}, {}, [](const OpCall& c) -> absl::StatusOr<TypeId> {
-            VDEV_ASSIGN_OR_RETURN(std::optional<std::string> op, c.TextAttr("op"));
-            if (op && *op != "sum" && *op != "max" && *op != "min" && *op != "prod" && *op != "avg")
-              return c.Error(absl::StrCat("unknown reduction '", *op, "' (sum, max, min, prod, avg)"),
-                             c.attr("op")->loc);
-            // `workers=N`: the number of workers the program is written for (the executor refuses others).
-            VDEV_ASSIGN_OR_RETURN(std::optional<int64_t> workers, c.IntAttr("workers"));
-            if (workers && *workers < 1)
-              return c.Error(absl::StrCat("workers must be a positive number of workers, found ", *workers),
-                             c.attr("workers")->loc);
-            return Unary(c);
-          }});
+              VDEV_ASSIGN_OR_RETURN(std::optional<std::string> op, c.TextAttr("op"));
+              if (op && *op != "sum" && *op != "max" && *op != "min" && *op != "prod" && *op != "avg")
+                return c.Error(absl::StrCat("unknown reduction '", *op, "' (sum, max, min, prod, avg)"),
+                               c.attr("op")->loc);
+              // `workers=N`: the number of workers the program is written for (the executor refuses others).
+              VDEV_ASSIGN_OR_RETURN(std::optional<int64_t> workers, c.IntAttr("workers"));
+              if (workers && *workers < 1)
+                return c.Error(absl::StrCat("workers must be a positive number of workers, found ", *workers),
+                               c.attr("workers")->loc);
+              return Unary(c);
+            }});
 }
 
 void OpRegistry::AddStandardOps(OpRegistry& r) {

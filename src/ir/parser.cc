@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "internal/huge_pages.h"
 #include "internal/parser.h"
-#include "vdev/ir.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev::ir {
 namespace internal {
@@ -250,8 +250,7 @@ bool Parser::ResolveGlobals() {
   auto resolve = [&](Symbol s, SourceLoc loc) -> FuncId {
     auto it = module.globals.find(s);
     if (it != module.globals.end()) return it->second;
-    if (bad == kNoSymbol || loc.line < first_bad.line ||
-        (loc.line == first_bad.line && loc.col < first_bad.col)) {
+    if (bad == kNoSymbol || loc.line < first_bad.line || (loc.line == first_bad.line && loc.col < first_bad.col)) {
       bad = s;
       first_bad = loc;
     }
@@ -286,4 +285,3 @@ absl::StatusOr<Module> ParseModule(absl::string_view text, Diagnostic* error) {
 }
 
 }  // namespace vdev::ir
-

@@ -5,7 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "internal/parser.h"
-#include "vdev/virtual_device.h"
+#include "vdev/lattice/virtual_device.h"
 
 namespace vdev::ir::internal {
 
@@ -41,8 +41,7 @@ bool Parser::ParseDevice(const Token& first, DeviceId* out) {
 // `t` may be the lexer's lookahead (see ParseAtom): it is read before any further token.
 bool Parser::ParseAtomFrom(const Token& t, Operand* out) {
   switch (t.kind) {
-    case Tok::kLocal:
-      return Resolve(t, out);
+    case Tok::kLocal: return Resolve(t, out);
     case Tok::kGlobal:
       out->kind = OperandKind::kGlobal;
       out->symbol = module.symbols.Intern(t.text);
@@ -75,8 +74,7 @@ bool Parser::ParseAtomFrom(const Token& t, Operand* out) {
       out->count = static_cast<uint32_t>(module.ints.size()) - out->index;
       return true;
     }
-    default:
-      return Unexpected(t, "an atom (%name, @name, a number or [integers])");
+    default: return Unexpected(t, "an atom (%name, @name, a number or [integers])");
   }
 }
 
@@ -86,8 +84,7 @@ bool Parser::ParseAttrValue(Operand* out) {
     case Tok::kLocal:
     case Tok::kGlobal:
     case Tok::kNumber:
-    case Tok::kLBracket:
-      return ParseAtom(out);
+    case Tok::kLBracket: return ParseAtom(out);
     case Tok::kString:
       lex_.Skip();
       out->kind = OperandKind::kString;
@@ -96,8 +93,7 @@ bool Parser::ParseAttrValue(Operand* out) {
       return true;
     case Tok::kQuestion:
     case Tok::kStar:
-    case Tok::kSlash:
-      return ParseDeviceOperand(v, out);
+    case Tok::kSlash: return ParseDeviceOperand(v, out);
     case Tok::kIdent:
       if (v.text == "true" || v.text == "false") {
         lex_.Skip();
@@ -107,8 +103,7 @@ bool Parser::ParseAttrValue(Operand* out) {
         return true;
       }
       // A device type, or a word that continues like a device literal (gpu:0), is a device.
-      if (DeviceTypeFromName(v.text) || lex_.FollowedBy(v, ':') || lex_.FollowedBy(v, '[') ||
-          lex_.FollowedBy(v, '/')) {
+      if (DeviceTypeFromName(v.text) || lex_.FollowedBy(v, ':') || lex_.FollowedBy(v, '[') || lex_.FollowedBy(v, '/')) {
         return ParseDeviceOperand(v, out);
       }
       lex_.Skip();
@@ -116,8 +111,7 @@ bool Parser::ParseAttrValue(Operand* out) {
       out->symbol = module.symbols.Intern(v.text);
       out->loc = v.loc;
       return true;
-    default:
-      return Unexpected(v, "an attribute value");
+    default: return Unexpected(v, "an attribute value");
   }
 }
 
@@ -277,10 +271,8 @@ bool Parser::ParseSimpleExpr(Expr* e) {
       e->kind = ExprKind::kTuple;
       return ParseAtomArgs(e, static_cast<uint32_t>(module.operands.size()));
     case Tok::kNumber:
-    case Tok::kLBracket:
-      break;
-    default:
-      return Unexpected(t, "an expression");
+    case Tok::kLBracket: break;
+    default: return Unexpected(t, "an expression");
   }
   e->kind = ExprKind::kAlias;
   e->args = {static_cast<uint32_t>(module.operands.size()), 1};
@@ -340,8 +332,7 @@ bool Parser::ParseOpArgs(Expr* e) {
         case Tok::kLBracket:
           if (!ParseAtom(&module.operands.emplace_back())) return false;
           break;
-        default:
-          return Unexpected(a, "an argument (an atom, a device literal or key=value)");
+        default: return Unexpected(a, "an argument (an atom, a device literal or key=value)");
       }
       Token sep = lex_.Next();
       if (sep.kind == Tok::kRParen) break;
@@ -380,8 +371,7 @@ bool Parser::ParseReturn() {
       frames_.push_back({FrameKind::kIfElse, arm, frame.binding, scopes_.Mark()});
       return true;
     }
-    case FrameKind::kIfElse:
-      return FinishBinding(frame.binding);
+    case FrameKind::kIfElse: return FinishBinding(frame.binding);
   }
   return true;
 }

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "vdev/ir.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev::ir {
 namespace {
@@ -78,9 +78,7 @@ void Printer::Operand(const ir::Operand& o) {
       return;
     case OperandKind::kNumber:
     case OperandKind::kIdent:
-    case OperandKind::kString:
-      Name(o.symbol);
-      return;
+    case OperandKind::kString: Name(o.symbol); return;
     case OperandKind::kIntList: {
       out_.push_back('[');
       absl::Span<const int64_t> values = m_.Ints(o);
@@ -91,12 +89,8 @@ void Printer::Operand(const ir::Operand& o) {
       out_.push_back(']');
       return;
     }
-    case OperandKind::kDevice:
-      Device(o.index);
-      return;
-    case OperandKind::kBool:
-      out_ += o.index != 0 ? "true" : "false";
-      return;
+    case OperandKind::kDevice: Device(o.index); return;
+    case OperandKind::kBool: out_ += o.index != 0 ? "true" : "false"; return;
   }
 }
 

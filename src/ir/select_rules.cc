@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "internal/type_rules.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::ir::internal {
 namespace {
@@ -19,8 +19,8 @@ absl::StatusOr<TypeId> Where(const OpCall& c) {
   if (types.node(*t[0]).dtype != DType::kBool)
     return c.Error(absl::StrCat("the condition must be bool, not ", types.ToString(*t[0])), c.arg(0).loc);
   if (types.node(*t[1]).dtype != types.node(*t[2]).dtype)
-    return c.Error(absl::StrCat("operand types ", types.ToString(*t[1]), " and ", types.ToString(*t[2]),
-                                " differ in dtype"));
+    return c.Error(
+        absl::StrCat("operand types ", types.ToString(*t[1]), " and ", types.ToString(*t[2]), " differ in dtype"));
   VDEV_ASSIGN_OR_RETURN(Dims xy, Broadcast(c, types.dims(*t[1]), types.dims(*t[2])));
   VDEV_ASSIGN_OR_RETURN(Dims out, Broadcast(c, types.dims(*t[0]), xy));
   return c.types().Tensor(types.node(*t[1]).dtype, out);

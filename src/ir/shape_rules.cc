@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/type_rules.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::ir::internal {
 namespace {
@@ -52,8 +52,8 @@ absl::StatusOr<TypeId> Reshape(const OpCall& c) {
     if (!dynamic && product != 0 && known % product != 0)
       return c.Error(absl::StrCat("cannot reshape ", c.types().ToString(*t), " to newshape"));
   } else if (!dynamic && product != known) {
-    return c.Error(absl::StrCat("cannot reshape ", c.types().ToString(*t), " (", known, " elements) to ",
-                                product, " elements"));
+    return c.Error(
+        absl::StrCat("cannot reshape ", c.types().ToString(*t), " (", known, " elements) to ", product, " elements"));
   }
   return c.types().Tensor(c.types().node(*t).dtype, shape);
 }
@@ -126,8 +126,8 @@ absl::StatusOr<TypeId> Concat(const OpCall& c) {
           return c.Error(absl::StrCat("the concatenated axis ", axis, " is longer than 2^63-1"));
         }
       } else if (dims[k] != d[k] && dims[k] != kDynamicDim && d[k] != kDynamicDim) {
-        return c.Error(absl::StrCat("cannot concatenate ", types.ToString(parts[0]), " and ",
-                                    types.ToString(parts[i]), " along axis ", axis));
+        return c.Error(absl::StrCat("cannot concatenate ", types.ToString(parts[0]), " and ", types.ToString(parts[i]),
+                                    " along axis ", axis));
       }
     }
   }
@@ -193,7 +193,6 @@ absl::StatusOr<TypeId> Take(const OpCall& c) {
   out.insert(out.end(), in.begin() + axis + 1, in.end());
   return c.types().Tensor(t.node(*table).dtype, out);
 }
-
 
 }  // namespace
 

@@ -1,6 +1,6 @@
-// ReadSourceFile (vdev/source_file.h): fstat, refuse what is not a regular file or too large, then
+// ReadSourceFile (vdev/support/source_file.h): fstat, refuse what is not a regular file or too large, then
 // read in capped chunks.
-#include "vdev/source_file.h"
+#include "vdev/support/source_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -88,8 +88,8 @@ absl::StatusOr<std::string> ReadSourceFile(const std::string& path, StandardInpu
         error = absl::StrCat("not a regular file (a FIFO, device or socket)",
                              stdin_use == StandardInput::kAllowed ? "; pass its text on standard input with `-`" : "");
       } else if (static_cast<uint64_t>(st.st_size) > kMaxSourceBytes) {
-        error = absl::StrCat("is ", st.st_size, " bytes, larger than ", kMaxSourceBytes,
-                             " (the most the parser takes)");
+        error =
+            absl::StrCat("is ", st.st_size, " bytes, larger than ", kMaxSourceBytes, " (the most the parser takes)");
       } else {
         // st_size is a hint only: /proc files report 0 and are read to their end like the rest.
         ok = ReadAll(fd, static_cast<size_t>(st.st_size), &source, &error);

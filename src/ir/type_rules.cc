@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "internal/type_rules.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::ir::internal {
 
@@ -50,8 +50,8 @@ absl::StatusOr<Dims> Broadcast(const OpCall& c, absl::Span<const int64_t> a, abs
     } else if (y == kDynamicDim) {
       out[i] = x;
     } else {
-      return c.Error(absl::StrCat("shapes [", absl::StrJoin(a, ","), "] and [", absl::StrJoin(b, ","),
-                                  "] do not broadcast"));
+      return c.Error(
+          absl::StrCat("shapes [", absl::StrJoin(a, ","), "] and [", absl::StrJoin(b, ","), "] do not broadcast"));
     }
   }
   return out;
@@ -143,7 +143,8 @@ absl::StatusOr<TypeId> Conv2d(const OpCall& c) {
   const TypeTable& t = c.types();
   absl::Span<const int64_t> x = t.dims(*data), w = t.dims(*weight);
   if (x.size() != 4 || w.size() != 4) return c.Error("data (NCHW) and weight (OIHW) must have rank 4");
-  auto pair = [&](const std::optional<std::vector<int64_t>>& v, int64_t dflt, const char* what) -> absl::StatusOr<Dims> {
+  auto pair = [&](const std::optional<std::vector<int64_t>>& v, int64_t dflt,
+                  const char* what) -> absl::StatusOr<Dims> {
     if (!v) return Dims{dflt, dflt};
     if (v->size() == 1) return Dims{(*v)[0], (*v)[0]};
     if (v->size() == 2) return *v;
@@ -156,10 +157,13 @@ absl::StatusOr<TypeId> Conv2d(const OpCall& c) {
   if (padding) {
     const std::vector<int64_t>& p = *padding;
     bool wrapped = false;
-    if (std::any_of(p.begin(), p.end(), [](int64_t v) { return v < 0; })) return c.Error("padding must not be negative");
+    if (std::any_of(p.begin(), p.end(), [](int64_t v) { return v < 0; }))
+      return c.Error("padding must not be negative");
     if (p.size() == 1) wrapped = __builtin_add_overflow(p[0], p[0], &pad_h), pad_w = pad_h;
-    else if (p.size() == 2) wrapped = __builtin_add_overflow(p[0], p[0], &pad_h) || __builtin_add_overflow(p[1], p[1], &pad_w);
-    else if (p.size() == 4) wrapped = __builtin_add_overflow(p[0], p[2], &pad_h) || __builtin_add_overflow(p[1], p[3], &pad_w);
+    else if (p.size() == 2)
+      wrapped = __builtin_add_overflow(p[0], p[0], &pad_h) || __builtin_add_overflow(p[1], p[1], &pad_w);
+    else if (p.size() == 4)
+      wrapped = __builtin_add_overflow(p[0], p[2], &pad_h) || __builtin_add_overflow(p[1], p[3], &pad_w);
     else return c.Error("padding must have 1, 2 or 4 entries");
     if (wrapped) return c.Error("padding is larger than 2^63-1");
   }
@@ -167,7 +171,8 @@ absl::StatusOr<TypeId> Conv2d(const OpCall& c) {
   if (g <= 0 || s[0] <= 0 || s[1] <= 0 || d[0] <= 0 || d[1] <= 0)
     return c.Error("groups, strides and dilation must be positive");
   int64_t channels = 0;
-  if (w[1] != kDynamicDim && __builtin_mul_overflow(w[1], g, &channels)) return c.Error("weight channels times groups overflow");
+  if (w[1] != kDynamicDim && __builtin_mul_overflow(w[1], g, &channels))
+    return c.Error("weight channels times groups overflow");
   if (x[1] != kDynamicDim && w[1] != kDynamicDim && x[1] != channels)
     return c.Error(absl::StrCat("data has ", x[1], " channels but weight expects ", channels));
   // nullopt when a step overflows int64_t.
@@ -232,7 +237,7 @@ absl::StatusOr<TypeId> Norm(const OpCall& c) {
 }
 
 // vdev.allreduce_add_rms_norm(x, residual, gamma, op=sum, epsilon=1e-6) -> (h, n), written by the
-// all-reduce fusion (vdev/fuse_allreduce.h): h = residual + allreduce(x), n = rms_norm(h, gamma).
+// all-reduce fusion (vdev/memory/fuse_allreduce.h): h = residual + allreduce(x), n = rms_norm(h, gamma).
 // x has residual's dtype and element count (it may be a flat view of it); both results have
 // residual's type.
 absl::StatusOr<TypeId> AllReduceAddRmsNorm(const OpCall& c) {
@@ -251,8 +256,8 @@ absl::StatusOr<TypeId> AllReduceAddRmsNorm(const OpCall& c) {
     return n;
   };
   if (t.node(*x).dtype != t.node(*residual).dtype || elements(*x) != elements(*residual))
-    return c.Error(absl::StrCat("operand 1 (", t.ToString(*x), ") must have the dtype and element count of the residual ",
-                                t.ToString(*residual)),
+    return c.Error(absl::StrCat("operand 1 (", t.ToString(*x),
+                                ") must have the dtype and element count of the residual ", t.ToString(*residual)),
                    c.arg(0).loc);
   const Operand* epsilon = c.attr("epsilon");
   if (epsilon != nullptr && epsilon->kind != OperandKind::kNumber)
@@ -294,17 +299,16 @@ absl::StatusOr<TypeId> SiluMul(const OpCall& c) {
   return c.types().Tensor(c.types().node(*t).dtype, d);
 }
 
-
 }  // namespace
 
 void AddElementwiseAndNnOps(OpRegistry& r) {
-  for (const char* name : {"negative", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "erf",
-                           "floor", "ceil", "round", "sign", "relu", "nn.relu", "copy", "silu",
-                           "logical_not", "zeros_like", "ones_like"}) {
+  for (const char* name :
+       {"negative", "abs",   "exp",  "log",  "sqrt",    "rsqrt", "sigmoid", "tanh",        "erf",        "floor",
+        "ceil",     "round", "sign", "relu", "nn.relu", "copy",  "silu",    "logical_not", "zeros_like", "ones_like"}) {
     AddOp(r, {name, 1, 1, {}, {}, Unary});
   }
-  for (const char* name : {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",
-                           "logical_and", "logical_or"}) {
+  for (const char* name :
+       {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod", "logical_and", "logical_or"}) {
     AddOp(r, {name, 2, 2, {}, {}, [](const OpCall& c) { return Binary(c, std::nullopt); }});
   }
   for (const char* name : {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}) {

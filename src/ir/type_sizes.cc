@@ -16,7 +16,7 @@ int64_t TensorBytes(const TypeTable& types, TypeId t) {
   int64_t elements = 1;
   bool dynamic = false;
   for (int64_t d : types.dims(t)) {
-    if (d < 0) {  // `?` (any other negative dimension is refused where it is made)
+    if (d < 0) {       // `?` (any other negative dimension is refused where it is made)
       dynamic = true;  // the known dimensions must still have a size
       continue;
     }
@@ -34,9 +34,7 @@ int64_t TypeSizes::Bytes(const TypeTable& types, TypeId t) {
   for (TypeId next = static_cast<TypeId>(bytes_.size()); next <= t; ++next) {
     int64_t bytes = 0;
     switch (types.kind(next)) {
-      case TypeKind::kTensor:
-        bytes = TensorBytes(types, next);
-        break;
+      case TypeKind::kTensor: bytes = TensorBytes(types, next); break;
       case TypeKind::kTuple:
         for (TypeId field : types.fields(next)) bytes = Add(bytes, Known(field));
         break;
@@ -44,8 +42,7 @@ int64_t TypeSizes::Bytes(const TypeTable& types, TypeId t) {
         for (TypeId param : types.func_params(next)) bytes = Known(param) < 0 ? kOverflow : bytes;
         if (Known(types.func_result(next)) < 0) bytes = kOverflow;
         break;
-      case TypeKind::kStorage:
-        break;
+      case TypeKind::kStorage: break;
     }
     bytes_.push_back(bytes);
   }

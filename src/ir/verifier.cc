@@ -10,9 +10,9 @@
 #include "internal/lexer.h"
 #include "internal/scope.h"
 #include "internal/type_sizes.h"
-#include "vdev/ir.h"
-#include "vdev/ir_text.h"
-#include "vdev/op_registry.h"
+#include "vdev/ir/ir.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/ir/op_registry.h"
 
 namespace vdev::ir {
 namespace {
@@ -73,9 +73,9 @@ class Verifier : public Visitor {
   bool failed_ = false;
   internal::Scopes scopes_;
   std::vector<size_t> block_marks_;
-  std::vector<TypeId> block_types_;    // a block's returned type
-  std::vector<uint8_t> func_state_;    // 0 not seen, 1 open, 2 done
-  std::vector<const OpDef*> op_cache_; // by symbol
+  std::vector<TypeId> block_types_;     // a block's returned type
+  std::vector<uint8_t> func_state_;     // 0 not seen, 1 open, 2 done
+  std::vector<const OpDef*> op_cache_;  // by symbol
   std::vector<uint8_t> op_cached_;
   std::vector<TypeId> scratch_types_;
   std::vector<TypeId> op_arg_types_;  // InferOpCall's, reused (type rules do not re-enter)
@@ -157,7 +157,8 @@ bool Verifier::Run() {
     }
     auto it = m_.globals.find(m_.functions[f].name);
     if (it == m_.globals.end() || it->second != f) {
-      Fail(m_.functions[f].loc, absl::StrCat("global '@", m_.Name(m_.functions[f].name), "' is not registered or is defined twice"));
+      Fail(m_.functions[f].loc,
+           absl::StrCat("global '@", m_.Name(m_.functions[f].name), "' is not registered or is defined twice"));
       break;
     }
     WalkFunction(m_, f, *this);
@@ -174,8 +175,8 @@ void Verifier::EnterFunction(FuncId f) {
     Fail(fn.loc, absl::StrCat("function '", m_.Name(fn.name), "' has no body"));
     return;
   }
-  if (fn.body != kNoBlock && (fn.body >= m_.blocks.size() || m_.blocks[fn.body].func != f ||
-                              m_.blocks[fn.body].owner != kNoBinding)) {
+  if (fn.body != kNoBlock &&
+      (fn.body >= m_.blocks.size() || m_.blocks[fn.body].func != f || m_.blocks[fn.body].owner != kNoBinding)) {
     Fail(fn.loc, absl::StrCat("function '", m_.Name(fn.name), "' has a malformed body"));
     return;
   }
@@ -223,7 +224,8 @@ void Verifier::ExitFunction(FuncId f) {
     if (result == kNoType) result = returned;
   }
   if (result == kNoType) return;
-  CheckSize(result, fn.loc, absl::StrCat("the result of '", fn.kind == FuncKind::kLocal ? "%" : "@", m_.Name(fn.name), "'"));
+  CheckSize(result, fn.loc,
+            absl::StrCat("the result of '", fn.kind == FuncKind::kLocal ? "%" : "@", m_.Name(fn.name), "'"));
   if (failed_) return;
   scratch_types_.clear();
   for (const Param& p : m_.Params(fn)) scratch_types_.push_back(p.type);
@@ -267,12 +269,11 @@ void Verifier::CheckOperand(const Operand& o, bool device_ok) {
       return;
     }
     case OperandKind::kGlobal:
-      if (o.symbol >= m_.symbols.size() || o.index >= m_.functions.size() || m_.functions[o.index].kind == FuncKind::kLocal ||
-          m_.functions[o.index].name != o.symbol)
+      if (o.symbol >= m_.symbols.size() || o.index >= m_.functions.size() ||
+          m_.functions[o.index].kind == FuncKind::kLocal || m_.functions[o.index].name != o.symbol)
         Fail(o.loc, absl::StrCat("undefined global '@", m_.Name(o.symbol), "'"));
       return;
-    case OperandKind::kNumber:
-      return CheckSpelling(o.symbol, internal::Tok::kNumber, o.loc, "number");
+    case OperandKind::kNumber: return CheckSpelling(o.symbol, internal::Tok::kNumber, o.loc, "number");
     case OperandKind::kIntList:
       if (o.index + static_cast<size_t>(o.count) > m_.ints.size()) Fail(o.loc, "integer list out of range");
       return;
@@ -282,9 +283,7 @@ void Verifier::CheckOperand(const Operand& o, bool device_ok) {
       return;
     case OperandKind::kIdent:
     case OperandKind::kBool:
-    case OperandKind::kString:
-      Fail(o.loc, "a name, boolean or string is only allowed as an attribute value");
-      return;
+    case OperandKind::kString: Fail(o.loc, "a name, boolean or string is only allowed as an attribute value"); return;
   }
 }
 
@@ -297,12 +296,9 @@ void Verifier::CheckAttrValue(const Operand& o) {
         Fail(o.loc, absl::StrCat("the identifier '", text, "' would read back as a boolean or a device"));
       return;
     }
-    case OperandKind::kString:
-      return CheckSpelling(o.symbol, internal::Tok::kString, o.loc, "string literal");
-    case OperandKind::kBool:
-      return;
-    default:
-      return CheckOperand(o, true);
+    case OperandKind::kString: return CheckSpelling(o.symbol, internal::Tok::kString, o.loc, "string literal");
+    case OperandKind::kBool: return;
+    default: return CheckOperand(o, true);
   }
 }
 
@@ -319,12 +315,9 @@ TypeId Verifier::OperandType(const Operand& o) {
   switch (o.kind) {
     case OperandKind::kLocal:
       return o.value.is_param() ? m_.params[o.value.index].type : m_.bindings[o.value.index].type;
-    case OperandKind::kGlobal:
-      return FunctionType(o.index);
-    case OperandKind::kIntList:
-      return m_.types.Tensor(DType::kI64, {static_cast<int64_t>(o.count)});
-    default:
-      return kNoType;
+    case OperandKind::kGlobal: return FunctionType(o.index);
+    case OperandKind::kIntList: return m_.types.Tensor(DType::kI64, {static_cast<int64_t>(o.count)});
+    default: return kNoType;
   }
 }
 
@@ -344,9 +337,7 @@ void Verifier::Binding(BindingId id) {
     return !failed_;
   };
   switch (e.kind) {
-    case ExprKind::kOpCall:
-      CheckOpCall(id, e);
-      break;
+    case ExprKind::kOpCall: CheckOpCall(id, e); break;
     case ExprKind::kCallGlobal:
       if (e.func >= m_.functions.size() || m_.functions[e.func].kind == FuncKind::kLocal ||
           m_.functions[e.func].name != e.op) {
@@ -358,8 +349,7 @@ void Verifier::Binding(BindingId id) {
       if (args.empty()) return Fail(b.loc, absl::StrCat(Where(id), ": call without callee"));
       if (!args[0].is_local()) return Fail(args[0].loc, "the callee of a value call must be a local '%name'");
       break;
-    case ExprKind::kTuple:
-      break;
+    case ExprKind::kTuple: break;
     case ExprKind::kProject:
     case ExprKind::kAlias:
       if (!need_args(1)) return;
@@ -368,8 +358,8 @@ void Verifier::Binding(BindingId id) {
       break;
     case ExprKind::kIf:
       if (!need_args(1)) return;
-      if (e.then_block >= m_.blocks.size() || e.else_block >= m_.blocks.size() ||
-          m_.blocks[e.then_block].owner != id || m_.blocks[e.else_block].owner != id)
+      if (e.then_block >= m_.blocks.size() || e.else_block >= m_.blocks.size() || m_.blocks[e.then_block].owner != id ||
+          m_.blocks[e.else_block].owner != id)
         return Fail(e.loc, absl::StrCat(Where(id), ": 'if' needs a then and an else block"));
       break;
     case ExprKind::kFn:
@@ -403,10 +393,10 @@ void Verifier::CheckOpCall(BindingId id, const Expr& e) {
   int n = static_cast<int>(args.size());
   if (n < def->min_args || (def->max_args >= 0 && n > def->max_args)) {
     std::string expected = def->min_args == def->max_args ? absl::StrCat(def->min_args)
-                           : def->max_args < 0 ? absl::StrCat("at least ", def->min_args)
-                                               : absl::StrCat(def->min_args, " to ", def->max_args);
-    Fail(e.loc, absl::StrCat("'", def->name, "' takes ", expected, " argument", expected == "1" ? "" : "s",
-                             ", got ", n));
+                           : def->max_args < 0            ? absl::StrCat("at least ", def->min_args)
+                                                          : absl::StrCat(def->min_args, " to ", def->max_args);
+    Fail(e.loc,
+         absl::StrCat("'", def->name, "' takes ", expected, " argument", expected == "1" ? "" : "s", ", got ", n));
     return;
   }
   for (int i = 0; i < n; ++i) {
@@ -449,8 +439,8 @@ TypeId Verifier::InferOpCall(BindingId id, const Expr& e) {
 TypeId Verifier::InferCall(const Expr& e, absl::Span<const TypeId> params, TypeId result,
                            absl::Span<const Operand> args, const std::string& callee) {
   if (params.size() != args.size()) {
-    Fail(e.loc, absl::StrCat(callee, " takes ", params.size(), " argument", params.size() == 1 ? "" : "s",
-                             ", got ", args.size()));
+    Fail(e.loc, absl::StrCat(callee, " takes ", params.size(), " argument", params.size() == 1 ? "" : "s", ", got ",
+                             args.size()));
     return kNoType;
   }
   for (size_t i = 0; i < args.size(); ++i) {

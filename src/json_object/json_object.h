@@ -78,7 +78,9 @@ class JsonObject {
     absl::string_view Key(size_t i) const { return (*members)[i].first; }
     absl::string_view Key(absl::string_view key) const { return key; }
     template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const { return Key(a) == Key(b); }
+    bool operator()(const A& a, const B& b) const {
+      return Key(a) == Key(b);
+    }
   };
 
   Object object_;

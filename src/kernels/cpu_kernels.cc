@@ -1,7 +1,7 @@
-// The CPU kernels of vdev/kernels.h: the reference that `vdev run --check` compares against. Each
+// The CPU kernels of vdev/kernels/kernels.h: the reference that `vdev run --check` compares against. Each
 // family lives in src/kernels/cpu/.
 #include "internal/cpu_util.h"
-#include "vdev/kernels.h"
+#include "vdev/kernels/kernels.h"
 
 namespace vdev {
 

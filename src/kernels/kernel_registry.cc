@@ -1,8 +1,8 @@
-// The kernel registry and the decoded attributes of vdev/kernels.h.
+// The kernel registry and the decoded attributes of vdev/kernels/kernels.h.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "vdev/kernels.h"
+#include "vdev/kernels/kernels.h"
 
 namespace vdev {
 

@@ -1,9 +1,9 @@
-// Sizes and host-side element reads and writes of vdev/tensor.h.
-#include "vdev/tensor.h"
+// Sizes and host-side element reads and writes of vdev/kernels/tensor.h.
+#include "vdev/kernels/tensor.h"
 
 #include <cstring>
 
-#include "vdev/half.h"
+#include "vdev/support/half.h"
 
 namespace vdev {
 

@@ -1,5 +1,5 @@
 // Spellings of device types.
-#include "vdev/device_type.h"
+#include "vdev/lattice/device_type.h"
 
 #include <array>
 #include <utility>

@@ -1,5 +1,5 @@
 // Rendering of located diagnostics with the source line and a caret.
-#include "vdev/diagnostic.h"
+#include "vdev/support/diagnostic.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -82,8 +82,8 @@ std::string EscapeMessage(absl::string_view message) {
 std::string FormatDiagnostic(absl::string_view file, absl::string_view source, const Diagnostic& diag) {
   const std::string message = EscapeMessage(diag.message);
   if (!diag.loc.valid()) return absl::StrCat(file, ": ", SeverityName(diag.severity), ": ", message, "\n");
-  std::string out = absl::StrCat(file, ":", diag.loc.line, ":", diag.loc.col, ": ", SeverityName(diag.severity),
-                                 ": ", message, "\n");
+  std::string out =
+      absl::StrCat(file, ":", diag.loc.line, ":", diag.loc.col, ": ", SeverityName(diag.severity), ": ", message, "\n");
   absl::string_view text = LineOf(source, diag.loc.line);
   if (text.empty() && diag.loc.col != 1) return out;
   // The caret's byte offset in `text`, and the window of `text` echoed around it.

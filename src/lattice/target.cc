@@ -1,5 +1,5 @@
 // Target parsing, canonical printing and interning.
-#include "vdev/target.h"
+#include "vdev/lattice/target.h"
 
 #include <array>
 #include <utility>
@@ -39,8 +39,7 @@ constexpr std::array<KindInfo, 8> kKinds = {{
 
 bool IsSpace(char c) { return c == ' ' || c == '\t'; }
 bool IsKeyChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-         c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
 }
 
 std::string QuoteIfNeeded(const std::string& value) {
@@ -161,8 +160,8 @@ absl::StatusOr<Target> Target::Parse(absl::string_view text, size_t* error_offse
         if (value.empty()) return ErrorAt(error_offset, value_start, "expected an option value after '='");
       }
     } else if (pos < text.size() && !IsSpace(text[pos])) {
-      return ErrorAt(error_offset, pos, absl::StrCat("unexpected character '", std::string(1, text[pos]),
-                                                     "' in option name"));
+      return ErrorAt(error_offset, pos,
+                     absl::StrCat("unexpected character '", std::string(1, text[pos]), "' in option name"));
     }
     if (key == "host") {
       if (host != nullptr) return ErrorAt(error_offset, option_start, "the host target is given twice");

@@ -1,5 +1,5 @@
 // VirtualDevice: construction, literal syntax, and the lattice operations Join and Default.
-#include "vdev/virtual_device.h"
+#include "vdev/lattice/virtual_device.h"
 
 #include <utility>
 
@@ -101,8 +101,8 @@ bool JoinField(const T& a, const T& b, bool a_set, bool b_set, T& out) {
 
 }  // namespace
 
-absl::StatusOr<VirtualDevice> VirtualDevice::Make(DeviceType type, int virtual_device_id,
-                                                  std::optional<Target> target, std::string memory_scope) {
+absl::StatusOr<VirtualDevice> VirtualDevice::Make(DeviceType type, int virtual_device_id, std::optional<Target> target,
+                                                  std::string memory_scope) {
   if (virtual_device_id < kUnconstrainedId)
     return absl::InvalidArgumentError(absl::StrCat("virtual device id ", virtual_device_id, " is negative"));
   if (target) {
@@ -110,15 +110,15 @@ absl::StatusOr<VirtualDevice> VirtualDevice::Make(DeviceType type, int virtual_d
     if (type == DeviceType::kUnconstrained) {
       type = target_type;
     } else if (type != target_type) {
-      return absl::InvalidArgumentError(absl::StrCat("device type ", DeviceTypeName(type),
-                                                     " disagrees with target '", target->ToString(),
-                                                     "', which runs on ", DeviceTypeName(target_type)));
+      return absl::InvalidArgumentError(absl::StrCat("device type ", DeviceTypeName(type), " disagrees with target '",
+                                                     target->ToString(), "', which runs on ",
+                                                     DeviceTypeName(target_type)));
     }
   }
   for (char c : memory_scope)
     if (!IsScopeChar(c))
-      return absl::InvalidArgumentError(absl::StrCat("memory scope '", memory_scope,
-                                                     "' has a character outside [A-Za-z0-9_.]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("memory scope '", memory_scope, "' has a character outside [A-Za-z0-9_.]"));
   VirtualDevice device;
   device.device_type_ = type;
   device.virtual_device_id_ = virtual_device_id;
@@ -149,8 +149,7 @@ bool VirtualDevice::IsFullyConstrained() const { return has_target() && has_id()
 absl::StatusOr<Device> VirtualDevice::ToDevice() const {
   if (!has_device_type())
     return absl::FailedPreconditionError(absl::StrCat("virtual device ", ToString(), " has no device type"));
-  if (!has_id())
-    return absl::FailedPreconditionError(absl::StrCat("virtual device ", ToString(), " has no device id"));
+  if (!has_id()) return absl::FailedPreconditionError(absl::StrCat("virtual device ", ToString(), " has no device id"));
   return Device{device_type_, virtual_device_id_};
 }
 
@@ -166,8 +165,7 @@ std::string VirtualDevice::ToString() const {
   return out;
 }
 
-absl::StatusOr<VirtualDevice> ParseVirtualDevicePrefix(absl::string_view text, size_t* consumed,
-                                                       size_t* error_offset) {
+absl::StatusOr<VirtualDevice> ParseVirtualDevicePrefix(absl::string_view text, size_t* consumed, size_t* error_offset) {
   size_t pos = 0;
   auto finish = [&](absl::StatusOr<VirtualDevice> result) -> absl::StatusOr<VirtualDevice> {
     if (result.ok() && consumed != nullptr) *consumed = pos;
@@ -202,8 +200,7 @@ absl::StatusOr<VirtualDevice> ParseVirtualDevicePrefix(absl::string_view text, s
     size_t scope_start = pos;
     while (pos < text.size() && IsScopeChar(text[pos])) ++pos;
     if (pos == scope_start)
-      return ErrorAt(error_offset, pos,
-                     absl::StrCat("expected a memory scope after '/', found ", Describe(text, pos)));
+      return ErrorAt(error_offset, pos, absl::StrCat("expected a memory scope after '/', found ", Describe(text, pos)));
     scope = std::string(text.substr(scope_start, pos - scope_start));
   }
   if (absl::Status s = check_end(); !s.ok()) return s;

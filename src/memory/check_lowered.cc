@@ -1,5 +1,5 @@
 // An independent check of a lowered module: no read of a tensor whose storage was handed on; see
-// CheckLoweredMemory in vdev/lower_memory.h.
+// CheckLoweredMemory in vdev/memory/lower_memory.h.
 #include <string>
 #include <vector>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "ir_walk.h"
-#include "vdev/lower_memory.h"
+#include "vdev/memory/lower_memory.h"
 
 namespace vdev {
 namespace {

@@ -1,5 +1,5 @@
-// DOT writer for placed programs; see vdev/dot.h.
-#include "vdev/dot.h"
+// DOT writer for placed programs; see vdev/memory/dot.h.
+#include "vdev/memory/dot.h"
 
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
-// All-reduce fusion (vdev/fuse_allreduce.h): allreduce -> [reshape...] -> add -> rms_norm becomes
+// All-reduce fusion (vdev/memory/fuse_allreduce.h): allreduce -> [reshape...] -> add -> rms_norm becomes
 // one vdev.allreduce_add_rms_norm whose results the add and the norm bindings project.
-#include "vdev/fuse_allreduce.h"
+#include "vdev/memory/fuse_allreduce.h"
 
 #include <optional>
 
@@ -84,7 +84,8 @@ class Fuser {
   std::optional<FusedAllReduce> TryFuse(ir::BindingId ar) {
     const ir::Expr& are = m_.bindings[ar].expr;
     const ir::Attr* op = m_.FindAttr(are, "op");
-    if (op != nullptr && !(op->value.kind == ir::OperandKind::kIdent && m_.Name(op->value.symbol) == "sum")) return std::nullopt;
+    if (op != nullptr && !(op->value.kind == ir::OperandKind::kIdent && m_.Name(op->value.symbol) == "sum"))
+      return std::nullopt;
     if (are.args.count != 1 || Device(ar) == ir::kNoDevice) return std::nullopt;
     // Follow single-use reshapes to the add.
     std::vector<ir::BindingId> chain = {ar};
@@ -184,8 +185,8 @@ class Fuser {
   const ir::BlockId body_;
   Reads reads_;
   absl::flat_hash_map<ir::BindingId, int> pos_;
-  absl::flat_hash_map<ir::BindingId, ir::BindingId> first_norm_;  // x -> the first rms_norm(x, ...) of the body
-  absl::flat_hash_set<ir::BindingId> removed_;                     // all-reduces and reshapes fused away
+  absl::flat_hash_map<ir::BindingId, ir::BindingId> first_norm_;    // x -> the first rms_norm(x, ...) of the body
+  absl::flat_hash_set<ir::BindingId> removed_;                      // all-reduces and reshapes fused away
   absl::flat_hash_map<ir::BindingId, ir::BindingId> fused_before_;  // add -> the fused op placed before it
 };
 

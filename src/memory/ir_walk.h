@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "vdev/ir.h"
+#include "vdev/ir/ir.h"
 
 namespace vdev {
 

@@ -1,6 +1,6 @@
 // Lowering to explicit allocation, the IPC all-reduce rewrite and IPC storage lowering; see
-// vdev/lower_memory.h and docs/memory-planning.md.
-#include "vdev/lower_memory.h"
+// vdev/memory/lower_memory.h and docs/memory-planning.md.
+#include "vdev/memory/lower_memory.h"
 
 #include <algorithm>
 #include <string>
@@ -13,9 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "ir_walk.h"
-#include "vdev/builtin_ops.h"
-#include "vdev/fuse_allreduce.h"
-#include "vdev/status_macros.h"
+#include "vdev/ir/builtin_ops.h"
+#include "vdev/memory/fuse_allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -23,9 +23,7 @@ namespace {
 constexpr absl::string_view kGlobalScope = "global";
 constexpr absl::string_view kIpcScope = "ipc_memory";
 
-bool IsViewOp(absl::string_view op) {
-  return op == "reshape" || op == "vm.reshape_tensor" || op == "memory.view";
-}
+bool IsViewOp(absl::string_view op) { return op == "reshape" || op == "vm.reshape_tensor" || op == "memory.view"; }
 
 bool IsAllocOp(absl::string_view op) {
   return op == "memory.alloc_storage" || op == "memory.alloc_tensor" || op == "vdev.ipc.alloc_storage";
@@ -61,8 +59,7 @@ struct Candidate {
 // Analyses and lowers one global function.
 class FunctionLowering {
  public:
-  FunctionLowering(ir::Module& m, std::vector<ir::DeviceId>& devices, const LowerOptions& options,
-                   ir::FuncId func)
+  FunctionLowering(ir::Module& m, std::vector<ir::DeviceId>& devices, const LowerOptions& options, ir::FuncId func)
       : m_(m), devices_(devices), options_(options), func_(func), body_(m.functions[func].body) {}
 
   absl::StatusOr<FunctionMemory> Run() {
@@ -85,8 +82,8 @@ class FunctionLowering {
       return none;
     }
     if (o.value.is_param()) {
-      none.why = absl::StrCat("the parameter %", m_.Name(m_.params[o.value.index].name),
-                              ", whose memory the caller owns");
+      none.why =
+          absl::StrCat("the parameter %", m_.Name(m_.params[o.value.index].name), ", whose memory the caller owns");
       return none;
     }
     auto it = pos_.find(o.value.index);
@@ -133,8 +130,8 @@ class FunctionLowering {
     const std::optional<int64_t> bytes = TensorBytes(m_.types, t, &overflow);
     if (overflow) {
       const SourceLoc loc = m_.bindings[b].loc;
-      return absl::InvalidArgumentError(absl::StrCat(loc.line, ":", loc.col, ": %", m_.Name(m_.bindings[b].name),
-                                                     ": ", m_.types.ToString(t), " is larger than 2^63-1 bytes"));
+      return absl::InvalidArgumentError(absl::StrCat(loc.line, ":", loc.col, ": %", m_.Name(m_.bindings[b].name), ": ",
+                                                     m_.types.ToString(t), " is larger than 2^63-1 bytes"));
     }
     if (!bytes) {
       if (t == ir::kNoType) {
@@ -186,8 +183,8 @@ class FunctionLowering {
         case ir::ExprKind::kOpCall: {
           absl::string_view op = m_.OpName(e);
           if (IsAllocOp(op)) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "@", m_.Name(m_.functions[func_].name), " is already lowered (", BindingName(b), " = ", op, ")"));
+            return absl::InvalidArgumentError(absl::StrCat("@", m_.Name(m_.functions[func_].name),
+                                                           " is already lowered (", BindingName(b), " = ", op, ")"));
           }
           if (IsViewOp(op) && e.args.count > 0) {
             v = Lookup(m_.Args(e)[0]);
@@ -197,9 +194,7 @@ class FunctionLowering {
           if (op == "allreduce" || op == kFusedAllReduceOp) RewriteAllReduce(b);
           break;
         }
-        case ir::ExprKind::kAlias:
-          v = Lookup(m_.Args(e)[0]);
-          break;
+        case ir::ExprKind::kAlias: v = Lookup(m_.Args(e)[0]); break;
         case ir::ExprKind::kTuple:
           for (const ir::Operand& field : m_.Args(e)) AddRoots(v.roots, Lookup(field).roots);
           v.why = absl::StrCat("the tuple ", BindingName(b));
@@ -230,7 +225,7 @@ class FunctionLowering {
           // The result may be (or hold) any tensor the binding reads: a callee may return its
           // argument, an arm an outer value, a closure keeps what it captures.
           for (const ir::Operand& use : Uses(b)) AddRoots(v.roots, Lookup(use).roots);
-          v.why = absl::StrCat(BindingName(b), e.kind == ir::ExprKind::kIf ? ", the result of an if"
+          v.why = absl::StrCat(BindingName(b), e.kind == ir::ExprKind::kIf   ? ", the result of an if"
                                                : e.kind == ir::ExprKind::kFn ? ", a function"
                                                                              : ", the result of a call");
           Unplanned(b, e.kind == ir::ExprKind::kIf   ? "an if: its arms are not lowered"
@@ -268,9 +263,9 @@ class FunctionLowering {
     info.binding = b;
     info.fused = m_.OpName(e) == kFusedAllReduceOp;
     const ir::Attr* op = m_.FindAttr(e, "op");
-    info.op = op == nullptr ? "sum" : std::string(op->value.kind == ir::OperandKind::kIdent
-                                                      ? m_.Name(op->value.symbol)
-                                                      : absl::string_view("?"));
+    info.op = op == nullptr ? "sum"
+                            : std::string(op->value.kind == ir::OperandKind::kIdent ? m_.Name(op->value.symbol)
+                                                                                    : absl::string_view("?"));
     auto stay = [&](std::string reason) {
       info.reason = std::move(reason);
       out_.allreduces.push_back(info);
@@ -312,9 +307,10 @@ class FunctionLowering {
     const ir::Operand alignment = m_.NumberOperand(absl::StrCat(options_.storage.alignment));
     for (size_t s = 0; s < out_.plan.storages.size(); ++s) {
       const Storage& storage = out_.plan.storages[s];
-      ir::Expr expr = ir::MakeAllocStorage(m_, m_.NumberOperand(absl::StrCat(storage.bytes)), alignment,
-                                           PoolDevice(storage.pool));
-      ir::BindingId sb = NewBinding(absl::StrCat("s", s), std::move(expr), m_.types.Storage(), PoolDevice(storage.pool));
+      ir::Expr expr =
+          ir::MakeAllocStorage(m_, m_.NumberOperand(absl::StrCat(storage.bytes)), alignment, PoolDevice(storage.pool));
+      ir::BindingId sb =
+          NewBinding(absl::StrCat("s", s), std::move(expr), m_.types.Storage(), PoolDevice(storage.pool));
       out_.storage_bindings.push_back(sb);
       lowered.push_back(sb);
     }
@@ -337,10 +333,9 @@ class FunctionLowering {
       tensor.offset = 0;  // tensors sharing a storage never live at once
       const ir::TypeId type = m_.bindings[b].type;
       const std::vector<int64_t> dims(m_.types.dims(type).begin(), m_.types.dims(type).end());
-      ir::Expr alloc = m_.MakeOpCall(
-          "memory.alloc_tensor",
-          {m_.LocalOperand(ir::ValueRef::Binding(out_.storage_bindings[tensor.storage])),
-           m_.NumberOperand(absl::StrCat(tensor.offset)), m_.IntListOperand(dims)});
+      ir::Expr alloc = m_.MakeOpCall("memory.alloc_tensor",
+                                     {m_.LocalOperand(ir::ValueRef::Binding(out_.storage_bindings[tensor.storage])),
+                                      m_.NumberOperand(absl::StrCat(tensor.offset)), m_.IntListOperand(dims)});
       tensor.alloc = NewBinding(absl::StrCat("t", it->second), std::move(alloc), type,
                                 PoolDevice(out_.plan.storages[tensor.storage].pool));
       lowered.push_back(tensor.alloc);
@@ -414,16 +409,11 @@ class FunctionLowering {
 
 std::string AllReduceStrategyName(const AllReduceStrategy& strategy) {
   switch (strategy.kind) {
-    case AllReduceStrategy::kAuto:
-      return "auto";
-    case AllReduceStrategy::kOneShot:
-      return "one-shot";
-    case AllReduceStrategy::kTwoShot:
-      return "two-shot";
-    case AllReduceStrategy::kNccl:
-      return "nccl";
-    case AllReduceStrategy::kPlan:
-      return absl::StrCat("plan:", strategy.plan);
+    case AllReduceStrategy::kAuto: return "auto";
+    case AllReduceStrategy::kOneShot: return "one-shot";
+    case AllReduceStrategy::kTwoShot: return "two-shot";
+    case AllReduceStrategy::kNccl: return "nccl";
+    case AllReduceStrategy::kPlan: return absl::StrCat("plan:", strategy.plan);
   }
   return "auto";
 }
@@ -454,7 +444,8 @@ std::optional<AllReduceStrategy> AllReduceStrategyFromName(absl::string_view nam
   }
   const std::string canonical = AllReduceStrategyName(*strategy);
   if (note != nullptr) {
-    *note = canonical == name ? "" : absl::StrCat("note: all-reduce strategy '", name, "' is spelled '", canonical, "'");
+    *note =
+        canonical == name ? "" : absl::StrCat("note: all-reduce strategy '", name, "' is spelled '", canonical, "'");
   }
   return strategy;
 }

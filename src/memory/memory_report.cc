@@ -1,10 +1,10 @@
-// The JSON report of `vdev lower --json`; see vdev/lower_memory.h.
+// The JSON report of `vdev lower --json`; see vdev/memory/lower_memory.h.
 #include <map>
 #include <string>
 
-#include "nlohmann/json.hpp"
 #include "json_object/json_object.h"
-#include "vdev/lower_memory.h"
+#include "nlohmann/json.hpp"
+#include "vdev/memory/lower_memory.h"
 
 namespace vdev {
 namespace {
@@ -41,9 +41,8 @@ Json FunctionReport(const ir::Module& m, const FunctionMemory& fm) {
   }
   Json allreduces = Json::array();
   for (const AllReduceInfo& a : fm.allreduces) {
-    Json entry = {{"binding", Local(m, a.binding)},
-                  {"op", a.op},
-                  {"strategy", std::string(AllReduceStrategyName(a.strategy))}};
+    Json entry = {
+        {"binding", Local(m, a.binding)}, {"op", a.op}, {"strategy", std::string(AllReduceStrategyName(a.strategy))}};
     if (a.fused) entry["fused"] = "add + rms_norm";
     if (a.ipc) {
       entry["input"] = Local(m, a.input_producer);
@@ -53,7 +52,8 @@ Json FunctionReport(const ir::Module& m, const FunctionMemory& fm) {
     allreduces.push_back(std::move(entry));
   }
   Json unplanned = Json::array();
-  for (const UnplannedValue& u : fm.unplanned) unplanned.push_back({{"binding", Local(m, u.binding)}, {"reason", u.reason}});
+  for (const UnplannedValue& u : fm.unplanned)
+    unplanned.push_back({{"binding", Local(m, u.binding)}, {"reason", u.reason}});
   return {{"pools", std::move(pools)},
           {"storages", std::move(storages).Take()},
           {"tensors", std::move(tensors).Take()},

@@ -1,11 +1,11 @@
-// The DOT graph of a device-planned module; see vdev/dot.h.
+// The DOT graph of a device-planned module; see vdev/memory/dot.h.
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ir_walk.h"
-#include "vdev/dot.h"
+#include "vdev/memory/dot.h"
 
 namespace vdev {
 namespace {
@@ -34,24 +34,15 @@ class GraphBuilder {
   // A short label: the op or callee, or the kind of expression.
   std::string ExprLabel(const ir::Expr& e) const {
     switch (e.kind) {
-      case ir::ExprKind::kOpCall:
-        return std::string(m_.OpName(e));
-      case ir::ExprKind::kCallGlobal:
-        return absl::StrCat("@", m_.Name(e.op), "(…)");
-      case ir::ExprKind::kCallValue:
-        return "call";
-      case ir::ExprKind::kTuple:
-        return "tuple";
-      case ir::ExprKind::kProject:
-        return absl::StrCat("project .", e.index);
-      case ir::ExprKind::kIf:
-        return "if";
-      case ir::ExprKind::kFn:
-        return "fn";
-      case ir::ExprKind::kConst:
-        return "const";
-      case ir::ExprKind::kAlias:
-        return "alias";
+      case ir::ExprKind::kOpCall: return std::string(m_.OpName(e));
+      case ir::ExprKind::kCallGlobal: return absl::StrCat("@", m_.Name(e.op), "(…)");
+      case ir::ExprKind::kCallValue: return "call";
+      case ir::ExprKind::kTuple: return "tuple";
+      case ir::ExprKind::kProject: return absl::StrCat("project .", e.index);
+      case ir::ExprKind::kIf: return "if";
+      case ir::ExprKind::kFn: return "fn";
+      case ir::ExprKind::kConst: return "const";
+      case ir::ExprKind::kAlias: return "alias";
     }
     return "";
   }

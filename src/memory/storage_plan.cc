@@ -1,5 +1,5 @@
-// Best-fit storage reuse per (device, scope) pool over live ranges; see vdev/storage_plan.h.
-#include "vdev/storage_plan.h"
+// Best-fit storage reuse per (device, scope) pool over live ranges; see vdev/memory/storage_plan.h.
+#include "vdev/memory/storage_plan.h"
 
 #include <algorithm>
 #include <functional>
@@ -32,12 +32,13 @@ absl::Status CheckInput(absl::Span<const TensorLifetime> tensors, const StorageP
       return absl::InvalidArgumentError(absl::StrCat("tensor ", i, " has a negative size ", t.bytes));
     }
     if (__builtin_add_overflow(bound, t.bytes, &bound) || __builtin_add_overflow(bound, options.alignment, &bound)) {
-      return absl::InvalidArgumentError(absl::StrCat("the tensors of ", t.pool.ToString(), " and the others, each aligned to ",
-                                                     options.alignment, " bytes, need more than 2^63-1 bytes"));
+      return absl::InvalidArgumentError(absl::StrCat("the tensors of ", t.pool.ToString(),
+                                                     " and the others, each aligned to ", options.alignment,
+                                                     " bytes, need more than 2^63-1 bytes"));
     }
     if (t.last_use < t.first_def) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor ", i, " is last used at ", t.last_use,
-                                                     " before its definition at ", t.first_def));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor ", i, " is last used at ", t.last_use, " before its definition at ", t.first_def));
     }
     if (t.pool.scope.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("tensor ", i, " has no memory scope"));
@@ -64,9 +65,7 @@ int TakeBestFit(FreeSet& free, int64_t bytes) {
 
 }  // namespace
 
-std::string PoolKey::ToString() const {
-  return absl::StrCat(DeviceTypeName(device.type), ":", device.id, "/", scope);
-}
+std::string PoolKey::ToString() const { return absl::StrCat(DeviceTypeName(device.type), ":", device.id, "/", scope); }
 
 bool operator<(const PoolKey& a, const PoolKey& b) {
   return std::tie(a.device.type, a.device.id, a.scope) < std::tie(b.device.type, b.device.id, b.scope);
@@ -79,8 +78,7 @@ int64_t StoragePlan::PoolBytes(const PoolKey& key) const {
   return 0;
 }
 
-absl::StatusOr<StoragePlan> PlanStorage(absl::Span<const TensorLifetime> tensors,
-                                        const StoragePlanOptions& options) {
+absl::StatusOr<StoragePlan> PlanStorage(absl::Span<const TensorLifetime> tensors, const StoragePlanOptions& options) {
   if (absl::Status s = CheckInput(tensors, options); !s.ok()) return s;
   StoragePlan plan;
   plan.storage_of.assign(tensors.size(), -1);
@@ -126,8 +124,7 @@ absl::StatusOr<StoragePlan> PlanStorage(absl::Span<const TensorLifetime> tensors
     pool.bytes = s.pool_offset + s.bytes;
     ++pool.storages;
   }
-  std::sort(plan.pools.begin(), plan.pools.end(),
-            [](const PoolSize& a, const PoolSize& b) { return a.pool < b.pool; });
+  std::sort(plan.pools.begin(), plan.pools.end(), [](const PoolSize& a, const PoolSize& b) { return a.pool < b.pool; });
   for (const PoolSize& p : plan.pools) plan.pool_bytes += p.bytes;
   return plan;
 }
@@ -135,14 +132,17 @@ absl::StatusOr<StoragePlan> PlanStorage(absl::Span<const TensorLifetime> tensors
 absl::Status VerifyStoragePlan(absl::Span<const TensorLifetime> tensors, const StoragePlan& plan,
                                const StoragePlanOptions& options) {
   auto fail = [](auto&&... parts) { return absl::InternalError(absl::StrCat(parts...)); };
-  if (plan.storage_of.size() != tensors.size()) return fail("plan covers ", plan.storage_of.size(), " tensors of ", tensors.size());
+  if (plan.storage_of.size() != tensors.size())
+    return fail("plan covers ", plan.storage_of.size(), " tensors of ", tensors.size());
   std::vector<std::vector<int>> members(plan.storages.size());
   int64_t tensor_bytes = 0;
   for (size_t t = 0; t < tensors.size(); ++t) {
     int id = plan.storage_of[t];
     if (id < 0 || id >= static_cast<int>(plan.storages.size())) return fail("tensor ", t, " has no storage");
     const Storage& s = plan.storages[id];
-    if (!(s.pool == tensors[t].pool)) return fail("tensor ", t, " in pool ", tensors[t].pool.ToString(), " placed in storage ", id, " of ", s.pool.ToString());
+    if (!(s.pool == tensors[t].pool))
+      return fail("tensor ", t, " in pool ", tensors[t].pool.ToString(), " placed in storage ", id, " of ",
+                  s.pool.ToString());
     if (s.bytes < tensors[t].bytes) return fail("tensor ", t, " larger than its storage ", id);
     members[id].push_back(static_cast<int>(t));
     tensor_bytes += tensors[t].bytes;
@@ -164,12 +164,14 @@ absl::Status VerifyStoragePlan(absl::Span<const TensorLifetime> tensors, const S
   absl::flat_hash_map<PoolKey, int64_t> pool_end;
   for (const Storage& s : plan.storages) {
     int64_t& end = pool_end[s.pool];
-    if (s.pool_offset % options.alignment != 0 || s.pool_offset < end) return fail("storage at ", s.pool_offset, " in ", s.pool.ToString(), " misplaced");
+    if (s.pool_offset % options.alignment != 0 || s.pool_offset < end)
+      return fail("storage at ", s.pool_offset, " in ", s.pool.ToString(), " misplaced");
     end = s.pool_offset + s.bytes;
   }
   int64_t pool_bytes = 0;
   for (const PoolSize& p : plan.pools) {
-    if (pool_end[p.pool] != p.bytes) return fail("pool ", p.pool.ToString(), " reports ", p.bytes, " bytes, ends at ", pool_end[p.pool]);
+    if (pool_end[p.pool] != p.bytes)
+      return fail("pool ", p.pool.ToString(), " reports ", p.bytes, " bytes, ends at ", pool_end[p.pool]);
     pool_bytes += p.bytes;
   }
   if (pool_bytes != plan.pool_bytes || tensor_bytes != plan.tensor_bytes) return fail("totals do not add up");

@@ -183,8 +183,8 @@ class LivenessScan {
       for (uint32_t p = fn.params.begin; p < fn.params.begin + fn.params.count; ++p) {
         int64_t bytes = ClampedBytes(SizeOf(m_, m_.params[p].type).bytes);
         if (bytes <= 0) continue;
-        values_.push_back({item, ValueRef::Param(p), ValueRef{}, 0, last_param_[p] == kNever ? 0 : last_param_[p],
-                           bytes});
+        values_.push_back(
+            {item, ValueRef::Param(p), ValueRef{}, 0, last_param_[p] == kNever ? 0 : last_param_[p], bytes});
       }
     }
     for (BindingId b : walk.order) {
@@ -215,8 +215,7 @@ std::vector<LiveValue> LiveValues(const ir::Module& m, const std::vector<uint32_
   return LivenessScan(m, points).Run();
 }
 
-std::vector<DevicePeak> PeakBytes(const PlanResult& plan, const std::vector<uint32_t>& points,
-                                  const Machine& machine) {
+std::vector<DevicePeak> PeakBytes(const PlanResult& plan, const std::vector<uint32_t>& points, const Machine& machine) {
   const ir::Module& m = plan.module;
   std::vector<DevicePeak> peaks(machine.devices.size());
   absl::flat_hash_map<ir::DeviceId, int> device_index;
@@ -229,9 +228,9 @@ std::vector<DevicePeak> PeakBytes(const PlanResult& plan, const std::vector<uint
   // (item, point, delta, device): at one point, what ends before it is removed first.
   std::vector<std::tuple<uint32_t, uint32_t, int64_t, int>> events;
   for (const LiveValue& v : LiveValues(m, points)) {
-    ir::DeviceId d = v.value.is_param() ? m.params[v.value.index].device
+    ir::DeviceId d = v.value.is_param()                            ? m.params[v.value.index].device
                      : v.value.index < plan.binding_devices.size() ? plan.binding_devices[v.value.index]
-                                                                    : ir::kNoDevice;
+                                                                   : ir::kNoDevice;
     int device = index_of(d);
     if (device < 0) continue;
     events.emplace_back(v.item, v.begin, v.bytes, device);

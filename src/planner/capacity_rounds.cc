@@ -14,7 +14,7 @@
 #include "src/planner/internal/capacity.h"
 #include "src/planner/internal/placement_model.h"
 #include "src/planner/internal/planner.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::planner_internal {
 
@@ -27,12 +27,11 @@ namespace {
 double Seconds(Cost picoseconds) { return static_cast<double>(picoseconds) * 1e-12; }
 std::string Milliseconds(Cost picoseconds) { return absl::StrFormat("%.4g ms", Seconds(picoseconds) * 1e3); }
 std::string GapPercent(Cost best, Cost lower) {
-  return absl::StrFormat("%.3g%%", best == 0 ? 0.0 : 100.0 * static_cast<double>(best - lower) / static_cast<double>(best));
+  return absl::StrFormat("%.3g%%",
+                         best == 0 ? 0.0 : 100.0 * static_cast<double>(best - lower) / static_cast<double>(best));
 }
 
-std::string ValueText(const ir::Module& m, ir::ValueRef v) {
-  return absl::StrCat("%", m.Name(m.ValueName(v)));
-}
+std::string ValueText(const ir::Module& m, ir::ValueRef v) { return absl::StrCat("%", m.Name(m.ValueName(v))); }
 
 // A parameter's name, or the expression that makes a binding's value.
 SourceLoc ValueLoc(const ir::Module& m, ir::ValueRef v) {
@@ -76,16 +75,16 @@ PlanError ExplainCapacity(const ir::Module& m, const PlacementClasses& classes, 
     ir::BindingId at = planner_internal::BindingAt(m, overflows[c].item, overflows[c].point);
     const VirtualDevice& device = machine.devices[cut.device];
     error.loc = at == ir::kNoBinding ? SourceLoc{} : m.bindings[at].expr.loc;
-    error.message = absl::StrCat("the values live here need ", sum, " bytes on ", device.ToString(),
-                                 ", which holds ", cut.limit, ": no placement fits in its memory");
+    error.message = absl::StrCat("the values live here need ", sum, " bytes on ", device.ToString(), ", which holds ",
+                                 cut.limit, ": no placement fits in its memory");
     for (size_t k = 0; k < needed; ++k) {
       const auto& term = cut.terms[forced[k]];
       ir::ValueRef v = term_values[c][forced[k]];
       std::string why = classes.origin[term.var].empty() ? std::string("its ops run only there")
                                                          : absl::StrCat("placed by ", classes.origin[term.var]);
-      error.conflicts.push_back({ValueLoc(m, v), device,
-                                 absl::StrCat(ValueText(m, v), " (", term.bytes, " bytes) is live here on ",
-                                              device.ToString(), ", ", why)});
+      error.conflicts.push_back(
+          {ValueLoc(m, v), device,
+           absl::StrCat(ValueText(m, v), " (", term.bytes, " bytes) is live here on ", device.ToString(), ", ", why)});
     }
     return error;
   }
@@ -115,8 +114,7 @@ PlanError ExplainCapacity(const ir::Module& m, const PlacementClasses& classes, 
     ir::BindingId at = planner_internal::BindingAt(m, o.item, o.point);
     if (at == ir::kNoBinding) continue;
     if (!error.loc.valid()) error.loc = m.bindings[at].expr.loc;
-    absl::StrAppend(&error.message, " ", machine.devices[o.device].ToString(), " at ",
-                    BindingLoc(m, at));
+    absl::StrAppend(&error.message, " ", machine.devices[o.device].ToString(), " at ", BindingLoc(m, at));
   }
   return error;
 }
@@ -261,10 +259,9 @@ absl::StatusOr<bool> CapacityRounds::AddOverflows(const PlanResult& plan) {
   const Overflow& o = overflowed.front();
   ir::BindingId at = BindingAt(module_, o.item, o.point);
   error_->loc = at == ir::kNoBinding ? SourceLoc{} : module_.bindings[at].expr.loc;
-  error_->message = absl::StrCat("the optimised plan needs ", peaks[o.device].bytes, " bytes on ",
-                                 machine_.devices[o.device].ToString(), " here (capacity ",
-                                 CapacityLimit(machine_, o.device),
-                                 "), partly for copies the capacity model does not count");
+  error_->message = absl::StrCat(
+      "the optimised plan needs ", peaks[o.device].bytes, " bytes on ", machine_.devices[o.device].ToString(),
+      " here (capacity ", CapacityLimit(machine_, o.device), "), partly for copies the capacity model does not count");
   error_->conflicts.clear();
   return absl::UnimplementedError(absl::StrCat(error_->loc.line, ":", error_->loc.col, ": ", error_->message));
 }
@@ -301,7 +298,8 @@ absl::StatusOr<RoundsResult> CapacityRounds::Run() {
         options_.time_limit_seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!overflows_.empty() && seconds_left_ <= 0) return OutOfTime("");
     absl::StatusOr<PlanResult> plan = PlanWithPlacement(module_.Clone(), options_.plan, choose, error_);
-    if (const std::optional<PlanError>& located = capacity_error_ ? capacity_error_ : model_error_; !plan.ok() && located) {
+    if (const std::optional<PlanError>& located = capacity_error_ ? capacity_error_ : model_error_;
+        !plan.ok() && located) {
       *error_ = *located;
       return absl::InvalidArgumentError(absl::StrCat(located->loc.line, ":", located->loc.col, ": ", located->message));
     }

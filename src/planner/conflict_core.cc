@@ -21,9 +21,7 @@ struct FieldCodes {
   absl::flat_hash_map<std::string, int> scopes;
   absl::flat_hash_map<std::string, int> targets;
   int Scope(const std::string& s) { return scopes.try_emplace(s, static_cast<int>(scopes.size())).first->second; }
-  int Target(const std::string& t) {
-    return targets.try_emplace(t, static_cast<int>(targets.size())).first->second;
-  }
+  int Target(const std::string& t) { return targets.try_emplace(t, static_cast<int>(targets.size())).first->second; }
 };
 
 class Encoding {

@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "vdev/virtual_device.h"
+#include "vdev/lattice/virtual_device.h"
 
 namespace vdev::planner_internal {
 

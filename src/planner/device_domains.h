@@ -33,7 +33,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
-#include "vdev/virtual_device.h"
+#include "vdev/lattice/virtual_device.h"
 
 namespace vdev::planner_internal {
 
@@ -142,9 +142,7 @@ class DeviceDomains {
   std::optional<UnifyConflict> UnifyIn(Store& store, DomainId a, DomainId b);
   // Links two distinct roots (union by rank) and gives the surviving root `payload`.
   DomainId Link(DomainId a, DomainId b, uint32_t payload);
-  const uint32_t* Signature(DomainId root) const {
-    return &signatures_[payload_[root] & ~kHigherOrderBit];
-  }
+  const uint32_t* Signature(DomainId root) const { return &signatures_[payload_[root] & ~kHigherOrderBit]; }
 
   // A higher-order root's remembered result leaf, or that SetDefault has pushed its parameters
   // (and everything below them is defaulted): valid while `epoch` equals links_.

@@ -1,14 +1,14 @@
 // Machine descriptions: the builder, the shipped default, the JSON format of docs/machine.md.
-#include "vdev/machine.h"
+#include "vdev/planner/machine.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "vdev/device_type.h"
-#include "vdev/diagnostic.h"
-#include "vdev/status_macros.h"
+#include "vdev/lattice/device_type.h"
+#include "vdev/support/diagnostic.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 
@@ -40,8 +40,8 @@ absl::Status CheckEveryPairLinked(const Machine& m) {
         for (size_t b = a + 1; b < m.devices.size(); ++b) {
           if (Machine::TypePairKey(m.devices[a].device_type(), m.devices[b].device_type()) == types &&
               !m.pair_links.contains(Machine::PairKey(a, b))) {
-            return absl::InvalidArgumentError(absl::StrCat("machine: no link between ", m.devices[a].ToString(),
-                                                           " and ", m.devices[b].ToString()));
+            return absl::InvalidArgumentError(
+                absl::StrCat("machine: no link between ", m.devices[a].ToString(), " and ", m.devices[b].ToString()));
           }
         }
       }
@@ -58,8 +58,8 @@ void FoldPairLinksIntoTypeLinks(Machine& m, const std::map<DeviceType, int64_t>&
   using Key = std::pair<double, double>;  // bandwidth, latency
   std::map<uint32_t, absl::flat_hash_map<Key, int64_t>> counts;
   for (const auto& [key, link] : m.pair_links) {
-    const uint32_t types = Machine::TypePairKey(m.devices[key >> 32].device_type(),
-                                                m.devices[key & 0xffffffffu].device_type());
+    const uint32_t types =
+        Machine::TypePairKey(m.devices[key >> 32].device_type(), m.devices[key & 0xffffffffu].device_type());
     if (!m.type_links.contains(types)) ++counts[types][Key{link.bandwidth, link.latency}];
   }
   for (const auto& [types, by_link] : counts) {
@@ -160,8 +160,9 @@ absl::StatusOr<Machine> MachineBuilder::Build() const {
         absl::StrCat("machine: ", n, " devices, more than the ", kMaxMachineDevices, " a machine may have"));
   }
   if (pending_.size() > kMaxMachineLinks) {
-    return absl::InvalidArgumentError(absl::StrCat("machine: ", pending_.size(), " links given per device pair, more than the ",
-                                                   kMaxMachineLinks, " a machine may have (give a link per pair of device types instead)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("machine: ", pending_.size(), " links given per device pair, more than the ", kMaxMachineLinks,
+                     " a machine may have (give a link per pair of device types instead)"));
   }
   for (size_t i = 0; i < n; ++i) {
     const VirtualDevice& d = m.devices[i];
@@ -195,20 +196,24 @@ Machine DefaultMachine(int gpus, GpuKind kind) {
   using ir::DType;
   MachineBuilder b;
   // A two-socket server CPU: ~5 TFLOP/s f32 (AVX-512), ~600 GB/s DDR5.
-  b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCPU, 0),
-              {.memory_bytes = 1024e9, .bandwidth = 600e9, .flops = {{DType::kF32, 5e12}, {DType::kF64, 2.5e12}},
-               .default_flops = 5e12});
+  b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCPU, 0), {.memory_bytes = 1024e9,
+                                                              .bandwidth = 600e9,
+                                                              .flops = {{DType::kF32, 5e12}, {DType::kF64, 2.5e12}},
+                                                              .default_flops = 5e12});
   // H100 SXM: 989 TFLOP/s dense f16/bf16, 67 f32, 3.35 TB/s, 80 GB; H200: same compute, 4.8 TB/s, 141 GB.
   const bool h200 = kind == GpuKind::kH200;
   DeviceSpec gpu{.memory_bytes = h200 ? 141e9 : 80e9,
                  .bandwidth = h200 ? 4.8e12 : 3.35e12,
-                 .flops = {{DType::kF16, 989e12}, {DType::kBF16, 989e12}, {DType::kF32, 67e12}, {DType::kF64, 34e12},
+                 .flops = {{DType::kF16, 989e12},
+                           {DType::kBF16, 989e12},
+                           {DType::kF32, 67e12},
+                           {DType::kF64, 34e12},
                            {DType::kI8, 1979e12}},
                  .default_flops = 67e12};
   for (int g = 0; g < gpus; ++g) b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCUDA, g), gpu);
   b.AddTypeLink(DeviceType::kCPU, DeviceType::kCUDA, {.bandwidth = 64e9, .latency = 10e-6});   // PCIe Gen5 x16
   b.AddTypeLink(DeviceType::kCUDA, DeviceType::kCUDA, {.bandwidth = 450e9, .latency = 3e-6});  // NVLink 4
-  return *b.Build();  // valid by construction
+  return *b.Build();                                                                           // valid by construction
 }
 
 namespace {
@@ -257,8 +262,8 @@ absl::Status ParseLinks(const Json& links, const absl::flat_hash_map<std::string
           absl::StrCat("machine: link ", l["between"].dump(), " names a device that is not listed"));
     }
     if (a->device.has_value() != c->device.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat("machine: link ", l["between"].dump(),
-                                                     " must be between two devices or two device types"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("machine: link ", l["between"].dump(), " must be between two devices or two device types"));
     }
     LinkSpec link;
     VDEV_RETURN_IF_ERROR(Number(l, "bandwidth_gbs", 1e9, &link.bandwidth));
@@ -292,7 +297,9 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
     }
     std::string what = e.what();
     const size_t colon = what.rfind(": "), bracket = what.find("] ");
-    what = colon != std::string::npos ? what.substr(colon + 2) : bracket != std::string::npos ? what.substr(bracket + 2) : what;
+    what = colon != std::string::npos     ? what.substr(colon + 2)
+           : bracket != std::string::npos ? what.substr(bracket + 2)
+                                          : what;
     return absl::InvalidArgumentError(absl::StrCat("machine: not JSON", where, ": ", what));
   }
   if (!j.is_object()) return absl::InvalidArgumentError("machine: not a JSON object");
@@ -313,9 +320,9 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
     absl::StatusOr<VirtualDevice> device = ParseVirtualDevice(d["device"].get<std::string>());
     if (!device.ok()) return absl::InvalidArgumentError(absl::StrCat("machine: ", device.status().message()));
     DeviceSpec spec;
-    for (auto [key, scale, out] : {std::tuple{"memory_gb", 1e9, &spec.memory_bytes},
-                                   std::tuple{"bandwidth_gbs", 1e9, &spec.bandwidth},
-                                   std::tuple{"default_tflops", 1e12, &spec.default_flops}}) {
+    for (auto [key, scale, out] :
+         {std::tuple{"memory_gb", 1e9, &spec.memory_bytes}, std::tuple{"bandwidth_gbs", 1e9, &spec.bandwidth},
+          std::tuple{"default_tflops", 1e12, &spec.default_flops}}) {
       VDEV_RETURN_IF_ERROR(Number(d, key, scale, out));
     }
     if (d.contains("tflops")) {
@@ -334,8 +341,9 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
   if (j.contains("links")) {
     if (!j["links"].is_array()) return absl::InvalidArgumentError("machine: \"links\" must be an array");
     if (j["links"].size() > kMaxMachineLinks) {
-      return absl::InvalidArgumentError(absl::StrCat("machine: ", j["links"].size(), " links, more than the ",
-                                                     kMaxMachineLinks, " a machine file may list (give a link per pair of device types instead)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("machine: ", j["links"].size(), " links, more than the ", kMaxMachineLinks,
+                       " a machine file may list (give a link per pair of device types instead)"));
     }
     VDEV_RETURN_IF_ERROR(ParseLinks(j["links"], devices, &b));
   }
@@ -343,7 +351,8 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
     if (!j["ops"].is_object()) return absl::InvalidArgumentError("machine: \"ops\" must be an object");
     for (const auto& [op, types] : j["ops"].items()) {
       std::set<DeviceType> set;
-      if (!types.is_array()) return absl::InvalidArgumentError(absl::StrCat("machine: \"ops\".", op, " must be an array"));
+      if (!types.is_array())
+        return absl::InvalidArgumentError(absl::StrCat("machine: \"ops\".", op, " must be an array"));
       for (const Json& t : types) {
         std::optional<DeviceType> type = t.is_string() ? DeviceTypeFromName(t.get<std::string>()) : std::nullopt;
         if (!type) return absl::InvalidArgumentError(absl::StrCat("machine: \"ops\".", op, ": unknown device type"));
@@ -364,8 +373,10 @@ std::string MachineJson(const Machine& machine) {
     const DeviceSpec& s = machine.specs[d];
     Json tflops = Json::object();
     for (const auto& [dtype, rate] : s.flops) tflops[std::string(ir::DTypeName(dtype))] = rate / 1e12;
-    devices.push_back({{"device", machine.devices[d].ToString()}, {"memory_gb", s.memory_bytes / 1e9},
-                       {"bandwidth_gbs", s.bandwidth / 1e9}, {"default_tflops", s.default_flops / 1e12},
+    devices.push_back({{"device", machine.devices[d].ToString()},
+                       {"memory_gb", s.memory_bytes / 1e9},
+                       {"bandwidth_gbs", s.bandwidth / 1e9},
+                       {"default_tflops", s.default_flops / 1e12},
                        {"tflops", tflops}});
   }
   // In a stable order: the maps' is not.
@@ -377,8 +388,8 @@ std::string MachineJson(const Machine& machine) {
   }
   std::map<uint64_t, LinkSpec> pair_links(machine.pair_links.begin(), machine.pair_links.end());
   for (const auto& [key, link] : pair_links) {
-    links.push_back(link_json({machine.devices[key >> 32].ToString(), machine.devices[key & 0xffffffffu].ToString()},
-                              link));
+    links.push_back(
+        link_json({machine.devices[key >> 32].ToString(), machine.devices[key & 0xffffffffu].ToString()}, link));
   }
   for (const auto& [op, types] : machine.support) {
     Json names = Json::array();

@@ -1,6 +1,6 @@
 // OptimizePlacement: the planner's classes as a PlacementModel (roofline compute per class and
 // device, copy costs between classes), solved by SolvePlacement, applied by PlanWithPlacement.
-#include "vdev/optimize_placement.h"
+#include "vdev/planner/optimize_placement.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,16 +12,16 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "src/planner/internal/capacity.h"
 #include "src/planner/internal/capacity_rounds.h"
 #include "src/planner/internal/identical_devices.h"
 #include "src/planner/internal/placement_model.h"
 #include "src/planner/internal/planner.h"
 #include "src/planner/placement_solver.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -133,8 +133,8 @@ absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const Pl
       // Costs nothing and is named by no cut (CapacityCutAt leaves it out): its device is the defaults'.
       std::fill(model.unary[c].begin(), model.unary[c].end(), 0);
     } else if (none) {
-      return absl::InvalidArgumentError(absl::StrCat("values on ", classes.device[c].ToString(),
-                                                     " (", classes.origin[c], ") are on no device of the machine"));
+      return absl::InvalidArgumentError(absl::StrCat("values on ", classes.device[c].ToString(), " (",
+                                                     classes.origin[c], ") are on no device of the machine"));
     }
   }
   for (const PlacementClasses::Op& op : classes.ops) {
@@ -195,8 +195,8 @@ absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine&
   auto device_of = [&](ir::DeviceId d) -> absl::StatusOr<int> {
     std::optional<int> i = d == ir::kNoDevice ? std::nullopt : machine.Find(m.Device(d));
     if (!i) {
-      return absl::InvalidArgumentError(absl::StrCat("the plan uses ", d == ir::kNoDevice ? "?" : m.Device(d).ToString(),
-                                                     ", which the machine does not have"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the plan uses ", d == ir::kNoDevice ? "?" : m.Device(d).ToString(), ", which the machine does not have"));
     }
     return *i;
   };
@@ -300,8 +300,8 @@ absl::Status CheckSupport(const PlanResult& plan, const Machine& machine) {
 absl::StatusOr<OptimizedPlan> OptimizePlacement(const ir::Module& module, const Machine& machine,
                                                 const OptimizeOptions& options, PlanError* error) {
   PlanError local_error;
-  VDEV_ASSIGN_OR_RETURN(RoundsResult rounds, SolveOverIdenticalDevices(module, machine, options,
-                                                                       error != nullptr ? error : &local_error));
+  VDEV_ASSIGN_OR_RETURN(RoundsResult rounds,
+                        SolveOverIdenticalDevices(module, machine, options, error != nullptr ? error : &local_error));
   OptimizedPlan result = std::move(rounds.optimized);
   // The re-check: every device within its capacity (the rounds' sweep), every op call on a device
   // that implements it, every annotation kept (planning the optimised output again changes nothing

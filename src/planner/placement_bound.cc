@@ -43,7 +43,9 @@ struct Graph {
       }
     }
   }
-  uint32_t Other(const PlacementModel& m, uint32_t e, int side) const { return side == 0 ? m.pairs[e].b : m.pairs[e].a; }
+  uint32_t Other(const PlacementModel& m, uint32_t e, int side) const {
+    return side == 0 ? m.pairs[e].b : m.pairs[e].a;
+  }
 };
 
 // Messages m[e][side][i]: the cost moved from pair e to its variable on `side` at device i.

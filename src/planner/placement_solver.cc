@@ -16,7 +16,7 @@
 #include "src/planner/internal/reduced_placement.h"
 #include "src/planner/internal/slow_solve_watch.h"
 #include "src/planner/placement_bound.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::planner_internal {
 

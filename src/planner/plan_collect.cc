@@ -4,8 +4,8 @@
 
 #include "src/planner/internal/planner.h"
 
-#include "vdev/builtin_ops.h"
-#include "vdev/status_macros.h"
+#include "vdev/ir/builtin_ops.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::planner_internal {
 
@@ -57,8 +57,8 @@ ir::TypeId Planner::ResultType(FuncId f) const {
 bool Planner::DefersResult(FuncId f) const {
   const ir::Function& fn = m_.functions[f];
   ir::TypeId result = ResultType(f);
-  return analysed_[f] && fn.kind == FuncKind::kLocal && fn.result_device == ir::kNoDevice &&
-         result != ir::kNoType && m_.types.kind(result) == ir::TypeKind::kFunc;
+  return analysed_[f] && fn.kind == FuncKind::kLocal && fn.result_device == ir::kNoDevice && result != ir::kNoType &&
+         m_.types.kind(result) == ir::TypeKind::kFunc;
 }
 
 absl::Status Planner::MakeSignatures() {
@@ -79,16 +79,16 @@ absl::Status Planner::MakeSignatures() {
       };
       for (const ir::Param& param : m_.Params(fn)) {
         if (!device_part(param.device)) continue;
-        return ConflictError(UnifyConflict{0, 0, 0, 0, true}, param.device_loc,
-                             absl::StrCat("kernel @", m_.Name(fn.name), ": parameter %", m_.Name(param.name),
-                                          " is written on ", m_.Device(param.device).ToString(),
-                                          "; a kernel's signature carries scopes only"));
+        return ConflictError(
+            UnifyConflict{0, 0, 0, 0, true}, param.device_loc,
+            absl::StrCat("kernel @", m_.Name(fn.name), ": parameter %", m_.Name(param.name), " is written on ",
+                         m_.Device(param.device).ToString(), "; a kernel's signature carries scopes only"));
       }
       if (device_part(fn.result_device)) {
-        return ConflictError(UnifyConflict{0, 0, 0, 0, true}, fn.result_device_loc,
-                             absl::StrCat("kernel @", m_.Name(fn.name), ": the result is written on ",
-                                          m_.Device(fn.result_device).ToString(),
-                                          "; a kernel's signature carries scopes only"));
+        return ConflictError(
+            UnifyConflict{0, 0, 0, 0, true}, fn.result_device_loc,
+            absl::StrCat("kernel @", m_.Name(fn.name), ": the result is written on ",
+                         m_.Device(fn.result_device).ToString(), "; a kernel's signature carries scopes only"));
       }
     }
     std::vector<DomainId> params;
@@ -176,9 +176,9 @@ void Planner::NoteAnnotation(BindingId b) {
   if (!on || !on->constrain_body || !on->value.is_local() || !on->value.value.is_binding()) return;
   BindingId x = on->value.value.index;
   const ir::Expr& e = B(x).expr;
-  bool computation = (e.kind == ExprKind::kOpCall && !IsMove(x) && m_.OpName(e) != "vm.shape_of" &&
-                      !ir::AsAllocStorage(m_, e)) ||
-                     (e.kind == ExprKind::kCallGlobal && m_.functions[e.func].kind == FuncKind::kKernel);
+  bool computation =
+      (e.kind == ExprKind::kOpCall && !IsMove(x) && m_.OpName(e) != "vm.shape_of" && !ir::AsAllocStorage(m_, e)) ||
+      (e.kind == ExprKind::kCallGlobal && m_.functions[e.func].kind == FuncKind::kKernel);
   if (!computation) return;
   annotated_by_.emplace_back(x, b);
   Set(x, kAnnotated);
@@ -257,24 +257,18 @@ SourceLoc Planner::AttrLoc(const ir::Expr& e, absl::string_view key) const {
 SourceLoc Planner::PinLoc(const Pin& pin) const {
   switch (pin.kind) {
     case PinKind::kParam:
-    case PinKind::kKernelParam:
-      return m_.params[pin.ref].device_loc;
+    case PinKind::kKernelParam: return m_.params[pin.ref].device_loc;
     case PinKind::kResult:
-    case PinKind::kKernelResult:
-      return m_.functions[pin.ref].result_device_loc;
+    case PinKind::kKernelResult: return m_.functions[pin.ref].result_device_loc;
     case PinKind::kOnDevice: {
       const ir::Expr& e = B(pin.ref).expr;
       const Operand& device = m_.Args(e)[1];
       return device.loc.valid() ? device.loc : e.loc;
     }
-    case PinKind::kCopySrc:
-      return AttrLoc(B(pin.ref).expr, "src");
-    case PinKind::kCopyDst:
-      return AttrLoc(B(pin.ref).expr, "dst");
-    case PinKind::kAlloc:
-      return AttrLoc(B(pin.ref).expr, "device");
-    case PinKind::kHost:
-      return B(pin.ref).expr.loc;
+    case PinKind::kCopySrc: return AttrLoc(B(pin.ref).expr, "src");
+    case PinKind::kCopyDst: return AttrLoc(B(pin.ref).expr, "dst");
+    case PinKind::kAlloc: return AttrLoc(B(pin.ref).expr, "device");
+    case PinKind::kHost: return B(pin.ref).expr.loc;
   }
   return {};
 }
@@ -312,8 +306,8 @@ absl::Status Planner::CollectOnDevice(BindingId b, const ir::OnDeviceCall& on) {
   DeviceIndex vd = FromModule(on.device);
   bool constrain_result = on.constrain_result;
   const ir::Block& block = m_.blocks[B(b).block];
-  bool returned = block.owner == ir::kNoBinding && block.result.is_local() &&
-                  block.result.value == ValueRef::Binding(b);
+  bool returned =
+      block.owner == ir::kNoBinding && block.result.is_local() && block.result.value == ValueRef::Binding(b);
   if (returned && on.constrain_body) constrain_result = true;  // a returned on_device pins the result
   DomainId body = on.constrain_body ? AnnotatedBody(b, on.value) : kNoDomain;
   bool annotated_site = body != kNoDomain;
@@ -362,8 +356,7 @@ absl::Status Planner::CollectOpCall(BindingId b) {
   }
   if (std::optional<ir::AllocStorageCall> alloc = ir::AsAllocStorage(m_, e)) {
     for (uint32_t k = 0; k < args.size(); ++k) VDEV_RETURN_IF_ERROR(PrimitiveUse(b, k, host_site()));
-    binding_domain_[b] =
-        PinnedDomain(FromModule(alloc->device), PinKind::kAlloc, b);
+    binding_domain_[b] = PinnedDomain(FromModule(alloc->device), PinKind::kAlloc, b);
     return absl::OkStatus();
   }
   if (op == "memory.alloc_tensor" || op == "vm.reshape_tensor") {
@@ -408,9 +401,9 @@ absl::Status Planner::CollectGlobalCall(BindingId b) {
   const ir::Function& callee = m_.functions[e.func];
   auto params = m_.Params(callee);
   if (params.size() != args.size()) {
-    return ConflictError(UnifyConflict{0, 0, 0, 0, true}, e.loc,
-                         absl::StrCat("@", m_.Name(callee.name), " takes ", params.size(), " arguments, not ",
-                                      args.size()));
+    return ConflictError(
+        UnifyConflict{0, 0, 0, 0, true}, e.loc,
+        absl::StrCat("@", m_.Name(callee.name), " takes ", params.size(), " arguments, not ", args.size()));
   }
   if (callee.kind == FuncKind::kKernel) return CollectKernelCall(b);
   for (uint32_t k = 0; k < args.size(); ++k) {
@@ -432,9 +425,9 @@ absl::Status Planner::CollectValueCall(BindingId b) {
   NoteUse(args[0], callee, b);
   if (callee != kNoDomain && domains_.IsHigherOrder(callee)) {
     if (domains_.Arity(callee) != args.size() - 1) {
-      return ConflictError(UnifyConflict{0, 0, 0, 0, true}, e.loc,
-                           absl::StrCat(DescribeValue(args[0]), " takes ", domains_.Arity(callee), " arguments, not ",
-                                        args.size() - 1));
+      return ConflictError(
+          UnifyConflict{0, 0, 0, 0, true}, e.loc,
+          absl::StrCat(DescribeValue(args[0]), " takes ", domains_.Arity(callee), " arguments, not ", args.size() - 1));
     }
     for (uint32_t k = 1; k < args.size(); ++k) {
       DomainId value = OperandDomain(args[k]);
@@ -517,23 +510,13 @@ absl::Status Planner::CollectBinding(BindingId b) {
       VDEV_RETURN_IF_ERROR(CollectOpCall(b));
       if (e.attrs.count > 0) NoteAttributeUses(b);
       return absl::OkStatus();
-    case ExprKind::kCallGlobal:
-      return CollectGlobalCall(b);
-    case ExprKind::kCallValue:
-      return CollectValueCall(b);
-    case ExprKind::kTuple:
-      return CollectTuple(b);
-    case ExprKind::kProject:
-      CollectProjection(b);
-      return absl::OkStatus();
-    case ExprKind::kIf:
-      return CollectIf(b);
-    case ExprKind::kFn:
-      binding_domain_[b] = func_domain_[e.func];
-      return absl::OkStatus();
-    case ExprKind::kConst:
-      binding_domain_[b] = domains_.MakeFirstOrder();
-      return absl::OkStatus();
+    case ExprKind::kCallGlobal: return CollectGlobalCall(b);
+    case ExprKind::kCallValue: return CollectValueCall(b);
+    case ExprKind::kTuple: return CollectTuple(b);
+    case ExprKind::kProject: CollectProjection(b); return absl::OkStatus();
+    case ExprKind::kIf: return CollectIf(b);
+    case ExprKind::kFn: binding_domain_[b] = func_domain_[e.func]; return absl::OkStatus();
+    case ExprKind::kConst: binding_domain_[b] = domains_.MakeFirstOrder(); return absl::OkStatus();
     case ExprKind::kAlias: {
       DomainId value = OperandDomain(args[0]);
       binding_domain_[b] = value != kNoDomain ? value : domains_.MakeFirstOrder();

@@ -21,7 +21,8 @@ void Planner::ApplyDefaults() {
     for (uint32_t k = 0; k < e.args.count; ++k) {
       const Operand& o = m_.Args(e)[k];
       if (!o.is_local()) continue;
-      DeviceIndex target = KernelTarget(f.kernel_call, param_domain_[kernel.params.begin + k], DeviceTable::kUnconstrained);
+      DeviceIndex target =
+          KernelTarget(f.kernel_call, param_domain_[kernel.params.begin + k], DeviceTable::kUnconstrained);
       if (!seen.insert({FuncOf(f.kernel_call), o.value, target}).second) later_use.insert({f.kernel_call, k});
     }
   }

@@ -1,8 +1,8 @@
 // PlanDevices: runs the phases of src/planner/internal/planner.h in order.
-#include "vdev/plan_devices.h"
+#include "vdev/planner/plan_devices.h"
 
 #include "src/planner/internal/planner.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace planner_internal {

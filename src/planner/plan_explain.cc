@@ -1,4 +1,4 @@
-// ExplainPlacement and AnnotationSpreadWarnings (vdev/plan_explain.h).
+// ExplainPlacement and AnnotationSpreadWarnings (vdev/planner/plan_explain.h).
 //
 // Both read one graph off the input module: a node per parameter, binding and function result, an
 // edge per placement constraint between two of them (the spec's unification rules), kept only where
@@ -6,7 +6,7 @@
 // the annotations (on_device, device_copy, written `on vd`, the host's operands). A breadth-first
 // search from a value finds the nearest pin that decides its device; a union-find over the edges
 // gives the values each annotation carries with it. Nothing recurses.
-#include "vdev/plan_explain.h"
+#include "vdev/planner/plan_explain.h"
 
 #include <algorithm>
 #include <deque>
@@ -16,20 +16,31 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/types/span.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev {
 namespace {
 
 // Why two values share a device; the text follows the binding that makes the constraint.
-enum class Rule : uint8_t { kOperand, kArgument, kCallResult, kReturn, kTuple, kProject, kIf, kAlias, kFreeOnDevice, kUncopied };
+enum class Rule : uint8_t {
+  kOperand,
+  kArgument,
+  kCallResult,
+  kReturn,
+  kTuple,
+  kProject,
+  kIf,
+  kAlias,
+  kFreeOnDevice,
+  kUncopied
+};
 
 absl::string_view RuleText(Rule rule) {
   switch (rule) {
@@ -232,7 +243,8 @@ class ConstraintGraph {
   }
   void AddEdge(uint32_t a, uint32_t b, ir::BindingId why, Rule rule) { edges_.push_back({a, b, why, rule}); }
   void AddReturnEdge(uint32_t a, uint32_t b, ir::FuncId func) { edges_.push_back({a, b, func, Rule::kReturn}); }
-  void AddPin(uint32_t node, ir::DeviceId device, SourceLoc loc, PinSource source, uint32_t id, bool on_device = false) {
+  void AddPin(uint32_t node, ir::DeviceId device, SourceLoc loc, PinSource source, uint32_t id,
+              bool on_device = false) {
     pins_.push_back({node, device, loc, source, id, on_device});
   }
 
@@ -307,15 +319,16 @@ class ConstraintGraph {
       case ir::ExprKind::kAlias:
         if (!args.empty() && args[0].is_local())
           AddEdge(self, Local(args[0]), b, e.kind == ir::ExprKind::kProject ? Rule::kProject : Rule::kAlias);
-        if (device_[self] == ir::kNoDevice && !args.empty() && args[0].is_local()) device_[self] = device_[Local(args[0])];
+        if (device_[self] == ir::kNoDevice && !args.empty() && args[0].is_local())
+          device_[self] = device_[Local(args[0])];
         return;
       case ir::ExprKind::kIf:
         if (!args.empty() && args[0].is_local()) AddEdge(self, Local(args[0]), b, Rule::kIf);
         for (ir::BlockId arm : {e.then_block, e.else_block})
-          if (arm != ir::kNoBlock && m_.blocks[arm].result.is_local()) AddEdge(self, Local(m_.blocks[arm].result), b, Rule::kIf);
+          if (arm != ir::kNoBlock && m_.blocks[arm].result.is_local())
+            AddEdge(self, Local(m_.blocks[arm].result), b, Rule::kIf);
         return;
-      default:
-        return;  // calls of function values, fn, const: no first-order constraint read here
+      default: return;  // calls of function values, fn, const: no first-order constraint read here
     }
   }
 
@@ -346,7 +359,8 @@ class ConstraintGraph {
       // A function's returned annotation pins its result too; where the plan made no copy (both
       // sides on one device), the annotation's consumers read the value itself.
       const ir::Block& block = m_.blocks[m_.bindings[b].block];
-      if (body && block.owner == ir::kNoBinding && block.result.is_local() && block.result.value == ir::ValueRef::Binding(b))
+      if (body && block.owner == ir::kNoBinding && block.result.is_local() &&
+          block.result.value == ir::ValueRef::Binding(b))
         AddPin(ResultNode(block.func), args[1].index, loc, PinSource::kBinding, b);
       AddEdge(self, value, b, Rule::kUncopied);
       return;
@@ -505,14 +519,15 @@ std::vector<Diagnostic> SpreadWarnings(const ir::Module& input, const Planned& p
         seen[other] = true;
         queue.push_back(other);
         if (e.rule == Rule::kUncopied || through.size() == 3) continue;  // the annotation itself is no news
-        if (std::string why = graph.Why(e); absl::c_find(through, why) == through.end()) through.push_back(std::move(why));
+        if (std::string why = graph.Why(e); absl::c_find(through, why) == through.end())
+          through.push_back(std::move(why));
       }
     }
     warnings.push_back(
         {Severity::kWarning, pin.loc,
-         absl::StrCat(graph.What(pin), " puts ", count[root], " of the program's ", total, " values on ", device->ToString(),
-                      " instead of the default ", default_device.ToString(), ": they share a device with ",
-                      graph.Name(pin.node), " through ", absl::StrJoin(through, ", "),
+         absl::StrCat(graph.What(pin), " puts ", count[root], " of the program's ", total, " values on ",
+                      device->ToString(), " instead of the default ", default_device.ToString(),
+                      ": they share a device with ", graph.Name(pin.node), " through ", absl::StrJoin(through, ", "),
                       ", … (`vdev plan --explain VALUE` shows the chain for a value; docs/planner.md shows how to "
                       "pin one op)")});
   }

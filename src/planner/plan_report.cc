@@ -3,10 +3,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "nlohmann/json.hpp"
 #include "json_object/json_object.h"
-#include "vdev/optimize_placement.h"
-#include "vdev/plan_devices.h"
+#include "nlohmann/json.hpp"
+#include "vdev/planner/optimize_placement.h"
+#include "vdev/planner/plan_devices.h"
 
 namespace vdev {
 namespace {
@@ -29,15 +29,16 @@ Json PlanReport(const PlanResult& plan) {
   std::vector<Json> copies(m.functions.size());
   for (ir::FuncId f = 0; f < m.functions.size(); ++f) {
     const ir::Function& fn = m.functions[f];
-    path[f] = fn.parent == ir::kNoFunc ? std::string(m.Name(fn.name))
-                                       : absl::StrCat(path[fn.parent], "/", m.Name(fn.name));
+    path[f] =
+        fn.parent == ir::kNoFunc ? std::string(m.Name(fn.name)) : absl::StrCat(path[fn.parent], "/", m.Name(fn.name));
     reported[f] = fn.kind != ir::FuncKind::kKernel && !fn.primitive;
     copies[f] = Json::array();
   }
   for (ir::BindingId b = 0; b < plan.input_bindings; ++b) {
     if (plan.binding_replaced[b] || plan.binding_devices[b] == ir::kNoDevice) continue;
     ir::FuncId f = m.blocks[m.bindings[b].block].func;
-    if (reported[f]) bindings[f].Append(std::string(m.Name(m.bindings[b].name)), DeviceText(m, plan.binding_devices[b]));
+    if (reported[f])
+      bindings[f].Append(std::string(m.Name(m.bindings[b].name)), DeviceText(m, plan.binding_devices[b]));
   }
   for (const PlannedCopy& c : plan.copies) {
     if (!reported[c.func]) continue;
@@ -62,13 +63,15 @@ Json PlanReport(const PlanResult& plan) {
     if (fn.kind != ir::FuncKind::kKernel) continue;
     Json params = Json::array();
     for (const ir::Param& p : m.Params(fn)) params.push_back(DeviceText(m, p.device));
-    kernels.Set(std::string(m.Name(fn.name)), {{"params", std::move(params)}, {"result", DeviceText(m, fn.result_device)}});
+    kernels.Set(std::string(m.Name(fn.name)),
+                {{"params", std::move(params)}, {"result", DeviceText(m, fn.result_device)}});
   }
   Json warnings = Json::array();
   for (const Diagnostic& w : plan.warnings) {
     warnings.push_back({{"line", w.loc.line}, {"col", w.loc.col}, {"message", w.message}});
   }
-  return {{"functions", std::move(functions).Take()}, {"kernels", std::move(kernels).Take()},
+  return {{"functions", std::move(functions).Take()},
+          {"kernels", std::move(kernels).Take()},
           {"warnings", std::move(warnings)}};
 }
 
@@ -101,11 +104,13 @@ std::string OptimizedReportJson(const PlanResult& plan, const OptimizedPlan& opt
 std::string PlanErrorJson(const PlanError& error) {
   Json conflicts = Json::array();
   for (const ConflictAnnotation& c : error.conflicts) {
-    conflicts.push_back({{"line", c.loc.line}, {"col", c.loc.col}, {"device", c.device.ToString()},
-                         {"annotation", c.what}});
+    conflicts.push_back(
+        {{"line", c.loc.line}, {"col", c.loc.col}, {"device", c.device.ToString()}, {"annotation", c.what}});
   }
   Json report = {{"error",
-                  {{"line", error.loc.line}, {"col", error.loc.col}, {"message", error.message},
+                  {{"line", error.loc.line},
+                   {"col", error.loc.col},
+                   {"message", error.message},
                    {"conflicts", std::move(conflicts)}}}};
   return ir_internal::ReportText(report);
 }

@@ -127,17 +127,15 @@ BindingId Planner::CopyFor(BlockId block, BindingId consumer, ValueRef value, De
 
 void Planner::AddResultCopy(BindingId b, DeviceIndex src, DeviceIndex dst, std::vector<BindingId>& out) {
   ir::Symbol name = m_.FreshName(absl::StrCat(m_.Name(B(b).name), "_copy"));
-  BindingId c = AddPlannedBinding(B(b).block, name,
-                                  DeviceCopyExpr(m_.LocalOperand(ValueRef::Binding(b)), src, dst, B(b).expr.loc),
-                                  B(b).loc, dst);
+  BindingId c = AddPlannedBinding(
+      B(b).block, name, DeviceCopyExpr(m_.LocalOperand(ValueRef::Binding(b)), src, dst, B(b).expr.loc), B(b).loc, dst);
   out.push_back(c);
   Replace(b, ValueRef::Binding(c));
   result_.copies.push_back({FuncOf(b), ValueRef::Binding(b), ToModule(src), ToModule(dst), c, ir::kNoBinding, false});
   AwaitConsumer(c, result_.copies.size() - 1);
 }
 
-BindingId Planner::AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc,
-                                     DeviceIndex device) {
+BindingId Planner::AddPlannedBinding(BlockId block, ir::Symbol name, ir::Expr expr, SourceLoc loc, DeviceIndex device) {
   BindingId c = m_.AddBinding(block, name, std::move(expr), loc);
   flags_.push_back(0);
   binding_domain_.push_back(domains_.MakeFirstOrder(device));  // later uses may read through it
@@ -223,8 +221,8 @@ void Planner::SetResultDevice(FuncId f, ir::DeviceId device) {
   m_.functions[f].result_device = device;
 }
 
-void Planner::CaptureProjection(BindingId b, const ir::Expr& e, ValueRef annotation, DeviceIndex src,
-                                DeviceIndex dst, std::vector<BindingId>& out) {
+void Planner::CaptureProjection(BindingId b, const ir::Expr& e, ValueRef annotation, DeviceIndex src, DeviceIndex dst,
+                                std::vector<BindingId>& out) {
   // Project the annotated value itself, then copy the field if it moves. The annotation may now be
   // read by nothing.
   maybe_unread_.insert(annotation.index);
@@ -266,8 +264,8 @@ void Planner::CaptureCopyPoint(BindingId b, const ir::Expr& e, ValueRef first_op
     result_.binding_devices[b] = ir::kNoDevice;
     ++result_.stats.copies_dropped;
     // A copy made for this binding now feeds this binding's consumers.
-    if (auto added = added_copy_.find(x.value.index); x.value.is_binding() && added != added_copy_.end() &&
-                                                      result_.copies[added->second].into == b) {
+    if (auto added = added_copy_.find(x.value.index);
+        x.value.is_binding() && added != added_copy_.end() && result_.copies[added->second].into == b) {
       AwaitConsumer(x.value.index, added->second);
     }
     return;

@@ -19,12 +19,9 @@ std::string Planner::DescribePin(const Pin& pin) const {
       const Operand& x = m_.Args(B(pin.ref).expr)[0];
       return absl::StrCat("on_device(", x.is_local() ? DescribeValue(x) : "…", ", ", device, ")");
     }
-    case PinKind::kCopySrc:
-      return absl::StrCat("device_copy src=", device, " of %", m_.Name(B(pin.ref).name));
-    case PinKind::kCopyDst:
-      return absl::StrCat("device_copy dst=", device, " of %", m_.Name(B(pin.ref).name));
-    case PinKind::kParam:
-      return absl::StrCat("parameter %", m_.Name(m_.params[pin.ref].name), " on ", device);
+    case PinKind::kCopySrc: return absl::StrCat("device_copy src=", device, " of %", m_.Name(B(pin.ref).name));
+    case PinKind::kCopyDst: return absl::StrCat("device_copy dst=", device, " of %", m_.Name(B(pin.ref).name));
+    case PinKind::kParam: return absl::StrCat("parameter %", m_.Name(m_.params[pin.ref].name), " on ", device);
     case PinKind::kKernelParam:
       return absl::StrCat("kernel parameter %", m_.Name(m_.params[pin.ref].name), " on ", device);
     case PinKind::kResult:
@@ -32,10 +29,8 @@ std::string Planner::DescribePin(const Pin& pin) const {
                           m_.Name(m_.functions[pin.ref].name), " on ", device);
     case PinKind::kKernelResult:
       return absl::StrCat("result of kernel @", m_.Name(m_.functions[pin.ref].name), " on ", device);
-    case PinKind::kHost:
-      return absl::StrCat("host operand of ", m_.OpName(B(pin.ref).expr), " (", device, ")");
-    case PinKind::kAlloc:
-      return absl::StrCat("memory.alloc_storage device=", device);
+    case PinKind::kHost: return absl::StrCat("host operand of ", m_.OpName(B(pin.ref).expr), " (", device, ")");
+    case PinKind::kAlloc: return absl::StrCat("memory.alloc_storage device=", device);
   }
   return device;
 }
@@ -96,11 +91,9 @@ absl::Status Planner::ConflictError(const UnifyConflict& conflict, SourceLoc loc
 absl::Status Planner::HardUnify(DomainId a, DomainId b, SourceLoc loc, absl::string_view what) {
   std::optional<UnifyConflict> conflict = domains_.Unify(a, b);
   if (!conflict) return absl::OkStatus();
-  std::string message =
-      conflict->arity_mismatch
-          ? absl::StrCat(what, ": a function of the wrong number of parameters")
-          : absl::StrCat(what, ": ", DeviceText(conflict->lhs_device), " and ", DeviceText(conflict->rhs_device),
-                         " cannot be joined");
+  std::string message = conflict->arity_mismatch ? absl::StrCat(what, ": a function of the wrong number of parameters")
+                                                 : absl::StrCat(what, ": ", DeviceText(conflict->lhs_device), " and ",
+                                                                DeviceText(conflict->rhs_device), " cannot be joined");
   return ConflictError(*conflict, loc, std::move(message));
 }
 
@@ -108,8 +101,7 @@ absl::Status Planner::PrimitiveUse(BindingId b, uint32_t operand, DomainId site)
   const Operand& o = m_.Args(B(b).expr)[operand];
   DomainId value = OperandDomain(o);
   if (value == kNoDomain) return absl::OkStatus();
-  BindingId earlier_user =
-      o.is_local() && o.value.is_binding() ? first_user_[o.value.index] : ir::kNoBinding;
+  BindingId earlier_user = o.is_local() && o.value.is_binding() ? first_user_[o.value.index] : ir::kNoBinding;
   NoteUse(o, site, b);
   DeviceIndex value_device = domains_.Device(value);
   uint32_t value_origin = domains_.Origin(value);
@@ -133,7 +125,8 @@ absl::Status Planner::PrimitiveUse(BindingId b, uint32_t operand, DomainId site)
     absl::StrAppend(&message, " by the use at ", LocText(B(earlier_user).expr.loc));
   }
   if (value_origin < pins_.size()) {
-    absl::StrAppend(&message, " (", DescribePin(pins_[value_origin]), " at ", LocText(PinLoc(pins_[value_origin])), ")");
+    absl::StrAppend(&message, " (", DescribePin(pins_[value_origin]), " at ", LocText(PinLoc(pins_[value_origin])),
+                    ")");
   }
   absl::StrAppend(&message, " and on ", DeviceText(domains_.Device(site)), " by the use at ", LocText(use_loc),
                   "; copied for the later use");
@@ -143,7 +136,6 @@ absl::Status Planner::PrimitiveUse(BindingId b, uint32_t operand, DomainId site)
   ++result_.stats.conflict_copies;
   return absl::OkStatus();
 }
-
 
 // --- Free boundaries and defaults ---------------------------------------------------------------
 
@@ -192,7 +184,6 @@ void Planner::ResolveKernelCall(BindingId call) {
     join(OperandDomain(m_.Args(e)[k]), param_domain_[kernel.params.begin + k]);
   }
 }
-
 
 absl::Status Planner::PlaceClasses() {
   PlacementClasses classes;
@@ -259,8 +250,8 @@ absl::Status Planner::PlaceClasses() {
   for (size_t c = 0; c < roots.size() && c < chosen->size(); ++c) {
     if (!(*chosen)[c]) continue;
     if (!domains_.Constrain(roots[c], devices_.Intern(*(*chosen)[c]))) {
-      return absl::InternalError(absl::StrCat("placement chose ", (*chosen)[c]->ToString(), " for a class on ",
-                                              classes.device[c].ToString()));
+      return absl::InternalError(
+          absl::StrCat("placement chose ", (*chosen)[c]->ToString(), " for a class on ", classes.device[c].ToString()));
     }
   }
   return absl::OkStatus();

@@ -12,10 +12,10 @@
 
 #include "absl/status/status.h"
 #include "pybind11/pybind11.h"
-#include "vdev/diagnostic.h"
-#include "vdev/ir.h"
-#include "vdev/lower_memory.h"
-#include "vdev/virtual_device.h"
+#include "vdev/ir/ir.h"
+#include "vdev/lattice/virtual_device.h"
+#include "vdev/memory/lower_memory.h"
+#include "vdev/support/diagnostic.h"
 
 namespace vdev::python {
 
@@ -35,11 +35,11 @@ using ModuleHandle = std::shared_ptr<const PyModule>;
 // (PlanResult::binding_devices as LowerMemory extended it) and the memory plan. Immutable.
 struct PyLowered {
   std::string file;
-  std::string source;                          // the planned input's text, for located messages
+  std::string source;  // the planned input's text, for located messages
   ir::Module module;
   std::vector<ir::DeviceId> binding_devices;
   MemoryPlan memory;
-  std::shared_ptr<PyModule> lowered;           // made on first use of Lowered.module
+  std::shared_ptr<PyModule> lowered;  // made on first use of Lowered.module
 };
 
 // Raises `vdev.<exception>(*args, **kwargs)` (a class of python/vdev/_errors.py).

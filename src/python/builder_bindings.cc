@@ -1,4 +1,4 @@
-// The low-level builder `vdev._vdev._Builder` (include/vdev/ir_builder.h); python/vdev/builder.py
+// The low-level builder `vdev._vdev._Builder` (include/vdev/ir/ir_builder.h); python/vdev/builder.py
 // adds the context managers (`with b.function("main"):`) on top.
 #include <cmath>
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "pybind11/stl.h"
 #include "python/bindings.h"
-#include "vdev/ir_builder.h"
+#include "vdev/ir/ir_builder.h"
 
 namespace vdev::python {
 namespace {
@@ -104,9 +104,7 @@ std::vector<ir::TypeId> TypeIds(const std::vector<PyType>& types) {
   return ids;
 }
 
-ir::TypeId OptionalType(const py::object& type) {
-  return type.is_none() ? ir::kNoType : type.cast<PyType>().id;
-}
+ir::TypeId OptionalType(const py::object& type) { return type.is_none() ? ir::kNoType : type.cast<PyType>().id; }
 
 // vdev.Value, vdev.Type and vdev.Global: what a Builder makes and takes as operands.
 void BindOperands(py::module_& m) {
@@ -128,20 +126,27 @@ using BuilderClass = py::class_<PyBuilder>;
 void DefineTypes(BuilderClass& builder) {
   using B = PyBuilder;
   builder
-      .def("tensor_type", [](B& self, const std::string& dtype, const std::vector<std::optional<int64_t>>& shape) {
-             std::vector<int64_t> dims;
-             for (const std::optional<int64_t>& d : shape) {
-               if (d.has_value() && *d < 0) throw py::value_error("tensor dimensions must be non-negative or None");
-               dims.push_back(d.value_or(ir::kDynamicDim));
-             }
-             return self.Type(self.b().TensorType(DTypeArg(dtype), absl::Span<const int64_t>(dims)));
-           }, py::arg("dtype"), py::arg("shape"))
-      .def("tuple_type", [](B& self, const std::vector<PyType>& fields) {
-             return self.Type(self.b().TupleType(TypeIds(fields)));
-           }, py::arg("fields"))
-      .def("func_type", [](B& self, const std::vector<PyType>& params, const PyType& result) {
-             return self.Type(self.b().FuncType(TypeIds(params), result.id));
-           }, py::arg("params"), py::arg("result"))
+      .def(
+          "tensor_type",
+          [](B& self, const std::string& dtype, const std::vector<std::optional<int64_t>>& shape) {
+            std::vector<int64_t> dims;
+            for (const std::optional<int64_t>& d : shape) {
+              if (d.has_value() && *d < 0) throw py::value_error("tensor dimensions must be non-negative or None");
+              dims.push_back(d.value_or(ir::kDynamicDim));
+            }
+            return self.Type(self.b().TensorType(DTypeArg(dtype), absl::Span<const int64_t>(dims)));
+          },
+          py::arg("dtype"), py::arg("shape"))
+      .def(
+          "tuple_type",
+          [](B& self, const std::vector<PyType>& fields) { return self.Type(self.b().TupleType(TypeIds(fields))); },
+          py::arg("fields"))
+      .def(
+          "func_type",
+          [](B& self, const std::vector<PyType>& params, const PyType& result) {
+            return self.Type(self.b().FuncType(TypeIds(params), result.id));
+          },
+          py::arg("params"), py::arg("result"))
       .def("storage_type", [](B& self) { return self.Type(self.b().StorageType()); });
 }
 
@@ -149,66 +154,106 @@ void DefineTypes(BuilderClass& builder) {
 void DefineFunctions(BuilderClass& builder) {
   using B = PyBuilder;
   builder
-      .def("set_targets", [](B& self, const std::vector<std::string>& names) {
-             std::vector<TargetKind> kinds;
-             for (const std::string& n : names) {
-               std::optional<TargetKind> kind = TargetKindFromName(n);
-               if (!kind) throw py::value_error(absl::StrCat("unknown target kind '", n, "'"));
-               kinds.push_back(*kind);
-             }
-             self.b().SetTargets(std::move(kinds));
-           }, py::arg("targets"))
-      .def("set_default_device", [](B& self, py::handle d) { self.b().SetDefaultDevice(DeviceArg(d)); }, py::arg("device"))
-      .def("set_host_device", [](B& self, py::handle d) { self.b().SetHostDevice(DeviceArg(d)); }, py::arg("device"))
-      .def("begin_function", [](B& self, const std::string& name) { self.b().BeginFunction(name); }, py::arg("name"))
-      .def("begin_kernel", [](B& self, const std::string& name) { self.b().BeginKernel(name); }, py::arg("name"))
+      .def(
+          "set_targets",
+          [](B& self, const std::vector<std::string>& names) {
+            std::vector<TargetKind> kinds;
+            for (const std::string& n : names) {
+              std::optional<TargetKind> kind = TargetKindFromName(n);
+              if (!kind) throw py::value_error(absl::StrCat("unknown target kind '", n, "'"));
+              kinds.push_back(*kind);
+            }
+            self.b().SetTargets(std::move(kinds));
+          },
+          py::arg("targets"))
+      .def(
+          "set_default_device", [](B& self, py::handle d) { self.b().SetDefaultDevice(DeviceArg(d)); },
+          py::arg("device"))
+      .def(
+          "set_host_device", [](B& self, py::handle d) { self.b().SetHostDevice(DeviceArg(d)); }, py::arg("device"))
+      .def(
+          "begin_function", [](B& self, const std::string& name) { self.b().BeginFunction(name); }, py::arg("name"))
+      .def(
+          "begin_kernel", [](B& self, const std::string& name) { self.b().BeginKernel(name); }, py::arg("name"))
       .def("end_kernel", [](B& self) { self.b().EndKernel(); })
       .def("end_function", [](B& self) { self.b().EndFunction(); })
-      .def("param", [](B& self, const std::string& name, const PyType& type, const py::object& device) {
-             return self.Value(self.b().Param(name, type.id, B::OptionalDevice(device)));
-           }, py::arg("name"), py::arg("type"), py::arg("device") = py::none())
-      .def("set_result", [](B& self, const PyType& type, const py::object& device) {
-             self.b().SetResult(type.id, B::OptionalDevice(device));
-           }, py::arg("type"), py::arg("device") = py::none());
+      .def(
+          "param",
+          [](B& self, const std::string& name, const PyType& type, const py::object& device) {
+            return self.Value(self.b().Param(name, type.id, B::OptionalDevice(device)));
+          },
+          py::arg("name"), py::arg("type"), py::arg("device") = py::none())
+      .def(
+          "set_result",
+          [](B& self, const PyType& type, const py::object& device) {
+            self.b().SetResult(type.id, B::OptionalDevice(device));
+          },
+          py::arg("type"), py::arg("device") = py::none());
 }
 
 // Bindings: ops, calls, tuples, constants, if/else blocks, closures and returns.
 void DefineBindings(BuilderClass& builder) {
   using B = PyBuilder;
   builder
-      .def("op", [](B& self, const std::string& op, const py::sequence& args, const py::dict& attrs,
-                    const std::string& name, const py::object& type) {
-             return self.Value(self.b().Op(op, self.ToArgs(args), self.ToAttrs(attrs), name, OptionalType(type)));
-           }, py::arg("op"), py::arg("args"), py::arg("attrs") = py::dict(), py::arg("name") = "",
-           py::arg("type") = py::none())
-      .def("call", [](B& self, const std::string& callee, const py::sequence& args, const std::string& name) {
-             return self.Value(self.b().Call(callee, self.ToArgs(args), name));
-           }, py::arg("callee"), py::arg("args"), py::arg("name") = "")
-      .def("call_value", [](B& self, const PyValue& callee, const py::sequence& args, const std::string& name) {
-             return self.Value(self.b().CallValue(callee.ref, self.ToArgs(args), name));
-           }, py::arg("callee"), py::arg("args"), py::arg("name") = "")
-      .def("tuple", [](B& self, const py::sequence& fields, const std::string& name) {
-             return self.Value(self.b().Tuple(self.ToArgs(fields), name));
-           }, py::arg("fields"), py::arg("name") = "")
-      .def("project", [](B& self, const PyValue& tuple, uint32_t index, const std::string& name) {
-             return self.Value(self.b().Project(tuple.ref, index, name));
-           }, py::arg("tuple"), py::arg("index"), py::arg("name") = "")
-      .def("const", [](B& self, const PyType& type, const std::string& name) {
-             return self.Value(self.b().Const(type.id, name));
-           }, py::arg("type"), py::arg("name") = "")
-      .def("alias", [](B& self, py::handle value, const std::string& name) {
-             return self.Value(self.b().Alias(self.ToArg(value), name));
-           }, py::arg("value"), py::arg("name") = "")
-      .def("declare_type", [](B& self, const PyType& type) { self.b().DeclareType(type.id); }, py::arg("type"))
-      .def("begin_if", [](B& self, py::handle cond, const std::string& name) { self.b().BeginIf(self.ToArg(cond), name); },
-           py::arg("cond"), py::arg("name") = "")
+      .def(
+          "op",
+          [](B& self, const std::string& op, const py::sequence& args, const py::dict& attrs, const std::string& name,
+             const py::object& type) {
+            return self.Value(self.b().Op(op, self.ToArgs(args), self.ToAttrs(attrs), name, OptionalType(type)));
+          },
+          py::arg("op"), py::arg("args"), py::arg("attrs") = py::dict(), py::arg("name") = "",
+          py::arg("type") = py::none())
+      .def(
+          "call",
+          [](B& self, const std::string& callee, const py::sequence& args, const std::string& name) {
+            return self.Value(self.b().Call(callee, self.ToArgs(args), name));
+          },
+          py::arg("callee"), py::arg("args"), py::arg("name") = "")
+      .def(
+          "call_value",
+          [](B& self, const PyValue& callee, const py::sequence& args, const std::string& name) {
+            return self.Value(self.b().CallValue(callee.ref, self.ToArgs(args), name));
+          },
+          py::arg("callee"), py::arg("args"), py::arg("name") = "")
+      .def(
+          "tuple",
+          [](B& self, const py::sequence& fields, const std::string& name) {
+            return self.Value(self.b().Tuple(self.ToArgs(fields), name));
+          },
+          py::arg("fields"), py::arg("name") = "")
+      .def(
+          "project",
+          [](B& self, const PyValue& tuple, uint32_t index, const std::string& name) {
+            return self.Value(self.b().Project(tuple.ref, index, name));
+          },
+          py::arg("tuple"), py::arg("index"), py::arg("name") = "")
+      .def(
+          "const",
+          [](B& self, const PyType& type, const std::string& name) {
+            return self.Value(self.b().Const(type.id, name));
+          },
+          py::arg("type"), py::arg("name") = "")
+      .def(
+          "alias",
+          [](B& self, py::handle value, const std::string& name) {
+            return self.Value(self.b().Alias(self.ToArg(value), name));
+          },
+          py::arg("value"), py::arg("name") = "")
+      .def(
+          "declare_type", [](B& self, const PyType& type) { self.b().DeclareType(type.id); }, py::arg("type"))
+      .def(
+          "begin_if",
+          [](B& self, py::handle cond, const std::string& name) { self.b().BeginIf(self.ToArg(cond), name); },
+          py::arg("cond"), py::arg("name") = "")
       .def("begin_else", [](B& self) { self.b().Else(); })
       .def("end_if", [](B& self) { return self.Value(self.b().EndIf()); })
-      .def("begin_fn", [](B& self, const std::string& name, bool primitive) { self.b().BeginFn(name, primitive); },
-           py::arg("name") = "", py::arg("primitive") = false)
+      .def(
+          "begin_fn", [](B& self, const std::string& name, bool primitive) { self.b().BeginFn(name, primitive); },
+          py::arg("name") = "", py::arg("primitive") = false)
       .def("end_fn", [](B& self) { return self.Value(self.b().EndFn()); })
-      .def("ret", [](B& self, py::handle value) { self.b().Return(self.ToArg(value)); }, py::arg("value"),
-           "`return value` of the innermost open block.");
+      .def(
+          "ret", [](B& self, py::handle value) { self.b().Return(self.ToArg(value)); }, py::arg("value"),
+          "`return value` of the innermost open block.");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The channel language from Python (include/vdev/channel_program.h, channel_plan.h,
+// The channel language from Python (include/vdev/channels/channel_program.h, channel_plan.h,
 // channel_algorithms.h, channel_executor.h): vdev.channels builds programs, validates them, converts
 // execution plans to and from JSON and runs them on the host executor, one thread per rank. The
 // classes here are the extension's (ChannelProgram, …); python/vdev/channels.py names them.
@@ -14,11 +14,11 @@
 #include "pybind11/operators.h"
 #include "pybind11/stl.h"
 #include "python/bindings.h"
-#include "vdev/channel_algorithms.h"
-#include "vdev/channel_executor.h"
-#include "vdev/channel_plan.h"
-#include "vdev/channel_program.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_algorithms.h"
+#include "vdev/channels/channel_executor.h"
+#include "vdev/channels/channel_plan.h"
+#include "vdev/channels/channel_program.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::python {
 namespace {
@@ -105,8 +105,10 @@ py::list Run(const ProgramSpec& plan, const std::vector<py::array>& arrays, int 
   const py::dtype dtype = arrays[0].dtype();
   std::optional<DataType> type = ChannelType(dtype);
   if (!type) {
-    throw py::type_error(absl::StrCat("the host plan executor runs float32, float64, int32, float16 or bf16 (as "
-                                      "uint16), found ", std::string(py::str(py::object(dtype)))));
+    throw py::type_error(
+        absl::StrCat("the host plan executor runs float32, float64, int32, float16 or bf16 (as "
+                     "uint16), found ",
+                     std::string(py::str(py::object(dtype)))));
   }
   const int in_segments = channels::InputSegments(plan.collective, world);
   const int out_segments = channels::OutputSegments(plan.collective, world);
@@ -115,8 +117,10 @@ py::list Run(const ProgramSpec& plan, const std::vector<py::array>& arrays, int 
   for (int r = 0; r < world; ++r) {
     if (arrays[r].dtype().num() != dtype.num()) throw py::type_error("every rank's input must have one dtype");
     if (arrays[r].ndim() != 1 || arrays[r].size() != elements || elements == 0 || elements % in_segments != 0) {
-      throw py::value_error(absl::StrCat("input of rank ", r, ": expected a non-empty 1-D array of the same size as "
-                                         "every rank's, a multiple of ", in_segments, " (the collective's segments)"));
+      throw py::value_error(absl::StrCat("input of rank ", r,
+                                         ": expected a non-empty 1-D array of the same size as "
+                                         "every rank's, a multiple of ",
+                                         in_segments, " (the collective's segments)"));
     }
     inputs.push_back(py::array::ensure(arrays[r], py::array::c_style));
   }
@@ -184,11 +188,14 @@ void BindChannelPlan(py::module_& m) {
       .def_readonly("root", &ProgramSpec::root)
       .def_readonly("chunks_per_segment", &ProgramSpec::chunks_per_segment)
       .def_readonly("scratch_chunks", &ProgramSpec::scratch_chunks)
-      .def_property_readonly("thread_blocks", [](const ProgramSpec& p) {
-        std::vector<int> out;
-        for (const auto& rank : p.ranks) out.push_back(static_cast<int>(rank.size()));
-        return out;
-      }, "The number of thread blocks of each rank.")
+      .def_property_readonly(
+          "thread_blocks",
+          [](const ProgramSpec& p) {
+            std::vector<int> out;
+            for (const auto& rank : p.ranks) out.push_back(static_cast<int>(rank.size()));
+            return out;
+          },
+          "The number of thread blocks of each rank.")
       .def("to_json", &channels::PlanToJson, "The plan's JSON (docs/channels.md); equal plans give equal text.")
       .def_static("from_json", &PlanFromJson, py::arg("text"), py::arg("file") = "<plan>",
                   "Parses and validates a plan; ChannelError (FILE:LINE:COL, or the field's path) otherwise.")
@@ -204,27 +211,47 @@ void BindMemoryChannel(py::module_& m) {
   py::class_<PyMemoryChannel>(m, "ChannelMemoryChannel",
                               "A channel from rank `src` into rank `dst`'s memory, used by `src` (SM copies).")
       .def_property_readonly("index", [](PyMemoryChannel& c) { return c.channel.index(); })
-      .def("put", [](PyMemoryChannel& c, py::handle tb, const ChunkRef& dst, const ChunkRef& src, const std::string& sync) {
-             c.Get().Put(TbArg(tb), dst, src, SyncArg(sync));
-           }, py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none")
-      .def("get", [](PyMemoryChannel& c, py::handle tb, const ChunkRef& dst, const ChunkRef& src, const std::string& sync) {
-             c.Get().Get(TbArg(tb), dst, src, SyncArg(sync));
-           }, py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none")
-      .def("signal", [](PyMemoryChannel& c, int tb, const std::string& sync, bool relaxed) {
-             c.Get().Signal(tb, SyncArg(sync), relaxed);
-           }, py::arg("tb"), py::kw_only(), py::arg("sync") = "before", py::arg("relaxed") = false)
-      .def("wait", [](PyMemoryChannel& c, int tb, const std::string& sync, bool relaxed) {
-             c.Get().Wait(tb, SyncArg(sync), relaxed);
-           }, py::arg("tb"), py::kw_only(), py::arg("sync") = "after", py::arg("relaxed") = false)
-      .def("reduce", [](PyMemoryChannel& c, py::handle tb, const ChunkRef& dst, std::vector<ChunkRef> srcs,
-                        const std::string& sync) { c.Get().Reduce(TbArg(tb), dst, std::move(srcs), SyncArg(sync)); },
-           py::arg("tb"), py::arg("dst"), py::arg("srcs"), py::kw_only(), py::arg("sync") = "none")
-      .def("put_packets", [](PyMemoryChannel& c, int tb, const ChunkRef& dst, const ChunkRef& src, const std::string& sync) {
-             c.Get().PutPackets(tb, dst, src, SyncArg(sync));
-           }, py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none")
-      .def("read_put_packets", [](PyMemoryChannel& c, int tb, const ChunkRef& dst, const ChunkRef& src,
-                                  const std::string& sync) { c.Get().ReadPutPackets(tb, dst, src, SyncArg(sync)); },
-           py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none");
+      .def(
+          "put",
+          [](PyMemoryChannel& c, py::handle tb, const ChunkRef& dst, const ChunkRef& src, const std::string& sync) {
+            c.Get().Put(TbArg(tb), dst, src, SyncArg(sync));
+          },
+          py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none")
+      .def(
+          "get",
+          [](PyMemoryChannel& c, py::handle tb, const ChunkRef& dst, const ChunkRef& src, const std::string& sync) {
+            c.Get().Get(TbArg(tb), dst, src, SyncArg(sync));
+          },
+          py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none")
+      .def(
+          "signal",
+          [](PyMemoryChannel& c, int tb, const std::string& sync, bool relaxed) {
+            c.Get().Signal(tb, SyncArg(sync), relaxed);
+          },
+          py::arg("tb"), py::kw_only(), py::arg("sync") = "before", py::arg("relaxed") = false)
+      .def(
+          "wait",
+          [](PyMemoryChannel& c, int tb, const std::string& sync, bool relaxed) {
+            c.Get().Wait(tb, SyncArg(sync), relaxed);
+          },
+          py::arg("tb"), py::kw_only(), py::arg("sync") = "after", py::arg("relaxed") = false)
+      .def(
+          "reduce",
+          [](PyMemoryChannel& c, py::handle tb, const ChunkRef& dst, std::vector<ChunkRef> srcs,
+             const std::string& sync) { c.Get().Reduce(TbArg(tb), dst, std::move(srcs), SyncArg(sync)); },
+          py::arg("tb"), py::arg("dst"), py::arg("srcs"), py::kw_only(), py::arg("sync") = "none")
+      .def(
+          "put_packets",
+          [](PyMemoryChannel& c, int tb, const ChunkRef& dst, const ChunkRef& src, const std::string& sync) {
+            c.Get().PutPackets(tb, dst, src, SyncArg(sync));
+          },
+          py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none")
+      .def(
+          "read_put_packets",
+          [](PyMemoryChannel& c, int tb, const ChunkRef& dst, const ChunkRef& src, const std::string& sync) {
+            c.Get().ReadPutPackets(tb, dst, src, SyncArg(sync));
+          },
+          py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none");
 }
 
 // ChannelPortChannel: copy-engine transfers served by a proxy.
@@ -232,20 +259,26 @@ void BindPortChannel(py::module_& m) {
   py::class_<PyPortChannel>(m, "ChannelPortChannel",
                             "A channel from rank `src` to rank `dst` served by a proxy thread of `src` (copy engine).")
       .def_property_readonly("index", [](PyPortChannel& c) { return c.channel.index(); })
-      .def("put", [](PyPortChannel& c, int tb, const ChunkRef& dst, const ChunkRef& src, const std::string& sync,
-                     bool with_signal, bool with_flush) {
-             if (with_flush && !with_signal) throw py::value_error("with_flush needs with_signal");
-             if (with_flush) return c.Get().PutWithSignalAndFlush(tb, dst, src, SyncArg(sync));
-             if (with_signal) return c.Get().PutWithSignal(tb, dst, src, SyncArg(sync));
-             c.Get().Put(tb, dst, src, SyncArg(sync));
-           }, py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none",
-           py::arg("with_signal") = false, py::arg("with_flush") = false)
-      .def("signal", [](PyPortChannel& c, int tb, const std::string& sync) { c.Get().Signal(tb, SyncArg(sync)); },
-           py::arg("tb"), py::kw_only(), py::arg("sync") = "before")
-      .def("wait", [](PyPortChannel& c, int tb, const std::string& sync) { c.Get().Wait(tb, SyncArg(sync)); },
-           py::arg("tb"), py::kw_only(), py::arg("sync") = "after")
-      .def("flush", [](PyPortChannel& c, int tb, const std::string& sync) { c.Get().Flush(tb, SyncArg(sync)); },
-           py::arg("tb"), py::kw_only(), py::arg("sync") = "after");
+      .def(
+          "put",
+          [](PyPortChannel& c, int tb, const ChunkRef& dst, const ChunkRef& src, const std::string& sync,
+             bool with_signal, bool with_flush) {
+            if (with_flush && !with_signal) throw py::value_error("with_flush needs with_signal");
+            if (with_flush) return c.Get().PutWithSignalAndFlush(tb, dst, src, SyncArg(sync));
+            if (with_signal) return c.Get().PutWithSignal(tb, dst, src, SyncArg(sync));
+            c.Get().Put(tb, dst, src, SyncArg(sync));
+          },
+          py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none",
+          py::arg("with_signal") = false, py::arg("with_flush") = false)
+      .def(
+          "signal", [](PyPortChannel& c, int tb, const std::string& sync) { c.Get().Signal(tb, SyncArg(sync)); },
+          py::arg("tb"), py::kw_only(), py::arg("sync") = "before")
+      .def(
+          "wait", [](PyPortChannel& c, int tb, const std::string& sync) { c.Get().Wait(tb, SyncArg(sync)); },
+          py::arg("tb"), py::kw_only(), py::arg("sync") = "after")
+      .def(
+          "flush", [](PyPortChannel& c, int tb, const std::string& sync) { c.Get().Flush(tb, SyncArg(sync)); },
+          py::arg("tb"), py::kw_only(), py::arg("sync") = "after");
 }
 
 // ChannelProgram: the builder.
@@ -259,58 +292,81 @@ void BindProgram(py::module_& m) {
                                 world_size, chunks_per_segment, scratch_chunks, root);
              return p;
            }),
-           py::arg("name"), py::arg("collective"), py::arg("world_size"), py::kw_only(), py::arg("chunks_per_segment") = 1,
-           py::arg("scratch_chunks") = 0, py::arg("root") = 0)
+           py::arg("name"), py::arg("collective"), py::arg("world_size"), py::kw_only(),
+           py::arg("chunks_per_segment") = 1, py::arg("scratch_chunks") = 0, py::arg("root") = 0)
       .def_property_readonly("world_size", [](PyProgram& p) { return p.Get().world_size(); })
       .def_property_readonly("chunks_per_segment", [](PyProgram& p) { return p.Get().chunks_per_segment(); })
-      .def("input", [](PyProgram& p, int rank, int index, int count) { return p.Get().Input(rank, index, count); },
-           py::arg("rank"), py::arg("index"), py::arg("count") = 1)
-      .def("output", [](PyProgram& p, int rank, int index, int count) { return p.Get().Output(rank, index, count); },
-           py::arg("rank"), py::arg("index"), py::arg("count") = 1)
-      .def("scratch", [](PyProgram& p, int rank, int index, int count) { return p.Get().Scratch(rank, index, count); },
-           py::arg("rank"), py::arg("index"), py::arg("count") = 1)
-      .def("add_memory_channel", [](const std::shared_ptr<PyProgram>& p, int dst, int src, int tag) {
-             return PyMemoryChannel{p, p->Get().AddMemoryChannel(dst, src, tag)};
-           }, py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("tag") = 0)
-      .def("add_port_channel", [](const std::shared_ptr<PyProgram>& p, int dst, int src, int tag) {
-             return PyPortChannel{p, p->Get().AddPortChannel(dst, src, tag)};
-           }, py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("tag") = 0)
-      .def("copy", [](PyProgram& p, py::handle tb, const ChunkRef& dst, const ChunkRef& src, const std::string& sync) {
-             p.Get().Copy(TbArg(tb), dst, src, SyncArg(sync));
-           }, py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none")
-      .def("reduce", [](PyProgram& p, py::handle tb, const ChunkRef& dst, std::vector<ChunkRef> srcs,
-                        const std::string& sync) { p.Get().Reduce(TbArg(tb), dst, std::move(srcs), SyncArg(sync)); },
-           py::arg("tb"), py::arg("dst"), py::arg("srcs"), py::kw_only(), py::arg("sync") = "none")
-      .def("build", [](PyProgram& p) {
-             channels::Program program = std::move(p.Get());
-             p.program.reset();
-             absl::StatusOr<ProgramSpec> plan;
-             {
-               py::gil_scoped_release release;
-               plan = std::move(program).Build();
-             }
-             if (!plan.ok()) RaiseChannelError(plan.status());
-             return *std::move(plan);
-           },
-           "Validates the program (channel_program.h: ranges, deadlocks, races, the collective's result) and\n"
-           "returns its plan; ChannelError naming rank, thread block and op otherwise. The builder is used up.");
+      .def(
+          "input", [](PyProgram& p, int rank, int index, int count) { return p.Get().Input(rank, index, count); },
+          py::arg("rank"), py::arg("index"), py::arg("count") = 1)
+      .def(
+          "output", [](PyProgram& p, int rank, int index, int count) { return p.Get().Output(rank, index, count); },
+          py::arg("rank"), py::arg("index"), py::arg("count") = 1)
+      .def(
+          "scratch", [](PyProgram& p, int rank, int index, int count) { return p.Get().Scratch(rank, index, count); },
+          py::arg("rank"), py::arg("index"), py::arg("count") = 1)
+      .def(
+          "add_memory_channel",
+          [](const std::shared_ptr<PyProgram>& p, int dst, int src, int tag) {
+            return PyMemoryChannel{p, p->Get().AddMemoryChannel(dst, src, tag)};
+          },
+          py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("tag") = 0)
+      .def(
+          "add_port_channel",
+          [](const std::shared_ptr<PyProgram>& p, int dst, int src, int tag) {
+            return PyPortChannel{p, p->Get().AddPortChannel(dst, src, tag)};
+          },
+          py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("tag") = 0)
+      .def(
+          "copy",
+          [](PyProgram& p, py::handle tb, const ChunkRef& dst, const ChunkRef& src, const std::string& sync) {
+            p.Get().Copy(TbArg(tb), dst, src, SyncArg(sync));
+          },
+          py::arg("tb"), py::arg("dst"), py::arg("src"), py::kw_only(), py::arg("sync") = "none")
+      .def(
+          "reduce",
+          [](PyProgram& p, py::handle tb, const ChunkRef& dst, std::vector<ChunkRef> srcs, const std::string& sync) {
+            p.Get().Reduce(TbArg(tb), dst, std::move(srcs), SyncArg(sync));
+          },
+          py::arg("tb"), py::arg("dst"), py::arg("srcs"), py::kw_only(), py::arg("sync") = "none")
+      .def(
+          "build",
+          [](PyProgram& p) {
+            channels::Program program = std::move(p.Get());
+            p.program.reset();
+            absl::StatusOr<ProgramSpec> plan;
+            {
+              py::gil_scoped_release release;
+              plan = std::move(program).Build();
+            }
+            if (!plan.ok()) RaiseChannelError(plan.status());
+            return *std::move(plan);
+          },
+          "Validates the program (channel_program.h: ranges, deadlocks, races, the collective's result) and\n"
+          "returns its plan; ChannelError naming rank, thread block and op otherwise. The builder is used up.");
 }
 
 // Validation, the shipped plans and the host executor.
 void BindPlanFunctions(py::module_& m) {
-  m.def("validate_channel_plan", [](const ProgramSpec& plan) {
-          absl::Status status;
-          {
-            py::gil_scoped_release release;
-            status = channels::ValidateProgram(plan);
-          }
-          if (!status.ok()) RaiseChannelError(status);
-        }, py::arg("plan"), "ValidateProgram: ChannelError naming rank, thread block and op.");
-  m.def("shipped_channel_plan", [](const std::string& name, int world_size) {
-          absl::StatusOr<ProgramSpec> plan = channels::ShippedPlan(name, world_size);
-          if (!plan.ok()) RaiseChannelError(plan.status());
-          return *std::move(plan);
-        }, py::arg("name"), py::arg("world_size"), "One of the shipped plans (channel_algorithms.h) for world_size ranks.");
+  m.def(
+      "validate_channel_plan",
+      [](const ProgramSpec& plan) {
+        absl::Status status;
+        {
+          py::gil_scoped_release release;
+          status = channels::ValidateProgram(plan);
+        }
+        if (!status.ok()) RaiseChannelError(status);
+      },
+      py::arg("plan"), "ValidateProgram: ChannelError naming rank, thread block and op.");
+  m.def(
+      "shipped_channel_plan",
+      [](const std::string& name, int world_size) {
+        absl::StatusOr<ProgramSpec> plan = channels::ShippedPlan(name, world_size);
+        if (!plan.ok()) RaiseChannelError(plan.status());
+        return *std::move(plan);
+      },
+      py::arg("name"), py::arg("world_size"), "One of the shipped plans (channel_algorithms.h) for world_size ranks.");
   m.def("shipped_channel_plan_names", &channels::ShippedPlanNames);
   m.def("run_channel_plan", &Run, py::arg("plan"), py::arg("inputs"), py::kw_only(), py::arg("instances") = 1,
         py::arg("timeout") = 8.0,

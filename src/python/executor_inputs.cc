@@ -116,8 +116,7 @@ void ExecutorInputs::Add(const ir::Module& m, const ir::Param& param, size_t ind
   AddDLPack(m, param, what, value);
 }
 
-void ExecutorInputs::AddDLPack(const ir::Module& m, const ir::Param& param, const std::string& what,
-                               py::handle value) {
+void ExecutorInputs::AddDLPack(const ir::Module& m, const ir::Param& param, const std::string& what, py::handle value) {
   const ir::TypeNode& node = m.types.node(param.type);
   absl::Span<const int64_t> dims = m.types.dims(param.type);
   // Where the tensor lives, asked before it is exported (the protocol's order).
@@ -138,8 +137,7 @@ void ExecutorInputs::AddDLPack(const ir::Module& m, const ir::Param& param, cons
   PyCapsule_SetName(capsule.ptr(), "used_dltensor");
   dlpack_.emplace_back(managed);
   const DLTensor& t = managed->dl_tensor;
-  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost &&
-      t.device.device_type != kDLCUDAManaged) {
+  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost && t.device.device_type != kDLCUDAManaged) {
     throw py::value_error(absl::StrCat(what, ": the DLPack tensor is on device type ",
                                        static_cast<int>(t.device.device_type),
                                        "; vdev reads inputs from host memory (kDLCPU)"));

@@ -9,8 +9,8 @@
 
 #include "absl/types/span.h"
 #include "pybind11/pybind11.h"
-#include "vdev/ir.h"
-#include "vdev/tensor.h"
+#include "vdev/ir/ir.h"
+#include "vdev/kernels/tensor.h"
 
 struct DLManagedTensor;
 

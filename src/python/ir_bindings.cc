@@ -1,4 +1,4 @@
-// vdev.Module and vdev.parse (include/vdev/ir_text.h).
+// vdev.Module and vdev.parse (include/vdev/ir/ir_text.h).
 #include <memory>
 #include <string>
 #include <utility>
@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "pybind11/stl.h"
 #include "python/bindings.h"
-#include "vdev/compile.h"
-#include "vdev/ir_text.h"
+#include "vdev/compile/compile.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev::python {
 namespace {
@@ -36,17 +36,20 @@ std::vector<std::string> FunctionNames(const PyModule& m) {
 void BindIr(py::module_& m) {
   py::class_<PyModule, std::shared_ptr<PyModule>>(
       m, "Module", "A verified program of the vdev IR (docs/spec/ir-text.md). Immutable: passes return new ones.")
-      .def_static("parse", &ParseText, py::arg("text"), py::arg("file") = "<string>",
-                  "Same as vdev.parse(text, file).")
-      .def("text", [](const PyModule& self, bool inferred_types) {
-             return ir::PrintModule(self.module, {.inferred_types = inferred_types});
-           }, py::arg("inferred_types") = false,
-           "The canonical text; with inferred_types=True every inferred binding type is written too.")
+      .def_static("parse", &ParseText, py::arg("text"), py::arg("file") = "<string>", "Same as vdev.parse(text, file).")
+      .def(
+          "text",
+          [](const PyModule& self, bool inferred_types) {
+            return ir::PrintModule(self.module, {.inferred_types = inferred_types});
+          },
+          py::arg("inferred_types") = false,
+          "The canonical text; with inferred_types=True every inferred binding type is written too.")
       .def("__str__", [](const PyModule& self) { return ir::PrintModule(self.module); })
-      .def("__repr__", [](const PyModule& self) {
-        return absl::StrCat("<vdev.Module ", self.file, ": ", self.module.items.size(), " functions, ",
-                            self.module.bindings.size(), " bindings>");
-      })
+      .def("__repr__",
+           [](const PyModule& self) {
+             return absl::StrCat("<vdev.Module ", self.file, ": ", self.module.items.size(), " functions, ",
+                                 self.module.bindings.size(), " bindings>");
+           })
       .def_property_readonly("file", [](const PyModule& self) { return self.file; })
       .def_property_readonly("functions", &FunctionNames, "Names of the top-level functions and kernels, in order.");
 

@@ -1,4 +1,4 @@
-// vdev.Target, vdev.VirtualDevice, vdev.join and vdev.default (include/vdev/virtual_device.h).
+// vdev.Target, vdev.VirtualDevice, vdev.join and vdev.default (include/vdev/lattice/virtual_device.h).
 #include <optional>
 #include <string>
 #include <utility>
@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "pybind11/stl.h"
 #include "python/bindings.h"
-#include "vdev/target.h"
-#include "vdev/virtual_device.h"
+#include "vdev/lattice/target.h"
+#include "vdev/lattice/virtual_device.h"
 
 namespace vdev::python {
 namespace {
@@ -47,8 +47,8 @@ VirtualDevice MakeDevice(const std::optional<std::string>& device_type, std::opt
   }
   std::optional<Target> parsed_target;
   if (!target.is_none()) parsed_target = TargetArg(target);
-  absl::StatusOr<VirtualDevice> device = VirtualDevice::Make(
-      type, device_id.value_or(VirtualDevice::kUnconstrainedId), parsed_target, memory_scope.value_or(""));
+  absl::StatusOr<VirtualDevice> device = VirtualDevice::Make(type, device_id.value_or(VirtualDevice::kUnconstrainedId),
+                                                             parsed_target, memory_scope.value_or(""));
   if (!device.ok()) throw py::value_error(std::string(device.status().message()));
   return *std::move(device);
 }
@@ -63,7 +63,8 @@ void BindTarget(py::module_& m) {
       .def(py::init(&ParseTarget), py::arg("text"), "Parses `kind -key=value … -host=KIND`; ParseError on bad text.")
       .def_static("parse", &ParseTarget, py::arg("text"), "Same as Target(text).")
       .def_property_readonly("kind", [](const Target& t) { return std::string(TargetKindName(t.kind())); })
-      .def_property_readonly("device_type", [](const Target& t) { return std::string(DeviceTypeName(t.device_type())); })
+      .def_property_readonly("device_type",
+                             [](const Target& t) { return std::string(DeviceTypeName(t.device_type())); })
       .def_property_readonly("options",
                              [](const Target& t) {
                                py::dict options;
@@ -72,10 +73,14 @@ void BindTarget(py::module_& m) {
                              })
       .def_property_readonly("host", &Target::host)
       .def("__str__", &Target::ToString)
-      .def("__repr__", [](const Target& t) { return absl::StrCat("Target(", std::string(py::repr(py::str(t.ToString()))), ")"); })
-      .def("__eq__", [](const Target& a, py::object b) { return py::isinstance<Target>(b) && a == b.cast<Target>(); }, py::arg("other"))
+      .def("__repr__",
+           [](const Target& t) { return absl::StrCat("Target(", std::string(py::repr(py::str(t.ToString()))), ")"); })
+      .def(
+          "__eq__", [](const Target& a, py::object b) { return py::isinstance<Target>(b) && a == b.cast<Target>(); },
+          py::arg("other"))
       .def("__hash__", [](const Target& t) { return absl::HashOf(t); })
-      .def(py::pickle([](const Target& t) { return t.ToString(); }, [](const std::string& s) { return ParseTarget(s); }));
+      .def(py::pickle([](const Target& t) { return t.ToString(); },
+                      [](const std::string& s) { return ParseTarget(s); }));
 }
 
 void BindVirtualDevice(py::module_& m) {
@@ -86,32 +91,49 @@ void BindVirtualDevice(py::module_& m) {
            py::arg("target") = py::none(), py::arg("memory_scope") = py::none(),
            "VirtualDevice(device_type='cuda', device_id=0, target='cuda', memory_scope='global'); every field\n"
            "defaults to unconstrained. ValueError when the target disagrees with the device type.")
-      .def_static("parse", [](py::str text) { return DeviceArg(text); }, py::arg("text"),
-                  "Parses a literal (`cuda:3[cuda]/global`, `?`, `*:1`); ParseError with the column on bad text.")
+      .def_static(
+          "parse", [](py::str text) { return DeviceArg(text); }, py::arg("text"),
+          "Parses a literal (`cuda:3[cuda]/global`, `?`, `*:1`); ParseError with the column on bad text.")
       .def_property_readonly("device_type", &TypeName)
-      .def_property_readonly("device_id", [](const VirtualDevice& d) { return d.has_id() ? std::optional<int>(d.virtual_device_id()) : std::nullopt; })
+      .def_property_readonly(
+          "device_id",
+          [](const VirtualDevice& d) { return d.has_id() ? std::optional<int>(d.virtual_device_id()) : std::nullopt; })
       .def_property_readonly("target", &VirtualDevice::target)
-      .def_property_readonly("memory_scope", [](const VirtualDevice& d) { return d.has_memory_scope() ? std::optional<std::string>(d.memory_scope()) : std::nullopt; })
+      .def_property_readonly("memory_scope",
+                             [](const VirtualDevice& d) {
+                               return d.has_memory_scope() ? std::optional<std::string>(d.memory_scope())
+                                                           : std::nullopt;
+                             })
       .def_property_readonly("has_device_type", &VirtualDevice::has_device_type)
       .def_property_readonly("has_device_id", &VirtualDevice::has_id)
       .def_property_readonly("has_target", &VirtualDevice::has_target)
       .def_property_readonly("has_memory_scope", &VirtualDevice::has_memory_scope)
       .def_property_readonly("is_fully_unconstrained", &VirtualDevice::IsFullyUnconstrained)
       .def_property_readonly("is_fully_constrained", &VirtualDevice::IsFullyConstrained)
-      .def("join", [](const VirtualDevice& a, py::handle b) { return Join(a, DeviceArg(b)); }, py::arg("other"),
-           "The most constrained device agreeing with both, or None when a field set in both differs.")
-      .def("default", [](const VirtualDevice& a, py::handle b) { return Default(a, DeviceArg(b)); }, py::arg("other"),
-           "This device's fields where set, otherwise other's (other's target only when its type matches).")
+      .def(
+          "join", [](const VirtualDevice& a, py::handle b) { return Join(a, DeviceArg(b)); }, py::arg("other"),
+          "The most constrained device agreeing with both, or None when a field set in both differs.")
+      .def(
+          "default", [](const VirtualDevice& a, py::handle b) { return Default(a, DeviceArg(b)); }, py::arg("other"),
+          "This device's fields where set, otherwise other's (other's target only when its type matches).")
       .def("__str__", &VirtualDevice::ToString)
       .def("__repr__", [](const VirtualDevice& d) { return absl::StrCat("VirtualDevice.parse('", d.ToString(), "')"); })
-      .def("__eq__", [](const VirtualDevice& a, py::object b) { return py::isinstance<VirtualDevice>(b) && a == b.cast<VirtualDevice>(); }, py::arg("other"))
+      .def(
+          "__eq__",
+          [](const VirtualDevice& a, py::object b) {
+            return py::isinstance<VirtualDevice>(b) && a == b.cast<VirtualDevice>();
+          },
+          py::arg("other"))
       .def("__hash__", [](const VirtualDevice& d) { return absl::HashOf(d); })
-      .def(py::pickle([](const VirtualDevice& d) { return d.ToString(); }, [](const std::string& s) { return DeviceArg(py::str(s)); }));
+      .def(py::pickle([](const VirtualDevice& d) { return d.ToString(); },
+                      [](const std::string& s) { return DeviceArg(py::str(s)); }));
 
-  m.def("join", [](py::handle a, py::handle b) { return Join(DeviceArg(a), DeviceArg(b)); }, py::arg("a"), py::arg("b"),
-        "join(a, b): a.join(b) for devices or literals.");
-  m.def("default", [](py::handle a, py::handle b) { return Default(DeviceArg(a), DeviceArg(b)); }, py::arg("a"),
-        py::arg("b"), "default(a, b): a.default(b) for devices or literals.");
+  m.def(
+      "join", [](py::handle a, py::handle b) { return Join(DeviceArg(a), DeviceArg(b)); }, py::arg("a"), py::arg("b"),
+      "join(a, b): a.join(b) for devices or literals.");
+  m.def(
+      "default", [](py::handle a, py::handle b) { return Default(DeviceArg(a), DeviceArg(b)); }, py::arg("a"),
+      py::arg("b"), "default(a, b): a.default(b) for devices or literals.");
 }
 
 }  // namespace

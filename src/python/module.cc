@@ -17,8 +17,8 @@ void Raise(const char* exception, const py::tuple& args, const py::dict& kwargs)
 
 void RaiseParseError(absl::string_view file, absl::string_view source, const Diagnostic& diag) {
   Raise("ParseError", py::make_tuple(FormatDiagnostic(file, source, diag)),
-        py::dict(py::arg("file") = std::string(file), py::arg("line") = diag.loc.line,
-                 py::arg("col") = diag.loc.col, py::arg("message") = diag.message));
+        py::dict(py::arg("file") = std::string(file), py::arg("line") = diag.loc.line, py::arg("col") = diag.loc.col,
+                 py::arg("message") = diag.message));
 }
 
 void RaiseStatus(const absl::Status& status) {

@@ -7,8 +7,8 @@
 
 #include "pybind11/numpy.h"
 #include "pybind11/pybind11.h"
-#include "vdev/ir.h"
-#include "vdev/tensor.h"
+#include "vdev/ir/ir.h"
+#include "vdev/kernels/tensor.h"
 
 namespace vdev::python {
 

@@ -1,4 +1,4 @@
-// `vdev._onnx`: the ONNX importer (vdev/onnx_import.h) for vdev.from_onnx, a module of its own so
+// `vdev._onnx`: the ONNX importer (vdev/frontend/onnx_import.h) for vdev.from_onnx, a module of its own so
 // that the main extension does not depend on libonnx-dev (built only when the frontend is).
 #include <map>
 #include <string>
@@ -6,8 +6,8 @@
 #include "pybind11/pybind11.h"
 #include "pybind11/stl.h"
 #include "python/numpy_tensors.h"
-#include "vdev/ir_text.h"
-#include "vdev/onnx_import.h"
+#include "vdev/frontend/onnx_import.h"
+#include "vdev/ir/ir_text.h"
 
 namespace py = pybind11;
 

@@ -1,5 +1,5 @@
-// vdev.plan → vdev.Plan and vdev.lower → vdev.Lowered (include/vdev/plan_devices.h,
-// include/vdev/lower_memory.h). Planning and lowering run with the GIL released; the records they
+// vdev.plan → vdev.Plan and vdev.lower → vdev.Lowered (include/vdev/planner/plan_devices.h,
+// include/vdev/memory/lower_memory.h). Planning and lowering run with the GIL released; the records they
 // return (Copy, PlanWarning, Pool, AllReduce, Conflict) are the named tuples of
 // python/vdev/_records.py.
 #include <memory>
@@ -10,17 +10,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "nlohmann/json.hpp"
 #include "pybind11/stl.h"
 #include "python/bindings.h"
-#include "vdev/compile.h"
-#include "vdev/dot.h"
-#include "vdev/ir_text.h"
-#include "nlohmann/json.hpp"
-#include "vdev/lower_memory.h"
-#include "vdev/machine.h"
-#include "vdev/optimize_placement.h"
-#include "vdev/plan_devices.h"
-#include "vdev/plan_explain.h"
+#include "vdev/compile/compile.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/memory/dot.h"
+#include "vdev/memory/lower_memory.h"
+#include "vdev/planner/machine.h"
+#include "vdev/planner/optimize_placement.h"
+#include "vdev/planner/plan_devices.h"
+#include "vdev/planner/plan_explain.h"
 
 namespace vdev::python {
 namespace {
@@ -82,7 +82,8 @@ struct PyPlan {
     const ir::Module& m = result.module;
     const ir::FuncId f = Function(path);
     py::dict out;
-    for (const ir::Param& p : m.Params(m.functions[f])) out[py::str(std::string(m.Name(p.name)))] = DeviceOrNone(m, p.device);
+    for (const ir::Param& p : m.Params(m.functions[f]))
+      out[py::str(std::string(m.Name(p.name)))] = DeviceOrNone(m, p.device);
     for (ir::BindingId b = 0; b < result.input_bindings; ++b) {
       if (m.blocks[m.bindings[b].block].func != f || result.binding_replaced[b]) continue;
       if (result.binding_devices[b] == ir::kNoDevice) continue;
@@ -107,7 +108,8 @@ struct PyPlan {
     py::object warning = Record("PlanWarning");
     py::list out;
     for (const Diagnostic& w : result.warnings) {
-      out.append(warning(input->file, w.loc.line, w.loc.col, w.message, FormatDiagnostic(input->file, input->source, w)));
+      out.append(
+          warning(input->file, w.loc.line, w.loc.col, w.message, FormatDiagnostic(input->file, input->source, w)));
     }
     return out;
   }
@@ -182,8 +184,8 @@ void CheckOptimizeArgs(bool optimize, const py::object& machine, double time_lim
 }
 
 std::shared_ptr<PyPlan> Plan(std::shared_ptr<PyModule> module, bool strict, const py::object& default_device,
-                             const py::object& host_device, bool optimize, const py::object& machine,
-                             double time_limit, const py::object& progress) {
+                             const py::object& host_device, bool optimize, const py::object& machine, double time_limit,
+                             const py::object& progress) {
   PlanOptions options;
   options.strict = strict;
   if (!default_device.is_none()) options.default_device = DeviceArg(default_device);
@@ -344,9 +346,9 @@ std::optional<CompileStage> StageNamed(const std::string& name) {
   return std::nullopt;
 }
 
-PyCompiled CompileSource(const py::object& source, const std::string& file, const std::string& stop_after,
-                         bool strict, const py::object& default_device, const py::object& host_device,
-                         bool optimize, const py::object& machine, double time_limit, const py::object& progress,
+PyCompiled CompileSource(const py::object& source, const std::string& file, const std::string& stop_after, bool strict,
+                         const py::object& default_device, const py::object& host_device, bool optimize,
+                         const py::object& machine, double time_limit, const py::object& progress,
                          const std::string& strategy, bool ipc_allreduce, int64_t alignment) {
   CompileOptions options;
   CheckOptimizeArgs(optimize, machine, time_limit, progress);
@@ -358,8 +360,8 @@ PyCompiled CompileSource(const py::object& source, const std::string& file, cons
   }
   std::optional<CompileStage> stage = StageNamed(stop_after);
   if (!stage) {
-    throw py::value_error(absl::StrCat("unknown stage '", stop_after,
-                                       "' (expected parse, verify, plan, types, lower or check)"));
+    throw py::value_error(
+        absl::StrCat("unknown stage '", stop_after, "' (expected parse, verify, plan, types, lower or check)"));
   }
   options.stop_after = *stage;
   options.plan.strict = strict;
@@ -403,50 +405,78 @@ void BindPlanResult(py::module_& m) {
       .def("device_of", &PyPlan::DeviceOf, py::arg("name"), py::arg("function") = "main",
            "The device of parameter or binding `name` (`x` or `%x`) of `function` ('main', 'main/f', …).\n"
            "KeyError for an unknown name or an on_device that planning removed.")
-      .def("result_device", [](const PyPlan& p, const std::string& path) {
-             return DeviceOrNone(p.result.module, p.result.module.functions[p.Function(path)].result_device);
-           }, py::arg("function") = "main")
-      .def("explain", [](const PyPlan& p, const std::string& name, const std::string& function) {
-             absl::StatusOr<std::string> why = ExplainPlacement(
-                 p.input->module, p.result, function == "main" ? name : absl::StrCat(function, ":", name));
-             if (!why.ok()) throw py::key_error(std::string(why.status().message()));
-             return *why;
-           }, py::arg("name"), py::arg("function") = "main",
-           "Why parameter or binding `name` of `function` is where the plan puts it: the annotation that\n"
-           "decided it and the chain of constraints (shared devices) from there, one per line; or the\n"
-           "default that decided it. KeyError for an unknown name.")
+      .def(
+          "result_device",
+          [](const PyPlan& p, const std::string& path) {
+            return DeviceOrNone(p.result.module, p.result.module.functions[p.Function(path)].result_device);
+          },
+          py::arg("function") = "main")
+      .def(
+          "explain",
+          [](const PyPlan& p, const std::string& name, const std::string& function) {
+            absl::StatusOr<std::string> why = ExplainPlacement(
+                p.input->module, p.result, function == "main" ? name : absl::StrCat(function, ":", name));
+            if (!why.ok()) throw py::key_error(std::string(why.status().message()));
+            return *why;
+          },
+          py::arg("name"), py::arg("function") = "main",
+          "Why parameter or binding `name` of `function` is where the plan puts it: the annotation that\n"
+          "decided it and the chain of constraints (shared devices) from there, one per line; or the\n"
+          "default that decided it. KeyError for an unknown name.")
       .def("placement", &PyPlan::Placement, py::arg("function") = "main",
            "{name: device} for the parameters and surviving bindings of `function`, in program order.")
       .def_property_readonly("copies", &PyPlan::Copies, "The device changes the plan makes (list of vdev.Copy).")
-      .def_property_readonly("warnings", &PyPlan::Warnings, "Conflicts resolved with a copy (list of vdev.PlanWarning).")
+      .def_property_readonly("warnings", &PyPlan::Warnings,
+                             "Conflicts resolved with a copy (list of vdev.PlanWarning).")
       .def_property_readonly("statistics", &PyPlan::Statistics)
-      .def_property_readonly("module", [](PyPlan& p) {
-        if (!p.planned) p.planned = CloneModule(p.result.module, p.input->file);
-        return p.planned;
-      }, "The planned program as a Module.")
-      .def("text", [](const PyPlan& p) { return ir::PrintModule(p.result.module); }, "The planned program's text.")
+      .def_property_readonly(
+          "module",
+          [](PyPlan& p) {
+            if (!p.planned) p.planned = CloneModule(p.result.module, p.input->file);
+            return p.planned;
+          },
+          "The planned program as a Module.")
+      .def(
+          "text", [](const PyPlan& p) { return ir::PrintModule(p.result.module); }, "The planned program's text.")
       .def("to_json", &PlanJson,
            "The report of `vdev plan --json` (docs/spec/plan-json.md), with `--optimize`'s cost fields\n"
            "when optimize=True made the plan.")
-      .def_property_readonly("optimal", [](const PyPlan& p) {
-        return p.optimization ? py::object(py::bool_(p.optimization->optimized.optimal)) : py::object(py::none());
-      }, "optimize=True: whether the solver proved the plan optimal (False: the time limit cut it short).")
-      .def_property_readonly("lower_bound", [](const PyPlan& p) {
-        return p.optimization ? py::object(py::float_(p.optimization->optimized.lower_bound)) : py::object(py::none());
-      }, "optimize=True: seconds, proven: no placement costs less by the optimiser's model.")
-      .def_property_readonly("gap", [](const PyPlan& p) {
-        return p.optimization ? py::object(py::float_(p.optimization->optimized.gap)) : py::object(py::none());
-      }, "optimize=True: how far the plan may be from the optimum, (model cost - lower_bound) / model cost;\n"
-         "0 exactly when optimal.")
-      .def_property_readonly("cost", [](const PyPlan& p) {
-        return p.optimization ? CostRecord(p.optimization->optimized.cost) : py::object(py::none());
-      }, "optimize=True: the plan's cost on the machine (vdev.PlanCost, seconds); None otherwise.")
-      .def_property_readonly("default_cost", [](const PyPlan& p) {
-        return p.optimization ? CostRecord(p.optimization->optimized.default_cost) : py::object(py::none());
-      }, "optimize=True: the cost of the plan without optimize, on the same machine.")
-      .def("to_dot", [](const PyPlan& p) {
-        return WriteDot(PlannedProgramGraph(p.result.module, p.result.binding_devices));
-      }, "Graphviz text of `vdev lower --dot`: devices as colours, copies as red edges.")
+      .def_property_readonly(
+          "optimal",
+          [](const PyPlan& p) {
+            return p.optimization ? py::object(py::bool_(p.optimization->optimized.optimal)) : py::object(py::none());
+          },
+          "optimize=True: whether the solver proved the plan optimal (False: the time limit cut it short).")
+      .def_property_readonly(
+          "lower_bound",
+          [](const PyPlan& p) {
+            return p.optimization ? py::object(py::float_(p.optimization->optimized.lower_bound))
+                                  : py::object(py::none());
+          },
+          "optimize=True: seconds, proven: no placement costs less by the optimiser's model.")
+      .def_property_readonly(
+          "gap",
+          [](const PyPlan& p) {
+            return p.optimization ? py::object(py::float_(p.optimization->optimized.gap)) : py::object(py::none());
+          },
+          "optimize=True: how far the plan may be from the optimum, (model cost - lower_bound) / model cost;\n"
+          "0 exactly when optimal.")
+      .def_property_readonly(
+          "cost",
+          [](const PyPlan& p) {
+            return p.optimization ? CostRecord(p.optimization->optimized.cost) : py::object(py::none());
+          },
+          "optimize=True: the plan's cost on the machine (vdev.PlanCost, seconds); None otherwise.")
+      .def_property_readonly(
+          "default_cost",
+          [](const PyPlan& p) {
+            return p.optimization ? CostRecord(p.optimization->optimized.default_cost) : py::object(py::none());
+          },
+          "optimize=True: the cost of the plan without optimize, on the same machine.")
+      .def(
+          "to_dot",
+          [](const PyPlan& p) { return WriteDot(PlannedProgramGraph(p.result.module, p.result.binding_devices)); },
+          "Graphviz text of `vdev lower --dot`: devices as colours, copies as red edges.")
       .def("__repr__", [](const PyPlan& p) {
         return absl::StrCat("<vdev.Plan ", p.input->file, ": ", p.result.copies.size(), " copies, ",
                             p.result.warnings.size(), " warnings>");
@@ -467,18 +497,20 @@ void BindPlanResult(py::module_& m) {
 // vdev.Lowered and vdev.lower.
 void BindLowered(py::module_& m) {
   py::class_<PyLowered, std::shared_ptr<PyLowered>>(m, "Lowered",
-                                                     "The result of vdev.lower: explicit allocation and memory pools.")
+                                                    "The result of vdev.lower: explicit allocation and memory pools.")
       .def_property_readonly("pools", &LoweredPools, "Pool sizes per function, device and scope (vdev.Pool).")
       .def_property_readonly("allreduces", &LoweredAllReduces, "Each all-reduce and how it runs (vdev.AllReduce).")
       .def_property_readonly("tensor_bytes", [](const PyLowered& l) { return l.memory.tensor_bytes; })
       .def_property_readonly("pool_bytes", [](const PyLowered& l) { return l.memory.pool_bytes; })
-      .def_property_readonly("module", [](PyLowered& l) {
-        if (!l.lowered) l.lowered = CloneModule(l.module, l.file);
-        return l.lowered;
-      })
+      .def_property_readonly("module",
+                             [](PyLowered& l) {
+                               if (!l.lowered) l.lowered = CloneModule(l.module, l.file);
+                               return l.lowered;
+                             })
       .def("text", [](const PyLowered& l) { return ir::PrintModule(l.module); })
-      .def("to_json", [](const PyLowered& l) { return MemoryReportJson(l.module, l.memory); },
-           "The report of `vdev lower --json` (docs/memory-planning.md).")
+      .def(
+          "to_json", [](const PyLowered& l) { return MemoryReportJson(l.module, l.memory); },
+          "The report of `vdev lower --json` (docs/memory-planning.md).")
       .def("__repr__", [](const PyLowered& l) {
         return absl::StrCat("<vdev.Lowered ", l.file, ": ", l.memory.pool_bytes, " pool bytes>");
       });
@@ -493,24 +525,31 @@ void BindLowered(py::module_& m) {
 // vdev.Compiled and vdev.compile.
 void BindCompiled(py::module_& m) {
   py::class_<PyCompiled>(m, "Compiled", "The result of vdev.compile: what each stage that ran produced.")
-      .def_property_readonly("stage", [](const PyCompiled& c) { return std::string(CompileStageName(c.stage)); },
-                             "The last stage run (the stop_after asked for).")
-      .def_property_readonly("module", [](const PyCompiled& c) { return c.module; },
-                             "The program after the last stage (parsed, planned or lowered).")
-      .def_property_readonly("plan", [](const PyCompiled& c) { return c.plan; },
-                             "The plan (device_of, copies, warnings, to_json); None before 'plan'. After 'lower'\n"
-                             "its module is the lowered one.")
-      .def_property_readonly("lowered", [](const PyCompiled& c) { return c.lowered; },
-                             "The memory plan as vdev.lower gives it (pools, run it); None before 'lower'.")
-      .def_property_readonly("diagnostics", [](const PyCompiled& c) {
-        py::object warning = Record("PlanWarning");
-        py::list out;
-        for (const Diagnostic& w : c.diagnostics) {
-          out.append(warning(c.input->file, w.loc.line, w.loc.col, w.message,
-                             FormatDiagnostic(c.input->file, c.input->source, w)));
-        }
-        return out;
-      }, "Every stage's warnings, in order (vdev.PlanWarning).")
+      .def_property_readonly(
+          "stage", [](const PyCompiled& c) { return std::string(CompileStageName(c.stage)); },
+          "The last stage run (the stop_after asked for).")
+      .def_property_readonly(
+          "module", [](const PyCompiled& c) { return c.module; },
+          "The program after the last stage (parsed, planned or lowered).")
+      .def_property_readonly(
+          "plan", [](const PyCompiled& c) { return c.plan; },
+          "The plan (device_of, copies, warnings, to_json); None before 'plan'. After 'lower'\n"
+          "its module is the lowered one.")
+      .def_property_readonly(
+          "lowered", [](const PyCompiled& c) { return c.lowered; },
+          "The memory plan as vdev.lower gives it (pools, run it); None before 'lower'.")
+      .def_property_readonly(
+          "diagnostics",
+          [](const PyCompiled& c) {
+            py::object warning = Record("PlanWarning");
+            py::list out;
+            for (const Diagnostic& w : c.diagnostics) {
+              out.append(warning(c.input->file, w.loc.line, w.loc.col, w.message,
+                                 FormatDiagnostic(c.input->file, c.input->source, w)));
+            }
+            return out;
+          },
+          "Every stage's warnings, in order (vdev.PlanWarning).")
       .def("text", [](const PyCompiled& c) { return ir::PrintModule(c.module->module); })
       .def("__repr__", [](const PyCompiled& c) {
         return absl::StrCat("<vdev.Compiled ", c.input->file, ": up to ", CompileStageName(c.stage), ", ",
@@ -520,8 +559,8 @@ void BindCompiled(py::module_& m) {
   m.def("compile", &CompileSource, py::arg("source"), py::kw_only(), py::arg("file") = "<string>",
         py::arg("stop_after") = "check", py::arg("strict") = false, py::arg("default") = py::none(),
         py::arg("host") = py::none(), py::arg("optimize") = false, py::arg("machine") = py::none(),
-        py::arg("time_limit") = 60.0, py::arg("progress") = py::none(), py::arg("strategy") = "auto", py::arg("ipc_allreduce") = true,
-        py::arg("alignment") = 256,
+        py::arg("time_limit") = 60.0, py::arg("progress") = py::none(), py::arg("strategy") = "auto",
+        py::arg("ipc_allreduce") = true, py::arg("alignment") = 256,
         "The whole pipeline of compile.h on program text or a Module: parse, verify, plan, types, lower,\n"
         "check, ending after `stop_after`; the options are vdev.plan's and vdev.lower's. The GIL is released\n"
         "meanwhile. ParseError, PlanningError or LoweringError (located) for the stage that fails.");

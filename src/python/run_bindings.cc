@@ -1,4 +1,4 @@
-// vdev.Executor, vdev.run and vdev.run_workers (include/vdev/executor.h): lowered programs run on
+// vdev.Executor, vdev.run and vdev.run_workers (include/vdev/executor/executor.h): lowered programs run on
 // the host backend's CPU kernels, NumPy arrays in and out. Outputs are handed to NumPy without a
 // copy (the array owns the HostTensor the executor returned); inputs are copied once into the
 // HostTensors the executor reads. The GIL is released while programs run.
@@ -13,9 +13,9 @@
 #include "python/bindings.h"
 #include "python/executor_inputs.h"
 #include "python/numpy_tensors.h"
-#include "vdev/executor.h"
-#include "vdev/run.h"
-#include "vdev/status_macros.h"
+#include "vdev/executor/executor.h"
+#include "vdev/executor/run.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::python {
 namespace {
@@ -100,7 +100,8 @@ py::list RunWorkers(const PyLowered& lowered, const std::vector<py::sequence>& p
   {
     py::gil_scoped_release release;
     absl::Status kernels = CheckKernels(*program, "host");
-    results = kernels.ok() ? RunInThreads(*program, views) : absl::StatusOr<std::vector<std::vector<HostTensor>>>(kernels);
+    results =
+        kernels.ok() ? RunInThreads(*program, views) : absl::StatusOr<std::vector<std::vector<HostTensor>>>(kernels);
   }
   if (!results.ok()) RaiseRunError(results.status());
   py::list out;
@@ -124,11 +125,13 @@ void BindRun(py::module_& m) {
            "(@main's parameter dtypes and shapes; bf16 as uint16 bits or DLPack bfloat16), read in place;\n"
            "returns @main's results, a tuple's tensors in order, as NumPy arrays that own their buffers.")
       .def_property_readonly("backend", &PyExecutor::backend, "'host' or 'cuda'.");
-  m.def("run", [](const PyLowered& lowered, const py::args& inputs, const std::string& backend) {
-          return PyExecutor(lowered, backend).Run(inputs);
-        },
-        py::arg("lowered"), py::arg("backend") = "host",
-        "run(lowered, *inputs, backend='host'): Executor(lowered, backend=backend).run(*inputs).");
+  m.def(
+      "run",
+      [](const PyLowered& lowered, const py::args& inputs, const std::string& backend) {
+        return PyExecutor(lowered, backend).Run(inputs);
+      },
+      py::arg("lowered"), py::arg("backend") = "host",
+      "run(lowered, *inputs, backend='host'): Executor(lowered, backend=backend).run(*inputs).");
   m.def("run_workers", &RunWorkers, py::arg("lowered"), py::arg("inputs"),
         "run_workers(lowered, inputs): one host worker per entry of `inputs` (each a list of arrays), as\n"
         "threads whose all-reduces sum across them; returns each worker's outputs. ValueError when the\n"

@@ -1,4 +1,4 @@
-// vdev.Session, vdev.DRef and vdev.RemoteFunc (include/vdev/controller.h): controller sessions
+// vdev.Session, vdev.DRef and vdev.RemoteFunc (include/vdev/controller/controller.h): controller sessions
 // driven from Python. Arguments convert as int → int64, float → double, str, tuple of ints → a
 // shape, NumPy array → a host tensor (copied to every worker), DRef → each worker's own value; what
 // comes back converts the other way (a tensor as a NumPy array that owns its bytes). Every call
@@ -15,7 +15,7 @@
 #include "pybind11/stl.h"
 #include "python/bindings.h"
 #include "python/numpy_tensors.h"
-#include "vdev/controller.h"
+#include "vdev/controller/controller.h"
 
 namespace vdev::python {
 namespace {
@@ -72,7 +72,9 @@ ControllerOptions Options(int num_groups, double timeout, const std::string& pro
 // GIL gives us; it is released only inside the calls themselves.
 using SessionPtr = std::shared_ptr<ControllerSession>;
 
-SessionPtr Make(absl::StatusOr<std::unique_ptr<ControllerSession>> session) { return SessionPtr(Check(std::move(session))); }
+SessionPtr Make(absl::StatusOr<std::unique_ptr<ControllerSession>> session) {
+  return SessionPtr(Check(std::move(session)));
+}
 
 void Shutdown(ControllerSession& s) {
   absl::Status status;
@@ -94,14 +96,17 @@ std::string WorkerProgram() {
 void BindRemoteHandles(py::module_& m) {
   py::class_<DRef>(m, "DRef", "A register on every worker of a session, each holding that worker's own value.")
       .def_property_readonly("reg_id", &DRef::reg_id)
-      .def("debug_get_from_remote", [](const DRef& r, int worker) {
-             absl::StatusOr<Value> value;
-             {
-               py::gil_scoped_release release;
-               value = r.DebugGetFromRemote(worker);
-             }
-             return FromValue(Check(std::move(value)));
-           }, py::arg("worker"), "Worker `worker`'s value (waits for it).")
+      .def(
+          "debug_get_from_remote",
+          [](const DRef& r, int worker) {
+            absl::StatusOr<Value> value;
+            {
+              py::gil_scoped_release release;
+              value = r.DebugGetFromRemote(worker);
+            }
+            return FromValue(Check(std::move(value)));
+          },
+          py::arg("worker"), "Worker `worker`'s value (waits for it).")
       .def("__repr__", [](const DRef& r) { return absl::StrCat("<vdev.DRef register ", r.reg_id(), ">"); });
   py::class_<RemoteFunc>(m, "RemoteFunc", "A worker function looked up by name (Session.get_global_func).")
       .def_readonly("name", &RemoteFunc::name)
@@ -113,120 +118,150 @@ using SessionClass = py::class_<ControllerSession, SessionPtr>;
 // Session.threaded, Session.process and what a session is.
 void DefineCreation(SessionClass& session) {
   session
-      .def_static("threaded", [](int n, int num_groups, double timeout) {
-             return Make(ControllerSession::Threaded(n, Options(num_groups, timeout, "")));
-           }, py::arg("n"), py::kw_only(), py::arg("num_groups") = 1, py::arg("timeout") = 120.0,
-           "n workers as threads of this process.")
-      .def_static("process", [](int n, int num_groups, double timeout, const py::object& program) {
-             ControllerOptions options = Options(num_groups, timeout, program.is_none() ? WorkerProgram()
-                                                                                       : program.cast<std::string>());
-             absl::StatusOr<std::unique_ptr<ControllerSession>> session;
-             {
-               py::gil_scoped_release release;
-               session = ControllerSession::Process(n, options);
-             }
-             return Make(std::move(session));
-           }, py::arg("n"), py::kw_only(), py::arg("num_groups") = 1, py::arg("timeout") = 120.0,
-           py::arg("program") = py::none(),
-           "n worker processes running `program` (default: the vdev_worker installed with this package; a\n"
-           "program of your own must call vdev::MaybeRunWorker first in main).")
+      .def_static(
+          "threaded",
+          [](int n, int num_groups, double timeout) {
+            return Make(ControllerSession::Threaded(n, Options(num_groups, timeout, "")));
+          },
+          py::arg("n"), py::kw_only(), py::arg("num_groups") = 1, py::arg("timeout") = 120.0,
+          "n workers as threads of this process.")
+      .def_static(
+          "process",
+          [](int n, int num_groups, double timeout, const py::object& program) {
+            ControllerOptions options =
+                Options(num_groups, timeout, program.is_none() ? WorkerProgram() : program.cast<std::string>());
+            absl::StatusOr<std::unique_ptr<ControllerSession>> session;
+            {
+              py::gil_scoped_release release;
+              session = ControllerSession::Process(n, options);
+            }
+            return Make(std::move(session));
+          },
+          py::arg("n"), py::kw_only(), py::arg("num_groups") = 1, py::arg("timeout") = 120.0,
+          py::arg("program") = py::none(),
+          "n worker processes running `program` (default: the vdev_worker installed with this package; a\n"
+          "program of your own must call vdev::MaybeRunWorker first in main).")
       .def_property_readonly("num_workers", &ControllerSession::num_workers)
       .def_property_readonly("num_groups", &ControllerSession::num_groups)
       .def_property_readonly("worker_pids", &ControllerSession::worker_pids)
-      .def_property_readonly("ccl_session_id", &ControllerSession::ccl_session_id,
-                             "The id of the workers' collectives after init_ccl (names their shared memory); '' before.")
+      .def_property_readonly(
+          "ccl_session_id", &ControllerSession::ccl_session_id,
+          "The id of the workers' collectives after init_ccl (names their shared memory); '' before.")
       .def_property_readonly("ccl_rendezvous_dir", &ControllerSession::ccl_rendezvous_dir);
 }
 
 // Calls on the workers and waits for them.
 void DefineCalls(SessionClass& session) {
   session
-      .def("get_global_func", [](ControllerSession& s, const std::string& name) { return Check(s.GetGlobalFunc(name)); },
-           py::arg("name"))
-      .def("call_packed", [](ControllerSession& s, const RemoteFunc& f, const py::args& args) {
-             std::vector<Value> values;
-             for (py::handle a : args) values.push_back(ToValue(a));
-             absl::StatusOr<DRef> result;
-             {
-               py::gil_scoped_release release;
-               result = s.CallPackedArgs(f, std::move(values));
-             }
-             return Check(std::move(result));
-           }, py::arg("func"), "call_packed(func, *args): queues func(*args) on every worker; returns its DRef at once.")
-      .def("sync_worker", [](ControllerSession& s, int worker) {
-             absl::Status status;
-             {
-               py::gil_scoped_release release;
-               status = s.SyncWorker(worker);
-             }
-             Check(status);
-           }, py::arg("worker"))
+      .def(
+          "get_global_func", [](ControllerSession& s, const std::string& name) { return Check(s.GetGlobalFunc(name)); },
+          py::arg("name"))
+      .def(
+          "call_packed",
+          [](ControllerSession& s, const RemoteFunc& f, const py::args& args) {
+            std::vector<Value> values;
+            for (py::handle a : args) values.push_back(ToValue(a));
+            absl::StatusOr<DRef> result;
+            {
+              py::gil_scoped_release release;
+              result = s.CallPackedArgs(f, std::move(values));
+            }
+            return Check(std::move(result));
+          },
+          py::arg("func"), "call_packed(func, *args): queues func(*args) on every worker; returns its DRef at once.")
+      .def(
+          "sync_worker",
+          [](ControllerSession& s, int worker) {
+            absl::Status status;
+            {
+              py::gil_scoped_release release;
+              status = s.SyncWorker(worker);
+            }
+            Check(status);
+          },
+          py::arg("worker"))
       .def("sync_all_workers", [](ControllerSession& s) {
-             absl::Status status;
-             {
-               py::gil_scoped_release release;
-               status = s.SyncAllWorkers();
-             }
-             Check(status);
-           });
+        absl::Status status;
+        {
+          py::gil_scoped_release release;
+          status = s.SyncAllWorkers();
+        }
+        Check(status);
+      });
 }
 
 // Copies and registers: a worker's values to and from this process.
 void DefineTransfers(SessionClass& session) {
   session
-      .def("copy_to_worker0", [](ControllerSession& s, const py::array& array, const DRef& dref) {
-             HostTensor host = HostTensorFromNumpy(array);
-             absl::Status status;
-             {
-               py::gil_scoped_release release;
-               status = s.CopyToWorker0(host, dref);
-             }
-             Check(status);
-           }, py::arg("array"), py::arg("dref"))
-      .def("copy_from_worker0", [](ControllerSession& s, const DRef& dref) {
-             HostTensor host;
-             absl::Status status;
-             {
-               py::gil_scoped_release release;
-               status = s.CopyFromWorker0(&host, dref);
-             }
-             Check(status);
-             return NumpyFromHostTensor(std::move(host));
-           }, py::arg("dref"))
-      .def("debug_get_from_remote", [](ControllerSession& s, int64_t reg_id, int worker) {
-             absl::StatusOr<Value> value;
-             {
-               py::gil_scoped_release release;
-               value = s.DebugGetFromRemote(reg_id, worker);
-             }
-             return FromValue(Check(std::move(value)));
-           }, py::arg("reg_id"), py::arg("worker"))
-      .def("debug_set_register", [](ControllerSession& s, int64_t reg_id, py::handle value, int worker) {
-             Value v = ToValue(value);
-             absl::Status status;
-             {
-               py::gil_scoped_release release;
-               status = s.DebugSetRegister(reg_id, v, worker);
-             }
-             Check(status);
-           }, py::arg("reg_id"), py::arg("value"), py::arg("worker"));
+      .def(
+          "copy_to_worker0",
+          [](ControllerSession& s, const py::array& array, const DRef& dref) {
+            HostTensor host = HostTensorFromNumpy(array);
+            absl::Status status;
+            {
+              py::gil_scoped_release release;
+              status = s.CopyToWorker0(host, dref);
+            }
+            Check(status);
+          },
+          py::arg("array"), py::arg("dref"))
+      .def(
+          "copy_from_worker0",
+          [](ControllerSession& s, const DRef& dref) {
+            HostTensor host;
+            absl::Status status;
+            {
+              py::gil_scoped_release release;
+              status = s.CopyFromWorker0(&host, dref);
+            }
+            Check(status);
+            return NumpyFromHostTensor(std::move(host));
+          },
+          py::arg("dref"))
+      .def(
+          "debug_get_from_remote",
+          [](ControllerSession& s, int64_t reg_id, int worker) {
+            absl::StatusOr<Value> value;
+            {
+              py::gil_scoped_release release;
+              value = s.DebugGetFromRemote(reg_id, worker);
+            }
+            return FromValue(Check(std::move(value)));
+          },
+          py::arg("reg_id"), py::arg("worker"))
+      .def(
+          "debug_set_register",
+          [](ControllerSession& s, int64_t reg_id, py::handle value, int worker) {
+            Value v = ToValue(value);
+            absl::Status status;
+            {
+              py::gil_scoped_release release;
+              status = s.DebugSetRegister(reg_id, v, worker);
+            }
+            Check(status);
+          },
+          py::arg("reg_id"), py::arg("value"), py::arg("worker"));
 }
 
 // Collectives, shutdown and the context manager.
 void DefineLifetime(SessionClass& session) {
   session
-      .def("init_ccl", [](ControllerSession& s, const std::string& ccl, const std::vector<int>& device_ids) {
-             absl::Status status;
-             {
-               py::gil_scoped_release release;
-               status = s.InitCCL(ccl, device_ids);
-             }
-             Check(status);
-           }, py::arg("ccl") = "host", py::arg("device_ids") = std::vector<int>())
+      .def(
+          "init_ccl",
+          [](ControllerSession& s, const std::string& ccl, const std::vector<int>& device_ids) {
+            absl::Status status;
+            {
+              py::gil_scoped_release release;
+              status = s.InitCCL(ccl, device_ids);
+            }
+            Check(status);
+          },
+          py::arg("ccl") = "host", py::arg("device_ids") = std::vector<int>())
       .def("shutdown", &Shutdown)
       .def("__enter__", [](SessionPtr s) { return s; })
-      .def("__exit__", [](ControllerSession& s, py::handle, py::handle, py::handle) { Shutdown(s); },
-           py::arg("exc_type"), py::arg("exc"), py::arg("tb"));
+      .def(
+          "__exit__", [](ControllerSession& s, py::handle, py::handle, py::handle) { Shutdown(s); },
+          py::arg("exc_type"), py::arg("exc"), py::arg("tb"));
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // extension. The controller starts it with the environment that MaybeRunWorker recognises.
 #include <cstdio>
 
-#include "vdev/controller.h"
+#include "vdev/controller/controller.h"
 
 int main(int argc, char** argv) {
   vdev::MaybeRunWorker(argc, argv);

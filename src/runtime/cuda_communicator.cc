@@ -6,16 +6,16 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "internal/allreduce_layout.h"
 #include "cuda_common/cuda_common.h"
+#include "internal/allreduce_layout.h"
 #include "internal/cuda_kernels.h"
 #include "internal/cuda_zero_copy.h"
-#include "vdev/cuda_allreduce.h"
-#include "vdev/status_macros.h"
+#include "vdev/runtime/cuda_allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -70,9 +70,10 @@ absl::StatusOr<std::vector<AutoRow>> ParseTable(absl::string_view text) {
       return absl::InvalidArgumentError(absl::StrCat("bad size in VDEV_ALLREDUCE_AUTO item '", item, "'"));
     }
     bool known = false;
-    for (AllReduceAlgorithm a : {AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kOneShotLL128, AllReduceAlgorithm::kOneShotSentinel,
-                                 AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
-                                 AllReduceAlgorithm::kNccl}) {
+    for (AllReduceAlgorithm a :
+         {AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kOneShotLL128, AllReduceAlgorithm::kOneShotSentinel,
+          AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
+          AllReduceAlgorithm::kNccl}) {
       if (AlgorithmName(a) == kv.first) {
         row.algorithm = a;
         known = true;
@@ -122,7 +123,7 @@ struct PeerAccess {
   bool ipc = false;
   bool all_nvlink = false;
 };
-absl::StatusOr<PeerAccess> CheckPeerAccess(Session* session, int device, bool force_nccl) {
+absl::StatusOr<PeerAccess> CheckPeerAccess(PeerGroup* session, int device, bool force_nccl) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   std::vector<std::string> where;
@@ -160,7 +161,7 @@ absl::StatusOr<PeerAccess> CheckPeerAccess(Session* session, int device, bool fo
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Session* session,
+absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(PeerGroup* session,
                                                                            const CudaCommunicatorOptions& options) {
   std::unique_ptr<CudaCommunicator> c(new CudaCommunicator());
   c->session_ = session;
@@ -206,9 +207,9 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(Sessi
     VDEV_ASSIGN_OR_RETURN(c->sentinel_workspace_, c->allocator_->Allocate(AllReduceWorkspaceBytes(
                                                       AllReduceAlgorithm::kOneShotSentinel, session->world_size(),
                                                       options.max_sentinel_bytes / 2, DataType::kBF16)));
-    VDEV_RETURN_IF_ERROR(CudaStatus(cudaMemset(c->sentinel_workspace_->remote_data[session->rank()], 0xff,
-                                               c->sentinel_workspace_->size),
-                                    "cudaMemset"));
+    VDEV_RETURN_IF_ERROR(
+        CudaStatus(cudaMemset(c->sentinel_workspace_->remote_data[session->rank()], 0xff, c->sentinel_workspace_->size),
+                   "cudaMemset"));
     VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
     VDEV_RETURN_IF_ERROR(session->Barrier("cuda-sentinel-filled"));
     if (access.all_nvlink) {

@@ -25,9 +25,10 @@ __global__ void __launch_bounds__(kThreads) OneShotKernel(const __grid_constant_
   const T* sources[kMaxWorkers];
 #pragma unroll
   for (int j = 0; j < kMaxWorkers; ++j) {
-    if (j < a.world) sources[j] = j == a.rank ? in
-                             : reinterpret_cast<const T*>(a.data[a.rank] +
-                                                          OneShotSlotOffset(a.half_bytes, a.slot_bytes, call.parity, j));
+    if (j < a.world)
+      sources[j] = j == a.rank ? in
+                               : reinterpret_cast<const T*>(
+                                     a.data[a.rank] + OneShotSlotOffset(a.half_bytes, a.slot_bytes, call.parity, j));
   }
   T* out = static_cast<T*>(a.out);
   ReduceRange<T>(r, a.count, sources, a.world, a.rank, &out, 1);

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "cuda_common/cuda_common.h"
 #include "internal/pooled_allocator.h"
-#include "vdev/cuda_allreduce.h"
+#include "vdev/runtime/cuda_allreduce.h"
 
 namespace vdev {
 namespace {
@@ -15,7 +15,7 @@ using internal::CudaStatus;
 
 class CudaIPCAllocator final : public internal::PooledIPCAllocator {
  public:
-  CudaIPCAllocator(Session* session, int device) : PooledIPCAllocator(session), device_(device) {}
+  CudaIPCAllocator(PeerGroup* session, int device) : PooledIPCAllocator(session), device_(device) {}
   ~CudaIPCAllocator() override {
     // No region is freed while a peer still maps it (undefined behaviour in CUDA IPC): close every
     // peer mapping, meet, then free.
@@ -83,7 +83,7 @@ class CudaIPCAllocator final : public internal::PooledIPCAllocator {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<IPCAllocator>> CreateCudaIPCAllocator(Session* session, int device) {
+absl::StatusOr<std::unique_ptr<IPCAllocator>> CreateCudaIPCAllocator(PeerGroup* session, int device) {
   return std::unique_ptr<IPCAllocator>(new CudaIPCAllocator(session, device));
 }
 

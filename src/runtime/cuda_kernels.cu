@@ -7,7 +7,7 @@
 #include "internal/cuda_kernel_families.h"
 #include "internal/cuda_kernels.h"
 #include "internal/cuda_zero_copy.h"
-#include "vdev/ipc_memory.h"
+#include "vdev/runtime/ipc_memory.h"
 
 namespace vdev::internal {
 namespace {
@@ -88,8 +88,7 @@ KernelLaunch PlanAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelAr
       a.slot_bytes = TwoShotLLSlotBytes(n, a.world, elem);
       a.chunk_elems = TwoShotChunkElems(n, a.world, elem);
       return {ForType(TwoShotLLInstances(), type), BlocksFor(a.chunk_elems * elem / 8), kThreads};
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -100,8 +99,7 @@ cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelA
 }
 
 KernelLaunch PlanZeroCopyOneShot(DataType type, size_t count) {
-  return {ForType(ZeroCopyOneShotInstances(), type), BlocksFor((count * DataTypeSize(type) + 15) / 16),
-          kThreads};
+  return {ForType(ZeroCopyOneShotInstances(), type), BlocksFor((count * DataTypeSize(type) + 15) / 16), kThreads};
 }
 
 cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, cudaStream_t stream, bool programmatic) {

@@ -16,7 +16,7 @@ namespace {
 // peer's line at once was slower, measured — three times the polling traffic in the L2 that the
 // peers' NVLink writes land in.)
 __device__ __forceinline__ ulonglong2 PollLines128(const KernelArgs& a, const char* p, bool active, bool epoch_lane,
-                                                  uint64_t epoch, int source) {
+                                                   uint64_t epoch, int source) {
   constexpr unsigned kWarp = 0xffffffffu;
   ulonglong2 v = active ? LoadLine128(p) : ulonglong2{0, 0};
   if (!__all_sync(kWarp, !active || !epoch_lane || v.y == epoch)) {
@@ -34,7 +34,8 @@ __device__ __forceinline__ ulonglong2 PollLines128(const KernelArgs& a, const ch
 }
 
 template <typename T, int kBatch, bool kOneRound>  // at most 64 registers, as OneShotLLKernel
-__global__ void __launch_bounds__(kLL128Threads, MinBlocksFor64Registers(kLL128Threads)) OneShotLL128Kernel(const __grid_constant__ KernelArgs a) {
+__global__ void __launch_bounds__(kLL128Threads, MinBlocksFor64Registers(kLL128Threads))
+    OneShotLL128Kernel(const __grid_constant__ KernelArgs a) {
   FollowPreviousGrid();
   constexpr int E = 8 / sizeof(T);
   constexpr int kLinesPerWarp = 32 / 8;

@@ -12,7 +12,8 @@ namespace {
 // launch the next call's blocks then fit beside this call's and wait on the SM, which took ~0.3 us
 // off small messages. Workers' lines are read kBatch at a time (kPeersAtOnce).
 template <typename T, int kBatch, bool kOneRound>
-__global__ void __launch_bounds__(kLLThreads, MinBlocksFor64Registers(kLLThreads)) OneShotLLKernel(const __grid_constant__ KernelArgs a) {
+__global__ void __launch_bounds__(kLLThreads, MinBlocksFor64Registers(kLLThreads))
+    OneShotLLKernel(const __grid_constant__ KernelArgs a) {
   const LLCall ll = StartLLCall(a);
   constexpr int E = 8 / sizeof(T);
   const size_t bytes = a.count * sizeof(T);
@@ -23,8 +24,9 @@ __global__ void __launch_bounds__(kLLThreads, MinBlocksFor64Registers(kLLThreads
 #pragma unroll
     for (int k = 1; k < kMaxWorkers; ++k) {
       if (k < a.world) {
-        StoreLine(a.data[(a.rank + k) % a.world] + OneShotSlotOffset(a.half_bytes, a.slot_bytes, ll.parity, a.rank) + 16 * i,
-                  d, ll.flag);
+        StoreLine(
+            a.data[(a.rank + k) % a.world] + OneShotSlotOffset(a.half_bytes, a.slot_bytes, ll.parity, a.rank) + 16 * i,
+            d, ll.flag);
       }
     }
   };
@@ -97,7 +99,8 @@ __global__ void __launch_bounds__(kThreads) TwoShotLLKernel(const __grid_constan
   for (size_t i = r.lo + threadIdx.x; i < r.hi; i += blockDim.x) {
     for (int k = 1; k < a.world; ++k) {
       const int q = (a.rank + k) % a.world;
-      if (8 * i < length(q)) StoreLine(slot(q, 0, a.rank) + 16 * i, LoadPayload(in + q * chunk_bytes, i, length(q)), ll.flag);
+      if (8 * i < length(q))
+        StoreLine(slot(q, 0, a.rank) + 16 * i, LoadPayload(in + q * chunk_bytes, i, length(q)), ll.flag);
     }
     if (8 * i < mine) {
       float acc[E];
@@ -112,7 +115,8 @@ __global__ void __launch_bounds__(kThreads) TwoShotLLKernel(const __grid_constan
     }
     for (int k = 1; k < a.world; ++k) {
       const int j = (a.rank + k) % a.world;
-      if (8 * i < length(j)) StorePayload(out + j * chunk_bytes, i, length(j), PollLine(a, slot(a.rank, 1, j) + 16 * i, ll.flag, j));
+      if (8 * i < length(j))
+        StorePayload(out + j * chunk_bytes, i, length(j), PollLine(a, slot(a.rank, 1, j) + 16 * i, ll.flag, j));
     }
   }
   FinishEpoch(a.epochs, ll.call);

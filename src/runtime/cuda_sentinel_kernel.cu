@@ -20,8 +20,8 @@ __device__ __forceinline__ uint32_t SentinelElements(uint32_t w) {  // all ones 
 }
 template <typename T>
 __device__ __forceinline__ bool Arrived(uint4 v) {
-  return (SentinelElements<T>(v.x) | SentinelElements<T>(v.y) | SentinelElements<T>(v.z) |
-          SentinelElements<T>(v.w)) == 0;
+  return (SentinelElements<T>(v.x) | SentinelElements<T>(v.y) | SentinelElements<T>(v.z) | SentinelElements<T>(v.w)) ==
+         0;
 }
 template <typename T>
 __device__ __forceinline__ uint4 WithoutSentinel(uint4 v) {
@@ -63,9 +63,9 @@ __global__ void __launch_bounds__(kSentinelMaxThreads, MinBlocksFor64Registers(k
 #pragma unroll
     for (int k = 1; k < kMaxWorkers; ++k) {
       if (k < a.world) {
-        StoreLine128(a.data[(a.rank + k) % a.world] + OneShotSlotOffset(a.half_bytes, a.slot_bytes, parity, a.rank) +
-                         16 * i,
-                     Word(make_uint2(d.x, d.y)), Word(make_uint2(d.z, d.w)));
+        StoreLine128(
+            a.data[(a.rank + k) % a.world] + OneShotSlotOffset(a.half_bytes, a.slot_bytes, parity, a.rank) + 16 * i,
+            Word(make_uint2(d.x, d.y)), Word(make_uint2(d.z, d.w)));
       }
     }
   };

@@ -1,4 +1,4 @@
-// The host backend's all-reduce (protocol in vdev/allreduce.h), plus the shared dtype helpers.
+// The host backend's all-reduce (protocol in vdev/runtime/allreduce.h), plus the shared dtype helpers.
 #include <sched.h>
 
 #include <algorithm>
@@ -8,10 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/allreduce_layout.h"
-#include "vdev/allreduce.h"
-#include "vdev/checked_size.h"
-#include "vdev/half.h"
-#include "vdev/status_macros.h"
+#include "vdev/runtime/allreduce.h"
+#include "vdev/support/checked_size.h"
+#include "vdev/support/half.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 
@@ -98,8 +98,8 @@ void Signal(IPCMemory& ws, std::vector<uint64_t*> IPCMemory::*flags, uint64_t ep
 
 // Waits until every peer raised its word in this worker's `flags` to `epoch`. Spins briefly, then
 // yields (workers may share few cores); every millisecond checks the deadline and the peers' lives.
-absl::Status Wait(Session& session, IPCMemory& ws, std::vector<uint64_t*> IPCMemory::*flags,
-                  uint64_t epoch, absl::string_view stage) {
+absl::Status Wait(PeerGroup& session, IPCMemory& ws, std::vector<uint64_t*> IPCMemory::*flags, uint64_t epoch,
+                  absl::string_view stage) {
   uint64_t* mine = (ws.*flags)[ws.worker_id];
   const absl::Time deadline = absl::Now() + session.timeout();
   absl::Time next_check = absl::Now() + absl::Milliseconds(1);
@@ -115,7 +115,8 @@ absl::Status Wait(Session& session, IPCMemory& ws, std::vector<uint64_t*> IPCMem
       absl::Status alive = session.CheckAlive(j);
       // A peer may raise its flag, finish and exit between our load and the check: look again.
       if (!alive.ok() && Word(mine, j).load(std::memory_order_acquire) >= epoch) break;
-      if (!alive.ok()) return absl::UnavailableError(absl::StrCat("all-reduce ", stage, " #", epoch, ": ", alive.message()));
+      if (!alive.ok())
+        return absl::UnavailableError(absl::StrCat("all-reduce ", stage, " #", epoch, ": ", alive.message()));
       if (now > deadline) {
         return absl::DeadlineExceededError(absl::StrCat("all-reduce ", stage, " #", epoch, ": worker ", j, " (pid ",
                                                         session.pid(j), ") did not arrive within ",
@@ -192,7 +193,7 @@ const T* Slot(IPCMemory& ws, size_t offset) {
 }
 
 template <typename T>
-absl::Status OneShot(Session& session, IPCMemory& ws, const T* in, T* out, size_t count) {
+absl::Status OneShot(PeerGroup& session, IPCMemory& ws, const T* in, T* out, size_t count) {
   const int n = ws.num_workers, me = ws.worker_id;
   const uint64_t epoch = ++ws.barrier_flag[0];
   const int parity = static_cast<int>(epoch & 1);
@@ -212,7 +213,7 @@ absl::Status OneShot(Session& session, IPCMemory& ws, const T* in, T* out, size_
 }
 
 template <typename T>
-absl::Status TwoShot(Session& session, IPCMemory& ws, const T* in, T* out, size_t count) {
+absl::Status TwoShot(PeerGroup& session, IPCMemory& ws, const T* in, T* out, size_t count) {
   const int n = ws.num_workers, me = ws.worker_id;
   const uint64_t epoch = ++ws.barrier_flag[0];
   const int parity = static_cast<int>(epoch & 1);
@@ -247,7 +248,7 @@ absl::Status TwoShot(Session& session, IPCMemory& ws, const T* in, T* out, size_
 }
 
 template <typename T>
-absl::Status Run(Session& session, IPCMemory& ws, const void* in, void* out, size_t count,
+absl::Status Run(PeerGroup& session, IPCMemory& ws, const void* in, void* out, size_t count,
                  AllReduceAlgorithm algorithm) {
   const T* typed_in = static_cast<const T*>(in);
   T* typed_out = static_cast<T*>(out);
@@ -261,14 +262,14 @@ absl::Status Run(Session& session, IPCMemory& ws, const void* in, void* out, siz
 
 // One barrier round of the zero-copy all-reduce: every round takes the next epoch of `memory`'s
 // counter, so consecutive rounds (and calls) can share `barrier_in`: waits are for ">= epoch".
-absl::Status Round(Session& session, IPCMemory& memory, absl::string_view stage) {
+absl::Status Round(PeerGroup& session, IPCMemory& memory, absl::string_view stage) {
   const uint64_t epoch = ++memory.barrier_flag[0];
   Signal(memory, &IPCMemory::barrier_in, epoch);
   return Wait(session, memory, &IPCMemory::barrier_in, epoch, stage);
 }
 
 template <typename T>
-absl::Status ZeroCopyOneShot(Session& session, const IPCBuffer& in, const IPCBuffer& out, size_t count) {
+absl::Status ZeroCopyOneShot(PeerGroup& session, const IPCBuffer& in, const IPCBuffer& out, size_t count) {
   IPCMemory& mem = *in.memory;
   VDEV_RETURN_IF_ERROR(Round(session, mem, "zero-copy entry"));
   const T* src[kMaxWorkers];
@@ -278,7 +279,7 @@ absl::Status ZeroCopyOneShot(Session& session, const IPCBuffer& in, const IPCBuf
 }
 
 template <typename T>
-absl::Status ZeroCopyTwoShot(Session& session, const IPCBuffer& in, const IPCBuffer& out, size_t count) {
+absl::Status ZeroCopyTwoShot(PeerGroup& session, const IPCBuffer& in, const IPCBuffer& out, size_t count) {
   IPCMemory& mem = *in.memory;
   const int n = mem.num_workers, me = mem.worker_id;
   const size_t chunk = internal::TwoShotChunkElems(count, n, sizeof(T));
@@ -307,7 +308,7 @@ AllReduceAlgorithm HostAlgorithm(AllReduceAlgorithm algorithm, size_t bytes, int
   return bytes * world <= kHostOneShotLimit ? AllReduceAlgorithm::kOneShot : AllReduceAlgorithm::kTwoShot;
 }
 
-absl::Status CheckBuffer(Session& session, const IPCBuffer& buffer, size_t bytes, absl::string_view what) {
+absl::Status CheckBuffer(PeerGroup& session, const IPCBuffer& buffer, size_t bytes, absl::string_view what) {
   if (buffer.memory == nullptr) return absl::InvalidArgumentError(absl::StrCat("the ", what, " has no IPC memory"));
   const IPCMemory& mem = *buffer.memory;
   if (mem.num_workers != session.world_size() || mem.worker_id != session.rank()) {
@@ -322,7 +323,7 @@ absl::Status CheckBuffer(Session& session, const IPCBuffer& buffer, size_t bytes
 
 }  // namespace
 
-absl::Status HostAllReduceZeroCopy(Session& session, const IPCBuffer& in, const IPCBuffer& out, size_t count,
+absl::Status HostAllReduceZeroCopy(PeerGroup& session, const IPCBuffer& in, const IPCBuffer& out, size_t count,
                                    DataType type, AllReduceAlgorithm algorithm) {
   if (algorithm == AllReduceAlgorithm::kNccl) {
     return absl::InvalidArgumentError("the host backend has no NCCL algorithm");
@@ -341,8 +342,8 @@ absl::Status HostAllReduceZeroCopy(Session& session, const IPCBuffer& in, const 
   });
 }
 
-absl::Status HostAllReduce(Session& session, IPCMemory& workspace, const void* in, void* out,
-                           size_t count, DataType type, AllReduceAlgorithm algorithm) {
+absl::Status HostAllReduce(PeerGroup& session, IPCMemory& workspace, const void* in, void* out, size_t count,
+                           DataType type, AllReduceAlgorithm algorithm) {
   if (algorithm == AllReduceAlgorithm::kNccl) {
     return absl::InvalidArgumentError("the host backend has no NCCL algorithm");
   }
@@ -357,9 +358,8 @@ absl::Status HostAllReduce(Session& session, IPCMemory& workspace, const void* i
                                                    AlgorithmName(algorithm), " needs a workspace of ", need,
                                                    " bytes; this one has ", workspace.size));
   }
-  return WithElementType(type, [&](auto element) {
-    return Run<decltype(element)>(session, workspace, in, out, count, algorithm);
-  });
+  return WithElementType(
+      type, [&](auto element) { return Run<decltype(element)>(session, workspace, in, out, count, algorithm); });
 }
 
 }  // namespace vdev

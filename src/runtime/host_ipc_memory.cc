@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/pooled_allocator.h"
-#include "vdev/ipc_memory.h"
+#include "vdev/runtime/ipc_memory.h"
 
 namespace vdev {
 namespace {
@@ -48,8 +48,7 @@ class HostIPCAllocator final : public internal::PooledIPCAllocator {
           absl::StrCat("mapping ", layout.total_bytes, " bytes of ", entry->local_name, ": ", std::strerror(saved)));
     }
     // The segment is new (O_EXCL), so ftruncate made its data zero; flags and epochs are zeroed explicitly.
-    std::memset(static_cast<char*>(base) + layout.barrier_in_offset, 0,
-                layout.total_bytes - layout.barrier_in_offset);
+    std::memset(static_cast<char*>(base) + layout.barrier_in_offset, 0, layout.total_bytes - layout.barrier_in_offset);
     entry->mappings[me] = base;
     return entry->local_name;
   }
@@ -90,12 +89,11 @@ class HostIPCAllocator final : public internal::PooledIPCAllocator {
       entry->local_name.clear();
     }
   }
-
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<IPCAllocator>> CreateHostIPCAllocator(Session* session) {
+absl::StatusOr<std::unique_ptr<IPCAllocator>> CreateHostIPCAllocator(PeerGroup* session) {
   return std::unique_ptr<IPCAllocator>(new HostIPCAllocator(session));
 }
 

@@ -1,5 +1,5 @@
-// `vdev launch`: fork/exec N workers of one session and supervise them (see vdev/launch.h).
-#include "vdev/launch.h"
+// `vdev launch`: fork/exec N workers of one session and supervise them (see vdev/runtime/launch.h).
+#include "vdev/runtime/launch.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,11 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <random>
 
 #include "absl/strings/match.h"
@@ -66,7 +66,8 @@ struct Ending {
 
 std::string DescribeExit(int rank, pid_t pid, const Ending& e) {
   if (e.signaled) {
-    return absl::StrCat("worker ", rank, " (pid ", pid, ") was killed by signal ", e.code, " (", strsignal(e.code), ")");
+    return absl::StrCat("worker ", rank, " (pid ", pid, ") was killed by signal ", e.code, " (", strsignal(e.code),
+                        ")");
   }
   return absl::StrCat("worker ", rank, " (pid ", pid, ") exited with status ", e.code);
 }
@@ -197,7 +198,12 @@ absl::Status StartWorkers(const LaunchOptions& options, const SignalScope& signa
 class Supervisor {
  public:
   Supervisor(const LaunchOptions& options, const Job& job, const SignalScope& signals)
-      : options_(options), job_(job), signals_(signals), n_(options.num_workers), pidfds_(n_, -1), ended_(n_, false),
+      : options_(options),
+        job_(job),
+        signals_(signals),
+        n_(options.num_workers),
+        pidfds_(n_, -1),
+        ended_(n_, false),
         running_(n_) {
     for (int r = 0; r < n_; ++r) pidfds_[r] = PidfdOpen(job.pids[r]);
   }

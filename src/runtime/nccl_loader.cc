@@ -28,7 +28,8 @@ struct Nccl {
 const Nccl& Library() {
   static const Nccl* const library = [] {
     auto* nccl = new Nccl;
-    dynload::DynamicLibrary so = dynload::DynamicLibrary::Open(absl::StrCat("libnccl.so.", NCCL_MAJOR), VDEV_NCCL_LIBRARY_DIR);
+    dynload::DynamicLibrary so =
+        dynload::DynamicLibrary::Open(absl::StrCat("libnccl.so.", NCCL_MAJOR), VDEV_NCCL_LIBRARY_DIR);
 #define VDEV_FIND(name) so.Find(#name, nccl->name);
     VDEV_NCCL_FUNCTIONS(VDEV_FIND)
 #undef VDEV_FIND
@@ -44,9 +45,9 @@ const Nccl& Library() {
 
 // The forwarders: each calls the library's function once it is loaded; without the library an NCCL
 // call fails with ncclSystemError, which ncclGetErrorString then explains as the load failure.
-#define VDEV_FORWARD(name, params, args)                       \
-  ncclResult_t name params {                                   \
-    const vdev::Nccl& nccl = vdev::Library();                  \
+#define VDEV_FORWARD(name, params, args)                        \
+  ncclResult_t name params {                                    \
+    const vdev::Nccl& nccl = vdev::Library();                   \
     return nccl.status.ok() ? nccl.name args : ncclSystemError; \
   }
 

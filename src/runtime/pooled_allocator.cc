@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "vdev/checked_size.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/checked_size.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::internal {
 namespace {
@@ -43,7 +43,7 @@ bool Decode(const std::string& text, Request* r, char* kind, std::string* body) 
 }
 
 // Exchanges every worker's request; fails (on every worker alike) when they differ or one failed.
-absl::StatusOr<std::vector<std::string>> Exchange(Session* session, const Request& mine, char kind,
+absl::StatusOr<std::vector<std::string>> Exchange(PeerGroup* session, const Request& mine, char kind,
                                                   absl::string_view body) {
   std::vector<std::string> all;
   VDEV_RETURN_IF_ERROR(session->AllGather("ipc-allocate", Encode(mine, kind, body), &all));
@@ -61,13 +61,11 @@ absl::StatusOr<std::vector<std::string>> Exchange(Session* session, const Reques
     if (k == 'E') {
       problems.push_back(absl::StrCat("worker ", i, " could not allocate ", r.bytes, " bytes: ", handles[i]));
     } else if (r.number != first.number || r.bytes != first.bytes || r.reused != first.reused) {
-      problems.push_back(absl::StrCat("worker ", i, " made ", r.Describe(), " but worker 0 made ",
-                                      first.Describe()));
+      problems.push_back(absl::StrCat("worker ", i, " made ", r.Describe(), " but worker 0 made ", first.Describe()));
     }
   }
   if (!problems.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat("collective allocation failed: ",
-                                                      absl::StrJoin(problems, "; ")));
+    return absl::FailedPreconditionError(absl::StrCat("collective allocation failed: ", absl::StrJoin(problems, "; ")));
   }
   return handles;
 }
@@ -116,9 +114,9 @@ absl::StatusOr<IPCMemory*> PooledIPCAllocator::Allocate(size_t bytes) {
   entry->region_bytes = layout->total_bytes;
   const uint64_t sequence = ++next_sequence_;
   absl::StatusOr<std::string> handle = CreateLocal(*layout, sequence, entry.get());
-  absl::StatusOr<std::vector<std::string>> handles =
-      handle.ok() ? Exchange(session_, request, 'H', *handle)
-                  : Exchange(session_, request, 'E', handle.status().message());
+  absl::StatusOr<std::vector<std::string>> handles = handle.ok()
+                                                         ? Exchange(session_, request, 'H', *handle)
+                                                         : Exchange(session_, request, 'E', handle.status().message());
   if (!handles.ok()) {  // every worker saw the same requests, so every worker fails here alike
     Release(entry.get());
     return handles.status();
@@ -130,8 +128,8 @@ absl::StatusOr<IPCMemory*> PooledIPCAllocator::Allocate(size_t bytes) {
   if (status.ok() && agreed.ok()) {
     for (size_t i = 0; i < opened.size(); ++i) {
       if (!opened[i].empty()) {
-        status = absl::FailedPreconditionError(
-            absl::StrCat("worker ", i, " could not map the peers' memory: ", opened[i]));
+        status =
+            absl::FailedPreconditionError(absl::StrCat("worker ", i, " could not map the peers' memory: ", opened[i]));
         break;
       }
     }

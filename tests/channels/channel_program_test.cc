@@ -5,9 +5,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vdev/channel_algorithms.h"
-#include "vdev/channel_plan.h"
-#include "vdev/channel_program.h"
+#include "vdev/channels/channel_algorithms.h"
+#include "vdev/channels/channel_plan.h"
+#include "vdev/channels/channel_program.h"
 
 namespace vdev::channels {
 namespace {
@@ -75,7 +75,8 @@ TEST(ChannelProgramTest, ChunkOfTheWrongRankForItsChannelIsRejected) {
 TEST(ChannelProgramTest, ChunkOutOfRangeIsRejected) {
   Program p("t", Collective::kAllReduce, 2, 2);
   p.Copy(0, p.Output(0, 1), p.Input(0, 3));
-  EXPECT_THAT(Error(std::move(p).Build()), HasSubstr("input chunk 3 of rank 0 is out of range: the input has chunks 0..1"));
+  EXPECT_THAT(Error(std::move(p).Build()),
+              HasSubstr("input chunk 3 of rank 0 is out of range: the input has chunks 0..1"));
 }
 
 TEST(ChannelProgramTest, ChunksOfDifferentSizesAreRejected) {
@@ -141,7 +142,8 @@ TEST(ChannelProgramTest, SignalNeverWaitedForIsRejected) {
   Program p("t", Collective::kAllReduce, 2);
   MemoryChannel c01 = p.AddMemoryChannel(1, 0);
   c01.Signal(0);
-  EXPECT_THAT(Error(std::move(p).Build()), HasSubstr("rank 0 signals rank 1 (tag 0) 1 times per execution but rank 1 waits 0"));
+  EXPECT_THAT(Error(std::move(p).Build()),
+              HasSubstr("rank 0 signals rank 1 (tag 0) 1 times per execution but rank 1 waits 0"));
 }
 
 TEST(ChannelProgramTest, SignalWithoutDataSyncAfterPutIsARace) {
@@ -158,9 +160,8 @@ TEST(ChannelProgramTest, OverlappingWritesWithoutSyncAreRejected) {
   Program p("t", Collective::kAllReduce, 1);
   p.Copy(0, p.Output(0, 0), p.Input(0, 0));
   p.Reduce(1, p.Output(0, 0), {p.Input(0, 0)});
-  EXPECT_THAT(Error(std::move(p).Build()),
-              AllOf(HasSubstr("rank 0 tb 1 op 0 (reduce) writes output chunk 0 of rank 0"),
-                    HasSubstr("rank 0 tb 0 op 0 (copy)'s write")));
+  EXPECT_THAT(Error(std::move(p).Build()), AllOf(HasSubstr("rank 0 tb 1 op 0 (reduce) writes output chunk 0 of rank 0"),
+                                                 HasSubstr("rank 0 tb 0 op 0 (copy)'s write")));
   Program q("t", Collective::kAllReduce, 1);
   q.Copy(0, q.Output(0, 0), q.Input(0, 0));
   q.Reduce(0, q.Output(0, 0), {q.Input(0, 0)});  // same thread block, no sync between

@@ -6,8 +6,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "internal/compiled_plan.h"
-#include "vdev/channel_algorithms.h"
-#include "vdev/cuda_channel_executor.h"
+#include "vdev/channels/channel_algorithms.h"
+#include "vdev/channels/cuda_channel_executor.h"
 
 namespace vdev::channels::internal {
 namespace {
@@ -25,9 +25,9 @@ PlanLaunchArgs FakeArgs(const ProgramSpec& plan, const FlatPlan& flat, int rank,
   a.tbs = static_cast<int>(flat.tb_begin.size()) - 1;
   a.max_srcs = flat.max_srcs;
   a.num_spares = static_cast<int>(flat.spares.size());
-  a.layout = MakeRegionLayout(count, a.elem, InputSegments(plan.collective, plan.world_size),
-                              OutputSegments(plan.collective, plan.world_size), plan.chunks_per_segment,
-                              plan.scratch_chunks);
+  a.layout =
+      MakeRegionLayout(count, a.elem, InputSegments(plan.collective, plan.world_size),
+                       OutputSegments(plan.collective, plan.world_size), plan.chunks_per_segment, plan.scratch_chunks);
   for (int j = 0; j < plan.world_size; ++j) {
     a.regions[j] = reinterpret_cast<char*>(uintptr_t{0x7f0000000000} + (static_cast<uintptr_t>(j) << 32));
     a.semaphores[j] = reinterpret_cast<uint64_t*>(uintptr_t{0x7e0000000000} + (static_cast<uintptr_t>(j) << 24));

@@ -18,18 +18,18 @@
 #include "channels/plan_world.h"
 #include "channels/port_and_memory_program.h"
 #include "channels/remote_write_probe.h"
-#include "internal/layout.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "internal/layout.h"
 #include "runtime/allreduce_test_util.h"
-#include "vdev/channel_algorithms.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_algorithms.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Cuda;
+using ::testing::HasSubstr;
 using testing::PlanWorld;
 using vdev::testing::HalfInput;
 using vdev::testing::HalfSum;
@@ -148,8 +148,9 @@ void EveryShippedPlanIsExact(int world, bool compiled) {
   const char* cap = std::getenv("VDEV_ONE_GPU_MAX_COUNT");
   const size_t max_count = cap != nullptr ? std::strtoull(cap, nullptr, 10) : 262147;
   // Compiled: fewer counts, as each is a kernel of its own (~0.3 s to compile per rank).
-  const std::vector<size_t> counts = compiled ? std::vector<size_t>{1, static_cast<size_t>(world + 1), 1001, max_count}
-                                              : std::vector<size_t>{1, 3, static_cast<size_t>(world + 1), 1001, 4096, max_count};
+  const std::vector<size_t> counts =
+      compiled ? std::vector<size_t>{1, static_cast<size_t>(world + 1), 1001, max_count}
+               : std::vector<size_t>{1, 3, static_cast<size_t>(world + 1), 1001, 4096, max_count};
   uint64_t salt = 0;
   for (const std::string& name : PlansToRun()) {
     absl::StatusOr<ProgramSpec> plan = ShippedPlan(name, world);
@@ -325,7 +326,8 @@ TEST_P(CudaPlansOneGpuTest, HalfTypesSumInF32AndRoundOnce) {
   for (DataType type : {DataType::kF16, DataType::kBF16}) {
     const int dtype = type == DataType::kF16 ? internal::kDevF16 : internal::kDevBF16;
     for (const std::string& name : PlansToRun()) {
-      absl::StatusOr<std::unique_ptr<PlanWorld>> w = PlanWorld::Create(*ShippedPlan(name, world), 4099, absl::Seconds(10), dtype);
+      absl::StatusOr<std::unique_ptr<PlanWorld>> w =
+          PlanWorld::Create(*ShippedPlan(name, world), 4099, absl::Seconds(10), dtype);
       ASSERT_TRUE(w.ok()) << w.status();
       // Every other plan compiled (internal/compiled_plan.h), port plans aside.
       if (++nth % 2 == 0 && (*w)->plan().port_channels.empty()) ASSERT_TRUE((*w)->UseCompiledKernels().ok());

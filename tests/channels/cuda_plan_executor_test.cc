@@ -16,11 +16,11 @@
 #include "runtime/allreduce_test_util.h"
 #include "runtime/cuda_test_util.h"
 #include "runtime/worker_harness.h"
-#include "vdev/channel_algorithms.h"
-#include "vdev/channel_executor.h"
-#include "vdev/cuda_allreduce.h"
-#include "vdev/cuda_channel_executor.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_algorithms.h"
+#include "vdev/channels/channel_executor.h"
+#include "vdev/channels/cuda_channel_executor.h"
+#include "vdev/runtime/cuda_allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels {
 namespace {
@@ -51,7 +51,7 @@ std::vector<char> Inputs(DataType type, int rank, size_t n, int salt) {
 struct Worker {
   std::unique_ptr<IPCAllocator> gpu, host;
   cudaStream_t stream = nullptr;
-  static absl::StatusOr<Worker> Make(Session& s) {
+  static absl::StatusOr<Worker> Make(PeerGroup& s) {
     Worker w;
     VDEV_ASSIGN_OR_RETURN(w.gpu, CreateCudaIPCAllocator(&s, 0));
     VDEV_ASSIGN_OR_RETURN(w.host, CreateHostIPCAllocator(&s));
@@ -62,7 +62,7 @@ struct Worker {
 
 // `kernel`: PlanKernel::kCompiled runs every plan but the port one compiled (docs/channels.md), as
 // kAuto does where NVRTC works (on the GPU machine it does).
-absl::Status SameAsHost(Session& s, PlanKernel kernel) {
+absl::Status SameAsHost(PeerGroup& s, PlanKernel kernel) {
   VDEV_ASSIGN_OR_RETURN(Worker w, Worker::Make(s));
   const size_t max_count = 4099;
   int salt = 0;
@@ -72,8 +72,8 @@ absl::Status SameAsHost(Session& s, PlanKernel kernel) {
     const size_t out_segments = OutputSegments(plan.collective, s.world_size());
     for (DataType type : {DataType::kF32, DataType::kBF16}) {
       VDEV_ASSIGN_OR_RETURN(auto gpu, CudaPlanExecutor::Create(s, *w.gpu, plan, max_count, type, 0, kernel));
-      const PlanKernel runs = kernel == PlanKernel::kGeneric || !plan.port_channels.empty() ? PlanKernel::kGeneric
-                                                                                           : PlanKernel::kCompiled;
+      const PlanKernel runs =
+          kernel == PlanKernel::kGeneric || !plan.port_channels.empty() ? PlanKernel::kGeneric : PlanKernel::kCompiled;
       if (gpu->kernel() != runs) return absl::InternalError(absl::StrCat(name, ": not the kernel expected"));
       VDEV_ASSIGN_OR_RETURN(auto host, HostPlanExecutor::Create(s, *w.host, plan, max_count, type));
       VDEV_RETURN_IF_ERROR(gpu->Precompile({1, 3, 1001, max_count}));
@@ -110,7 +110,7 @@ absl::Status SameAsHost(Session& s, PlanKernel kernel) {
 // Executions captured once in a CUDA graph and replayed: each replay takes its epoch from device
 // memory, so replay k reads the inputs written before it and matches the host executor's result;
 // and executions enqueued back to back with no wait between them.
-absl::Status ReplayedAndBackToBack(Session& s) {
+absl::Status ReplayedAndBackToBack(PeerGroup& s) {
   VDEV_ASSIGN_OR_RETURN(Worker w, Worker::Make(s));
   const size_t count = 3001;
   for (const char* name : {"one_shot_ll", "two_shot", "all_gather_port"}) {
@@ -139,7 +139,8 @@ absl::Status ReplayedAndBackToBack(Session& s) {
       VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(got.data(), out, out_n * 4, cudaMemcpyDeviceToHost, w.stream)));
       VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(w.stream)));
       VDEV_RETURN_IF_ERROR(gpu->CheckErrors());
-      if (got != want) return absl::InternalError(absl::StrCat(name, " replay ", replay, " rank ", s.rank(), " differs"));
+      if (got != want)
+        return absl::InternalError(absl::StrCat(name, " replay ", replay, " rank ", s.rank(), " differs"));
     }
     // 200 executions back to back (the same input), then the last one's output.
     const std::vector<char> input = Inputs(DataType::kF32, s.rank(), in_n, 7);
@@ -164,7 +165,7 @@ absl::Status ReplayedAndBackToBack(Session& s) {
 // kernels launched programmatically one after the other (the zero-copy one_shot reads its peers'
 // inputs where they were written); rounds with new inputs, each after 20 executions back to back,
 // and one captured in a CUDA graph and replayed — every result the host executor's.
-absl::Status InTheRegion(Session& s) {
+absl::Status InTheRegion(PeerGroup& s) {
   VDEV_ASSIGN_OR_RETURN(Worker w, Worker::Make(s));
   const size_t count = 2051;
   for (const char* name : {"one_shot_ll", "one_shot", "two_shot", "all_gather"}) {
@@ -192,7 +193,8 @@ absl::Status InTheRegion(Session& s) {
           VDEV_RETURN_IF_ERROR(gpu->Execute(gpu->input(), gpu->output(), count, w.stream));
         }
       }
-      VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(got.data(), gpu->output(), out_n * 4, cudaMemcpyDeviceToHost, w.stream)));
+      VDEV_RETURN_IF_ERROR(
+          Cuda(cudaMemcpyAsync(got.data(), gpu->output(), out_n * 4, cudaMemcpyDeviceToHost, w.stream)));
       VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(w.stream)));
       VDEV_RETURN_IF_ERROR(gpu->CheckErrors());
       if (got != want) return absl::InternalError(absl::StrCat(name, " round ", round, " rank ", s.rank(), " differs"));
@@ -221,28 +223,30 @@ class CudaPlanExecutorWorldsTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(CudaPlanExecutorWorldsTest, EveryShippedPlanMatchesTheHostExecutor) {
   REQUIRE_GPUS(1);
-  ExpectAllOk(RunWorkers(GetParam(), UniqueSessionId(), [](Session& s) { return SameAsHost(s, PlanKernel::kGeneric); }));
+  ExpectAllOk(
+      RunWorkers(GetParam(), UniqueSessionId(), [](PeerGroup& s) { return SameAsHost(s, PlanKernel::kGeneric); }));
 }
 
 TEST_P(CudaPlanExecutorWorldsTest, EveryShippedPlanCompiledMatchesTheHostExecutor) {
   REQUIRE_GPUS(1);
-  ExpectAllOk(RunWorkers(GetParam(), UniqueSessionId(), [](Session& s) { return SameAsHost(s, PlanKernel::kCompiled); }));
+  ExpectAllOk(
+      RunWorkers(GetParam(), UniqueSessionId(), [](PeerGroup& s) { return SameAsHost(s, PlanKernel::kCompiled); }));
 }
 
 TEST(CudaPlanExecutorTest, AutoRunsPlansCompiledWhereNvrtcWorks) {
   REQUIRE_GPUS(1);
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) { return SameAsHost(s, PlanKernel::kAuto); }));
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) { return SameAsHost(s, PlanKernel::kAuto); }));
 }
 
 // NVRTC failing here (an option it refuses stands for a toolkit without headers): kAuto runs the
 // generic kernel, and the plan still runs.
 TEST(CudaPlanExecutorTest, AutoRunsTheGenericKernelWhereNvrtcFails) {
   REQUIRE_GPUS(1);
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     setenv("VDEV_NVRTC_OPTIONS", "--no-such-nvrtc-option", 1);  // a worker process of its own
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> ipc, CreateCudaIPCAllocator(&s, 0));
-    VDEV_ASSIGN_OR_RETURN(auto exec, CudaPlanExecutor::ForStrategy(s, *ipc, "plan:one_shot_ll", 1000, DataType::kF32,
-                                                                   PlanKernel::kAuto));
+    VDEV_ASSIGN_OR_RETURN(
+        auto exec, CudaPlanExecutor::ForStrategy(s, *ipc, "plan:one_shot_ll", 1000, DataType::kF32, PlanKernel::kAuto));
     if (exec->kernel() != PlanKernel::kGeneric) return absl::InternalError("kAuto compiled without a working NVRTC");
     std::vector<float> ones(1000, 1.0f);
     VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(exec->input(), ones.data(), 4000, cudaMemcpyHostToDevice)));
@@ -265,31 +269,29 @@ INSTANTIATE_TEST_SUITE_P(Workers, CudaPlanExecutorWorldsTest, ::testing::Range(2
 TEST(CudaPlanExecutorTest, APeerThatNeverExecutesIsNamed) {
   REQUIRE_GPUS(1);
   vdev::testing::WorkerSignal rank0_done;
-  auto results = RunWorkers(
-      2, UniqueSessionId(),
-      [&](Session& s) -> absl::Status {
-        VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> ipc, CreateCudaIPCAllocator(&s, 0));
-        const absl::Duration setup_timeout = s.timeout();
-        s.set_timeout(absl::Seconds(2));  // the executor's kernels wait this long for a peer
-        VDEV_ASSIGN_OR_RETURN(auto exec, CudaPlanExecutor::ForStrategy(s, *ipc, "plan:one_shot", 64, DataType::kF32));
-        s.set_timeout(setup_timeout);
-        void* buf = nullptr;
-        VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&buf, 256)));
-        VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(buf, 0, 256)));
-        absl::Status status = absl::OkStatus();
-        if (s.rank() == 0) {
-          VDEV_RETURN_IF_ERROR(exec->Execute(buf, buf, 64, nullptr));
-          VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
-          status = exec->CheckErrors();
-        }
-        // Both ranks meet again before either frees its region (the peer may still map it); rank 1
-        // arrives once rank 0's kernel has given up.
-        if (s.rank() == 0) rank0_done.Notify();
-        if (s.rank() == 1) rank0_done.Wait();
-        VDEV_RETURN_IF_ERROR(s.Barrier("done"));
-        cudaFree(buf);
-        return status;
-      });
+  auto results = RunWorkers(2, UniqueSessionId(), [&](PeerGroup& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> ipc, CreateCudaIPCAllocator(&s, 0));
+    const absl::Duration setup_timeout = s.timeout();
+    s.set_timeout(absl::Seconds(2));  // the executor's kernels wait this long for a peer
+    VDEV_ASSIGN_OR_RETURN(auto exec, CudaPlanExecutor::ForStrategy(s, *ipc, "plan:one_shot", 64, DataType::kF32));
+    s.set_timeout(setup_timeout);
+    void* buf = nullptr;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&buf, 256)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(buf, 0, 256)));
+    absl::Status status = absl::OkStatus();
+    if (s.rank() == 0) {
+      VDEV_RETURN_IF_ERROR(exec->Execute(buf, buf, 64, nullptr));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
+      status = exec->CheckErrors();
+    }
+    // Both ranks meet again before either frees its region (the peer may still map it); rank 1
+    // arrives once rank 0's kernel has given up.
+    if (s.rank() == 0) rank0_done.Notify();
+    if (s.rank() == 1) rank0_done.Wait();
+    VDEV_RETURN_IF_ERROR(s.Barrier("done"));
+    cudaFree(buf);
+    return status;
+  });
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[1].exit_code, 0) << results[1].message;
   EXPECT_NE(results[0].exit_code, 0);
@@ -299,7 +301,7 @@ TEST(CudaPlanExecutorTest, APeerThatNeverExecutesIsNamed) {
 
 TEST(CudaPlanExecutorTest, RefusesHostAllocatorsAndIntegerTypes) {
   REQUIRE_GPUS(1);
-  ExpectAllOk(RunWorkers(1, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(1, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> host, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan("one_shot", 1));
     auto on_host = CudaPlanExecutor::Create(s, *host, plan, 16, DataType::kF32);

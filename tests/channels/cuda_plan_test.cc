@@ -1,8 +1,8 @@
-// How DevicePlan::Upload flattens a plan for the CUDA kernel (FlattenPlan; no GPU needed): which
+// How UploadedPlan::Upload flattens a plan for the CUDA kernel (FlattenPlan; no GPU needed): which
 // ops run as one step, the registers' limit on a fused run, and the semaphore counts.
-#include "gtest/gtest.h"
 #include "internal/cuda_plan.h"
-#include "vdev/channel_algorithms.h"
+#include "gtest/gtest.h"
+#include "vdev/channels/channel_algorithms.h"
 
 namespace vdev::channels::internal {
 namespace {

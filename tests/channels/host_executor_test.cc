@@ -7,17 +7,17 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "channels/host_run_check.h"
+#include "channels/port_and_memory_program.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "internal/layout.h"
 #include "internal/packet_sweep.h"
 #include "runtime/allreduce_test_util.h"
-#include "channels/host_run_check.h"
-#include "channels/port_and_memory_program.h"
 #include "runtime/worker_harness.h"
-#include "vdev/channel_algorithms.h"
-#include "vdev/channel_executor.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_algorithms.h"
+#include "vdev/channels/channel_executor.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels {
 namespace {
@@ -30,15 +30,15 @@ using vdev::testing::HalfInput;
 using vdev::testing::HalfSum;
 using vdev::testing::Input;
 using vdev::testing::RunWorkers;
-using vdev::testing::WorkerSignal;
 using vdev::testing::UniqueSessionId;
 using vdev::testing::WorkerResult;
+using vdev::testing::WorkerSignal;
 
 class ShippedPlansTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(ShippedPlansTest, ExactAtOddSizesInEveryType) {
   const int world = GetParam();
-  ExpectAllOk(RunWorkers(world, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(world, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     const size_t n = s.world_size();
     const size_t counts[] = {0, 1, 2, 3, n - 1, n + 1, 7, 31, 257, 1001};
@@ -63,7 +63,7 @@ TEST_P(ShippedPlansTest, ExactAtOddSizesInEveryType) {
 
 TEST_P(ShippedPlansTest, InstancesSplitEveryOpExactly) {
   const int world = GetParam();
-  ExpectAllOk(RunWorkers(world, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(world, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     uint64_t salt = 100;
     for (const std::string& name : ShippedPlanNames()) {
@@ -94,7 +94,7 @@ uint16_t ExpectedHalf(const ProgramSpec& plan, DataType type, int rank, size_t i
 // which the inputs tell apart from 3 ranks on), odd sizes and 3 instances included.
 TEST_P(ShippedPlansTest, HalfTypesSumInF32AndRoundOnce) {
   const int world = GetParam();
-  ExpectAllOk(RunWorkers(world, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(world, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     const int n = s.world_size();
     uint64_t salt = 0;
@@ -114,16 +114,16 @@ TEST_P(ShippedPlansTest, HalfTypesSumInF32AndRoundOnce) {
             for (size_t i = 0; i < out_n; ++i) {
               const uint16_t want = ExpectedHalf(plan, type, s.rank(), i, count, salt);
               if (out[i] != want) {
-                return absl::InternalError(absl::StrCat(name, " ", DataTypeName(type), " count ", count, " element ",
-                                                        i, ": got 0x", absl::Hex(out[i]), " want 0x",
-                                                        absl::Hex(want)));
+                return absl::InternalError(absl::StrCat(name, " ", DataTypeName(type), " count ", count, " element ", i,
+                                                        ": got 0x", absl::Hex(out[i]), " want 0x", absl::Hex(want)));
               }
               const bool sums = plan.collective == Collective::kAllReduce;
               differs_from_stepwise += sums && out[i] != HalfSum(type, n, i, salt, /*round_each_step=*/true);
             }
           }
           if (n >= 3 && plan.collective == Collective::kAllReduce && differs_from_stepwise == 0) {
-            return absl::InternalError(absl::StrCat(name, ": the inputs do not tell one rounding from rounding each step"));
+            return absl::InternalError(
+                absl::StrCat(name, ": the inputs do not tell one rounding from rounding each step"));
           }
         }
       }
@@ -215,7 +215,7 @@ TEST(HostExecutorTest, EveryPrimitiveOrdersItsDataOverManyExecutions) {
     prim.build(p);
     absl::StatusOr<ProgramSpec> plan = std::move(p).Build();
     ASSERT_TRUE(plan.ok()) << plan.status();
-    ExpectAllOk(RunWorkers(prim.world, UniqueSessionId(), [&plan](Session& s) -> absl::Status {
+    ExpectAllOk(RunWorkers(prim.world, UniqueSessionId(), [&plan](PeerGroup& s) -> absl::Status {
       VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
       VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, *plan, 4096, DataType::kI32));
       for (uint64_t round = 1; round <= 1000; ++round) {
@@ -227,7 +227,7 @@ TEST(HostExecutorTest, EveryPrimitiveOrdersItsDataOverManyExecutions) {
 }
 
 TEST(HostExecutorTest, PacketsStayExactUnderFlagReuseOver10000Executions) {
-  ExpectAllOk(RunWorkers(3, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(3, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan("one_shot_ll", s.world_size()));
     VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, plan, 64, DataType::kI32));
@@ -246,7 +246,7 @@ TEST(HostExecutorTest, PacketsStayExactUnderFlagReuseOver10000Executions) {
 // touch reads zero — among them some the large ones wrote — while the large executions' lines
 // beyond slice 1 are still there, and every execution is exact.
 TEST(HostExecutorTest, StalePacketLinesAreZeroedSliceBySlice) {
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan("one_shot_ll", s.world_size()));
     const size_t max_count = 1 << 14, large = 600, small = 3;  // slice 1 of a half: bytes 4112..8224
@@ -257,12 +257,13 @@ TEST(HostExecutorTest, StalePacketLinesAreZeroedSliceBySlice) {
       VDEV_RETURN_IF_ERROR(RunAndCheck<int32_t>(s, *exec, small, exec->executions(), false));
     }
     VDEV_RETURN_IF_ERROR(s.Barrier("executions done"));  // no peer writes into this region any more
-    const internal::RegionLayout layout = internal::MakeRegionLayout(max_count, 4, 1, 1, plan.chunks_per_segment,
-                                                                     plan.scratch_chunks);
+    const internal::RegionLayout layout =
+        internal::MakeRegionLayout(max_count, 4, 1, 1, plan.chunks_per_segment, plan.scratch_chunks);
     const std::vector<ChunkRef> spares = internal::SweptScratchSpares(plan, s.rank());
     auto spans_of = [&](size_t count) { return internal::SpareSpans(spares, count, plan.chunks_per_segment, 4); };
     auto in = [](const std::vector<internal::Range>& spans, uint64_t b) {
-      return std::any_of(spans.begin(), spans.end(), [&](const internal::Range& r) { return r.begin <= b && b < r.end; });
+      return std::any_of(spans.begin(), spans.end(),
+                         [&](const internal::Range& r) { return r.begin <= b && b < r.end; });
     };
     const std::vector<internal::Range> small_spans = spans_of(small), large_spans = spans_of(large);
     const char* region = static_cast<const char*>(exec->region().remote_data[s.rank()]);
@@ -295,7 +296,7 @@ TEST(HostExecutorTest, StalePacketLinesAreZeroedSliceBySlice) {
 // Rank 1 creates its executor but never executes: rank 0's wait must end with an error naming it.
 void ExpectTimeoutNamed(const std::string& plan_name, const std::vector<std::string>& parts) {
   WorkerSignal rank0_done;
-  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [&](Session& s) -> absl::Status {
+  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [&](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(plan_name, 2));
     VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, plan, 16, DataType::kF32));
@@ -326,7 +327,7 @@ TEST(HostExecutorTest, PacketsThatNeverComeTimeOutNamingThePeer) {
 }
 
 TEST(HostExecutorTest, RefusesAPlanForAnotherWorldSizeAndOversizedCalls) {
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     absl::StatusOr<std::unique_ptr<HostPlanExecutor>> wrong =
         HostPlanExecutor::Create(s, *alloc, *ShippedPlan("one_shot", 3), 16, DataType::kF32);
@@ -336,12 +337,13 @@ TEST(HostExecutorTest, RefusesAPlanForAnotherWorldSizeAndOversizedCalls) {
     // A region for (2^62 + 16) f32 per segment wrapped around to a few hundred bytes.
     for (size_t huge : {(size_t{1} << 62) + 16, SIZE_MAX, HostPlanExecutor::kMaxSegmentBytes / 4 + 1}) {
       absl::Status st = HostPlanExecutor::Create(s, *alloc, *ShippedPlan("one_shot", 2), huge, DataType::kF32).status();
-      if (st.code() != absl::StatusCode::kInvalidArgument || !absl::StrContains(st.message(), "limited to 2^40 bytes")) {
+      if (st.code() != absl::StatusCode::kInvalidArgument ||
+          !absl::StrContains(st.message(), "limited to 2^40 bytes")) {
         return absl::InternalError(absl::StrCat("max_count ", huge, ": ", st.ToString()));
       }
     }
-    VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, *ShippedPlan("one_shot", 2), 16,
-                                                               DataType::kF32));
+    VDEV_ASSIGN_OR_RETURN(auto exec,
+                          HostPlanExecutor::Create(s, *alloc, *ShippedPlan("one_shot", 2), 16, DataType::kF32));
     std::vector<float> buf(17);
     absl::Status big = exec->Execute(buf.data(), buf.data(), 17);
     if (big.ok() || !absl::StrContains(big.message(), "at most 16")) {
@@ -352,7 +354,7 @@ TEST(HostExecutorTest, RefusesAPlanForAnotherWorldSizeAndOversizedCalls) {
 }
 
 TEST(HostExecutorTest, StrategyNameSelectsAShippedPlan) {
-  ExpectAllOk(RunWorkers(3, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(3, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::ForStrategy(s, *alloc, "plan:two_shot", 100, DataType::kF32));
     if (exec->plan().name != "two_shot") return absl::InternalError(exec->plan().name);
@@ -364,8 +366,9 @@ TEST(HostExecutorTest, StrategyNameSelectsAShippedPlan) {
     // Not an all-reduce: refused, not run as one.
     absl::Status gather = HostPlanExecutor::ForStrategy(s, *alloc, "plan:all_gather", 100, DataType::kF32).status();
     if (gather.code() != absl::StatusCode::kInvalidArgument ||
-        !absl::StrContains(gather.message(), "plan all_gather is an allgather, not an allreduce (allreduce plans: "
-                                             "one_shot, one_shot_push, two_shot, one_shot_ll)")) {
+        !absl::StrContains(gather.message(),
+                           "plan all_gather is an allgather, not an allreduce (allreduce plans: "
+                           "one_shot, one_shot_push, two_shot, one_shot_ll)")) {
       return absl::InternalError(gather.ToString());
     }
     return absl::OkStatus();

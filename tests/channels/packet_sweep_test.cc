@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "internal/layout.h"
 #include "internal/packet_sweep.h"
-#include "vdev/channel_algorithms.h"
+#include "vdev/channels/channel_algorithms.h"
 
 namespace vdev::channels::internal {
 namespace {
@@ -33,7 +33,7 @@ TEST(PacketSweepTest, EveryByteOfBothHalvesIsSweptOncePerPeriod) {
     }
   }
   EXPECT_EQ(PacketSweepSlice(kPacketSweepEvery * 2 + 2, 4096).size(), 0u);  // most calls sweep nothing
-  EXPECT_LT(period, uint64_t{1} << 31);  // far within the flags' period
+  EXPECT_LT(period, uint64_t{1} << 31);                                     // far within the flags' period
 }
 
 TEST(PacketSweepTest, ScratchSpanCoversWholePacketLinesOrTheData) {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels::testing {
 namespace {
@@ -103,7 +103,8 @@ absl::StatusOr<bool> PlanWorld::Fits(int instances, bool programmatic, size_t co
       VDEV_ASSIGN_OR_RETURN(kernel, ranks_[r].compiled->Kernel(a));
     }
     int fit = 0;
-    VDEV_RETURN_IF_ERROR(Cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, internal::PlanThreads(a), 0)));
+    VDEV_RETURN_IF_ERROR(
+        Cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, internal::PlanThreads(a), 0)));
     per_sm = r == 0 ? fit : std::min(per_sm, fit);
   }
   return blocks * (programmatic ? 2 : 1) <= int64_t{per_sm} * sms_;
@@ -136,7 +137,8 @@ internal::PlanLaunchArgs PlanWorld::Args(int rank, size_t count, int instances) 
 }
 
 absl::Status PlanWorld::Enqueue(int rank, size_t count, int instances, bool programmatic) {
-  if (ranks_[rank].device.tbs * instances > internal::kMaxPlanBlocks) return absl::InvalidArgumentError("too many blocks");
+  if (ranks_[rank].device.tbs * instances > internal::kMaxPlanBlocks)
+    return absl::InvalidArgumentError("too many blocks");
   const internal::PlanLaunchArgs a = Args(rank, count, instances);
   const void* kernel = nullptr;
   if (compiled()) {

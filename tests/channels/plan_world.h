@@ -15,7 +15,7 @@
 #include "internal/compiled_plan.h"
 #include "internal/cuda_plan.h"
 #include "internal/cuda_proxy.h"
-#include "vdev/channel_program.h"
+#include "vdev/channels/channel_program.h"
 
 namespace vdev::channels::testing {
 
@@ -62,10 +62,10 @@ class PlanWorld {
     uint64_t* semaphores = nullptr;
     uint64_t* port_semaphores = nullptr;
     uint64_t* counters = nullptr;
-    internal::DevicePlan device;
+    internal::UploadedPlan device;
     cudaStream_t stream = nullptr;
     long long* trace = nullptr;
-    std::unique_ptr<internal::PortEndpoint> ports;  // plans with port channels
+    std::unique_ptr<internal::PortEndpoint> ports;     // plans with port channels
     std::unique_ptr<internal::CompiledPlan> compiled;  // UseCompiledKernels
   };
   PlanWorld() = default;

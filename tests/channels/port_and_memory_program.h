@@ -6,7 +6,7 @@
 #ifndef VDEV_TESTS_CHANNELS_PORT_AND_MEMORY_PROGRAM_H_
 #define VDEV_TESTS_CHANNELS_PORT_AND_MEMORY_PROGRAM_H_
 
-#include "vdev/channel_program.h"
+#include "vdev/channels/channel_program.h"
 
 namespace vdev::channels::testing {
 

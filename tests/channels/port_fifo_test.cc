@@ -14,7 +14,9 @@
 namespace vdev::channels::internal {
 namespace {
 
-uint64_t Load(const uint64_t& w) { return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(w)).load(std::memory_order_acquire); }
+uint64_t Load(const uint64_t& w) {
+  return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(w)).load(std::memory_order_acquire);
+}
 void Store(uint64_t& w, uint64_t v) { std::atomic_ref<uint64_t>(w).store(v, std::memory_order_release); }
 
 // Two ranks' port semaphore words.
@@ -92,8 +94,8 @@ TEST(PortFifoTest, ARequestSignallingOutsideEveryRanksSemaphoresIsAnError) {
   uint64_t stray = 0;
   // One word past rank 1's last, a misaligned one inside rank 0's, and one outside altogether.
   const uint64_t past = reinterpret_cast<uint64_t>(semaphores.words.data() + 2 * kPortSemaphoreWords);
-  for (const uint64_t address : {past, reinterpret_cast<uint64_t>(semaphores.words.data()) + 4,
-                                 reinterpret_cast<uint64_t>(&stray)}) {
+  for (const uint64_t address :
+       {past, reinterpret_cast<uint64_t>(semaphores.words.data()) + 4, reinterpret_cast<uint64_t>(&stray)}) {
     fifo->slots[0] = PortRequest{.semaphore = address, .count = 1, .seq = 1};
     PortRequest q;
     uint64_t ticket = 0;

@@ -97,7 +97,8 @@ struct Probe {
 absl::StatusOr<absl::Duration> ProbeRemoteWrite(RemoteWriter writer, absl::Duration delay, absl::Duration bound) {
   Probe p;
   if (absl::Status s = p.Allocate(); !s.ok()) return s;
-  Poll<<<1, 1, 0, p.poller>>>(p.device_word, static_cast<unsigned long long>(absl::ToInt64Nanoseconds(bound)), p.out_device);
+  Poll<<<1, 1, 0, p.poller>>>(p.device_word, static_cast<unsigned long long>(absl::ToInt64Nanoseconds(bound)),
+                              p.out_device);
   if (absl::Status s = Check(cudaGetLastError(), "launching the poller"); !s.ok()) return s;
   std::this_thread::sleep_for(std::chrono::nanoseconds(absl::ToInt64Nanoseconds(delay)));
   const absl::Status wrote = p.Write(writer);
@@ -105,7 +106,8 @@ absl::StatusOr<absl::Duration> ProbeRemoteWrite(RemoteWriter writer, absl::Durat
   if (!wrote.ok()) return wrote;
   if (!synced.ok()) return synced;
   if (p.out[0] == 0) {
-    return absl::DeadlineExceededError(absl::StrCat("the poller read ", p.out[1], " for ", absl::FormatDuration(bound)));
+    return absl::DeadlineExceededError(
+        absl::StrCat("the poller read ", p.out[1], " for ", absl::FormatDuration(bound)));
   }
   return absl::Nanoseconds(static_cast<int64_t>(p.out[0]) - static_cast<int64_t>(p.out[2]));
 }

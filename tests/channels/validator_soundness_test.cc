@@ -13,9 +13,9 @@
 #include "channels/host_run_check.h"
 #include "gtest/gtest.h"
 #include "runtime/worker_harness.h"
-#include "vdev/channel_algorithms.h"
-#include "vdev/channel_executor.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_algorithms.h"
+#include "vdev/channels/channel_executor.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels {
 namespace {
@@ -58,7 +58,8 @@ bool Mutate(ProgramSpec& plan, std::mt19937& rng, std::string* what) {
       return true;
     }
     default:
-      if (ops[i].kind != OpKind::kSignal && ops[i].kind != OpKind::kWait) return false;  // port ops have no relaxed form
+      if (ops[i].kind != OpKind::kSignal && ops[i].kind != OpKind::kWait)
+        return false;  // port ops have no relaxed form
       ops[i].relaxed = !ops[i].relaxed;
       absl::StrAppend(what, ops[i].relaxed ? "made relaxed" : "made ordering");
       return true;
@@ -84,7 +85,7 @@ TEST(ValidatorSoundnessTest, EveryMutantOfAShippedPlanThatValidatesRunsExactlyOn
         SCOPED_TRACE(absl::StrCat(name, " world ", world, ": ", what));
         vdev::testing::ExpectAllOk(RunWorkers(
             world, UniqueSessionId(),
-            [&plan](Session& s) -> absl::Status {
+            [&plan](PeerGroup& s) -> absl::Status {
               VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
               VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, plan, 64, DataType::kI32));
               for (size_t count : {size_t{1}, size_t{7}, size_t{33}}) {

@@ -1,13 +1,13 @@
 // The pipeline of compile.h: stages, errors by stage, and the copies the planner adds for a
 // conflict running through lowering like every other binding.
-#include "vdev/compile.h"
+#include "vdev/compile/compile.h"
 
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev {
 namespace {
@@ -165,7 +165,7 @@ TEST(CompileTest, OptimizedPlanRunsThroughTheWholePipeline) {
   ASSERT_TRUE(compiled->optimization.has_value());
   EXPECT_TRUE(compiled->optimization->optimal);
   EXPECT_LE(compiled->optimization->cost.total, compiled->optimization->default_cost.total);
-  EXPECT_GT(compiled->memory->pool_bytes, 0);                 // lowered and checked
+  EXPECT_GT(compiled->memory->pool_bytes, 0);                          // lowered and checked
   EXPECT_TRUE(compiled->optimization->plan.module.functions.empty());  // moved into `plan`
   std::string report = OptimizedReportJson(compiled->plan, *compiled->optimization, *options.optimize_for);
   EXPECT_THAT(report, HasSubstr("\"peak_bytes\""));

@@ -7,14 +7,14 @@
 
 #include <fstream>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "controller/controller_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vdev/controller.h"
-#include "vdev/session.h"
+#include "vdev/controller/controller.h"
+#include "vdev/runtime/peer_group.h"
 
 namespace vdev::testing {
 namespace {
@@ -66,8 +66,12 @@ TEST_P(FaultTest, ExceptionBecomesAnInternalError) {
 }
 
 TEST_P(FaultTest, DebugRegistersRoundTripEveryKind) {
-  const std::vector<Value> values = {Value(int64_t{-5}), Value(2.5), Value("text"), Value(Shape{2, 0, 3}),
-                                     Value(HostTensor::Zeros(ir::DType::kI32, {2})), Value()};
+  const std::vector<Value> values = {Value(int64_t{-5}),
+                                     Value(2.5),
+                                     Value("text"),
+                                     Value(Shape{2, 0, 3}),
+                                     Value(HostTensor::Zeros(ir::DType::kI32, {2})),
+                                     Value()};
   DRef slot = *session_->CallPacked(*session_->GetGlobalFunc("vdev.worker.id"));
   for (const Value& value : values) {
     ASSERT_TRUE(session_->DebugSetRegister(slot.reg_id(), value, 1).ok());
@@ -105,7 +109,8 @@ TEST_P(FaultTest, MisuseIsRefusedWithoutEndingTheSession) {
   absl::StatusOr<Value> never = session_->DebugGetFromRemote(int64_t{1} << 40, 1);
   ASSERT_TRUE(never.ok()) << never.status();
   EXPECT_TRUE(std::holds_alternative<std::monostate>(never->v));
-  EXPECT_TRUE(absl::IsInvalidArgument(session_->CallPacked(*session_->GetGlobalFunc("test.echo"), Shape{2, -1}).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(session_->CallPacked(*session_->GetGlobalFunc("test.echo"), Shape{2, -1}).status()));
   HostTensor huge;
   huge.shape = {int64_t{1} << 40, int64_t{1} << 40};
   EXPECT_TRUE(absl::IsInvalidArgument(session_->CallPacked(*session_->GetGlobalFunc("test.echo"), huge).status()));

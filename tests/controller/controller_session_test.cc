@@ -7,7 +7,7 @@
 #include "controller/controller_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vdev/controller.h"
+#include "vdev/controller/controller.h"
 
 namespace vdev::testing {
 namespace {

@@ -2,8 +2,8 @@
 // binary, so main hands them to vdev::MaybeRunWorker before GoogleTest sees them.
 #include "controller/controller_test_util.h"
 
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,8 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "vdev/status_macros.h"
-#include "vdev/worker_function.h"
+#include "vdev/controller/worker_function.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::testing {
 
@@ -90,9 +90,8 @@ VDEV_REGISTER_WORKER_FUNCTION("test.echo", [](WorkerContext&, const WorkerArgs& 
   VDEV_RETURN_IF_ERROR(args.ExpectCount(1));
   return args[0];
 });
-VDEV_REGISTER_WORKER_FUNCTION("test.counter.new", [](WorkerContext&, const WorkerArgs&) -> Result {
-  return std::make_shared<Counter>();
-});
+VDEV_REGISTER_WORKER_FUNCTION("test.counter.new",
+                              [](WorkerContext&, const WorkerArgs&) -> Result { return std::make_shared<Counter>(); });
 VDEV_REGISTER_WORKER_FUNCTION("test.counter.add", [](WorkerContext&, const WorkerArgs& args) -> Result {
   VDEV_ASSIGN_OR_RETURN(auto counter, args.Object<Counter>(0, "test.counter"));
   VDEV_ASSIGN_OR_RETURN(int64_t k, args.Int(1));

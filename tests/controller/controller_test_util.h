@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/worker_harness.h"  // LeftoverSegments
-#include "vdev/controller.h"
+#include "vdev/controller/controller.h"
 
 namespace vdev::testing {
 

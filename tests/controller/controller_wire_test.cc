@@ -80,8 +80,8 @@ TEST(DecoderTest, ReadsATensorHeaderWhoseBytesMatchItsShape) {
 
 TEST(DecoderTest, RefusesAShapeWhoseByteCountWrapsAround) {
   // 2^62 * 4 f32 elements: 2^66 bytes, which wraps to 0 in 64 bits.
-  for (const Shape& shape : {Shape{int64_t{1} << 62, 4}, Shape{int64_t{1} << 32, int64_t{1} << 32},
-                             Shape{INT64_MAX, INT64_MAX}}) {
+  for (const Shape& shape :
+       {Shape{int64_t{1} << 62, 4}, Shape{int64_t{1} << 32, int64_t{1} << 32}, Shape{INT64_MAX, INT64_MAX}}) {
     const std::string message = TensorHeaderMessage(shape, 0);
     Decoder in(message);
     HostTensor t;

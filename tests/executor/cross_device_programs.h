@@ -45,7 +45,8 @@ inline CrossDeviceProgram RandomCrossDeviceProgram(uint32_t seed, int steps = 12
   auto on = [&](const Val& v, int device) -> Val {
     if (v.device == device) return v;
     Val c{fresh(), device};
-    body.push_back(absl::StrCat("  ", c.name, " = device_copy(", v.name, ", src=cuda:", v.device, ", dst=cuda:", device, ")"));
+    body.push_back(
+        absl::StrCat("  ", c.name, " = device_copy(", v.name, ", src=cuda:", v.device, ", dst=cuda:", device, ")"));
     ++out.copies;
     return c;
   };

@@ -12,7 +12,7 @@
 #include "cross_device_programs.h"
 #include "executor_test_util.h"
 #include "gtest/gtest.h"
-#include "vdev/run.h"
+#include "vdev/executor/run.h"
 
 namespace vdev {
 namespace {
@@ -65,7 +65,8 @@ absl::StatusOr<Tally> RunAgainstHost(const CudaBackendOptions& options, int prog
       VDEV_ASSIGN_OR_RETURN(std::vector<HostTensor> actual, executor->Run(inputs));
       ++tally.runs;
       if (absl::Status same = CompareOutputs(actual, expected, 0); !same.ok()) {
-        if (tally.wrong++ == 0) tally.first_wrong = absl::StrCat("program ", p, " run ", r, ": ", same.message(), "\n", generated.text);
+        if (tally.wrong++ == 0)
+          tally.first_wrong = absl::StrCat("program ", p, " run ", r, ": ", same.message(), "\n", generated.text);
       }
     }
   }
@@ -153,9 +154,9 @@ TEST(CrossDevicePrograms, TwoGpusWithoutEventsGiveWrongAnswers) {
 // The shipped examples on one worker, 20 runs each, inputs alternating between two seeds (a run that
 // read a buffer before the run before it had rewritten it would see the other inputs' values).
 absl::Status ExamplesMatchTheHost(const CudaBackendOptions& options) {
-  for (const char* name : {"memory/tp_pp_transformer_10.vdev", "memory/tp_transformer_10.vdev",
-                           "memory/allreduce_reshape.vdev", "run/tp_mlp.vdev", "run/heterogeneous.vdev",
-                           "planner/two_devices.vdev"}) {
+  for (const char* name :
+       {"memory/tp_pp_transformer_10.vdev", "memory/tp_transformer_10.vdev", "memory/allreduce_reshape.vdev",
+        "run/tp_mlp.vdev", "run/heterogeneous.vdev", "planner/two_devices.vdev"}) {
     const std::string path = absl::StrCat(ExamplesDir(), "/", name);
     std::ifstream file(path);
     if (!file) return absl::NotFoundError(absl::StrCat("cannot read ", path, " (VDEV_EXAMPLES_DIR names the folder)"));

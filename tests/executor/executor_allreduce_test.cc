@@ -8,7 +8,7 @@
 #include "executor_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vdev/executor.h"
+#include "vdev/executor/executor.h"
 
 namespace vdev {
 namespace {
@@ -53,8 +53,8 @@ class ExecutorAllReduce : public ::testing::TestWithParam<Case> {};
 TEST_P(ExecutorAllReduce, MatchesTheReductionComputedByHand) {
   const Case c = GetParam();
   const std::string type = absl::StrCat(ir::DTypeName(c.dtype), "[4]");
-  const std::string text = absl::StrCat("def @main(%x: ", type, ") -> ", type, " {\n  %s = allreduce(%x, op=",
-                                        c.op_name, ")\n  return %s\n}\n");
+  const std::string text = absl::StrCat("def @main(%x: ", type, ") -> ", type,
+                                        " {\n  %s = allreduce(%x, op=", c.op_name, ")\n  return %s\n}\n");
   absl::StatusOr<LoweredProgram> program = CompileForExecution(text, "allreduce.vdev");
   ASSERT_TRUE(program.ok()) << program.status();
   std::vector<std::vector<HostTensor>> inputs(c.workers);
@@ -88,8 +88,10 @@ TEST_P(ExecutorAllReduce, MatchesTheReductionComputedByHand) {
 }
 
 std::vector<Case> AllCases() {
-  const std::pair<ReduceOp, const char*> ops[] = {{ReduceOp::kSum, "sum"}, {ReduceOp::kMax, "max"},
-                                                  {ReduceOp::kMin, "min"}, {ReduceOp::kProd, "prod"},
+  const std::pair<ReduceOp, const char*> ops[] = {{ReduceOp::kSum, "sum"},
+                                                  {ReduceOp::kMax, "max"},
+                                                  {ReduceOp::kMin, "min"},
+                                                  {ReduceOp::kProd, "prod"},
                                                   {ReduceOp::kAvg, "avg"}};
   std::vector<Case> cases;
   for (const auto& [op, name] : ops)
@@ -113,8 +115,10 @@ TEST(ExecutorAllReduceProgram, TensorParallelMlpEqualsTheUnsplitComputation) {
   ASSERT_TRUE(program.ok()) << program.status();
   // Full: x = [1, 2], W1 = [[1, 3], [2, 4]], W2 = [[1, 0], [0, 1]] -> x W1 W2 = [5, 11].
   std::vector<std::vector<HostTensor>> inputs = {
-      {testing_executor::F32({1, 2}, {1, 2}), testing_executor::F32({2, 1}, {1, 2}), testing_executor::F32({1, 2}, {1, 0})},
-      {testing_executor::F32({1, 2}, {1, 2}), testing_executor::F32({2, 1}, {3, 4}), testing_executor::F32({1, 2}, {0, 1})}};
+      {testing_executor::F32({1, 2}, {1, 2}), testing_executor::F32({2, 1}, {1, 2}),
+       testing_executor::F32({1, 2}, {1, 0})},
+      {testing_executor::F32({1, 2}, {1, 2}), testing_executor::F32({2, 1}, {3, 4}),
+       testing_executor::F32({1, 2}, {0, 1})}};
   auto results = RunOnThreads(*program, inputs);
   ASSERT_TRUE(results.ok()) << results.status();
   for (int k = 0; k < 2; ++k) EXPECT_THAT(Values((*results)[k][0]), ::testing::ElementsAre(5, 11));

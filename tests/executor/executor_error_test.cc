@@ -6,13 +6,13 @@
 #include "executor_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vdev/executor.h"
+#include "vdev/executor/executor.h"
 
 namespace vdev {
 namespace {
 
-using testing_executor::F32;
 using ::testing::HasSubstr;
+using testing_executor::F32;
 
 absl::Status LoadOnHost(const LoweredProgram& program) {
   absl::StatusOr<std::unique_ptr<ExecutionBackend>> backend = CreateHostBackend(nullptr);
@@ -54,9 +54,8 @@ TEST(ExecutorErrors, AKernelWithoutABodyIsALocatedError) {
 class ExecutorInputErrors : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<LoweredProgram> program =
-        CompileForExecution("def @main(%x: f32[2,3], %y: f32[3]) -> f32[2,3] {\n  %z = add(%x, %y)\n  return %z\n}\n",
-                            "inputs.vdev");
+    absl::StatusOr<LoweredProgram> program = CompileForExecution(
+        "def @main(%x: f32[2,3], %y: f32[3]) -> f32[2,3] {\n  %z = add(%x, %y)\n  return %z\n}\n", "inputs.vdev");
     ASSERT_TRUE(program.ok()) << program.status();
     program_ = *std::move(program);
     auto backend = CreateHostBackend(nullptr);
@@ -117,7 +116,8 @@ TEST(ExecutorErrors, AProgramWithoutMainIsRefused) {
 }
 
 TEST(ExecutorErrors, MalformedTextIsALocatedCompileError) {
-  absl::StatusOr<LoweredProgram> program = CompileForExecution("def @main(%x: f32[4]) -> f32[4] {\n  %y = \n}\n", "bad.vdev");
+  absl::StatusOr<LoweredProgram> program =
+      CompileForExecution("def @main(%x: f32[4]) -> f32[4] {\n  %y = \n}\n", "bad.vdev");
   ASSERT_FALSE(program.ok());
   EXPECT_THAT(std::string(program.status().message()), HasSubstr("bad.vdev:3:1: error"));
 }

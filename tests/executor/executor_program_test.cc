@@ -7,16 +7,16 @@
 #include "executor_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vdev/executor.h"
+#include "vdev/executor/executor.h"
 
 namespace vdev {
 namespace {
 
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using testing_executor::CompileAndRun;
 using testing_executor::F32;
 using testing_executor::Values;
-using ::testing::ElementsAre;
-using ::testing::ElementsAreArray;
 
 TEST(ExecutorProgram, ReshapeIsAViewOfItsInput) {
   constexpr char kText[] = R"(def @main(%x: f32[6]) -> f32[2,3] {
@@ -151,8 +151,8 @@ def @main(%x: f32[2], %s: f32[2]) -> (f32[2], f32[2]) {
 })";
   auto out = CompileAndRun(kText, {F32({2}, {1, 2}), F32({2}, {10, 20})});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_THAT(Values((*out)[0]), ElementsAre(9, 18));   // -x + s
-  EXPECT_THAT(Values((*out)[1]), ElementsAre(1, 2));    // -(-x + s) + s
+  EXPECT_THAT(Values((*out)[0]), ElementsAre(9, 18));  // -x + s
+  EXPECT_THAT(Values((*out)[1]), ElementsAre(1, 2));   // -(-x + s) + s
 }
 
 TEST(ExecutorProgram, SplitReturnsATupleOfTensors) {

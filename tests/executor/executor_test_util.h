@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "vdev/executor.h"
-#include "vdev/half.h"
-#include "vdev/status_macros.h"
-#include "vdev/tensor.h"
+#include "vdev/executor/executor.h"
+#include "vdev/kernels/tensor.h"
+#include "vdev/support/half.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::testing_executor {
 

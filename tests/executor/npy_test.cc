@@ -12,7 +12,7 @@
 #include "executor_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vdev/npy.h"
+#include "vdev/executor/npy.h"
 
 namespace vdev {
 namespace {
@@ -56,9 +56,8 @@ TEST_F(NpyTest, EveryDTypeRoundTrips) {
                               ir::DType::kI32, ir::DType::kI8,  ir::DType::kU8,  ir::DType::kBool};
   for (ir::DType dtype : dtypes) {
     const bool boolean = dtype == ir::DType::kBool;
-    HostTensor t = testing_executor::Make(dtype, {2, 3},
-                                          boolean ? std::vector<double>{1, 0, 1, 1, 0, 0}
-                                                  : std::vector<double>{1, 2, 3, 4, 5, 120});
+    HostTensor t = testing_executor::Make(
+        dtype, {2, 3}, boolean ? std::vector<double>{1, 0, 1, 1, 0, 0} : std::vector<double>{1, 2, 3, 4, 5, 120});
     const std::string path = Path(absl::StrCat(ir::DTypeName(dtype), ".npy"));
     ASSERT_TRUE(WriteNpy(path, t).ok()) << ir::DTypeName(dtype);
     absl::StatusOr<HostTensor> back = ReadNpy(path);
@@ -128,25 +127,28 @@ TEST_F(NpyTest, TruncatedPrefix) {
 }
 
 TEST_F(NpyTest, TruncatedData) {
-  const std::string path = WriteRaw("data.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", "abcdefgh");
+  const std::string path =
+      WriteRaw("data.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", "abcdefgh");
   ExpectInvalid(ReadNpy(path), path, "holds 8 data bytes");
 }
 
 TEST_F(NpyTest, ExtraDataIsAnError) {
-  const std::string path = WriteRaw("extra.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", "abcdefgh");
+  const std::string path =
+      WriteRaw("extra.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", "abcdefgh");
   ExpectInvalid(ReadNpy(path), path, "needs 4");
 }
 
 TEST_F(NpyTest, FortranOrder) {
-  const std::string path = WriteRaw("fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (1, 2), }",
-                                    std::string(8, '\0'));
+  const std::string path =
+      WriteRaw("fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (1, 2), }", std::string(8, '\0'));
   ExpectInvalid(ReadNpy(path), path, "Fortran");
 }
 
 TEST_F(NpyTest, UnknownDType) {
   for (const char* descr : {"<c8", ">f4", "<U3", "O"}) {
-    const std::string path = WriteRaw("dtype.npy", absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (1,), }"),
-                                      std::string(16, '\0'));
+    const std::string path =
+        WriteRaw("dtype.npy", absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (1,), }"),
+                 std::string(16, '\0'));
     ExpectInvalid(ReadNpy(path), path, absl::StrCat("unsupported dtype '", descr, "'"));
   }
 }

@@ -1,4 +1,4 @@
-// `vdev run` as a library (vdev/run.h): ProgramInputs (seeded, from a directory, per rank),
+// `vdev run` as a library (vdev/executor/run.h): ProgramInputs (seeded, from a directory, per rank),
 // CompareOutputs' tolerances and messages, RunReference and Summarize.
 #include <sys/stat.h>
 
@@ -10,16 +10,16 @@
 #include "executor_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vdev/npy.h"
-#include "vdev/run.h"
+#include "vdev/executor/npy.h"
+#include "vdev/executor/run.h"
 
 namespace vdev {
 namespace {
 
+using ::testing::HasSubstr;
 using testing_executor::F32;
 using testing_executor::Make;
 using testing_executor::Values;
-using ::testing::HasSubstr;
 
 constexpr char kProgram[] = R"(def @main(%x: f32[4,8], %n: i32[5], %flag: bool[], %h: bf16[3]) -> f32[4,8] {
   %y = relu(%x)
@@ -213,7 +213,8 @@ TEST(RunReference, AFailingWorkerIsNamedAndTheOthersDoNotHang) {
 // per stored value, so the outputs agree within CompareOutputs' tolerance (equal up to the order of
 // the norm's f32/f64 accumulation).
 TEST(RunReference, FusedAllReduceMatchesTheUnfusedChain) {
-  constexpr char kText[] = R"(def @main(%x: bf16[8,64], %w: bf16[64,64], %g: bf16[64], %w2: bf16[64,64], %g2: bf16[64]) -> (bf16[8,64], bf16[8,64]) {
+  constexpr char kText[] =
+      R"(def @main(%x: bf16[8,64], %w: bf16[64,64], %g: bf16[64], %w2: bf16[64,64], %g2: bf16[64]) -> (bf16[8,64], bf16[8,64]) {
   %o = matmul(%x, %w)
   %ar = allreduce(%o, op=sum)
   %h = add(%x, %ar)

@@ -1,4 +1,4 @@
-// RunOnWorkers (vdev/run.h) on thread workers, and what it refuses before any worker starts (the
+// RunOnWorkers (vdev/executor/run.h) on thread workers, and what it refuses before any worker starts (the
 // process path runs in the tp_frontend example's ctest entry, whose workers re-run the example),
 // and the checks a program to run gets: known ops, a worker count the program can mean.
 #include <string>
@@ -7,17 +7,17 @@
 #include "executor_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vdev/ir_builder.h"
-#include "vdev/kernels.h"
-#include "vdev/op_registry.h"
-#include "vdev/run.h"
+#include "vdev/executor/run.h"
+#include "vdev/ir/ir_builder.h"
+#include "vdev/ir/op_registry.h"
+#include "vdev/kernels/kernels.h"
 
 namespace vdev {
 namespace {
 
+using ::testing::HasSubstr;
 using testing_executor::F32;
 using testing_executor::Values;
-using ::testing::HasSubstr;
 
 // def @main(%x: f32[3]) -> f32[3] { %s = allreduce(%x, op=sum[, workers=N]) %y = negative(%s) return %y }
 ir::Module AllReduceModule(int written_for = 0) {
@@ -43,7 +43,8 @@ WorkerRunOptions Threads() {
 }
 
 TEST(RunOnWorkers, ThreadWorkersGetTheirOwnInputsAndAllReduceAcrossThem) {
-  std::vector<std::vector<HostTensor>> inputs = {{F32({3}, {1, 2, 3})}, {F32({3}, {10, 20, 30})}, {F32({3}, {100, 200, 300})}};
+  std::vector<std::vector<HostTensor>> inputs = {
+      {F32({3}, {1, 2, 3})}, {F32({3}, {10, 20, 30})}, {F32({3}, {100, 200, 300})}};
   auto outputs = RunOnWorkers(AllReduceModule(), inputs, Threads());
   ASSERT_TRUE(outputs.ok()) << outputs.status();
   ASSERT_EQ(outputs->size(), 3u);
@@ -88,12 +89,14 @@ TEST(RunOnWorkers, RefusesWhatItCannotRun) {
 }
 
 TEST(KnownOps, AnUnknownOpIsALocatedErrorWithTheClosestKnownName) {
-  auto program = CompileForExecution("def @main(%x: f32[4]) -> f32[4] {\n  %y = negatve(%x)\n  return %y\n}\n", "typo.vdev");
+  auto program =
+      CompileForExecution("def @main(%x: f32[4]) -> f32[4] {\n  %y = negatve(%x)\n  return %y\n}\n", "typo.vdev");
   ASSERT_FALSE(program.ok());
   EXPECT_THAT(std::string(program.status().message()),
               HasSubstr("typo.vdev:2:8: error: unknown op 'negatve': no op of that name is registered and no kernel "
                         "runs it (did you mean 'negative'?)"));
-  auto far = CompileForExecution("def @main(%x: f32[4]) -> f32[4] {\n  %y = frobnicate(%x)\n  return %y\n}\n", "far.vdev");
+  auto far =
+      CompileForExecution("def @main(%x: f32[4]) -> f32[4] {\n  %y = frobnicate(%x)\n  return %y\n}\n", "far.vdev");
   ASSERT_FALSE(far.ok());
   EXPECT_THAT(std::string(far.status().message()), HasSubstr("unknown op 'frobnicate'"));
   EXPECT_THAT(std::string(far.status().message()), ::testing::Not(HasSubstr("did you mean")));
@@ -123,7 +126,8 @@ TEST(KnownOps, OpsRegisteredByAFrontendOrAKernelStillCompile) {
       WriteFromDouble(call.outputs[0], i, 2 * ReadAsDouble(call.inputs[0], i));
     return absl::OkStatus();
   });
-  auto program = CompileForExecution("def @main(%x: f32[2]) -> f32[2] {\n  %y = test.twice(%x)\n  return %y\n}\n", "ext.vdev");
+  auto program =
+      CompileForExecution("def @main(%x: f32[2]) -> f32[2] {\n  %y = test.twice(%x)\n  return %y\n}\n", "ext.vdev");
   ASSERT_TRUE(program.ok()) << program.status();
 }
 

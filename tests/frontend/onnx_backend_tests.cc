@@ -20,8 +20,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "vdev/executor.h"
-#include "vdev/onnx_import.h"
+#include "vdev/executor/executor.h"
+#include "vdev/frontend/onnx_import.h"
 
 namespace fs = std::filesystem;
 using vdev::HostTensor;
@@ -94,7 +94,8 @@ Result RunTest(const fs::path& dir, const std::string& backend_name) {
       // Test data that is not plain tensors (sequences, optionals) belongs to a model the importer
       // refuses; report its reason when it has one.
       const absl::Status s = inputs.ok() ? expected.status() : inputs.status();
-      absl::StatusOr<vdev::frontend::ImportedModel> model = vdev::frontend::ImportOnnxFile((dir / "model.onnx").string());
+      absl::StatusOr<vdev::frontend::ImportedModel> model =
+          vdev::frontend::ImportOnnxFile((dir / "model.onnx").string());
       const std::string why(model.ok() ? s.message() : model.status().message());
       return {IsSkip(why) ? Outcome::kSkip : Outcome::kFail, why};
     }
@@ -135,15 +136,18 @@ Result RunTest(const fs::path& dir, const std::string& backend_name) {
 
 // "node X (Op): unsupported op Op…" -> "Op"; other reasons are kept whole.
 std::string SkipKey(const std::string& why) {
-  if (const size_t k = why.find("': dtype "); k != std::string::npos && why.find("is not supported (") != std::string::npos)
-    return absl::StrCat("kernel lacks the dtype: ", why.substr(why.rfind('\'', k - 1), why.find(" is not") - why.rfind('\'', k - 1)));
+  if (const size_t k = why.find("': dtype ");
+      k != std::string::npos && why.find("is not supported (") != std::string::npos)
+    return absl::StrCat("kernel lacks the dtype: ",
+                        why.substr(why.rfind('\'', k - 1), why.find(" is not") - why.rfind('\'', k - 1)));
   if (why.find("draws a random mask") != std::string::npos)
     return "training-mode Dropout with ratio > 0: the expected output depends on ONNX's reference RNG";
   if (why.find("output shape depends on a run-time value") != std::string::npos)
     return absl::StrCat("output shape depends on a run-time value: ",
                         why.substr(why.find(" (") + 2, why.find("):") - why.find(" (") - 2));
   if (why.find("must be known at import") != std::string::npos)
-    return absl::StrCat("a run-time value needed at import by ", why.substr(why.find(" (") + 2, why.find("):") - why.find(" (") - 2));
+    return absl::StrCat("a run-time value needed at import by ",
+                        why.substr(why.find(" (") + 2, why.find("):") - why.find(" (") - 2));
   const size_t at = why.find("unsupported op ");
   if (at == std::string::npos) return why.substr(why.find(": ") == std::string::npos ? 0 : why.find(": ") + 2);
   const size_t start = at + 15;

@@ -6,9 +6,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
-#include "vdev/executor.h"
-#include "vdev/ir_text.h"
-#include "vdev/onnx_import.h"
+#include "vdev/executor/executor.h"
+#include "vdev/frontend/onnx_import.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev::frontend {
 namespace {

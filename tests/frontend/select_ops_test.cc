@@ -2,8 +2,8 @@
 // log_softmax, reciprocal): inferred types, and bad shapes refused at their line and column.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vdev/diagnostic.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/support/diagnostic.h"
 
 namespace vdev::ir {
 namespace {

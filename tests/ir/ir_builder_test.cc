@@ -4,7 +4,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/ir_test_util.h"
-#include "vdev/ir_builder.h"
+#include "vdev/ir/ir_builder.h"
 
 namespace vdev::ir {
 namespace {
@@ -104,9 +104,10 @@ TEST(IrBuilder, BuildsEveryConstructAsParsed) {
   ValueRef same = b.Alias(first, "same");
   b.Call("k", {m}, "mm");
   b.Op("memory.alloc_storage", {Arg::Int(16), Arg::Int(64)}, {{"device", Cuda0()}}, "st");
-  b.Op("my.op", {same, Arg::IntList({1, 2}), VirtualDevice::ForDevice(DeviceType::kCUDA, 1)},
-       {{"name", Arg::String("n")}, {"flag", Arg::Bool(false)}, {"mode", Arg::Ident("fast")}, {"ref", Arg::Global("k")}},
-       "o");
+  b.Op(
+      "my.op", {same, Arg::IntList({1, 2}), VirtualDevice::ForDevice(DeviceType::kCUDA, 1)},
+      {{"name", Arg::String("n")}, {"flag", Arg::Bool(false)}, {"mode", Arg::Ident("fast")}, {"ref", Arg::Global("k")}},
+      "o");
   b.Return(tup);
   b.EndFunction();
   absl::StatusOr<Module> built = std::move(b).Finish();
@@ -216,15 +217,22 @@ TEST(IrBuilder, RejectsNamesTheTextCannotSpell) {
     b.EndFunction();
     return std::string(std::move(b).Finish().status().message());
   };
-  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("my op", {a}); }), HasSubstr("'my op' is not a valid op name"));
+  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("my op", {a}); }),
+              HasSubstr("'my op' is not a valid op name"));
   EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("if", {a}); }), HasSubstr("'if' is a keyword"));
   EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("f", {a}, {}, "a-b"); }),
               HasSubstr("'a-b' is not a valid binding name"));
-  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("f", {a, Arg::Number("1x")}); }),
+  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) {
+                b.Op("f", {a, Arg::Number("1x")});
+              }),
               HasSubstr("'1x' is not a valid number"));
-  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("f", {a}, {{"k", Arg::Ident("cuda")}}); }),
+  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) {
+                b.Op("f", {a}, {{"k", Arg::Ident("cuda")}});
+              }),
               HasSubstr("would read back as a boolean or a device"));
-  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) { b.Op("f", {a}, {{"bad key", Arg::Int(1)}}); }),
+  EXPECT_THAT(finish([](ModuleBuilder& b, ValueRef a) {
+                b.Op("f", {a}, {{"bad key", Arg::Int(1)}});
+              }),
               HasSubstr("'bad key' is not a valid attribute name"));
   EXPECT_EQ(finish([](ModuleBuilder& b, ValueRef a) { b.Op("f", {a}, {{"s", Arg::String("q\"uote")}}); }), "");
 }

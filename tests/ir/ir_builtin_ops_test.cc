@@ -3,7 +3,7 @@
 
 #include "gtest/gtest.h"
 #include "ir/ir_test_util.h"
-#include "vdev/builtin_ops.h"
+#include "vdev/ir/builtin_ops.h"
 
 namespace vdev::ir {
 namespace {

@@ -10,8 +10,8 @@
 namespace vdev::ir {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FirstError;
+using ::testing::HasSubstr;
 using testing::ParseAndVerify;
 
 constexpr int kDepth = 10'000;

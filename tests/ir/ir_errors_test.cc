@@ -8,8 +8,8 @@
 namespace vdev::ir {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FirstError;
+using ::testing::HasSubstr;
 
 struct Expected {
   int line;
@@ -115,7 +115,8 @@ TEST(IrErrors, DuplicateGlobal) {
 }
 
 TEST(IrErrors, BuiltinArity) {
-  ExpectError("def @main(%a: f32[2]) {\n  %0 = on_device(%a)\n  return %0\n}\n", {2, 8, "'on_device' takes 2 arguments, got 1"});
+  ExpectError("def @main(%a: f32[2]) {\n  %0 = on_device(%a)\n  return %0\n}\n",
+              {2, 8, "'on_device' takes 2 arguments, got 1"});
   ExpectError("def @main(%a: f32[2]) {\n  %0 = device_copy(%a, src=cpu:0)\n  return %0\n}\n",
               {2, 8, "'device_copy' needs the attribute 'dst'"});
   ExpectError("def @main(%a: f32[2]) {\n  %0 = on_device(%a, %a)\n  return %0\n}\n",
@@ -127,7 +128,8 @@ TEST(IrErrors, BuiltinArity) {
 TEST(IrErrors, WrittenTypesMustAgree) {
   ExpectError("def @main(%a: f32[2]) {\n  %0: f32[3] = add(%a, %a)\n  return %0\n}\n",
               {2, 3, "'%0' is declared f32[3] but its value has type f32[2]"});
-  ExpectError("def @main(%a: f32[2]) -> f16[2] {\n  return %a\n}\n", {2, 3, "returns f32[2] but the result type is f16[2]"});
+  ExpectError("def @main(%a: f32[2]) -> f16[2] {\n  return %a\n}\n",
+              {2, 3, "returns f32[2] but the result type is f16[2]"});
   ExpectError("def @f(%a: f32[2]) {\n  return %a\n}\ndef @main(%b: f32[3]) {\n  %0 = @f(%b)\n  return %0\n}\n",
               {5, 11, "argument 1 of '@f' has type f32[3], expected f32[2]"});
   ExpectError("def @main(%a: f32[2], %b: f32[3]) {\n  %0 = add(%a, %b)\n  return %0\n}\n",

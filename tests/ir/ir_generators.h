@@ -12,8 +12,9 @@ namespace vdev::ir::testing {
 // the ops cycle through add/multiply/subtract; every fourth binding is an on_device annotation,
 // so the text looks like a planner input.
 inline std::string ChainModule(int bindings) {
-  std::string s = "config { targets = [llvm, cuda], default = cuda:0, host = cpu:0 }\n"
-                  "def @main(%x: f32[16,16], %y: f32[16,16]) -> f32[16,16] {\n  %b0 = add(%x, %y)\n";
+  std::string s =
+      "config { targets = [llvm, cuda], default = cuda:0, host = cpu:0 }\n"
+      "def @main(%x: f32[16,16], %y: f32[16,16]) -> f32[16,16] {\n  %b0 = add(%x, %y)\n";
   s.reserve(s.size() + static_cast<size_t>(bindings) * 30);
   static constexpr const char* kOps[] = {"add", "multiply", "subtract"};
   for (int i = 1; i < bindings; ++i) {

@@ -110,8 +110,9 @@ TEST(IrRoundTrip, PlannerStyleEditPrintsTheSpecOutput) {
   Binding& annotated = m->bindings[m->blocks[f.body].bindings[1]];
   ASSERT_EQ(m->OpName(annotated.expr), "on_device");
   Operand value = m->Args(annotated.expr)[0];
-  annotated.expr = m->MakeOpCall("device_copy", {&value, 1},
-                                 {m->MakeAttr("src", m->DeviceOperand(cpu)), m->MakeAttr("dst", m->DeviceOperand(gpu))});
+  annotated.expr =
+      m->MakeOpCall("device_copy", {&value, 1},
+                    {m->MakeAttr("src", m->DeviceOperand(cpu)), m->MakeAttr("dst", m->DeviceOperand(gpu))});
   m->config.present = false;
   ASSERT_TRUE(VerifyModule(*m).ok());
   EXPECT_EQ(PrintModule(*m), testing::kPlannedSpecExample);
@@ -195,7 +196,8 @@ TEST(IrRoundTrip, WalkerVisitsInProgramOrder) {
 
 TEST(IrRoundTrip, PrintingToAStreamWritesTheSameText) {
   // Enough bindings (and a nested block and a kernel) for the stream to get several pieces.
-  std::string text = "kernel @k(%v: f32[2]) -> f32[2]\ndef @main(%c: bool[], %x: f32[2]) -> f32[2] {\n  %0 = negative(%x)\n";
+  std::string text =
+      "kernel @k(%v: f32[2]) -> f32[2]\ndef @main(%c: bool[], %x: f32[2]) -> f32[2] {\n  %0 = negative(%x)\n";
   for (int i = 1; i < 10000; ++i) absl::StrAppend(&text, "  %", i, " = add(%", i - 1, ", %x)\n");
   text += "  %r = if %c {\n    return %9999\n  } else {\n    return %x\n  }\n  return %r\n}\n";
   std::optional<Module> m = ParseAndVerify(text);

@@ -6,13 +6,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/ir_test_util.h"
-#include "vdev/ir_builder.h"
+#include "vdev/ir/ir_builder.h"
 
 namespace vdev::ir {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FirstError;
+using ::testing::HasSubstr;
 
 constexpr char kTooLarge[] = "which is larger than 2^63-1 bytes";
 
@@ -52,8 +52,8 @@ TEST(IrSizes, ConstType) {
 }
 
 TEST(IrSizes, InferredResultOfAnOp) {
-  ExpectTooLarge("def @main(%x: f32[1152921504606846976,1], %y: f32[1,2]) {\n  %z = add(%x, %y)\n  return %z\n}\n",
-                 2, 3, "'%z' has type f32[1152921504606846976,2]");
+  ExpectTooLarge("def @main(%x: f32[1152921504606846976,1], %y: f32[1,2]) {\n  %z = add(%x, %y)\n  return %z\n}\n", 2,
+                 3, "'%z' has type f32[1152921504606846976,2]");
 }
 
 // Two fields of 2^62 bytes each: each fits, the tuple does not.

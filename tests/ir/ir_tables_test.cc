@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ir/ir_test_util.h"
-#include "vdev/builtin_ops.h"
-#include "vdev/ir.h"
+#include "vdev/ir/builtin_ops.h"
+#include "vdev/ir/ir.h"
 
 namespace vdev::ir {
 namespace {
@@ -14,8 +14,18 @@ namespace {
 TEST(SymbolTable, InternsEachSpellingOnce) {
   SymbolTable t;
   // Numeric suffixes share hash blocks; leading zeros and long names must stay distinct.
-  const char* names[] = {"b1", "b01", "b001", "b10", "1", "01", "x", "", "a_very_long_name_17", "a_very_long_name_18",
-                         "nn.conv2d", "b999999999999999999999"};
+  const char* names[] = {"b1",
+                         "b01",
+                         "b001",
+                         "b10",
+                         "1",
+                         "01",
+                         "x",
+                         "",
+                         "a_very_long_name_17",
+                         "a_very_long_name_18",
+                         "nn.conv2d",
+                         "b999999999999999999999"};
   std::vector<Symbol> ids;
   for (const char* n : names) ids.push_back(t.Intern(n));
   for (size_t i = 0; i < std::size(names); ++i) {
@@ -95,8 +105,8 @@ TEST(DeviceTable, InternsEqualDevicesOnce) {
 // The parser reuses the device of a literal it has just read when the same bytes, and the one after
 // them, come again; a literal that only starts like an earlier one is a device of its own.
 TEST(DeviceTable, ParsedLiteralsThatStartAlikeStayDistinct) {
-  const char* literals[] = {"cuda:0", "cuda:0", "cuda:0[cuda]", "cuda:0/global", "cuda:01", "cuda:0 ", "cuda",
-                            "cuda:0"};
+  const char* literals[] = {"cuda:0",  "cuda:0",  "cuda:0[cuda]", "cuda:0/global",
+                            "cuda:01", "cuda:0 ", "cuda",         "cuda:0"};
   std::string text = "def @main(%a: f32[2]) {\n  %b0 = add(%a, %a)\n";
   for (size_t i = 0; i < std::size(literals); ++i)
     absl::StrAppend(&text, "  %b", i + 1, " = on_device(%b", i, ", ", literals[i], ")\n");
@@ -120,8 +130,8 @@ TEST(Module, CloneIsDeepAndKeepsIds) {
   EXPECT_EQ(copy.FindGlobal("main"), m->FindGlobal("main"));
   // Editing the copy leaves the original alone.
   Binding& annotated = copy.bindings[1];
-  annotated.expr = MakeDeviceCopy(copy, copy.Args(annotated.expr)[0], *ParseVirtualDevice("cpu:0"),
-                                  *ParseVirtualDevice("cuda:0"));
+  annotated.expr =
+      MakeDeviceCopy(copy, copy.Args(annotated.expr)[0], *ParseVirtualDevice("cpu:0"), *ParseVirtualDevice("cuda:0"));
   copy.symbols.Intern("only_in_the_copy");
   EXPECT_EQ(m->OpName(m->bindings[1].expr), "on_device");
   EXPECT_EQ(copy.OpName(copy.bindings[1].expr), "device_copy");

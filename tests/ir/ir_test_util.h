@@ -5,9 +5,9 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "vdev/diagnostic.h"
-#include "vdev/ir.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/support/diagnostic.h"
 
 namespace vdev::ir::testing {
 

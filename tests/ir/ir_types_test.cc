@@ -10,13 +10,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/ir_test_util.h"
-#include "vdev/op_registry.h"
+#include "vdev/ir/op_registry.h"
 
 namespace vdev::ir {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FirstError;
+using ::testing::HasSubstr;
 using testing::ParseAndVerify;
 
 // The inferred type of the returned binding of `def @main(params) { %r = expr  return %r }`.
@@ -153,11 +153,10 @@ TEST(IrTypes, RegistryIsExtensibleAtRunTime) {
 TEST(IrTypes, PrivateRegistry) {
   OpRegistry registry;
   OpRegistry::AddBuiltinOps(registry);
-  std::optional<Module> m =
-      ParseModule("def @main(%a: f32[3]) {\n  %r = add(%a, 1, 2)\n  return %r\n}\n").value();
+  std::optional<Module> m = ParseModule("def @main(%a: f32[3]) {\n  %r = add(%a, 1, 2)\n  return %r\n}\n").value();
   ASSERT_TRUE(m.has_value());
-  EXPECT_TRUE(VerifyModule(*m, registry).ok());        // `add` is not a built-in: unchecked
-  EXPECT_FALSE(VerifyModule(*m).ok());                  // the global registry knows its arity
+  EXPECT_TRUE(VerifyModule(*m, registry).ok());  // `add` is not a built-in: unchecked
+  EXPECT_FALSE(VerifyModule(*m).ok());           // the global registry knows its arity
 }
 
 TEST(IrTypes, ActivationsAndSoftmax) {

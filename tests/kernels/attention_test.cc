@@ -83,8 +83,7 @@ TEST(SiluMulTest, MatchesReference) {
           const double g = Read(x, r * 2 * f + i), u = Read(x, r * 2 * f + f + i);
           want.push_back(g / (1 + std::exp(-g)) * u);
         }
-      ExpectNear(out, want, Ulp(dtype) + 8 * Ulp(DType::kF32), Tiny(dtype),
-                 DTypeLabel(dtype));
+      ExpectNear(out, want, Ulp(dtype) + 8 * Ulp(DType::kF32), Tiny(dtype), DTypeLabel(dtype));
     }
   }
 }
@@ -98,9 +97,10 @@ TEST(SiluMulTest, OddLastAxisIsAnError) {
 
 TEST(CpuKernelsTest, EveryOpOfTheInterfaceHasAKernel) {
   std::vector<std::string> ops = KernelRegistry::Global().Ops(DeviceType::kCPU);
-  for (const char* op : {"matmul", "add", "subtract", "multiply", "divide", "relu", "gelu", "silu", "exp", "tanh",
-                         "sigmoid", "negative", "sqrt", "rsqrt", "softmax", "nn.softmax", "layer_norm", "rms_norm",
-                         "transpose", "concatenate", "concat", "split", "cast", "take", "attention", "silu_mul"}) {
+  for (const char* op :
+       {"matmul",    "add",         "subtract", "multiply", "divide", "relu",    "gelu",       "silu",       "exp",
+        "tanh",      "sigmoid",     "negative", "sqrt",     "rsqrt",  "softmax", "nn.softmax", "layer_norm", "rms_norm",
+        "transpose", "concatenate", "concat",   "split",    "cast",   "take",    "attention",  "silu_mul"}) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
   }
   EXPECT_EQ(KernelRegistry::Global().Find("reshape", DeviceType::kCPU), nullptr);  // a view: the executor's

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "vdev/cuda_kernels.h"
+#include "vdev/kernels/cuda_kernels.h"
 
 namespace vdev {
 namespace {
@@ -14,10 +14,10 @@ namespace {
 using ir::DType;
 
 // kernels.h's op list.
-const char* const kOps[] = {"matmul",  "add",       "subtract",  "multiply", "divide",      "relu",    "nn.relu",
-                            "gelu",    "silu",      "exp",       "tanh",     "sigmoid",     "negative", "sqrt",
-                            "rsqrt",   "softmax",   "nn.softmax", "layer_norm", "rms_norm", "transpose", "concatenate",
-                            "concat",  "split",     "cast",      "take",     "attention",   "silu_mul"};
+const char* const kOps[] = {"matmul", "add",     "subtract",   "multiply",   "divide",    "relu",      "nn.relu",
+                            "gelu",   "silu",    "exp",        "tanh",       "sigmoid",   "negative",  "sqrt",
+                            "rsqrt",  "softmax", "nn.softmax", "layer_norm", "rms_norm",  "transpose", "concatenate",
+                            "concat", "split",   "cast",       "take",       "attention", "silu_mul"};
 
 TEST(CudaKernelRegistrationTest, EveryOpOfTheListHasACudaKernelAndACpuKernel) {
   KernelRegistry registry;
@@ -47,8 +47,8 @@ class CudaKernelArgsTest : public ::testing::Test {
   absl::Status Call(absl::string_view op, std::vector<TensorRef> in, std::vector<TensorRef> out,
                     const KernelAttrs& attrs = {}) {
     KernelContext context{.device_type = DeviceType::kCUDA};
-    return registry_.Find(op, DeviceType::kCUDA)(
-        KernelCall{.inputs = in, .outputs = out, .attrs = &attrs, .context = &context});
+    return registry_.Find(
+        op, DeviceType::kCUDA)(KernelCall{.inputs = in, .outputs = out, .attrs = &attrs, .context = &context});
   }
 
   static TensorRef T(DType dtype, Shape shape) { return TensorRef{nullptr, dtype, std::move(shape)}; }
@@ -89,8 +89,7 @@ TEST_F(CudaKernelArgsTest, OperandsThatDoNotBroadcastAreRefused) {
 }
 
 TEST_F(CudaKernelArgsTest, BoolDivideIsRefused) {
-  ExpectRefused(Call("divide", {T(DType::kBool, {4}), T(DType::kBool, {4})}, {T(DType::kBool, {4})}), "divide",
-                "bool");
+  ExpectRefused(Call("divide", {T(DType::kBool, {4}), T(DType::kBool, {4})}, {T(DType::kBool, {4})}), "divide", "bool");
 }
 
 TEST_F(CudaKernelArgsTest, AttentionHeadOver256IsRefused) {

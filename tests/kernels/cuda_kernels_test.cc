@@ -14,8 +14,8 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "kernels/kernel_test_util.h"
-#include "vdev/cuda_kernels.h"
-#include "vdev/status_macros.h"
+#include "vdev/kernels/cuda_kernels.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::testing {
 namespace {
@@ -142,8 +142,9 @@ KernelAttrs Attrs(std::initializer_list<std::pair<std::string, KernelAttr>> valu
 
 TEST_F(CudaKernelsTest, UnaryOpsMatchTheCpu) {
   const std::vector<std::pair<std::string, KernelAttrs>> ops = {
-      {"relu", {}}, {"gelu", {}}, {"gelu", Attrs({{"approximate", std::string("tanh")}})}, {"silu", {}},
-      {"exp", {}},  {"tanh", {}}, {"sigmoid", {}}, {"negative", {}}, {"nn.relu", {}}};
+      {"relu", {}},    {"gelu", {}},     {"gelu", Attrs({{"approximate", std::string("tanh")}})},
+      {"silu", {}},    {"exp", {}},      {"tanh", {}},
+      {"sigmoid", {}}, {"negative", {}}, {"nn.relu", {}}};
   for (DType t : kFloatDTypes) {
     for (const auto& [op, attrs] : ops) {
       for (int64_t n : {1, 7, 4099}) {
@@ -159,8 +160,9 @@ TEST_F(CudaKernelsTest, UnaryOpsMatchTheCpu) {
 }
 
 TEST_F(CudaKernelsTest, BinaryOpsBroadcastLikeTheCpu) {
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{37, 129}, {37, 129}}, {{37, 129}, {129}}, {{4, 1, 5}, {3, 1}}, {{6, 7}, {}}, {{}, {2, 3}}, {{2, 1, 3, 1}, {4, 1, 5}}};
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{37, 129}, {37, 129}}, {{37, 129}, {129}},
+                                                       {{4, 1, 5}, {3, 1}},    {{6, 7}, {}},
+                                                       {{}, {2, 3}},           {{2, 1, 3, 1}, {4, 1, 5}}};
   for (DType t : kFloatDTypes) {
     for (const char* op : {"add", "subtract", "multiply", "divide"}) {
       for (const auto& [sa, sb] : shapes) {
@@ -176,7 +178,8 @@ TEST_F(CudaKernelsTest, BinaryOpsBroadcastLikeTheCpu) {
   }
   for (DType t : {DType::kI32, DType::kI64}) {  // integers wrap
     HostTensor a = Random(t, {5, 9}, 23, -2e9, 2e9), b = Random(t, {9}, 24, -2e9, 2e9);
-    for (const char* op : {"add", "subtract", "multiply"}) Compare(op, {a, b}, {HostTensor::Zeros(t, {5, 9})}, {}, 0, 0);
+    for (const char* op : {"add", "subtract", "multiply"})
+      Compare(op, {a, b}, {HostTensor::Zeros(t, {5, 9})}, {}, 0, 0);
   }
 }
 
@@ -253,11 +256,10 @@ TEST_F(CudaKernelsTest, NormsMatchTheCpu) {
       HostTensor x = Random(t, s, 61, -3, 5), gamma = Random(t, g, 62), beta = Random(t, g, 63);
       // Outputs are (x - mean) * rstd * gamma: f32 statistics summed in different orders.
       Compare("rms_norm", {x, gamma}, {HostTensor::Zeros(t, s)}, {}, Rel(t) * 2, 1e-5);
-      Compare("layer_norm", {x, gamma, beta}, {HostTensor::Zeros(t, s)}, Attrs({{"epsilon", 1e-3}}), Rel(t) * 2,
-              1e-5);
+      Compare("layer_norm", {x, gamma, beta}, {HostTensor::Zeros(t, s)}, Attrs({{"epsilon", 1e-3}}), Rel(t) * 2, 1e-5);
       // The fused all-reduce's epilogue: the residual sum (one rounding, equal) and its norm.
-      Compare("vdev.add_rms_norm", {x, Random(t, s, 64, -3, 5), gamma}, {HostTensor::Zeros(t, s), HostTensor::Zeros(t, s)},
-              Attrs({{"epsilon", 1e-3}}), Rel(t) * 2, 1e-5);
+      Compare("vdev.add_rms_norm", {x, Random(t, s, 64, -3, 5), gamma},
+              {HostTensor::Zeros(t, s), HostTensor::Zeros(t, s)}, Attrs({{"epsilon", 1e-3}}), Rel(t) * 2, 1e-5);
     }
   }
 }
@@ -265,7 +267,8 @@ TEST_F(CudaKernelsTest, NormsMatchTheCpu) {
 TEST_F(CudaKernelsTest, LayoutOpsMatchTheCpu) {
   for (DType t : {DType::kF16, DType::kF32, DType::kI64, DType::kBF16}) {
     HostTensor x = Random(t, {3, 4, 5}, 71);
-    Compare("transpose", {x}, {HostTensor::Zeros(t, {5, 3, 4})}, Attrs({{"axes", std::vector<int64_t>{2, 0, 1}}}), 0, 0);
+    Compare("transpose", {x}, {HostTensor::Zeros(t, {5, 3, 4})}, Attrs({{"axes", std::vector<int64_t>{2, 0, 1}}}), 0,
+            0);
     Compare("transpose", {x}, {HostTensor::Zeros(t, {5, 4, 3})}, {}, 0, 0);
     HostTensor a = Random(t, {2, 3, 4}, 72), b = Random(t, {2, 5, 4}, 73);
     Compare("concatenate", {a, b}, {HostTensor::Zeros(t, {2, 8, 4})}, Attrs({{"axis", int64_t{1}}}), 0, 0);
@@ -282,14 +285,15 @@ TEST_F(CudaKernelsTest, LayoutOpsMatchTheCpu) {
 TEST_F(CudaKernelsTest, TakeMatchesTheCpu) {
   for (DType index_type : {DType::kI32, DType::kI64}) {
     HostTensor table = Random(DType::kBF16, {10, 6}, 81);
-    HostTensor rows = Make(index_type, {2, 3}, {9, 0, 3, 3, 7, 1}), columns = Make(index_type, {2, 3}, {5, 0, 3, 3, 2, 1});
+    HostTensor rows = Make(index_type, {2, 3}, {9, 0, 3, 3, 7, 1}),
+               columns = Make(index_type, {2, 3}, {5, 0, 3, 3, 2, 1});
     Compare("take", {table, rows}, {HostTensor::Zeros(DType::kBF16, {2, 3, 6})}, {}, 0, 0);
-    Compare("take", {table, columns}, {HostTensor::Zeros(DType::kBF16, {10, 2, 3})}, Attrs({{"axis", int64_t{1}}}),
-            0, 0);
+    Compare("take", {table, columns}, {HostTensor::Zeros(DType::kBF16, {10, 2, 3})}, Attrs({{"axis", int64_t{1}}}), 0,
+            0);
   }
   HostTensor embeddings = Random(DType::kF32, {50, 4096}, 82);
-  Compare("take", {embeddings, Make(DType::kI64, {4}, {49, 2, 2, 17})}, {HostTensor::Zeros(DType::kF32, {4, 4096})},
-          {}, 0, 0);
+  Compare("take", {embeddings, Make(DType::kI64, {4}, {49, 2, 2, 17})}, {HostTensor::Zeros(DType::kF32, {4, 4096})}, {},
+          0, 0);
 }
 
 TEST_F(CudaKernelsTest, TakeReportsAnIndexOutOfRangeThroughCheckErrors) {
@@ -329,13 +333,12 @@ TEST_F(CudaKernelsTest, AttentionMatchesTheCpu) {
 }
 
 TEST_F(CudaKernelsTest, MatmulMatchesTheCpuWithBatchBroadcasting) {
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{33, 65}, {65, 17}},          // one matrix
-      {{3, 33, 65}, {65, 17}},       // weights: folded into M
-      {{3, 33, 64}, {3, 64, 16}},    // strided batch
-      {{33, 65}, {3, 65, 17}},       // a broadcast: one call per b
-      {{2, 1, 5, 7}, {1, 3, 7, 4}},  // both broadcast: outer loop
-      {{4, 0}, {0, 3}}};             // empty sum: zeros
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{33, 65}, {65, 17}},          // one matrix
+                                                       {{3, 33, 65}, {65, 17}},       // weights: folded into M
+                                                       {{3, 33, 64}, {3, 64, 16}},    // strided batch
+                                                       {{33, 65}, {3, 65, 17}},       // a broadcast: one call per b
+                                                       {{2, 1, 5, 7}, {1, 3, 7, 4}},  // both broadcast: outer loop
+                                                       {{4, 0}, {0, 3}}};             // empty sum: zeros
   for (DType t : kFloatDTypes) {
     for (const auto& [sa, sb] : shapes) {
       Shape out;
@@ -365,8 +368,8 @@ TEST_F(CudaKernelsTest, CapturedGraphReplaysTheEagerResult) {
   auto enqueue = [&]() -> absl::Status {
     const KernelAttrs none;
     auto call = [&](absl::string_view op, std::vector<TensorRef> in, std::vector<TensorRef> out) {
-      return KernelRegistry::Global().Find(op, DeviceType::kCUDA)(
-          KernelCall{.inputs = in, .outputs = out, .attrs = &none, .context = &context});
+      return KernelRegistry::Global().Find(
+          op, DeviceType::kCUDA)(KernelCall{.inputs = in, .outputs = out, .attrs = &none, .context = &context});
     };
     VDEV_RETURN_IF_ERROR(call("rms_norm", {x.ref(), gamma.ref()}, {n.ref()}));
     VDEV_RETURN_IF_ERROR(call("matmul", {n.ref(), w.ref()}, {y.ref()}));

@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "internal/cpu_util.h"
-#include "vdev/half.h"
+#include "vdev/support/half.h"
 
 namespace vdev {
 namespace {

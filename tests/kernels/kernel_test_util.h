@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
-#include "vdev/half.h"
-#include "vdev/kernels.h"
-#include "vdev/tensor.h"
+#include "vdev/kernels/kernels.h"
+#include "vdev/kernels/tensor.h"
+#include "vdev/support/half.h"
 
 namespace vdev::testing {
 
@@ -65,7 +65,7 @@ inline std::vector<double> Values(const HostTensor& t) {
 
 // Runs the CPU kernel of `op` on host tensors.
 inline absl::Status RunKernel(absl::string_view op, const std::vector<const HostTensor*>& inputs,
-                        const std::vector<HostTensor*>& outputs, const KernelAttrs& attrs = {}) {
+                              const std::vector<HostTensor*>& outputs, const KernelAttrs& attrs = {}) {
   KernelFn fn = KernelRegistry::Global().Find(op, DeviceType::kCPU);
   if (fn == nullptr) return absl::NotFoundError(absl::StrCat("no CPU kernel for ", op));
   std::vector<TensorRef> in, out;
@@ -109,8 +109,8 @@ inline void ExpectNear(const HostTensor& got, const std::vector<double>& want, d
     if (std::isnan(w) && std::isnan(g)) continue;
     if (std::isinf(w) && g == w) continue;
     if (!(std::fabs(g - w) <= rel * std::fabs(w) + abs)) {
-      ADD_FAILURE() << what << " element " << i << ": got " << g << ", want " << w << " (rel " << rel << ", abs "
-                    << abs << ")";
+      ADD_FAILURE() << what << " element " << i << ": got " << g << ", want " << w << " (rel " << rel << ", abs " << abs
+                    << ")";
       return;
     }
   }

@@ -29,8 +29,9 @@ TEST(LayoutTest, TransposeByAxesAndByDefault) {
     std::vector<int64_t> axes;
     bool given;
   };
-  const Case cases[] = {{{3, 7}, {1, 0}, false},          {{2, 3, 5}, {2, 1, 0}, false}, {{2, 3, 5}, {0, 2, 1}, true},
-                        {{4, 1, 3, 2}, {3, 0, 2, 1}, true}, {{129}, {0}, true},           {{}, {}, false},
+  const Case cases[] = {{{3, 7}, {1, 0}, false},      {{2, 3, 5}, {2, 1, 0}, false},
+                        {{2, 3, 5}, {0, 2, 1}, true}, {{4, 1, 3, 2}, {3, 0, 2, 1}, true},
+                        {{129}, {0}, true},           {{}, {}, false},
                         {{2, 3, 5}, {-1, 0, 1}, true}};
   for (DType d : {DType::kF32, DType::kF16, DType::kI64}) {
     for (const Case& c : cases) {
@@ -183,7 +184,8 @@ TEST(LayoutTest, CastToSmallIntegersTruncatesAndSaturates) {
 
 TEST(LayoutTest, CastRoundsOnceToNearestEven) {
   // 0.1 in f32 rounds to f16 0x2E66; f16 -> bf16 rounds the exact f16 value.
-  HostTensor x = Make(DType::kF32, {2}, {0.1, 1.0 + 1.0 / 256 + 1.0 / 65536}), out = HostTensor::Zeros(DType::kF16, {2});
+  HostTensor x = Make(DType::kF32, {2}, {0.1, 1.0 + 1.0 / 256 + 1.0 / 65536}),
+             out = HostTensor::Zeros(DType::kF16, {2});
   ASSERT_TRUE(RunKernel("cast", {&x}, {&out}).ok());
   EXPECT_EQ(Read(out, 0), HalfToFloat(0x2E66));
   HostTensor bf = HostTensor::Zeros(DType::kBF16, {2});

@@ -1,5 +1,5 @@
 // Located diagnostics: the FILE:LINE:COL form with the source line and a caret.
-#include "vdev/diagnostic.h"
+#include "vdev/support/diagnostic.h"
 
 #include <string>
 

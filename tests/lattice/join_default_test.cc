@@ -1,7 +1,7 @@
 // Join and Default: every documented case by example, and every law exhaustively over a small domain.
 #include "gtest/gtest.h"
 #include "testing/arbitrary.h"
-#include "vdev/virtual_device.h"
+#include "vdev/lattice/virtual_device.h"
 
 namespace vdev {
 namespace {
@@ -31,8 +31,8 @@ TEST(JoinTest, TargetImpliedTypeConflicts) { EXPECT_EQ(JoinText("cpu", "*[cuda]"
 TEST(JoinTest, StructurallyEqualTargetsJoin) {
   // TVM compares targets by reference; these two are built separately and must join.
   VirtualDevice a = *VirtualDevice::Make(DeviceType::kCUDA, 0, *Target::Parse("cuda -arch=sm_90"));
-  VirtualDevice b = *VirtualDevice::Make(DeviceType::kCUDA, -1,
-                                         Target::Make(TargetKind::kCUDA, {{"arch", "sm_90"}}), "global");
+  VirtualDevice b =
+      *VirtualDevice::Make(DeviceType::kCUDA, -1, Target::Make(TargetKind::kCUDA, {{"arch", "sm_90"}}), "global");
   std::optional<VirtualDevice> joined = Join(a, b);
   ASSERT_TRUE(joined.has_value());
   EXPECT_EQ(joined->ToString(), "cuda:0[cuda -arch=sm_90]/global");

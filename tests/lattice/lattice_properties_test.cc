@@ -2,9 +2,9 @@
 // CMake runs these with RC_PARAMS=max_success=1000 (VDEV_RC_CASES), so each law sees at least 1,000
 // cases in the main build (250 in the sanitizer build, which looks for memory errors).
 #include "gtest/gtest.h"
-#include "testing/arbitrary.h"
 #include "rapidcheck/gtest.h"
-#include "vdev/virtual_device.h"
+#include "testing/arbitrary.h"
+#include "vdev/lattice/virtual_device.h"
 
 namespace vdev {
 namespace {

@@ -1,5 +1,5 @@
 // Target parsing, canonical printing and interning.
-#include "vdev/target.h"
+#include "vdev/lattice/target.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

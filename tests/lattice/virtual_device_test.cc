@@ -1,5 +1,5 @@
 // VirtualDevice construction, predicates, ToDevice and the literal syntax.
-#include "vdev/virtual_device.h"
+#include "vdev/lattice/virtual_device.h"
 
 #include "absl/hash/hash_testing.h"
 #include "gmock/gmock.h"
@@ -61,10 +61,10 @@ TEST(VirtualDeviceTest, ToDeviceNeedsTypeAndId) {
 }
 
 TEST(VirtualDeviceTest, CanonicalLiteralsRoundTripExactly) {
-  for (absl::string_view text : {"?", "cpu", "cpu:0", "cuda:3", "*:3", "/global", "/global.texture",
-                                 "cuda:0/ipc_memory", "cuda[cuda]/global", "cuda:0[cuda -arch=sm_90]",
-                                 "cpu:1[llvm -mcpu=znver4]/global", "rocm:2", "metal", "vulkan:1",
-                                 "opencl:0", "hexagon", "webgpu:0", "cuda:0[cuda -host=llvm]"}) {
+  for (absl::string_view text :
+       {"?", "cpu", "cpu:0", "cuda:3", "*:3", "/global", "/global.texture", "cuda:0/ipc_memory", "cuda[cuda]/global",
+        "cuda:0[cuda -arch=sm_90]", "cpu:1[llvm -mcpu=znver4]/global", "rocm:2", "metal", "vulkan:1", "opencl:0",
+        "hexagon", "webgpu:0", "cuda:0[cuda -host=llvm]"}) {
     EXPECT_EQ(Vd(text).ToString(), text);
   }
 }
@@ -116,8 +116,15 @@ TEST(VirtualDeviceTest, PrefixParseStopsAtTerminators) {
 
 TEST(VirtualDeviceTest, HashAndEqualityAreStructural) {
   EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly({
-      VirtualDevice(), Vd("cpu:0"), Vd("cuda:0"), Vd("cuda:1"), Vd("cuda:0[cuda]"),
-      Vd("cuda:0[cuda -arch=sm_90]"), Vd("cuda:0/global"), Vd("/global"), Vd("*:0"),
+      VirtualDevice(),
+      Vd("cpu:0"),
+      Vd("cuda:0"),
+      Vd("cuda:1"),
+      Vd("cuda:0[cuda]"),
+      Vd("cuda:0[cuda -arch=sm_90]"),
+      Vd("cuda:0/global"),
+      Vd("/global"),
+      Vd("*:0"),
   }));
   EXPECT_EQ(Vd("cuda:0[cuda -arch=sm_90]"), Vd("cuda:0[cuda  -arch=sm_90]"));
 }

@@ -1,5 +1,5 @@
 // Tests of the independent lowered-program checker and a property: LowerMemory's output on random
-// programs always passes it (vdev/lower_memory.h).
+// programs always passes it (vdev/memory/lower_memory.h).
 #include <string>
 #include <vector>
 
@@ -7,9 +7,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidcheck/gtest.h"
-#include "vdev/ir_text.h"
-#include "vdev/lower_memory.h"
-#include "vdev/plan_devices.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/memory/lower_memory.h"
+#include "vdev/planner/plan_devices.h"
 
 namespace vdev {
 namespace {
@@ -35,7 +35,8 @@ TEST(CheckLoweredMemoryTest, AcceptsAValidPlan) {
   %t1: f32[4,4] = memory.alloc_tensor(%s0, 0, [4, 4])
   %1: f32[4,4] = vdev.allreduce(%0, op=sum, strategy="auto", out=%t1)
   return %1
-})")).ok());
+})"))
+                  .ok());
 }
 
 TEST(CheckLoweredMemoryTest, RejectsAReadAfterTheStorageWasHandedOn) {

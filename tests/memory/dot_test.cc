@@ -1,5 +1,5 @@
-// Tests of the Graphviz writer (vdev/dot.h).
-#include "vdev/dot.h"
+// Tests of the Graphviz writer (vdev/memory/dot.h).
+#include "vdev/memory/dot.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

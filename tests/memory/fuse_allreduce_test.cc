@@ -1,14 +1,14 @@
-// Tests of the all-reduce fusion (vdev/fuse_allreduce.h) through the compile pipeline: what it
+// Tests of the all-reduce fusion (vdev/memory/fuse_allreduce.h) through the compile pipeline: what it
 // fuses, what it leaves alone and why, and how memory lowering treats the fused op.
-#include "vdev/fuse_allreduce.h"
+#include "vdev/memory/fuse_allreduce.h"
 
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "vdev/compile.h"
-#include "vdev/ir_text.h"
+#include "vdev/compile/compile.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev {
 namespace {

@@ -1,6 +1,6 @@
 // Tests of LowerMemory: explicit allocation, the IPC all-reduce rewrite, static planning per
-// (device, scope), IPC storage lowering and the reports (vdev/lower_memory.h, vdev/dot.h).
-#include "vdev/lower_memory.h"
+// (device, scope), IPC storage lowering and the reports (vdev/memory/lower_memory.h, vdev/memory/dot.h).
+#include "vdev/memory/lower_memory.h"
 
 #include <string>
 #include <vector>
@@ -8,9 +8,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "vdev/dot.h"
-#include "vdev/ir_text.h"
-#include "vdev/plan_devices.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/memory/dot.h"
+#include "vdev/planner/plan_devices.h"
 
 namespace vdev {
 namespace {
@@ -392,7 +392,8 @@ def @main() -> storage {
   %s0: storage = memory.alloc_storage(100, 64, device=cuda:1/ipc_memory)
   %s1: storage = memory.alloc_storage(100, 64, device=cuda:1/global)
   return %s0
-})", &diag);
+})",
+                                                 &diag);
   ASSERT_TRUE(m.ok()) << diag.message;
   absl::StatusOr<int> n = LowerIpcAllocStorage(*m);
   ASSERT_TRUE(n.ok()) << n.status();
@@ -442,7 +443,8 @@ def @main(%a: f32[2], %b: f32[2]) -> f32[2] {
   %1 = on_device(%0, cpu:0)
   %2 = exp(%1)
   return %2
-})", &diag);
+})",
+                                                 &diag);
   ASSERT_TRUE(m.ok()) << diag.message;
   ASSERT_TRUE(ir::VerifyModule(*m, &diag).ok()) << diag.message;
   absl::StatusOr<PlanResult> planned = PlanDevices(std::move(*m), PlanOptions{});

@@ -1,5 +1,5 @@
-// Tests of the best-fit storage planner over abstract live ranges (vdev/storage_plan.h).
-#include "vdev/storage_plan.h"
+// Tests of the best-fit storage planner over abstract live ranges (vdev/memory/storage_plan.h).
+#include "vdev/memory/storage_plan.h"
 
 #include <vector>
 
@@ -75,8 +75,8 @@ TEST(StoragePlanTest, ParametersAndResultsAreNotReused) {
 TEST(StoragePlanTest, BestFitTakesTheSmallestLargeEnoughStorage) {
   // Storages of 1000, 300 and 600 bytes fall free; a 500-byte tensor takes the 600-byte one.
   StoragePlan plan;
-  ASSERT_NO_FATAL_FAILURE(PlanOk(plan, {T(1000, kGpuGlobal, 0, 1), T(300, kGpuGlobal, 0, 1), T(600, kGpuGlobal, 0, 1),
-                                        T(500, kGpuGlobal, 2, 3)}));
+  ASSERT_NO_FATAL_FAILURE(PlanOk(
+      plan, {T(1000, kGpuGlobal, 0, 1), T(300, kGpuGlobal, 0, 1), T(600, kGpuGlobal, 0, 1), T(500, kGpuGlobal, 2, 3)}));
   EXPECT_EQ(plan.storage_of[3], plan.storage_of[2]);
   EXPECT_EQ(plan.storages[plan.storage_of[2]].bytes, 600);
 }
@@ -93,9 +93,8 @@ TEST(StoragePlanTest, HandCheckedPoolSizes) {
   // global: A(1000) [0,2], B(200) [1,3], C(900) [3,5] reuses A, D(100) [4,6] reuses B, E(50) param.
   // ipc: F(700) [2,4], G(700) [5,6] reuses F.
   std::vector<TensorLifetime> tensors = {
-      T(50, kGpuGlobal, 0, 6, false), T(1000, kGpuGlobal, 0, 2), T(200, kGpuGlobal, 1, 3),
-      T(700, kGpuIpc, 2, 4),          T(900, kGpuGlobal, 3, 5),  T(100, kGpuGlobal, 4, 6),
-      T(700, kGpuIpc, 5, 6)};
+      T(50, kGpuGlobal, 0, 6, false), T(1000, kGpuGlobal, 0, 2), T(200, kGpuGlobal, 1, 3), T(700, kGpuIpc, 2, 4),
+      T(900, kGpuGlobal, 3, 5),       T(100, kGpuGlobal, 4, 6),  T(700, kGpuIpc, 5, 6)};
   StoragePlan plan;
   ASSERT_NO_FATAL_FAILURE(PlanOk(plan, tensors, StoragePlanOptions{.alignment = 256}));
   // Storages in creation order: E(50) at 0, A(1000) at 256, B(200) at 1280 -> end 1480.

@@ -13,9 +13,9 @@
 #include "rapidcheck/gtest.h"
 #include "src/planner/internal/capacity_rounds.h"
 #include "src/planner/internal/identical_devices.h"
-#include "vdev/ir_text.h"
-#include "vdev/machine.h"
-#include "vdev/optimize_placement.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/planner/machine.h"
+#include "vdev/planner/optimize_placement.h"
 
 namespace vdev::testing {
 namespace {
@@ -44,13 +44,13 @@ TEST(MachineLimitsTest, LinksGivenPerPairOfDeviceTypesCoverEveryPair) {
   EXPECT_EQ(m->Link(3, 1).bandwidth, 100e9);  // cuda:2 - cuda:0, its own link first
   EXPECT_EQ(m->Link(3, 1).latency, 1e-6);
   // Without the GPUs' type link, a pair of them is unlinked and named.
-  absl::StatusOr<Machine> unlinked = ParseMachineJson(MachineText(
-      3, R"({"between": ["cpu", "cuda"], "bandwidth_gbs": 50, "latency_us": 10},
+  absl::StatusOr<Machine> unlinked =
+      ParseMachineJson(MachineText(3, R"({"between": ["cpu", "cuda"], "bandwidth_gbs": 50, "latency_us": 10},
             {"between": ["cuda:0", "cuda:2"], "bandwidth_gbs": 100, "latency_us": 1})"));
   ASSERT_FALSE(unlinked.ok());
   EXPECT_EQ(unlinked.status().message(), "machine: no link between cuda:0 and cuda:1");
-  absl::StatusOr<Machine> mixed = ParseMachineJson(
-      MachineText(1, R"({"between": ["cpu:0", "cuda"], "bandwidth_gbs": 50, "latency_us": 10})"));
+  absl::StatusOr<Machine> mixed =
+      ParseMachineJson(MachineText(1, R"({"between": ["cpu:0", "cuda"], "bandwidth_gbs": 50, "latency_us": 10})"));
   ASSERT_FALSE(mixed.ok());
   EXPECT_TRUE(absl::StrContains(mixed.status().message(), "between two devices or two device types"));
 }

@@ -9,20 +9,20 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/random_program.h"
 #include "rapidcheck.h"
 #include "rapidcheck/gtest.h"
-#include "planner/random_program.h"
 #include "src/planner/internal/capacity.h"
 #include "src/planner/internal/placement_model.h"
-#include "vdev/ir_text.h"
-#include "vdev/optimize_placement.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/planner/optimize_placement.h"
 
 namespace vdev::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using planner_internal::PlacementClasses;
 using planner_internal::PlacementModel;
+using ::testing::HasSubstr;
 
 constexpr double kTensor = 1024.0 * 1024 * 4;  // f32[1024,1024]
 
@@ -33,9 +33,9 @@ Machine SmallGpus() {
   b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCPU, 0),
               {.memory_bytes = 1e12, .bandwidth = 100e9, .flops = {}, .default_flops = 1e12});
   for (int g = 0; g < 2; ++g) {
-    b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCUDA, g),
-                {.memory_bytes = 2.5 * kTensor, .bandwidth = 1e12 * (g + 1), .flops = {},
-                 .default_flops = 20e12 * (g + 1)});
+    b.AddDevice(
+        VirtualDevice::ForDevice(DeviceType::kCUDA, g),
+        {.memory_bytes = 2.5 * kTensor, .bandwidth = 1e12 * (g + 1), .flops = {}, .default_flops = 20e12 * (g + 1)});
   }
   b.AddLink(0, 1, {.bandwidth = 20e9, .latency = 5e-6});
   b.AddLink(0, 2, {.bandwidth = 20e9, .latency = 5e-6});
@@ -82,7 +82,7 @@ TEST(OptimizeCapacityTest, LivenessCountsEachValueFromItsDefinitionToItsLastRead
   EXPECT_EQ(find("a1").end, 8u);
   EXPECT_EQ(find("a1").bytes, static_cast<int64_t>(kTensor));
   EXPECT_EQ(find("ra").source, ir::ValueRef::Binding(find("a2").value.index));  // a move reads its source
-  EXPECT_EQ(find("r").end, 18u);  // returned: live to the end
+  EXPECT_EQ(find("r").end, 18u);                                                // returned: live to the end
   EXPECT_EQ(find("x").begin, 0u);
   EXPECT_EQ(find("x").end, 0u);  // read by %a only
 }
@@ -220,8 +220,9 @@ RC_GTEST_PROP(OptimizeCapacityTest, CostEqualsAnExhaustiveSearchOverPlansThatFit
   for (int g = 1; g <= 2; ++g) machine.specs[g].memory_bytes = *rc::gen::inRange(2, 7) * 256.0 * 1024;
   // The optimiser's classes and base model (no cuts).
   std::optional<PlacementModel> model;
-  planner_internal::PlacementCallback record = [&](const ir::Module& m, const PlacementClasses& classes)
-      -> absl::StatusOr<std::vector<std::optional<VirtualDevice>>> {
+  planner_internal::PlacementCallback record =
+      [&](const ir::Module& m,
+          const PlacementClasses& classes) -> absl::StatusOr<std::vector<std::optional<VirtualDevice>>> {
     absl::StatusOr<PlacementModel> built = planner_internal::BuildPlacementModel(m, classes, machine);
     if (built.ok()) model = *built;
     return std::vector<std::optional<VirtualDevice>>(classes.device.size());
@@ -240,13 +241,15 @@ RC_GTEST_PROP(OptimizeCapacityTest, CostEqualsAnExhaustiveSearchOverPlansThatFit
   while (true) {
     planner_internal::Cost cost = planner_internal::PlacementCost(*model, device);
     if (cost < best) {
-      planner_internal::PlacementCallback force = [&](const ir::Module&, const PlacementClasses& classes)
-          -> absl::StatusOr<std::vector<std::optional<VirtualDevice>>> {
+      planner_internal::PlacementCallback force =
+          [&](const ir::Module&,
+              const PlacementClasses& classes) -> absl::StatusOr<std::vector<std::optional<VirtualDevice>>> {
         std::vector<std::optional<VirtualDevice>> chosen(classes.device.size());
         for (size_t c = 0; c < chosen.size(); ++c) chosen[c] = machine.devices[device[c]];
         return chosen;
       };
-      absl::StatusOr<PlanResult> forced = planner_internal::PlanWithPlacement(module->Clone(), PlanOptions{}, force, nullptr);
+      absl::StatusOr<PlanResult> forced =
+          planner_internal::PlanWithPlacement(module->Clone(), PlanOptions{}, force, nullptr);
       RC_ASSERT(forced.ok());
       std::vector<planner_internal::DevicePeak> peaks = planner_internal::PeakBytes(*forced, points, machine);
       bool fits = true;

@@ -1,7 +1,7 @@
 // OptimizePlacement: on random small programs (at most 12 classes, 2-4 devices, a CPU-only op),
 // the optimiser's cost equals an exhaustive search's over the same classes, every annotation
 // holds, and the optimised program replans to itself; plus the CLI and the machine format.
-#include "vdev/optimize_placement.h"
+#include "vdev/planner/optimize_placement.h"
 
 #include <string>
 #include <vector>
@@ -16,8 +16,8 @@
 #include "rapidcheck.h"
 #include "rapidcheck/gtest.h"
 #include "src/planner/internal/placement_model.h"
-#include "vdev/builtin_ops.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/builtin_ops.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev::testing {
 namespace {
@@ -75,8 +75,9 @@ RC_GTEST_PROP(OptimizePlacementTest, CostEqualsAnExhaustiveSearchAndAnnotationsH
   RC_ASSERT(ir::VerifyModule(*module).ok());
   // The optimiser's own classes, solved here both ways.
   bool infeasible = false;
-  planner_internal::PlacementCallback check = [&](const ir::Module& m, const PlacementClasses& classes)
-      -> absl::StatusOr<std::vector<std::optional<VirtualDevice>>> {
+  planner_internal::PlacementCallback check =
+      [&](const ir::Module& m,
+          const PlacementClasses& classes) -> absl::StatusOr<std::vector<std::optional<VirtualDevice>>> {
     absl::StatusOr<PlacementModel> model = planner_internal::BuildPlacementModel(m, classes, machine);
     if (!model.ok()) {
       infeasible = true;
@@ -148,7 +149,8 @@ RC_GTEST_PROP(OptimizePlacementTest, CostEqualsAnExhaustiveSearchAndAnnotationsH
 TEST(OptimizePlacementTest, CpuOnlyOpPullsItsNeighboursWhenCopiesCostMore) {
   // A small elementwise op next to a CPU-only one: copying to the GPU and back costs more than
   // running it on the CPU; the big matmul still goes to the GPU.
-  absl::StatusOr<ir::Module> module = ir::ParseModule(R"(def @main(%x: f32[1024,1024], %w: f32[1024,1024]) -> f32[1024,1024] {
+  absl::StatusOr<ir::Module> module =
+      ir::ParseModule(R"(def @main(%x: f32[1024,1024], %w: f32[1024,1024]) -> f32[1024,1024] {
   %0 = matmul(%x, %w)
   %1 = on_device(%0, ?, constrain_body=false, constrain_result=false)
   %2 = topk(%1)
@@ -175,7 +177,8 @@ TEST(OptimizePlacementTest, CpuOnlyOpPullsItsNeighboursWhenCopiesCostMore) {
 // Every solve is "slow" at 0 s: the one progress line names the classes, the best plan so far,
 // the lower bound and the gap (0: the bound proved it), and the result carries the same bound.
 TEST(OptimizePlacementTest, TheProgressLineAndTheResultCarryTheBoundAndTheGap) {
-  absl::StatusOr<ir::Module> module = ir::ParseModule(R"(def @main(%x: f32[1024,1024], %w: f32[1024,1024]) -> f32[1024,1024] {
+  absl::StatusOr<ir::Module> module =
+      ir::ParseModule(R"(def @main(%x: f32[1024,1024], %w: f32[1024,1024]) -> f32[1024,1024] {
   %0 = matmul(%x, %w)
   %1 = on_device(%0, ?, constrain_body=false, constrain_result=false)
   %2 = topk(%1)
@@ -231,8 +234,9 @@ TEST(OptimizePlacementTest, MachineJsonMatchesTheBuilder) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   absl::StatusOr<Machine> built =
       MachineBuilder()
-          .AddDevice(VirtualDevice::ForDevice(DeviceType::kCPU, 0),
-                     {.memory_bytes = 1e9, .bandwidth = 100e9, .flops = {{ir::DType::kF32, 2e12}}, .default_flops = 1e12})
+          .AddDevice(
+              VirtualDevice::ForDevice(DeviceType::kCPU, 0),
+              {.memory_bytes = 1e9, .bandwidth = 100e9, .flops = {{ir::DType::kF32, 2e12}}, .default_flops = 1e12})
           .AddDevice(VirtualDevice::ForDevice(DeviceType::kCUDA, 0),
                      {.memory_bytes = 80e9, .bandwidth = 1000e9, .flops = {}, .default_flops = 20e12})
           .AddLink(0, 1, {.bandwidth = 20 * 1e9, .latency = 5 * 1e-6})  // the file's units
@@ -245,7 +249,8 @@ TEST(OptimizePlacementTest, MachineJsonMatchesTheBuilder) {
 TEST(OptimizePlacementTest, MachineTextThatIsNotJsonIsPlacedByLineAndColumn) {
   absl::StatusOr<Machine> parsed = ParseMachineJson("{\"devices\": [\n  {\"device\": \"cpu:0\",}\n]}");
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(parsed.status().message()), ::testing::HasSubstr("machine: not JSON at line 2, column 22: syntax error"));
+  EXPECT_THAT(std::string(parsed.status().message()),
+              ::testing::HasSubstr("machine: not JSON at line 2, column 22: syntax error"));
   parsed = ParseMachineJson("{\"devices\": 3e333}");
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(std::string(parsed.status().message()), "machine: not JSON: number overflow parsing '3e333'");

@@ -37,7 +37,8 @@ PlacementModel RandomModel(bool dense, int max_vars = 12) {
   const int n = *rc::gen::inRange(dense ? 4 : 1, max_vars + 1);
   for (int v = 0; v < n; ++v) {
     std::vector<Cost> unary(m.num_devices);
-    for (Cost& c : unary) c = *rc::gen::weightedOneOf<Cost>({{1, rc::gen::just(kForbidden)}, {5, rc::gen::inRange<Cost>(0, 100)}});
+    for (Cost& c : unary)
+      c = *rc::gen::weightedOneOf<Cost>({{1, rc::gen::just(kForbidden)}, {5, rc::gen::inRange<Cost>(0, 100)}});
     unary[*rc::gen::inRange(0, m.num_devices)] = *rc::gen::inRange<Cost>(0, 100);  // one allowed at least
     m.unary.push_back(std::move(unary));
   }
@@ -387,7 +388,7 @@ TEST(PlacementSolverTest, ASlowSolveReportsProgressOnce) {
   PlacementSolveOptions options;
   options.on_slow_solve = [&](const PlacementProgress& p) { reported.push_back(p); };
   ASSERT_TRUE(SolvePlacement(m, options).ok());
-  EXPECT_TRUE(reported.empty());  // well under the default second
+  EXPECT_TRUE(reported.empty());   // well under the default second
   options.slow_after_seconds = 0;  // every solve is "slow"
   ASSERT_TRUE(SolvePlacement(m, options).ok());
   ASSERT_EQ(reported.size(), 1u);

@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/plan_test_util.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev::testing {
 namespace {
@@ -26,8 +26,8 @@ def @main(%a: f32[2], %b: f32[2]) {
 
 // Plans `program`; checks the facts exactly, the report's shape, the warnings, every line in `text`
 // and idempotence.
-void ExpectPlan(const std::string& program, const std::string& facts,
-                       std::initializer_list<const char*> lines, size_t warnings = 0) {
+void ExpectPlan(const std::string& program, const std::string& facts, std::initializer_list<const char*> lines,
+                size_t warnings = 0) {
   PlanOutcome outcome = PlanText(std::string(kConfig) + program);
   ASSERT_TRUE(outcome.status.ok()) << outcome.status;
   EXPECT_EQ(ValidateReport(outcome.report), "");

@@ -82,7 +82,7 @@ TEST(PlanCliTest, TextOutputReplansUnchanged) {
 
 TEST(PlanCliTest, DefaultAndHostOptions) {
   CliRun run = Plan("--json --default cuda:1 --host cpu:2",
-                 "def @main(%x: f32[2]) -> i64[1] {\n  %0 = negative(%x)\n  %s = vm.shape_of(%0)\n  return %s\n}\n");
+                    "def @main(%x: f32[2]) -> i64[1] {\n  %0 = negative(%x)\n  %s = vm.shape_of(%0)\n  return %s\n}\n");
   ASSERT_EQ(run.status, 0) << run.err;
   nlohmann::json report = nlohmann::json::parse(run.out);
   EXPECT_EQ(report["functions"]["main"]["bindings"]["s"], "cpu:2");
@@ -102,7 +102,8 @@ TEST(PlanCliTest, BytesThatAreNotUtf8PrintAsReplacementCharacters) {
 TEST(PlanCliTest, CopyOfAConstantIsReportedAsACopyOfItsBinding) {
   // The plan fuzzer's finding: the report named the copied value of `on_device(51, cpu:0)`, a
   // number, through an invalid reference.
-  CliRun run = Plan("--json", "def @main(%a: f32[2]) {\n  %1 = on_device(51, cpu:0)\n  %2 = add(%a, %1)\n  return %2\n}\n");
+  CliRun run =
+      Plan("--json", "def @main(%a: f32[2]) {\n  %1 = on_device(51, cpu:0)\n  %2 = add(%a, %1)\n  return %2\n}\n");
   ASSERT_EQ(run.status, 0) << run.err;
   nlohmann::json report = nlohmann::json::parse(run.out);
   EXPECT_EQ(ValidateReport(report), "");

@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/plan_test_util.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev::testing {
 namespace {
@@ -727,7 +727,6 @@ TEST(PlanDevicesTest, DeeplyNestedFunctionsPlanWithoutRecursion) {
   EXPECT_EQ(m.Device(plan->copies[0].dst).ToString(), "cuda:0");
   EXPECT_EQ(CheckIdempotent(ir::PrintModule(m)), "");
 }
-
 
 TEST(PlanDevicesTest, AnnotationReachesIntoAClosureThroughTheClosureThatReturnsIt) {
   // %mk returns %g: %mk's result is %g's signature, so pinning what %h(%x) returns pins %g's body.

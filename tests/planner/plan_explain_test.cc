@@ -1,4 +1,4 @@
-// ExplainPlacement and AnnotationSpreadWarnings (vdev/plan_explain.h): the chain from an annotation
+// ExplainPlacement and AnnotationSpreadWarnings (vdev/planner/plan_explain.h): the chain from an annotation
 // to a value, through ops, calls and returns; the defaults; the warning when one annotation moves
 // most of a program, and its absence where an annotation moves a part; and that reading the input
 // back from the planned module (PlanResult::input_edits) answers as a kept copy of the input does.
@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vdev/ir_text.h"
-#include "vdev/plan_devices.h"
-#include "vdev/plan_explain.h"
+#include "vdev/ir/ir_text.h"
+#include "vdev/planner/plan_devices.h"
+#include "vdev/planner/plan_explain.h"
 
 namespace vdev {
 namespace {
@@ -129,8 +129,9 @@ TEST(AnnotationSpreadWarnings, AnAnnotationThatMovesAPartIsNot) {
   EXPECT_THAT(AnnotationSpreadWarnings(p.input, p.plan, kCuda0), IsEmpty());
   absl::StatusOr<std::string> why = ExplainPlacement(p.input, p.plan, "b");
   ASSERT_TRUE(why.ok());
-  EXPECT_THAT(*why, HasSubstr("on_device(%0, cpu:0) at 3:8 puts %0 on cpu:0\n"
-                              "  %0 = add(%a, %b) at 2:3: an op's operands and result share one device, so %b is there too"));
+  EXPECT_THAT(*why,
+              HasSubstr("on_device(%0, cpu:0) at 3:8 puts %0 on cpu:0\n"
+                        "  %0 = add(%a, %b) at 2:3: an op's operands and result share one device, so %b is there too"));
 }
 
 // Conflicting pins (a copy for the conflict), a written device_copy, a call and a returned

@@ -100,7 +100,8 @@ TEST(PlanGoldenTest, UselessAnnotationsDisappear) {
 // reads, is used first by an add pinned to cpu:0; %b is copied for it (the later use), with a
 // warning, and the annotated computation never moves.
 TEST(PlanGoldenTest, AnAnnotatedComputationIsNeverMoved) {
-  ExpectPlannedWithReport(R"(def @main(%a: f32[2], %b: f32[2], %c: f32[2]) -> f32[2] {
+  ExpectPlannedWithReport(
+      R"(def @main(%a: f32[2], %b: f32[2], %c: f32[2]) -> f32[2] {
   %0 = add(%a, %b)
   %1 = on_device(%0, cpu:0)
   %2 = add(%b, %c)
@@ -109,7 +110,7 @@ TEST(PlanGoldenTest, AnAnnotatedComputationIsNeverMoved) {
   return %4
 }
 )",
-                          R"(def @main(%a: f32[2] on cpu:0, %b: f32[2] on cpu:0, %c: f32[2] on cuda:0) -> f32[2] on cuda:0 {
+      R"(def @main(%a: f32[2] on cpu:0, %b: f32[2] on cpu:0, %c: f32[2] on cuda:0) -> f32[2] on cuda:0 {
   %0 = add(%a, %b)
   %1 = device_copy(%0, src=cpu:0, dst=cuda:0)
   %b_copy = device_copy(%b, src=cpu:0, dst=cuda:0)
@@ -118,7 +119,7 @@ TEST(PlanGoldenTest, AnAnnotatedComputationIsNeverMoved) {
   return %4
 }
 )",
-                          R"({"functions": {"main": {
+      R"({"functions": {"main": {
      "params": {"a": "cpu:0", "b": "cpu:0", "c": "cuda:0"}, "result": "cuda:0",
      "bindings": {"0": "cpu:0", "2": "cuda:0", "4": "cuda:0"},
      "copies": [{"of": "0", "src": "cpu:0", "dst": "cuda:0", "into": "4"},

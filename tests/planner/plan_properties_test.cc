@@ -26,12 +26,8 @@ std::string GenerateProgram() {
     auto pick = [&] { return tensors[*rc::gen::inRange<size_t>(0, tensors.size())]; };
     std::string name = absl::StrCat("%v", i);
     switch (*rc::gen::inRange(0, 11)) {
-      case 0:
-        absl::StrAppend(&text, "  ", name, " = add(", pick(), ", ", pick(), ")\n");
-        break;
-      case 1:
-        absl::StrAppend(&text, "  ", name, " = negative(", pick(), ")\n");
-        break;
+      case 0: absl::StrAppend(&text, "  ", name, " = add(", pick(), ", ", pick(), ")\n"); break;
+      case 1: absl::StrAppend(&text, "  ", name, " = negative(", pick(), ")\n"); break;
       case 2:
         absl::StrAppend(&text, "  ", name, " = on_device(", pick(), ", ", *rc::gen::elementOf(devices), ")\n");
         break;
@@ -43,9 +39,7 @@ std::string GenerateProgram() {
         absl::StrAppend(&text, "  ", name, " = on_device(", pick(), ", ", *rc::gen::elementOf(devices),
                         ", constrain_result=true)\n");
         break;
-      case 5:
-        absl::StrAppend(&text, "  ", name, " = @k(", pick(), ", ", pick(), ")\n");
-        break;
+      case 5: absl::StrAppend(&text, "  ", name, " = @k(", pick(), ", ", pick(), ")\n"); break;
       case 6:
         // A tuple, annotated, then projected: only the field moves.
         absl::StrAppend(&text, "  %t", i, " = (", pick(), ", ", pick(), ")\n  %u", i, " = on_device(%t", i, ", ",
@@ -55,16 +49,16 @@ std::string GenerateProgram() {
         // An if whose arm annotates: copies inside nested blocks.
         std::string device = *rc::gen::elementOf(devices);
         absl::StrAppend(&text, "  ", name, " = if %c {\n    %x", i, " = negative(", pick(), ")\n    %y", i,
-                        " = on_device(%x", i, ", ", device, ")\n    return %y", i, "\n  } else {\n    return ",
-                        pick(), "\n  }\n");
+                        " = on_device(%x", i, ", ", device, ")\n    return %y", i, "\n  } else {\n    return ", pick(),
+                        "\n  }\n");
         break;
       }
       case 8: {
         // A local function that annotates its parameter, called once.
         std::string device = *rc::gen::elementOf(devices);
-        absl::StrAppend(&text, "  %f", i, " = fn(%a", i, ": f32[4]) -> f32[4] {\n    %y", i, " = on_device(%a", i,
-                        ", ", device, ")\n    %z", i, " = negative(%y", i, ")\n    return %z", i, "\n  }\n  ", name,
-                        " = %f", i, "(", pick(), ")\n");
+        absl::StrAppend(&text, "  %f", i, " = fn(%a", i, ": f32[4]) -> f32[4] {\n    %y", i, " = on_device(%a", i, ", ",
+                        device, ")\n    %z", i, " = negative(%y", i, ")\n    return %z", i, "\n  }\n  ", name, " = %f",
+                        i, "(", pick(), ")\n");
         break;
       }
       case 9:

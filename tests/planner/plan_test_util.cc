@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev::testing {
 namespace {
@@ -22,8 +22,8 @@ bool SameDevice(const std::string& a, const std::string& b, bool exact) {
   if (exact) return a == b;
   absl::StatusOr<VirtualDevice> x = ParseVirtualDevice(a);
   absl::StatusOr<VirtualDevice> y = ParseVirtualDevice(b);
-  return x.ok() && y.ok() && x->device_type() == y->device_type() &&
-         x->virtual_device_id() == y->virtual_device_id() && x->memory_scope() == y->memory_scope();
+  return x.ok() && y.ok() && x->device_type() == y->device_type() && x->virtual_device_id() == y->virtual_device_id() &&
+         x->memory_scope() == y->memory_scope();
 }
 
 std::string CompareDeviceMap(const std::string& where, const json& expected, const json& actual, bool exact) {
@@ -134,17 +134,17 @@ std::string ValidateReport(const json& report) {
     }
     if (!fn["copies"].is_array()) fail(name + ".copies is not an array");
     for (const json& c : fn["copies"]) {
-      if (!c.is_object() || c.size() != 4 || !c.contains("of") || !c["of"].is_string() ||
-          !c.contains("into") || !c["into"].is_string() || !c.contains("src") || !IsCanonicalDevice(c["src"]) ||
-          !c.contains("dst") || !IsCanonicalDevice(c["dst"])) {
+      if (!c.is_object() || c.size() != 4 || !c.contains("of") || !c["of"].is_string() || !c.contains("into") ||
+          !c["into"].is_string() || !c.contains("src") || !IsCanonicalDevice(c["src"]) || !c.contains("dst") ||
+          !IsCanonicalDevice(c["dst"])) {
         fail(name + ": malformed copy " + c.dump());
       }
     }
   }
   if (!report["kernels"].is_object()) return out + "kernels is not an object";
   for (auto& [name, k] : report["kernels"].items()) {
-    if (!k.is_object() || k.size() != 2 || !k.contains("params") || !k["params"].is_array() ||
-        !k.contains("result") || !IsCanonicalDevice(k["result"])) {
+    if (!k.is_object() || k.size() != 2 || !k.contains("params") || !k["params"].is_array() || !k.contains("result") ||
+        !IsCanonicalDevice(k["result"])) {
       fail("kernel " + name + " malformed");
       continue;
     }
@@ -188,14 +188,16 @@ std::string CompareFacts(const json& expected, const json& report, bool exact) {
       continue;
     }
     const json& got = functions[name];
-    if (want.contains("params")) absl::StrAppend(&out, CompareDeviceMap(name + ".params", want["params"], got["params"], exact));
+    if (want.contains("params"))
+      absl::StrAppend(&out, CompareDeviceMap(name + ".params", want["params"], got["params"], exact));
     if (want.contains("result") && !SameDevice(want["result"], got["result"], exact)) {
       absl::StrAppend(&out, name, ".result is ", got["result"].get<std::string>(), "; ");
     }
     if (want.contains("bindings")) {
       absl::StrAppend(&out, CompareDeviceMap(name + ".bindings", want["bindings"], got["bindings"], exact));
     }
-    if (want.contains("copies")) absl::StrAppend(&out, CompareCopies(name + ".copies", want["copies"], got["copies"], exact));
+    if (want.contains("copies"))
+      absl::StrAppend(&out, CompareCopies(name + ".copies", want["copies"], got["copies"], exact));
   }
   if (exact) {
     for (auto& [name, fn] : functions.items()) {

@@ -7,15 +7,15 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "vdev/plan_devices.h"
+#include "vdev/planner/plan_devices.h"
 
 namespace vdev::testing {
 
 struct PlanOutcome {
   absl::Status status;
   PlanError error;
-  std::string text;         // the planned program (PrintModule)
-  nlohmann::json report;    // PlanReportJson, parsed
+  std::string text;       // the planned program (PrintModule)
+  nlohmann::json report;  // PlanReportJson, parsed
   std::vector<Diagnostic> warnings;
 };
 

@@ -12,13 +12,13 @@
 namespace vdev::testing {
 
 struct RandomProgramShape {
-  std::string type;                       // of both parameters and every value
-  std::vector<std::string> binary_ops;    // op(a, b)
-  std::vector<std::string> unary_ops;     // `%v: type = op(a)` (the type written)
-  std::vector<std::string> devices;       // for annotations
+  std::string type;                     // of both parameters and every value
+  std::vector<std::string> binary_ops;  // op(a, b)
+  std::vector<std::string> unary_ops;   // `%v: type = op(a)` (the type written)
+  std::vector<std::string> devices;     // for annotations
   int max_bindings = 15;
-  int max_boundaries = 10;                // free on_device
-  int boundary_weight = 3;                // against 1 for each op kind and for an annotation
+  int max_boundaries = 10;  // free on_device
+  int boundary_weight = 3;  // against 1 for each op kind and for an annotation
 };
 
 inline std::string RandomProgram(const RandomProgramShape& shape) {
@@ -34,13 +34,14 @@ inline std::string RandomProgram(const RandomProgramShape& shape) {
     if (kind < static_cast<int>(shape.binary_ops.size())) {
       absl::StrAppend(&text, "  ", name, " = ", shape.binary_ops[kind], "(", pick(), ", ", pick(), ")\n");
     } else if (kind < ops) {
-      absl::StrAppend(&text, "  ", name, ": ", shape.type, " = ", shape.unary_ops[kind - shape.binary_ops.size()],
-                      "(", pick(), ")\n");
+      absl::StrAppend(&text, "  ", name, ": ", shape.type, " = ", shape.unary_ops[kind - shape.binary_ops.size()], "(",
+                      pick(), ")\n");
     } else if (kind == ops) {
       absl::StrAppend(&text, "  ", name, " = on_device(", pick(), ", ", *rc::gen::elementOf(shape.devices), ")\n");
     } else {
       if (boundaries++ >= shape.max_boundaries) continue;
-      absl::StrAppend(&text, "  ", name, " = on_device(", pick(), ", ?, constrain_body=false, constrain_result=false)\n");
+      absl::StrAppend(&text, "  ", name, " = on_device(", pick(),
+                      ", ?, constrain_body=false, constrain_result=false)\n");
     }
     values.push_back(name);
   }

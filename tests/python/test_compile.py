@@ -1,4 +1,4 @@
-"""vdev.compile: the pipeline of include/vdev/compile.h from Python, stage by stage, equal to what
+"""vdev.compile: the pipeline of include/vdev/compile/compile.h from Python, stage by stage, equal to what
 vdev.parse / vdev.plan / vdev.lower and the command line give, and its errors located."""
 
 import json

@@ -1,4 +1,4 @@
-"""The lattice laws of include/vdev/virtual_device.h, checked from Python with Hypothesis on 10,000
+"""The lattice laws of include/vdev/lattice/virtual_device.h, checked from Python with Hypothesis on 10,000
 drawn examples each (the C++ suite checks them exhaustively on a small domain and with RapidCheck)."""
 
 from hypothesis import given, settings

@@ -44,7 +44,8 @@ TEST(LLSweepTest, ConsecutiveCallsSweepEveryLineOfBothHalves) {
         int covering = 0;
         for (size_t line = 0; line < lines; ++line) {
           covering += starts[parity][line];
-          ASSERT_GT(covering, 0) << "line " << line << " of " << lines << ", half " << parity << ", from call " << start;
+          ASSERT_GT(covering, 0) << "line " << line << " of " << lines << ", half " << parity << ", from call "
+                                 << start;
         }
       }
     }

@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "vdev/allreduce.h"
-#include "vdev/half.h"
+#include "vdev/runtime/allreduce.h"
+#include "vdev/support/half.h"
 
 namespace vdev::testing {
 

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <vector>
 
-#include "vdev/allreduce.h"
-#include "vdev/ipc_memory.h"
-#include "vdev/session.h"
+#include "vdev/runtime/allreduce.h"
+#include "vdev/runtime/ipc_memory.h"
+#include "vdev/runtime/peer_group.h"
 
 int main(int argc, char** argv) {
   int calls = 100, die_rank = -1, die_at = -1;
@@ -18,18 +18,18 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--die-rank") == 0) die_rank = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--die-at") == 0) die_at = std::atoi(argv[i + 1]);
   }
-  absl::StatusOr<std::unique_ptr<vdev::Session>> session = vdev::Session::FromEnvironment();
+  absl::StatusOr<std::unique_ptr<vdev::PeerGroup>> session = vdev::PeerGroup::FromEnvironment();
   if (!session.ok()) {
     std::fprintf(stderr, "worker: %s\n", session.status().ToString().c_str());
     return 1;
   }
-  vdev::Session& s = **session;
+  vdev::PeerGroup& s = **session;
   std::printf("worker %d of %d session %s\n", s.rank(), s.world_size(), s.session_id().c_str());
   std::fflush(stdout);
   const size_t count = 1000;
   absl::StatusOr<std::unique_ptr<vdev::IPCAllocator>> alloc = vdev::CreateHostIPCAllocator(&s);
-  absl::StatusOr<vdev::IPCMemory*> ws = (*alloc)->Allocate(vdev::AllReduceWorkspaceBytes(
-      vdev::AllReduceAlgorithm::kAuto, s.world_size(), count, vdev::DataType::kI32));
+  absl::StatusOr<vdev::IPCMemory*> ws = (*alloc)->Allocate(
+      vdev::AllReduceWorkspaceBytes(vdev::AllReduceAlgorithm::kAuto, s.world_size(), count, vdev::DataType::kI32));
   if (!ws.ok()) {
     std::fprintf(stderr, "worker %d: %s\n", s.rank(), ws.status().ToString().c_str());
     return 1;
@@ -38,9 +38,9 @@ int main(int argc, char** argv) {
   for (int call = 0; call < calls; ++call) {
     if (s.rank() == die_rank && call == die_at) raise(SIGKILL);
     for (size_t i = 0; i < count; ++i) in[i] = static_cast<int32_t>(i + call) * (s.rank() + 1);
-    absl::Status st = vdev::HostAllReduce(s, **ws, in.data(), out.data(), count, vdev::DataType::kI32,
-                                          call % 2 ? vdev::AllReduceAlgorithm::kOneShot
-                                                   : vdev::AllReduceAlgorithm::kTwoShot);
+    absl::Status st =
+        vdev::HostAllReduce(s, **ws, in.data(), out.data(), count, vdev::DataType::kI32,
+                            call % 2 ? vdev::AllReduceAlgorithm::kOneShot : vdev::AllReduceAlgorithm::kTwoShot);
     if (!st.ok()) {
       std::fprintf(stderr, "worker %d: %s\n", s.rank(), st.ToString().c_str());
       return 1;

@@ -14,26 +14,26 @@
 #include "gtest/gtest.h"
 #include "runtime/cuda_test_util.h"
 #include "runtime/worker_harness.h"
-#include "vdev/cuda_allreduce.h"
-#include "vdev/status_macros.h"
+#include "vdev/runtime/cuda_allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::CheckOne;
 using testing::CopyToDevice;
 using testing::Cuda;
 using testing::ExpectAllOk;
 using testing::FromInt;
 using testing::GpuCount;
+using ::testing::HasSubstr;
 using testing::RunWorkers;
 using testing::ToFloat;
 using testing::UniqueSessionId;
 using testing::Value;
 using testing::WorkerResult;
 
-absl::Status ExactSums(Session& s) {
+absl::Status ExactSums(PeerGroup& s) {
   CudaCommunicatorOptions options;
   options.max_bytes = 8 << 20;
   options.max_ll_bytes = 8 << 20;
@@ -41,13 +41,15 @@ absl::Status ExactSums(Session& s) {
   options.max_sentinel_bytes = 8 << 20;
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, options));
   if (!comm->ipc_available()) return absl::FailedPreconditionError("no P2P between the GPUs");
-  if (!comm->ll128_available() && s.rank() == 0) std::fprintf(stderr, "no NVLink: one-shot-ll128 runs as one-shot-ll\n");
+  if (!comm->ll128_available() && s.rank() == 0)
+    std::fprintf(stderr, "no NVLink: one-shot-ll128 runs as one-shot-ll\n");
   cudaStream_t stream;
   VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreate(&stream)));
   int salt = 0;
-  for (AllReduceAlgorithm algo : {AllReduceAlgorithm::kOneShotSentinel, AllReduceAlgorithm::kOneShotLL128,
-                                  AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot,
-                                  AllReduceAlgorithm::kTwoShot, AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kNccl}) {
+  for (AllReduceAlgorithm algo :
+       {AllReduceAlgorithm::kOneShotSentinel, AllReduceAlgorithm::kOneShotLL128, AllReduceAlgorithm::kOneShotLL,
+        AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
+        AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kNccl}) {
     for (size_t count : {size_t{1}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{1000}, size_t{4097},
                          size_t{65539}, size_t{1} << 20}) {
       for (bool in_place : {false, true}) {
@@ -80,7 +82,7 @@ TEST(CudaAllReduceTest, ExactSumsOnFourGpus) {
 // buffers of its own, checked after each batch: a line taken before it fully arrived, or a workspace
 // half reused while a peer still reads it, shows up as a wrong sum. Graph-free and with and without
 // programmatic dependent launch.
-absl::Status RandomBackToBack(Session& s, bool programmatic) {
+absl::Status RandomBackToBack(PeerGroup& s, bool programmatic) {
   CudaCommunicatorOptions options;
   options.programmatic_launch = programmatic;
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, options));
@@ -94,11 +96,10 @@ absl::Status RandomBackToBack(Session& s, bool programmatic) {
     VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&ins[k]), kMaxCount * 2)));
     VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&outs[k]), kMaxCount * 2)));
   }
-  const AllReduceAlgorithm algos[] = {AllReduceAlgorithm::kOneShotLL128,    AllReduceAlgorithm::kOneShotLL128,
-                                      AllReduceAlgorithm::kOneShotSentinel, AllReduceAlgorithm::kOneShotSentinel,
-                                      AllReduceAlgorithm::kOneShotLL,       AllReduceAlgorithm::kOneShot,
-                                      AllReduceAlgorithm::kTwoShot,         AllReduceAlgorithm::kTwoShotLL,
-                                      AllReduceAlgorithm::kAuto};
+  const AllReduceAlgorithm algos[] = {
+      AllReduceAlgorithm::kOneShotLL128,    AllReduceAlgorithm::kOneShotLL128, AllReduceAlgorithm::kOneShotSentinel,
+      AllReduceAlgorithm::kOneShotSentinel, AllReduceAlgorithm::kOneShotLL,    AllReduceAlgorithm::kOneShot,
+      AllReduceAlgorithm::kTwoShot,         AllReduceAlgorithm::kTwoShotLL,    AllReduceAlgorithm::kAuto};
   std::mt19937_64 rng(20261122);  // equal on every worker
   std::vector<__nv_bfloat16> host(kMaxCount), got(kMaxCount);
   for (int batch = 0; batch < kBatches; ++batch) {
@@ -140,13 +141,13 @@ absl::Status RandomBackToBack(Session& s, bool programmatic) {
 
 TEST(CudaAllReduceTest, RandomBackToBackCallsOnTwoGpus) {
   REQUIRE_GPUS(2);
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) { return RandomBackToBack(s, true); }));
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) { return RandomBackToBack(s, true); }));
 }
 
 TEST(CudaAllReduceTest, RandomBackToBackCallsOnFourGpusWithAndWithoutProgrammaticLaunch) {
   REQUIRE_GPUS(4);
-  ExpectAllOk(RunWorkers(4, UniqueSessionId(), [](Session& s) { return RandomBackToBack(s, true); }));
-  ExpectAllOk(RunWorkers(4, UniqueSessionId(), [](Session& s) { return RandomBackToBack(s, false); }));
+  ExpectAllOk(RunWorkers(4, UniqueSessionId(), [](PeerGroup& s) { return RandomBackToBack(s, true); }));
+  ExpectAllOk(RunWorkers(4, UniqueSessionId(), [](PeerGroup& s) { return RandomBackToBack(s, false); }));
 }
 
 // Zero-copy: the input lies in CUDA IPC memory. Per size, `kCalls` back-to-back calls on one stream,
@@ -156,8 +157,8 @@ TEST(CudaAllReduceTest, RandomBackToBackCallsOnFourGpusWithAndWithoutProgrammati
 // Call k reads ins[k % ins.size()]: two buffers (double-buffered inputs) are what
 // ZeroCopyRead::kInPlaceNoExitBarrier needs, one buffer is the harder case for the others.
 template <typename T>
-absl::Status ZeroCopyBackToBack(Session& s, CudaCommunicator& comm, const std::vector<IPCBuffer>& ins, ZeroCopyRead read,
-                                DataType type, size_t count, int salt, cudaStream_t stream) {
+absl::Status ZeroCopyBackToBack(PeerGroup& s, CudaCommunicator& comm, const std::vector<IPCBuffer>& ins,
+                                ZeroCopyRead read, DataType type, size_t count, int salt, cudaStream_t stream) {
   constexpr int kCalls = 6;
   std::vector<T> host(kCalls * count);
   for (int k = 0; k < kCalls; ++k) {
@@ -172,8 +173,8 @@ absl::Status ZeroCopyBackToBack(Session& s, CudaCommunicator& comm, const std::v
   VDEV_RETURN_IF_ERROR(s.Barrier("zero-copy staged"));
   for (int k = 0; k < kCalls; ++k) {
     const IPCBuffer& in = ins[k % ins.size()];
-    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(in.Local(), staged + k * count, count * sizeof(T),
-                                              cudaMemcpyDeviceToDevice, stream)));
+    VDEV_RETURN_IF_ERROR(
+        Cuda(cudaMemcpyAsync(in.Local(), staged + k * count, count * sizeof(T), cudaMemcpyDeviceToDevice, stream)));
     VDEV_RETURN_IF_ERROR(comm.AllReduceZeroCopy(in, outs + k * count, count, type, stream, read));
   }
   VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream)));
@@ -190,8 +191,8 @@ absl::Status ZeroCopyBackToBack(Session& s, CudaCommunicator& comm, const std::v
       for (int r = 0; r < s.world_size(); ++r) want += Value(r, i, salt + k);
       if (ToFloat(got[k * count + i]) != static_cast<float>(want)) {
         return absl::InternalError(absl::StrCat("zero-copy (read ", static_cast<int>(read), ") ", DataTypeName(type),
-                                                " count ", count, " call ", k,
-                                                ": element ", i, " is ", ToFloat(got[k * count + i]), ", want ", want));
+                                                " count ", count, " call ", k, ": element ", i, " is ",
+                                                ToFloat(got[k * count + i]), ", want ", want));
       }
     }
   }
@@ -201,7 +202,7 @@ absl::Status ZeroCopyBackToBack(Session& s, CudaCommunicator& comm, const std::v
   return absl::OkStatus();
 }
 
-absl::Status ZeroCopySums(Session& s) {
+absl::Status ZeroCopySums(PeerGroup& s) {
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, {}));
   if (!comm->ipc_available()) return absl::FailedPreconditionError("no P2P between the GPUs");
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateCudaIPCAllocator(&s, comm->device()));
@@ -213,16 +214,16 @@ absl::Status ZeroCopySums(Session& s) {
   cudaStream_t stream;
   VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
   int salt = 0;
-  const std::pair<ZeroCopyRead, std::vector<IPCBuffer>> cases[] = {{ZeroCopyRead::kInPlace, {in}},
-                                                                   {ZeroCopyRead::kAuto, {in}},
-                                                                   {ZeroCopyRead::kInPlaceNoExitBarrier, {in, in2}}};
+  const std::pair<ZeroCopyRead, std::vector<IPCBuffer>> cases[] = {
+      {ZeroCopyRead::kInPlace, {in}}, {ZeroCopyRead::kAuto, {in}}, {ZeroCopyRead::kInPlaceNoExitBarrier, {in, in2}}};
   for (const auto& [read, ins] : cases) {
-    for (size_t count : {size_t{1}, size_t{3}, size_t{7}, size_t{9}, size_t{1000}, size_t{4097}, size_t{65539},
-                         max_count}) {
+    for (size_t count :
+         {size_t{1}, size_t{3}, size_t{7}, size_t{9}, size_t{1000}, size_t{4097}, size_t{65539}, max_count}) {
       salt += 10;
       VDEV_RETURN_IF_ERROR(ZeroCopyBackToBack<float>(s, *comm, ins, read, DataType::kF32, count, salt, stream));
       VDEV_RETURN_IF_ERROR(ZeroCopyBackToBack<__half>(s, *comm, ins, read, DataType::kF16, count, salt, stream));
-      VDEV_RETURN_IF_ERROR(ZeroCopyBackToBack<__nv_bfloat16>(s, *comm, ins, read, DataType::kBF16, count, salt, stream));
+      VDEV_RETURN_IF_ERROR(
+          ZeroCopyBackToBack<__nv_bfloat16>(s, *comm, ins, read, DataType::kBF16, count, salt, stream));
     }
   }
   // Overlapping input and output is refused, not raced.
@@ -246,7 +247,7 @@ TEST(CudaAllReduceTest, ZeroCopyExactSumsBackToBackOnFourGpus) {
 
 TEST(CudaAllReduceTest, GraphReplaysSeeNewInputsAndStayInStep) {
   REQUIRE_GPUS(2);
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, {}));
     cudaStream_t stream;
     VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
@@ -261,7 +262,8 @@ TEST(CudaAllReduceTest, GraphReplaysSeeNewInputsAndStayInStep) {
     VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kOneShotLL, stream));
     VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kTwoShotLL, stream));
     VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kOneShotLL128, stream));
-    VDEV_RETURN_IF_ERROR(comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kOneShotSentinel, stream));
+    VDEV_RETURN_IF_ERROR(
+        comm->AllReduce(out, out, count, DataType::kF32, AllReduceAlgorithm::kOneShotSentinel, stream));
     VDEV_RETURN_IF_ERROR(Cuda(cudaStreamEndCapture(stream, &graph)));
     cudaGraphExec_t exec;
     VDEV_RETURN_IF_ERROR(Cuda(cudaGraphInstantiate(&exec, graph, 0)));
@@ -285,7 +287,7 @@ TEST(CudaAllReduceTest, GraphReplaysSeeNewInputsAndStayInStep) {
 }
 
 void ExpectPeerThatNeverLaunchesIsReported(AllReduceAlgorithm algo) {
-  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [algo](Session& s) -> absl::Status {
+  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [algo](PeerGroup& s) -> absl::Status {
     CudaCommunicatorOptions options;
     options.kernel_timeout = absl::Milliseconds(200);
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, options));
@@ -319,12 +321,13 @@ TEST(CudaAllReduceTest, PeerThatNeverSendsLinesIsReportedNotHung) {
 // SIZE_MAX - 100 bytes wrapped around (with the region's barrier flags) to a 36 KiB cudaMalloc.
 TEST(CudaAllReduceTest, IPCAllocationWhoseSizeOverflowsIsAnErrorOnEveryWorker) {
   REQUIRE_GPUS(2);
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_RETURN_IF_ERROR(Cuda(cudaSetDevice(s.rank())));
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateCudaIPCAllocator(&s, s.rank()));
     absl::StatusOr<IPCMemory*> huge = alloc->Allocate(SIZE_MAX - 100);
     if (huge.ok() || huge.status().code() != absl::StatusCode::kInvalidArgument) {
-      return absl::InternalError(absl::StrCat("SIZE_MAX - 100 bytes: ", huge.ok() ? "allocated" : huge.status().ToString()));
+      return absl::InternalError(
+          absl::StrCat("SIZE_MAX - 100 bytes: ", huge.ok() ? "allocated" : huge.status().ToString()));
     }
     return alloc->Allocate(4096).status();  // still in step
   }));
@@ -334,7 +337,7 @@ TEST(CudaAllReduceTest, IPCAllocationWhoseSizeOverflowsIsAnErrorOnEveryWorker) {
 // refused up front, and the communicator stays usable.
 TEST(CudaAllReduceTest, StreamOfAnotherDeviceIsRefused) {
   REQUIRE_GPUS(2);
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, {}));
     const int other = 1 - comm->device();
     cudaStream_t foreign, own;
@@ -356,7 +359,7 @@ TEST(CudaAllReduceTest, StreamOfAnotherDeviceIsRefused) {
 
 TEST(CudaAllReduceTest, WithoutP2PEverythingGoesThroughNccl) {
   REQUIRE_GPUS(2);
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     CudaCommunicatorOptions options;
     options.force_nccl = true;
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, options));

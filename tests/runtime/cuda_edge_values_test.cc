@@ -13,8 +13,8 @@
 #include "gtest/gtest.h"
 #include "runtime/cuda_test_util.h"
 #include "runtime/worker_harness.h"
-#include "vdev/cuda_allreduce.h"
-#include "vdev/status_macros.h"
+#include "vdev/runtime/cuda_allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -35,7 +35,7 @@ using testing::Value;
 // same on every rank. A sentinel reader that took the pattern for "not yet arrived" would hang
 // (reported as a timeout), one that dropped it would give a number.
 template <typename T, typename Bits>
-absl::Status EdgeValues(Session& s, CudaCommunicator& comm, DataType type, AllReduceAlgorithm algo, size_t count,
+absl::Status EdgeValues(PeerGroup& s, CudaCommunicator& comm, DataType type, AllReduceAlgorithm algo, size_t count,
                         cudaStream_t stream) {
   auto all_ones = [](size_t i) { return i % 97 == 5; };
   auto negative_zero = [&](size_t i) { return i % 89 == 3 && !all_ones(i); };
@@ -70,8 +70,10 @@ absl::Status EdgeValues(Session& s, CudaCommunicator& comm, DataType type, AllRe
                                        : v == static_cast<float>(want);
     if (!ok) {
       return absl::InternalError(absl::StrCat(AlgorithmName(algo), " ", DataTypeName(type), " count ", count,
-                                              ": element ", i, " is ", v,
-                                              ", want ", all_ones(i) ? "NaN" : negative_zero(i) ? "-0" : absl::StrCat(want)));
+                                              ": element ", i, " is ", v, ", want ",
+                                              all_ones(i)        ? "NaN"
+                                              : negative_zero(i) ? "-0"
+                                                                 : absl::StrCat(want)));
     }
   }
   std::vector<std::string> all;
@@ -98,14 +100,15 @@ absl::Status WorkspaceIsAllSentinel(const CudaCommunicator& comm) {
   return absl::OkStatus();
 }
 
-absl::Status EdgeValuesEverywhere(Session& s) {
+absl::Status EdgeValuesEverywhere(PeerGroup& s) {
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, {}));
   if (!comm->ipc_available()) return absl::FailedPreconditionError("no P2P between the GPUs");
   cudaStream_t stream;
   VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
-  for (AllReduceAlgorithm algo : {AllReduceAlgorithm::kOneShotSentinel, AllReduceAlgorithm::kOneShotLL128,
-                                  AllReduceAlgorithm::kOneShotLL, AllReduceAlgorithm::kTwoShotLL,
-                                  AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot, AllReduceAlgorithm::kNccl}) {
+  for (AllReduceAlgorithm algo :
+       {AllReduceAlgorithm::kOneShotSentinel, AllReduceAlgorithm::kOneShotLL128, AllReduceAlgorithm::kOneShotLL,
+        AllReduceAlgorithm::kTwoShotLL, AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot,
+        AllReduceAlgorithm::kNccl}) {
     for (size_t count : {size_t{1}, size_t{4099}, size_t{100003}}) {
       VDEV_RETURN_IF_ERROR((EdgeValues<float, uint32_t>(s, *comm, DataType::kF32, algo, count, stream)));
       VDEV_RETURN_IF_ERROR((EdgeValues<__nv_bfloat16, uint16_t>(s, *comm, DataType::kBF16, algo, count, stream)));

@@ -30,8 +30,8 @@
 #include "internal/cuda_kernels.h"
 #include "internal/pooled_allocator.h"
 #include "runtime/cuda_test_util.h"
-#include "vdev/allreduce.h"
-#include "vdev/status_macros.h"
+#include "vdev/runtime/allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -121,8 +121,9 @@ class OneGpuWorld {
   absl::Status Enqueue(int rank, AllReduceAlgorithm algorithm, DataType type, const void* in, void* out, size_t count,
                        bool programmatic) {
     const bool ll = algorithm == AllReduceAlgorithm::kOneShotLL || algorithm == AllReduceAlgorithm::kTwoShotLL;
-    const std::vector<Region>& regions =
-        ll ? ll_ : algorithm == AllReduceAlgorithm::kOneShotSentinel ? sentinel_ : main_;
+    const std::vector<Region>& regions = ll                                                  ? ll_
+                                         : algorithm == AllReduceAlgorithm::kOneShotSentinel ? sentinel_
+                                                                                             : main_;
     KernelArgs a = ArgsFor(regions, rank, in, out, count);
     // The LL kernels count their own calls; the others share the main workspace's epochs.
     const Region& epochs = ll ? ll_[rank] : main_[rank];
@@ -217,8 +218,7 @@ class CallBuffers {
       b.in_.push_back(nullptr);
       b.out_.push_back(nullptr);
       VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&b.in_[r]), count * sizeof(T))));
-      VDEV_RETURN_IF_ERROR(
-          Cuda(cudaMemcpy(b.in_[r], b.inputs_[r].data(), count * sizeof(T), cudaMemcpyHostToDevice)));
+      VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(b.in_[r], b.inputs_[r].data(), count * sizeof(T), cudaMemcpyHostToDevice)));
       if (in_place) {
         b.out_[r] = b.in_[r];
         continue;
@@ -252,8 +252,8 @@ class CallBuffers {
         int want = 0;
         for (int j = 0; j < world; ++j) want += Value(j, i, salt_);
         if (ToFloat(got[i]) != static_cast<float>(want)) {
-          return absl::InternalError(absl::StrCat(what, ": worker ", r, " element ", i, " is ", ToFloat(got[i]),
-                                                  ", want ", want));
+          return absl::InternalError(
+              absl::StrCat(what, ": worker ", r, " element ", i, " is ", ToFloat(got[i]), ", want ", want));
         }
       }
       if (r == 0) first = got;
@@ -300,8 +300,8 @@ absl::Status CheckCall(OneGpuWorld& w, AllReduceAlgorithm algorithm, DataType ty
   return b.Check(what);
 }
 
-absl::Status CheckCallOfType(OneGpuWorld& w, AllReduceAlgorithm algorithm, DataType type, size_t count,
-                             bool in_place, int salt) {
+absl::Status CheckCallOfType(OneGpuWorld& w, AllReduceAlgorithm algorithm, DataType type, size_t count, bool in_place,
+                             int salt) {
   switch (type) {
     case DataType::kF32: return CheckCall<float>(w, algorithm, type, count, in_place, salt);
     case DataType::kF16: return CheckCall<__half>(w, algorithm, type, count, in_place, salt);
@@ -412,8 +412,8 @@ TEST(CudaOneGpuWorldTest, RandomBackToBackCallsForEveryWorldSize) {
 template <typename T>
 absl::Status ZeroCopyBackToBack(OneGpuWorld& w, DataType type, size_t count, int salt, bool programmatic) {
   constexpr int kCalls = 6;
-  const std::string what = absl::StrCat("zero-copy, ", Describe(w.world(), AllReduceAlgorithm::kOneShot, type, count,
-                                                                false));
+  const std::string what =
+      absl::StrCat("zero-copy, ", Describe(w.world(), AllReduceAlgorithm::kOneShot, type, count, false));
   VDEV_ASSIGN_OR_RETURN(bool fits, w.Fits(internal::PlanZeroCopyOneShot(type, count), programmatic));
   if (!fits) return absl::FailedPreconditionError(absl::StrCat(what, ": the grids do not fit on this GPU together"));
   std::vector<CallBuffers<T>> calls;  // each call's inputs (staged here, copied in by the producer) and outputs
@@ -423,8 +423,8 @@ absl::Status ZeroCopyBackToBack(OneGpuWorld& w, DataType type, size_t count, int
   }
   for (int k = 0; k < kCalls; ++k) {
     for (int r = 0; r < w.world(); ++r) {
-      VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(w.Input(r), calls[k].in(r), count * sizeof(T),
-                                                cudaMemcpyDeviceToDevice, w.stream(r))));
+      VDEV_RETURN_IF_ERROR(
+          Cuda(cudaMemcpyAsync(w.Input(r), calls[k].in(r), count * sizeof(T), cudaMemcpyDeviceToDevice, w.stream(r))));
       VDEV_RETURN_IF_ERROR(w.EnqueueZeroCopy(r, type, calls[k].out(r), count, programmatic));
     }
   }

@@ -14,8 +14,8 @@
 #include "internal/allreduce_layout.h"
 #include "runtime/cuda_test_util.h"
 #include "runtime/worker_harness.h"
-#include "vdev/cuda_allreduce.h"
-#include "vdev/status_macros.h"
+#include "vdev/runtime/cuda_allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -29,7 +29,7 @@ using testing::RunWorkers;
 using testing::UniqueSessionId;
 
 // A checked call in which the last worker enqueues its kernel 50 ms after the others.
-absl::Status LateCall(Session& s, CudaCommunicator& comm, AllReduceAlgorithm algo, size_t count, int salt,
+absl::Status LateCall(PeerGroup& s, CudaCommunicator& comm, AllReduceAlgorithm algo, size_t count, int salt,
                       cudaStream_t stream) {
   if (s.rank() == s.world_size() - 1) absl::SleepFor(absl::Milliseconds(50));
   return CheckOne<float>(s, comm, DataType::kF32, algo, count, /*in_place=*/false, salt, stream);
@@ -53,7 +53,7 @@ absl::StatusOr<size_t> NonZeroLines(const IPCMemory& ws) {
 // earlier call wrote: 2^32 is the call whose flag a plain 32-bit truncation would make 0.
 TEST(CudaStaleLinesTest, LLFlagsStayDistinctFromZeroedMemoryAcrossTheir32BitWrap) {
   REQUIRE_GPUS(2);
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, {}));
     if (!comm->ipc_available()) return absl::FailedPreconditionError("no P2P between the GPUs");
     const IPCMemory& ll = *comm->workspace(AllReduceAlgorithm::kOneShotLL);
@@ -78,15 +78,15 @@ TEST(CudaStaleLinesTest, LLFlagsStayDistinctFromZeroedMemoryAcrossTheir32BitWrap
 // be zero again (only the last two calls' lines remain), and a late large call is still exact.
 TEST(CudaStaleLinesTest, EveryLLCallZeroesASliceSoOldLinesDisappear) {
   REQUIRE_GPUS(2);
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<CudaCommunicator> comm, CudaCommunicator::Create(&s, {}));
     if (!comm->ipc_available()) return absl::FailedPreconditionError("no P2P between the GPUs");
     const IPCMemory& ll = *comm->workspace(AllReduceAlgorithm::kOneShotLL);
     cudaStream_t stream;
     VDEV_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
     const size_t large = size_t{1} << 17;  // floats: 65,536 lines from each peer
-    VDEV_RETURN_IF_ERROR(CheckOne<float>(s, *comm, DataType::kF32, AllReduceAlgorithm::kOneShotLL, large, false, 1,
-                                         stream));
+    VDEV_RETURN_IF_ERROR(
+        CheckOne<float>(s, *comm, DataType::kF32, AllReduceAlgorithm::kOneShotLL, large, false, 1, stream));
     VDEV_ASSIGN_OR_RETURN(const size_t after_large, NonZeroLines(ll));
     float* small = nullptr;
     VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&small), 2 * sizeof(float))));
@@ -114,7 +114,7 @@ TEST(CudaStaleLinesTest, EveryLLCallZeroesASliceSoOldLinesDisappear) {
 // calls') are exact with a late peer.
 TEST(CudaStaleLinesTest, NewCommunicatorStartsFromZeroedWorkspaces) {
   REQUIRE_GPUS(2);
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     cudaStream_t stream = nullptr;  // created once the first communicator has set this worker's device
     const AllReduceAlgorithm algos[] = {AllReduceAlgorithm::kOneShotLL128, AllReduceAlgorithm::kOneShotLL,
                                         AllReduceAlgorithm::kOneShot};

@@ -18,8 +18,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "vdev/cuda_allreduce.h"
-#include "vdev/status_macros.h"
+#include "vdev/runtime/cuda_allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::testing {
 
@@ -40,7 +40,7 @@ inline int GpuCount() {
   return count;
 }
 
-#define REQUIRE_GPUS(n)                                                              \
+#define REQUIRE_GPUS(n) \
   if (GpuCount() < (n)) GTEST_SKIP() << "needs " << (n) << " GPUs, found " << GpuCount()
 
 inline absl::Status Cuda(cudaError_t e) {
@@ -72,7 +72,7 @@ inline float ToFloat(T v) {
 }
 
 template <typename T>
-absl::Status CheckOne(Session& s, CudaCommunicator& comm, DataType type, AllReduceAlgorithm algo, size_t count,
+absl::Status CheckOne(PeerGroup& s, CudaCommunicator& comm, DataType type, AllReduceAlgorithm algo, size_t count,
                       bool in_place, int salt, cudaStream_t stream) {
   std::vector<T> host(count);
   for (size_t i = 0; i < count; ++i) host[i] = FromInt<T>(Value(s.rank(), i, salt));

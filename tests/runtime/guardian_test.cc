@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "vdev/launch.h"
+#include "vdev/runtime/launch.h"
 
 namespace vdev::internal {
 namespace {
@@ -51,7 +51,7 @@ int WaitFor(pid_t pid, absl::Duration bound) {
 
 TEST(GuardianTest, OwnerKilledOutrightLeavesNoWorkerDirectoryOrSegment) {
   const std::string session = NewSessionId();
-  const std::string left = absl::StrCat("/vdev-", session, "-2-1");  // a worker's unshared segment
+  const std::string left = absl::StrCat("/vdev-", session, "-2-1");          // a worker's unshared segment
   const std::string other = absl::StrCat("/vdev-", NewSessionId(), "-0-0");  // another session's
   CreateSegment(left);
   CreateSegment(other);
@@ -68,8 +68,7 @@ TEST(GuardianTest, OwnerKilledOutrightLeavesNoWorkerDirectoryOrSegment) {
     if (worker == 0) {
       while (true) pause();
     }
-    absl::StatusOr<Guardian> guardian =
-        Guardian::Start({.workers = {worker}, .directory = dir, .session_id = session});
+    absl::StatusOr<Guardian> guardian = Guardian::Start({.workers = {worker}, .directory = dir, .session_id = session});
     pid_t pids[2] = {worker, guardian.ok() ? guardian->pid() : -1};
     ssize_t ignored = write(report[1], pids, sizeof pids);
     (void)ignored;

@@ -11,28 +11,28 @@
 #include "gtest/gtest.h"
 #include "runtime/allreduce_test_util.h"
 #include "runtime/worker_harness.h"
-#include "vdev/allreduce.h"
-#include "vdev/status_macros.h"
+#include "vdev/runtime/allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
 
-using ::testing::HasSubstr;
-using testing::HarnessOptions;
-using testing::LeftoverSegments;
-using testing::RunWorkers;
-using testing::UniqueSessionId;
 using testing::AllReduceCase;
 using testing::AllReduceCaseName;
 using testing::ExpectAllOk;
 using testing::HalfInput;
 using testing::HalfSum;
+using testing::HarnessOptions;
+using ::testing::HasSubstr;
 using testing::Input;
+using testing::LeftoverSegments;
+using testing::RunWorkers;
+using testing::UniqueSessionId;
 using testing::WorkerResult;
 using testing::WorkerSignal;
 
 template <typename T>
-absl::Status RunAndCheck(Session& s, IPCMemory& ws, size_t count, DataType type, AllReduceAlgorithm algo,
+absl::Status RunAndCheck(PeerGroup& s, IPCMemory& ws, size_t count, DataType type, AllReduceAlgorithm algo,
                          uint64_t salt, bool in_place) {
   std::vector<T> in(count), out(count, static_cast<T>(-7));
   for (size_t i = 0; i < count; ++i) in[i] = Input<T>(s.rank(), i, salt);
@@ -43,8 +43,8 @@ absl::Status RunAndCheck(Session& s, IPCMemory& ws, size_t count, DataType type,
     T want = 0;
     for (int r = 0; r < s.world_size(); ++r) want += Input<T>(r, i, salt);
     if (dst[i] != want) {
-      return absl::InternalError(absl::StrCat(AlgorithmName(algo), " count ", count, " element ", i, ": got ",
-                                              dst[i], " want ", want));
+      return absl::InternalError(
+          absl::StrCat(AlgorithmName(algo), " count ", count, " element ", i, ": got ", dst[i], " want ", want));
     }
   }
   if (!in_place && in != original) return absl::InternalError("input modified");
@@ -56,13 +56,22 @@ class HostAllReduceTest : public ::testing::TestWithParam<AllReduceCase> {};
 TEST_P(HostAllReduceTest, ExactSumsForEveryTypeAndAwkwardSize) {
   const AllReduceCase c = GetParam();
   const std::string id = UniqueSessionId();
-  ExpectAllOk(RunWorkers(c.world, id, [c](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(c.world, id, [c](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     const size_t max_count = 5000;
     VDEV_ASSIGN_OR_RETURN(IPCMemory * ws, alloc->Allocate(AllReduceWorkspaceBytes(
                                               AllReduceAlgorithm::kAuto, s.world_size(), max_count, DataType::kF64)));
-    const size_t counts[] = {1, 2, 3, static_cast<size_t>(s.world_size() - 1), static_cast<size_t>(s.world_size() + 1),
-                             7, 31, 1000, 1023, 4097, max_count};
+    const size_t counts[] = {1,
+                             2,
+                             3,
+                             static_cast<size_t>(s.world_size() - 1),
+                             static_cast<size_t>(s.world_size() + 1),
+                             7,
+                             31,
+                             1000,
+                             1023,
+                             4097,
+                             max_count};
     uint64_t salt = 0;
     for (size_t count : counts) {
       for (bool in_place : {false, true}) {
@@ -79,11 +88,11 @@ TEST_P(HostAllReduceTest, ExactSumsForEveryTypeAndAwkwardSize) {
 
 TEST_P(HostAllReduceTest, NonIntegerSumsAreBitwiseIdenticalOnEveryWorker) {
   const AllReduceCase c = GetParam();
-  ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     const size_t count = 3001;
-    VDEV_ASSIGN_OR_RETURN(IPCMemory * ws, alloc->Allocate(AllReduceWorkspaceBytes(
-                                              c.algorithm, s.world_size(), count, DataType::kF32)));
+    VDEV_ASSIGN_OR_RETURN(IPCMemory * ws,
+                          alloc->Allocate(AllReduceWorkspaceBytes(c.algorithm, s.world_size(), count, DataType::kF32)));
     std::mt19937 rng(1234 + s.rank());
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     std::vector<float> in(count), out(count);
@@ -103,7 +112,7 @@ TEST_P(HostAllReduceTest, NonIntegerSumsAreBitwiseIdenticalOnEveryWorker) {
 // every worker, in place or not, and (for 3 or more workers) unlike rounding after each addition.
 TEST_P(HostAllReduceTest, HalfTypesSumInF32AndRoundOnce) {
   const AllReduceCase c = GetParam();
-  ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     const size_t count = 4099;
     VDEV_ASSIGN_OR_RETURN(IPCMemory * ws, alloc->Allocate(AllReduceWorkspaceBytes(
@@ -131,24 +140,20 @@ TEST_P(HostAllReduceTest, HalfTypesSumInF32AndRoundOnce) {
   }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, HostAllReduceTest,
-                         ::testing::Values(AllReduceCase{2, AllReduceAlgorithm::kOneShot},
-                                           AllReduceCase{2, AllReduceAlgorithm::kTwoShot},
-                                           AllReduceCase{3, AllReduceAlgorithm::kOneShot},
-                                           AllReduceCase{3, AllReduceAlgorithm::kTwoShot},
-                                           AllReduceCase{3, AllReduceAlgorithm::kOneShotLL128},
-                                           AllReduceCase{3, AllReduceAlgorithm::kOneShotSentinel},
-                                           AllReduceCase{4, AllReduceAlgorithm::kAuto},
-                                           AllReduceCase{4, AllReduceAlgorithm::kTwoShot},
-                                           AllReduceCase{5, AllReduceAlgorithm::kTwoShot},
-                                           AllReduceCase{7, AllReduceAlgorithm::kOneShot},
-                                           AllReduceCase{8, AllReduceAlgorithm::kOneShot},
-                                           AllReduceCase{8, AllReduceAlgorithm::kTwoShot}),
-                         AllReduceCaseName);
+INSTANTIATE_TEST_SUITE_P(
+    Worlds, HostAllReduceTest,
+    ::testing::Values(AllReduceCase{2, AllReduceAlgorithm::kOneShot}, AllReduceCase{2, AllReduceAlgorithm::kTwoShot},
+                      AllReduceCase{3, AllReduceAlgorithm::kOneShot}, AllReduceCase{3, AllReduceAlgorithm::kTwoShot},
+                      AllReduceCase{3, AllReduceAlgorithm::kOneShotLL128},
+                      AllReduceCase{3, AllReduceAlgorithm::kOneShotSentinel},
+                      AllReduceCase{4, AllReduceAlgorithm::kAuto}, AllReduceCase{4, AllReduceAlgorithm::kTwoShot},
+                      AllReduceCase{5, AllReduceAlgorithm::kTwoShot}, AllReduceCase{7, AllReduceAlgorithm::kOneShot},
+                      AllReduceCase{8, AllReduceAlgorithm::kOneShot}, AllReduceCase{8, AllReduceAlgorithm::kTwoShot}),
+    AllReduceCaseName);
 
 TEST(HostAllReduceStressTest, TenThousandBackToBackCallsWithRandomSizes) {
   const std::string id = UniqueSessionId();
-  ExpectAllOk(RunWorkers(3, id, [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(3, id, [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     const size_t max_count = 300;
     VDEV_ASSIGN_OR_RETURN(IPCMemory * ws, alloc->Allocate(AllReduceWorkspaceBytes(
@@ -176,23 +181,27 @@ TEST(HostAllReduceFailureTest, WorkerKilledMidCallMakesTheOthersFailLongBeforeTh
   const std::string id = UniqueSessionId();
   HarnessOptions options;
   options.timeout = absl::Seconds(120);  // the dead peer must be noticed long before this
-  std::vector<WorkerResult> results = RunWorkers(4, id, [](Session& s) -> absl::Status {
-    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
-    const size_t count = 100000;
-    VDEV_ASSIGN_OR_RETURN(IPCMemory * ws, alloc->Allocate(AllReduceWorkspaceBytes(
-                                              AllReduceAlgorithm::kTwoShot, s.world_size(), count, DataType::kF32)));
-    std::vector<float> in(count, 1.0f), out(count);
-    for (int call = 0;; ++call) {
-      if (call == 20 && s.rank() == 2) raise(SIGKILL);  // after pushing into some peers last call
-      absl::Time start = absl::Now();
-      absl::Status st = HostAllReduce(s, *ws, in.data(), out.data(), count, DataType::kF32,
-                                      AllReduceAlgorithm::kTwoShot);
-      if (!st.ok()) {
-        testing::ReportSeconds(absl::ToDoubleSeconds(absl::Now() - start));
-        return st;
-      }
-    }
-  }, options);
+  std::vector<WorkerResult> results = RunWorkers(
+      4, id,
+      [](PeerGroup& s) -> absl::Status {
+        VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+        const size_t count = 100000;
+        VDEV_ASSIGN_OR_RETURN(
+            IPCMemory * ws, alloc->Allocate(AllReduceWorkspaceBytes(AllReduceAlgorithm::kTwoShot, s.world_size(), count,
+                                                                    DataType::kF32)));
+        std::vector<float> in(count, 1.0f), out(count);
+        for (int call = 0;; ++call) {
+          if (call == 20 && s.rank() == 2) raise(SIGKILL);  // after pushing into some peers last call
+          absl::Time start = absl::Now();
+          absl::Status st =
+              HostAllReduce(s, *ws, in.data(), out.data(), count, DataType::kF32, AllReduceAlgorithm::kTwoShot);
+          if (!st.ok()) {
+            testing::ReportSeconds(absl::ToDoubleSeconds(absl::Now() - start));
+            return st;
+          }
+        }
+      },
+      options);
   EXPECT_EQ(results[2].signal, SIGKILL);
   for (int r : {0, 1, 3}) {
     EXPECT_EQ(results[r].exit_code, 1);
@@ -204,17 +213,18 @@ TEST(HostAllReduceFailureTest, WorkerKilledMidCallMakesTheOthersFailLongBeforeTh
 
 TEST(HostAllReduceFailureTest, PeerThatNeverCallsIsATimeoutNamingIt) {
   WorkerSignal rank0_done;
-  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [&](Session& s) -> absl::Status {
+  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [&](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
-    VDEV_ASSIGN_OR_RETURN(IPCMemory * ws, alloc->Allocate(AllReduceWorkspaceBytes(
-                                              AllReduceAlgorithm::kOneShot, 2, 16, DataType::kF32)));
+    VDEV_ASSIGN_OR_RETURN(
+        IPCMemory * ws, alloc->Allocate(AllReduceWorkspaceBytes(AllReduceAlgorithm::kOneShot, 2, 16, DataType::kF32)));
     if (s.rank() == 1) {
       rank0_done.Wait();  // alive, but never joins the all-reduce
       return absl::OkStatus();
     }
     s.set_timeout(absl::Milliseconds(300));
     std::vector<float> in(16, 1.0f), out(16);
-    absl::Status status = HostAllReduce(s, *ws, in.data(), out.data(), 16, DataType::kF32, AllReduceAlgorithm::kOneShot);
+    absl::Status status =
+        HostAllReduce(s, *ws, in.data(), out.data(), 16, DataType::kF32, AllReduceAlgorithm::kOneShot);
     rank0_done.Notify();
     return status;
   });
@@ -224,7 +234,7 @@ TEST(HostAllReduceFailureTest, PeerThatNeverCallsIsATimeoutNamingIt) {
 }
 
 TEST(HostAllReduceFailureTest, TooSmallWorkspaceIsRejected) {
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(IPCMemory * ws, alloc->Allocate(64));
     std::vector<float> in(1000), out(1000);
@@ -235,13 +245,13 @@ TEST(HostAllReduceFailureTest, TooSmallWorkspaceIsRejected) {
 
 TEST(HostAllReduceFailureTest, CountWhoseBytesOverflowIsRejectedBeforeAnyCopy) {
   // (2^62 + 1000) f32 make 2^64 + 4000 bytes: 4000 once wrapped, which a 1 MiB workspace "fits".
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(IPCMemory * ws, alloc->Allocate(size_t{1} << 20));
     std::vector<float> in(1000), out(1000);
     for (size_t count : {(size_t{1} << 62) + 1000, SIZE_MAX, kMaxAllReduceBytes / 4 + 1}) {
-      for (AllReduceAlgorithm algo : {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kOneShot,
-                                      AllReduceAlgorithm::kTwoShot}) {
+      for (AllReduceAlgorithm algo :
+           {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kOneShot, AllReduceAlgorithm::kTwoShot}) {
         absl::Status st = HostAllReduce(s, *ws, in.data(), out.data(), count, DataType::kF32, algo);
         if (st.code() != absl::StatusCode::kInvalidArgument) {
           return absl::InternalError(absl::StrCat("count ", count, ": ", st.ToString()));

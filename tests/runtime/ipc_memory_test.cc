@@ -1,5 +1,5 @@
 // The host IPC allocator across real worker processes.
-#include "vdev/ipc_memory.h"
+#include "vdev/runtime/ipc_memory.h"
 
 #include <cstring>
 
@@ -8,27 +8,25 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/worker_harness.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
 
 using ::testing::AllOf;
+using testing::ExpectAllOk;
 using ::testing::HasSubstr;
 using testing::LeftoverSegments;
 using testing::RunWorkers;
 using testing::UniqueSessionId;
-using testing::ExpectAllOk;
 using testing::WorkerResult;
 
-absl::Status Check(bool ok, absl::string_view what) {
-  return ok ? absl::OkStatus() : absl::InternalError(what);
-}
+absl::Status Check(bool ok, absl::string_view what) { return ok ? absl::OkStatus() : absl::InternalError(what); }
 
 TEST(HostIPCMemoryTest, EveryWorkerSeesEveryOthersWritesAndZeroedBarriers) {
   for (int n : {2, 3, 4, 8}) {
     const std::string id = UniqueSessionId();
-    ExpectAllOk(RunWorkers(n, id, [n](Session& s) -> absl::Status {
+    ExpectAllOk(RunWorkers(n, id, [n](PeerGroup& s) -> absl::Status {
       VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
       VDEV_ASSIGN_OR_RETURN(IPCMemory * m, alloc->Allocate(1000));
       VDEV_RETURN_IF_ERROR(Check(m->num_workers == n && m->worker_id == s.rank() && m->size == 1000 &&
@@ -54,7 +52,7 @@ TEST(HostIPCMemoryTest, EveryWorkerSeesEveryOthersWritesAndZeroedBarriers) {
 }
 
 TEST(HostIPCMemoryTest, SizeMismatchIsReportedOnEveryWorker) {
-  std::vector<WorkerResult> results = RunWorkers(3, UniqueSessionId(), [](Session& s) -> absl::Status {
+  std::vector<WorkerResult> results = RunWorkers(3, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     return alloc->Allocate(s.rank() == 1 ? 8192 : 4096).status();
   });
@@ -67,7 +65,7 @@ TEST(HostIPCMemoryTest, SizeMismatchIsReportedOnEveryWorker) {
 
 TEST(HostIPCMemoryTest, SizeThatOverflowsIsAnErrorOnEveryWorkerAndTheAllocatorStaysUsable) {
   // Rounded up with its barrier flags, SIZE_MAX - 100 bytes wrapped around to a ~36 KiB region.
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     for (size_t bytes : {SIZE_MAX - 100, SIZE_MAX, SIZE_MAX - 30000}) {
       absl::StatusOr<IPCMemory*> m = alloc->Allocate(bytes);
@@ -81,7 +79,7 @@ TEST(HostIPCMemoryTest, SizeThatOverflowsIsAnErrorOnEveryWorkerAndTheAllocatorSt
 }
 
 TEST(HostIPCMemoryTest, OneWorkerAskingForAnOverflowingSizeFailsEveryWorkerWithoutHanging) {
-  std::vector<WorkerResult> results = RunWorkers(3, UniqueSessionId(), [](Session& s) -> absl::Status {
+  std::vector<WorkerResult> results = RunWorkers(3, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     return alloc->Allocate(s.rank() == 2 ? SIZE_MAX - 100 : 4096).status();
   });
@@ -94,7 +92,7 @@ TEST(HostIPCMemoryTest, OneWorkerAskingForAnOverflowingSizeFailsEveryWorkerWitho
 
 TEST(HostIPCMemoryTest, SequenceMismatchIsReportedNotHung) {
   // Worker 0 allocates twice, worker 1 once and then does something else on the session.
-  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_RETURN_IF_ERROR(alloc->Allocate(64).status());
     if (s.rank() == 0) return alloc->Allocate(64).status();
@@ -108,7 +106,7 @@ TEST(HostIPCMemoryTest, SequenceMismatchIsReportedNotHung) {
 
 TEST(HostIPCMemoryTest, FreedMemoryIsPooledAlikeOnEveryWorker) {
   const std::string id = UniqueSessionId();
-  ExpectAllOk(RunWorkers(3, id, [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(3, id, [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(IPCMemory * a, alloc->Allocate(4096));
     VDEV_ASSIGN_OR_RETURN(IPCMemory * b, alloc->Allocate(512));
@@ -124,7 +122,7 @@ TEST(HostIPCMemoryTest, FreedMemoryIsPooledAlikeOnEveryWorker) {
 }
 
 TEST(HostIPCMemoryTest, PoolDivergenceIsDetected) {
-  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(IPCMemory * a, alloc->Allocate(256));
     if (s.rank() == 0) alloc->Free(a);  // worker 1 forgot to free

@@ -52,8 +52,9 @@ TEST(LaunchTest, RunsWorkersThatAllReduceTogether) {
 }
 
 TEST(LaunchTest, GivesEachWorkerARankAndAPrivateRendezvous) {
-  ShellRun run = Shell(absl::StrCat(VDEV_BINARY, " launch -n 3 -- sh -c 'echo \"r=$VDEV_RANK/$VDEV_WORLD_SIZE "
-                               "mode=$(stat -c %a $VDEV_RENDEZVOUS)\"'"));
+  ShellRun run = Shell(absl::StrCat(VDEV_BINARY,
+                                    " launch -n 3 -- sh -c 'echo \"r=$VDEV_RANK/$VDEV_WORLD_SIZE "
+                                    "mode=$(stat -c %a $VDEV_RENDEZVOUS)\"'"));
   EXPECT_EQ(run.exit_code, 0) << run.output;
   for (int r = 0; r < 3; ++r) EXPECT_THAT(run.output, HasSubstr(absl::StrCat("r=", r, "/3 mode=700")));
 }
@@ -82,8 +83,8 @@ TEST(LaunchTest, WithEightWorkersTheKilledWorkerIsReportedFirstNotAPeer) {
     EXPECT_EQ(run.exit_code, 128 + SIGKILL) << run.output;
     const size_t first = run.output.find("vdev launch: worker ");
     ASSERT_NE(first, std::string::npos) << run.output;
-    EXPECT_EQ(run.output.substr(first, run.output.find('\n', first) - first).rfind(
-                  absl::StrCat("vdev launch: worker ", die, " (pid"), 0),
+    EXPECT_EQ(run.output.substr(first, run.output.find('\n', first) - first)
+                  .rfind(absl::StrCat("vdev launch: worker ", die, " (pid"), 0),
               0u)
         << run.output;
   }

@@ -11,8 +11,8 @@
 #include <cstring>
 
 #include "absl/strings/match.h"
-#include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 
 namespace vdev::testing {
 namespace {
@@ -78,8 +78,7 @@ std::vector<std::string> LeftoverSegments(const std::string& session_id) {
 }
 
 std::vector<WorkerResult> RunWorkers(int n, const std::string& session_id,
-                                     const std::function<absl::Status(Session&)>& body,
-                                     const HarnessOptions& given) {
+                                     const std::function<absl::Status(PeerGroup&)>& body, const HarnessOptions& given) {
   HarnessOptions options = given;
   if (const char* set = std::getenv("VDEV_HARNESS_TIMEOUT_S"); set != nullptr && std::atof(set) > 0) {
     // Only the defaults: a test that chose its own durations (a timeout it provokes) keeps them.
@@ -97,7 +96,7 @@ std::vector<WorkerResult> RunWorkers(int n, const std::string& session_id,
     if (pid == 0) {
       close(p[0]);
       report_fd = p[1];
-      SessionOptions so;
+      PeerGroupOptions so;
       so.rank = r;
       so.world_size = n;
       so.local_rank = r;
@@ -105,7 +104,7 @@ std::vector<WorkerResult> RunWorkers(int n, const std::string& session_id,
       so.session_id = session_id;
       so.timeout = options.timeout;
       absl::Status status;
-      absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(so);
+      absl::StatusOr<std::unique_ptr<PeerGroup>> session = PeerGroup::Create(so);
       status = session.ok() ? body(**session) : session.status();
       if (!status.ok()) WriteAllFd(report_fd, absl::StrCat("M", status.ToString(), "\n"));
       _exit(status.ok() ? 0 : 1);

@@ -1,4 +1,4 @@
-// Runs a test body in N real worker processes (fork), each with its own Session, and collects how
+// Runs a test body in N real worker processes (fork), each with its own PeerGroup, and collects how
 // each one ended: its exit status and the message of the absl::Status it returned.
 #ifndef VDEV_TESTS_RUNTIME_WORKER_HARNESS_H_
 #define VDEV_TESTS_RUNTIME_WORKER_HARNESS_H_
@@ -9,27 +9,27 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "vdev/session.h"
+#include "vdev/runtime/peer_group.h"
 
 namespace vdev::testing {
 
 struct WorkerResult {
-  bool exited = false;     // false: killed by a signal
-  int exit_code = -1;      // 0: the body returned OK
+  bool exited = false;  // false: killed by a signal
+  int exit_code = -1;   // 0: the body returned OK
   int signal = 0;
-  std::string message;     // the body's status message when it failed
-  double seconds = 0;      // the body's own measure, if it reported one (see ReportSeconds)
+  std::string message;  // the body's status message when it failed
+  double seconds = 0;   // the body's own measure, if it reported one (see ReportSeconds)
 };
 
 // VDEV_HARNESS_TIMEOUT_S, when set, replaces the durations a test left at their defaults with that
 // many seconds (kill_after with four times it), for runs under a tool that slows every process down
 // (compute-sanitizer): a fixed 5 s then ends a rendezvous before a slow worker arrives.
 // The defaults are far above what any step takes on a loaded machine: they end only runs that hang.
-// A test that provokes a timeout sets its own bound with Session::set_timeout after the setup
+// A test that provokes a timeout sets its own bound with PeerGroup::set_timeout after the setup
 // (rendezvous, allocation), which then keeps the generous one.
 struct HarnessOptions {
-  absl::Duration timeout = absl::Seconds(30);     // the sessions' peer timeout
-  absl::Duration kill_after = absl::Seconds(120); // the parent kills workers still running then
+  absl::Duration timeout = absl::Seconds(30);      // the sessions' peer timeout
+  absl::Duration kill_after = absl::Seconds(120);  // the parent kills workers still running then
 };
 
 // A signal from some workers to others, for tests that need one worker to act only after another
@@ -56,7 +56,7 @@ std::string UniqueSessionId();
 // Forks `n` workers; worker r runs body(session) in a session of rank r. `session_id` names the
 // session (see UniqueSessionId).
 std::vector<WorkerResult> RunWorkers(int n, const std::string& session_id,
-                                     const std::function<absl::Status(Session&)>& body,
+                                     const std::function<absl::Status(PeerGroup&)>& body,
                                      const HarnessOptions& options = {});
 
 // Called inside a body: reports a duration to the parent (WorkerResult::seconds).

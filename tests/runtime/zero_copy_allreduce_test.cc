@@ -11,22 +11,22 @@
 #include "gtest/gtest.h"
 #include "runtime/allreduce_test_util.h"
 #include "runtime/worker_harness.h"
-#include "vdev/allreduce.h"
-#include "vdev/status_macros.h"
+#include "vdev/runtime/allreduce.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
 
-using ::testing::HasSubstr;
-using testing::LeftoverSegments;
-using testing::RunWorkers;
-using testing::UniqueSessionId;
 using testing::AllReduceCase;
 using testing::AllReduceCaseName;
 using testing::ExpectAllOk;
 using testing::HalfInput;
 using testing::HalfSum;
+using ::testing::HasSubstr;
 using testing::Input;
+using testing::LeftoverSegments;
+using testing::RunWorkers;
+using testing::UniqueSessionId;
 using testing::WorkerResult;
 
 // The producer: writes this worker's input for call `salt` straight into IPC memory.
@@ -37,7 +37,7 @@ void Produce(const IPCBuffer& in, size_t count, int rank, uint64_t salt) {
 }
 
 template <typename T>
-absl::Status CallAndCheck(Session& s, const IPCBuffer& in, const IPCBuffer& out, size_t count, DataType type,
+absl::Status CallAndCheck(PeerGroup& s, const IPCBuffer& in, const IPCBuffer& out, size_t count, DataType type,
                           AllReduceAlgorithm algo, uint64_t salt) {
   VDEV_RETURN_IF_ERROR(HostAllReduceZeroCopy(s, in, out, count, type, algo));
   const T* got = static_cast<const T*>(out.Local());
@@ -46,8 +46,8 @@ absl::Status CallAndCheck(Session& s, const IPCBuffer& in, const IPCBuffer& out,
     T want = 0;
     for (int r = 0; r < s.world_size(); ++r) want += Input<T>(r, i, salt);
     if (got[i] != want) {
-      return absl::InternalError(absl::StrCat(AlgorithmName(algo), " ", DataTypeName(type), " count ", count,
-                                              " call ", salt, " element ", i, ": got ", got[i], " want ", want));
+      return absl::InternalError(absl::StrCat(AlgorithmName(algo), " ", DataTypeName(type), " count ", count, " call ",
+                                              salt, " element ", i, ": got ", got[i], " want ", want));
     }
     if (kept[i] != Input<T>(s.rank(), i, salt)) return absl::InternalError("input modified");
   }
@@ -59,15 +59,16 @@ class ZeroCopyAllReduceTest : public ::testing::TestWithParam<AllReduceCase> {};
 TEST_P(ZeroCopyAllReduceTest, ExactSumsOddSizesInputsIntact) {
   const AllReduceCase c = GetParam();
   const std::string id = UniqueSessionId();
-  ExpectAllOk(RunWorkers(c.world, id, [c](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(c.world, id, [c](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     const size_t max_count = 5003;
     // Input and output in one allocation, as a planner would place two values; an odd offset of
     // 8 bytes checks that nothing assumes more alignment than the element's.
     VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(2 * max_count * sizeof(double) + 8));
     const IPCBuffer in{mem, 8}, out{mem, 8 + max_count * sizeof(double)};
-    const size_t counts[] = {1, 2, 3, static_cast<size_t>(s.world_size() - 1), static_cast<size_t>(s.world_size() + 1),
-                             7, 31, 1023, 4097, max_count};
+    const size_t counts[] = {
+        1,    2,    3,        static_cast<size_t>(s.world_size() - 1), static_cast<size_t>(s.world_size() + 1), 7, 31,
+        1023, 4097, max_count};
     uint64_t salt = 0;
     for (size_t count : counts) {
       ++salt;
@@ -88,7 +89,7 @@ TEST_P(ZeroCopyAllReduceTest, ExactSumsOddSizesInputsIntact) {
 // barrier shows up as a peer summing the next call's input (or gathering a scribbled chunk).
 TEST_P(ZeroCopyAllReduceTest, BackToBackCallsWithTheProducerRewritingAtOnce) {
   const AllReduceCase c = GetParam();
-  ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     const size_t max_count = 2001;
     VDEV_ASSIGN_OR_RETURN(IPCMemory * in_mem, alloc->Allocate(max_count * sizeof(int32_t)));
@@ -114,7 +115,7 @@ TEST_P(ZeroCopyAllReduceTest, BackToBackCallsWithTheProducerRewritingAtOnce) {
 // rounding) on every worker, input intact.
 TEST_P(ZeroCopyAllReduceTest, HalfTypesSumInF32AndRoundOnce) {
   const AllReduceCase c = GetParam();
-  ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(c.world, UniqueSessionId(), [c](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     const size_t count = 3001;
     VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(2 * count * sizeof(uint16_t) + 2));
@@ -128,7 +129,8 @@ TEST_P(ZeroCopyAllReduceTest, HalfTypesSumInF32AndRoundOnce) {
       const auto* got = static_cast<const uint16_t*>(out.Local());
       for (size_t i = 0; i < count; ++i) {
         if (got[i] != HalfSum(type, s.world_size(), i, salt))
-          return absl::InternalError(absl::StrCat(DataTypeName(type), " element ", i, " is not the f32 sum rounded once"));
+          return absl::InternalError(
+              absl::StrCat(DataTypeName(type), " element ", i, " is not the f32 sum rounded once"));
         if (mine[i] != HalfInput(type, s.rank(), i, salt)) return absl::InternalError("input modified");
       }
     }
@@ -136,20 +138,17 @@ TEST_P(ZeroCopyAllReduceTest, HalfTypesSumInF32AndRoundOnce) {
   }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, ZeroCopyAllReduceTest,
-                         ::testing::Values(AllReduceCase{2, AllReduceAlgorithm::kOneShot},
-                                           AllReduceCase{2, AllReduceAlgorithm::kTwoShot},
-                                           AllReduceCase{3, AllReduceAlgorithm::kOneShot},
-                                           AllReduceCase{3, AllReduceAlgorithm::kTwoShot},
-                                           AllReduceCase{4, AllReduceAlgorithm::kOneShot},
-                                           AllReduceCase{4, AllReduceAlgorithm::kTwoShot},
-                                           AllReduceCase{4, AllReduceAlgorithm::kAuto},
-                                           AllReduceCase{8, AllReduceAlgorithm::kOneShot},
-                                           AllReduceCase{8, AllReduceAlgorithm::kTwoShot}),
-                         AllReduceCaseName);
+INSTANTIATE_TEST_SUITE_P(
+    Worlds, ZeroCopyAllReduceTest,
+    ::testing::Values(AllReduceCase{2, AllReduceAlgorithm::kOneShot}, AllReduceCase{2, AllReduceAlgorithm::kTwoShot},
+                      AllReduceCase{3, AllReduceAlgorithm::kOneShot}, AllReduceCase{3, AllReduceAlgorithm::kTwoShot},
+                      AllReduceCase{4, AllReduceAlgorithm::kOneShot}, AllReduceCase{4, AllReduceAlgorithm::kTwoShot},
+                      AllReduceCase{4, AllReduceAlgorithm::kAuto}, AllReduceCase{8, AllReduceAlgorithm::kOneShot},
+                      AllReduceCase{8, AllReduceAlgorithm::kTwoShot}),
+    AllReduceCaseName);
 
 TEST(ZeroCopyAllReduceErrorsTest, OverlapForeignMemoryAndOverrunAreRejected) {
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(4096));
     auto expect = [](absl::Status st, absl::string_view text) -> absl::Status {
@@ -158,22 +157,22 @@ TEST(ZeroCopyAllReduceErrorsTest, OverlapForeignMemoryAndOverrunAreRejected) {
       }
       return absl::InternalError(absl::StrCat("want InvalidArgument with '", text, "', got ", st.ToString()));
     };
-    VDEV_RETURN_IF_ERROR(expect(HostAllReduceZeroCopy(s, {mem, 0}, {mem, 1024}, 512, DataType::kF32,
-                                                      AllReduceAlgorithm::kOneShot),
-                                "must not overlap"));
-    VDEV_RETURN_IF_ERROR(expect(HostAllReduceZeroCopy(s, {mem, 0}, {mem, 3000}, 512, DataType::kF32,
-                                                      AllReduceAlgorithm::kOneShot),
-                                "does not fit"));
-    VDEV_RETURN_IF_ERROR(expect(HostAllReduceZeroCopy(s, {nullptr, 0}, {mem, 2048}, 16, DataType::kF32,
-                                                      AllReduceAlgorithm::kOneShot),
-                                "no IPC memory"));
+    VDEV_RETURN_IF_ERROR(
+        expect(HostAllReduceZeroCopy(s, {mem, 0}, {mem, 1024}, 512, DataType::kF32, AllReduceAlgorithm::kOneShot),
+               "must not overlap"));
+    VDEV_RETURN_IF_ERROR(
+        expect(HostAllReduceZeroCopy(s, {mem, 0}, {mem, 3000}, 512, DataType::kF32, AllReduceAlgorithm::kOneShot),
+               "does not fit"));
+    VDEV_RETURN_IF_ERROR(
+        expect(HostAllReduceZeroCopy(s, {nullptr, 0}, {mem, 2048}, 16, DataType::kF32, AllReduceAlgorithm::kOneShot),
+               "no IPC memory"));
     return absl::OkStatus();
   }));
 }
 
 TEST(ZeroCopyAllReduceErrorsTest, PeerThatNeverCallsIsATimeoutNamingIt) {
   testing::WorkerSignal rank0_done;
-  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [&](Session& s) -> absl::Status {
+  std::vector<WorkerResult> results = RunWorkers(2, UniqueSessionId(), [&](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(128));
     if (s.rank() == 1) {
@@ -193,7 +192,7 @@ TEST(ZeroCopyAllReduceErrorsTest, PeerThatNeverCallsIsATimeoutNamingIt) {
 
 TEST(ZeroCopyAllReduceErrorsTest, CountWhoseBytesOverflowIsRejected) {
   // (2^62 + 1000) f32 wrap around to 4000 bytes, which would pass the bounds check of a 64 KiB buffer.
-  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](Session& s) -> absl::Status {
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
     VDEV_ASSIGN_OR_RETURN(IPCMemory * mem, alloc->Allocate(size_t{64} << 10));
     const IPCBuffer in{mem, 0}, out{mem, size_t{32} << 10};

@@ -27,8 +27,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "rapidcheck.h"
-#include "vdev/target.h"
-#include "vdev/virtual_device.h"
+#include "vdev/lattice/target.h"
+#include "vdev/lattice/virtual_device.h"
 
 namespace vdev::testing {
 
@@ -42,8 +42,8 @@ inline std::vector<std::optional<Target>> TargetsFor(DeviceType type) {
 }
 
 inline const std::vector<DeviceType>& DomainTypes() {
-  static const auto* types = new std::vector<DeviceType>{DeviceType::kUnconstrained, DeviceType::kCPU,
-                                                         DeviceType::kCUDA};
+  static const auto* types =
+      new std::vector<DeviceType>{DeviceType::kUnconstrained, DeviceType::kCPU, DeviceType::kCUDA};
   return *types;
 }
 inline const std::vector<int>& DomainIds() {
@@ -87,7 +87,8 @@ inline rc::Gen<std::string> ProgramText(int max_bindings = 12) {
           absl::StrAppend(&text, "  ", name, " = on_device(", pick(), ", ", device, ", constrain_result=true)\n");
           break;
         case 4:
-          absl::StrAppend(&text, "  ", name, " = on_device(", pick(), ", ?, constrain_body=false, constrain_result=false)\n");
+          absl::StrAppend(&text, "  ", name, " = on_device(", pick(),
+                          ", ?, constrain_body=false, constrain_result=false)\n");
           break;
         case 5:
           absl::StrAppend(&text, "  %t", i, " = (", pick(), ", ", pick(), ")\n  ", name, " = %t", i, ".",

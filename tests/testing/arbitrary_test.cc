@@ -7,8 +7,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "gtest/gtest.h"
 #include "rapidcheck/gtest.h"
-#include "vdev/ir_text.h"
 #include "testing/arbitrary.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev {
 namespace {

@@ -15,10 +15,10 @@
 #include "internal/cuda_plan_args.h"
 #include "internal/cuda_proxy.h"
 #include "internal/layout.h"
-#include "vdev/session.h"
+#include "vdev/runtime/peer_group.h"
 
 namespace vdev::channels {
-struct ProgramSpec;  // vdev/channel_program.h (C++20, which this header's CUDA users are not)
+struct ProgramSpec;  // vdev/channels/channel_program.h (C++20, which this header's CUDA users are not)
 }  // namespace vdev::channels
 
 namespace vdev::channels::internal {
@@ -43,7 +43,7 @@ class MappedChannelError {
   ChannelError* device_ = nullptr;
 };
 
-// One rank's ops flattened for the kernel, as DevicePlan::Upload copies them to the device (no GPU
+// One rank's ops flattened for the kernel, as UploadedPlan::Upload copies them to the device (no GPU
 // needed): a run of signals or of waits with no data sync inside it is one step (batch), and so is
 // a run of puts (or put_packets) of one source, at most KernelSources(max_srcs) of them; a signal
 // run takes the wait run right after it along (then_wait), a put_packets run the reduce that sums
@@ -60,16 +60,16 @@ struct FlatPlan {
 };
 absl::StatusOr<FlatPlan> FlattenPlan(const ProgramSpec& plan, int rank);
 
-// One rank's plan in device memory (DevicePlan::Upload; Free releases it), with the table where
-// each block keeps its ops resolved for the last shape it ran (cuda_executor.cu): a DevicePlan
+// One rank's plan in device memory (UploadedPlan::Upload; Free releases it), with the table where
+// each block keeps its ops resolved for the last shape it ran (cuda_executor.cu): a UploadedPlan
 // therefore serves one set of regions and semaphores.
-struct DevicePlan {
+struct UploadedPlan {
   DeviceOp* ops = nullptr;
   int* tb_begin = nullptr;  // ops of thread block t: [tb_begin[t], tb_begin[t + 1])
   int tbs = 0;
-  int max_srcs = 0;    // the widest reduce's sources
-  int max_tb_ops = 0;  // the most ops of one thread block
-  bool uses_ports = false;  // launches need a PortFifo served by a PortProxy
+  int max_srcs = 0;             // the widest reduce's sources
+  int max_tb_ops = 0;           // the most ops of one thread block
+  bool uses_ports = false;      // launches need a PortFifo served by a PortProxy
   DeviceRef* spares = nullptr;  // FlatPlan::spares
   int num_spares = 0;
   void* table = nullptr;
@@ -80,7 +80,7 @@ struct DevicePlan {
   struct PlanLaunchArgs LaunchArgs() const;
 };
 
-inline PlanLaunchArgs DevicePlan::LaunchArgs() const {
+inline PlanLaunchArgs UploadedPlan::LaunchArgs() const {
   PlanLaunchArgs a;
   a.ops = ops;
   a.tb_begin = tb_begin;
@@ -100,7 +100,7 @@ inline PlanLaunchArgs DevicePlan::LaunchArgs() const {
 // args (CompiledPlan::Kernel, internal/compiled_plan.h).
 cudaError_t LaunchPlan(const PlanLaunchArgs& args, cudaStream_t stream, bool programmatic,
                        const void* kernel = nullptr);
-// Bytes of a DevicePlan's table: kMaxPlanBlocks blocks of max_tb_ops resolved ops.
+// Bytes of a UploadedPlan's table: kMaxPlanBlocks blocks of max_tb_ops resolved ops.
 size_t ResolvedTableBytes(int max_srcs, int max_tb_ops);
 // The kernel that LaunchPlan launches for these arguments, for occupancy queries.
 const void* PlanKernel(const PlanLaunchArgs& args);

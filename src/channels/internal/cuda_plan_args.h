@@ -2,7 +2,7 @@
 // block's resolved ops and how an op is resolved (the generic kernel does it on the GPU,
 // cuda_executor.cu; a compiled plan on the host, internal/compiled_plan.h, so both agree by
 // construction). Includes nothing the NVRTC compilation of a plan cannot: the fixed-width integers,
-// layout.h, port_fifo.h and vdev/session.h (kMaxWorkers; compiled_plan.cc gives NVRTC its own).
+// layout.h, port_fifo.h and vdev/runtime/peer_group.h (kMaxWorkers; compiled_plan.cc gives NVRTC its own).
 #ifndef VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_ARGS_H_
 #define VDEV_SRC_CHANNELS_INTERNAL_CUDA_PLAN_ARGS_H_
 
@@ -10,15 +10,26 @@
 
 #include "internal/layout.h"
 #include "internal/port_fifo.h"
-#include "vdev/session.h"
+#include "vdev/runtime/peer_group.h"
 
 namespace vdev::channels::internal {
 
-// The device's own op kinds, buffers and syncs (DevicePlan::Upload maps the language's onto them).
+// The device's own op kinds, buffers and syncs (UploadedPlan::Upload maps the language's onto them).
 // A port channel's wait is a kDevWait marked kDevPortSemaphore: it polls this rank's port semaphore
 // words, which the peers' proxies raise (internal/cuda_proxy.h), not the memory channels' ones.
-enum DeviceOpKind : int8_t { kDevPut, kDevGet, kDevCopy, kDevSignal, kDevWait, kDevReduce, kDevPutPackets,
-                             kDevReadPutPackets, kDevPortPut, kDevPortSignal, kDevPortFlush };
+enum DeviceOpKind : int8_t {
+  kDevPut,
+  kDevGet,
+  kDevCopy,
+  kDevSignal,
+  kDevWait,
+  kDevReduce,
+  kDevPutPackets,
+  kDevReadPutPackets,
+  kDevPortPut,
+  kDevPortSignal,
+  kDevPortFlush
+};
 enum DevicePortFlags : int8_t { kDevWithSignal = 1, kDevWithFlush = 2, kDevPortSemaphore = 4 };
 enum DeviceBuffer : int8_t { kDevInput, kDevOutput, kDevScratch };
 enum DeviceSync : int8_t { kDevSyncBefore = 1, kDevSyncAfter = 2 };
@@ -44,7 +55,7 @@ struct DeviceRef {
   int32_t index = 0;
   int32_t count = 0;
   int8_t rank = 0;
-  int8_t buffer = 0;   // DeviceBuffer
+  int8_t buffer = 0;  // DeviceBuffer
   int8_t packets = 0;
   int8_t pad = 0;
 };
@@ -52,19 +63,19 @@ struct DeviceRef {
 // What the kernel needs of an op besides its operands: carried unchanged from the DeviceOp into the
 // kernel's resolved op (cuda_plan_block.cuh), so both derive from it.
 struct OpControl {
-  int8_t kind = 0;     // DeviceOpKind
-  int8_t sync = 0;     // DeviceSync bits
+  int8_t kind = 0;  // DeviceOpKind
+  int8_t sync = 0;  // DeviceSync bits
   int8_t relaxed = 0;
   int8_t nsrcs = 0;
-  int8_t batch = 1;    // signals/waits: this and the next batch-1 run in parallel; 0: run by an earlier op
-  int8_t port = 0;     // port puts and waits: DevicePortFlags
+  int8_t batch = 1;        // signals/waits: this and the next batch-1 run in parallel; 0: run by an earlier op
+  int8_t port = 0;         // port puts and waits: DevicePortFlags
   int8_t then_reduce = 0;  // a put_packets run: the reduce after it runs in the same step (FlattenPlan)
   int8_t then_wait = 0;    // a signal run: the wait run after it runs in the same step (FlattenPlan)
   uint8_t packets = 0;     // bit j: source j is read as LL packets
-  int16_t peer = -1;   // the channel's other rank
+  int16_t peer = -1;       // the channel's other rank
   uint16_t scratch = 0;    // bit 0: dst, bit 1 + j: source j lies in scratch (the kernel adds the half)
-  uint32_t k = 0;         // signals and waits: the k-th of its semaphore in an execution
-  uint32_t per_call = 0;  // and the semaphore's signals (= waits) per execution
+  uint32_t k = 0;          // signals and waits: the k-th of its semaphore in an execution
+  uint32_t per_call = 0;   // and the semaphore's signals (= waits) per execution
 };
 
 struct DeviceOp : OpControl {
@@ -99,8 +110,15 @@ struct ResolvedTableKey {
 // are kept. kTraceStart: griddepcontrol.wait returned; kTraceOps + i: after the ops' step that
 // starts with op i (a run of signals or waits is one step). For benchmarks that attribute an
 // execution's time (channels_one_gpu_bench --trace).
-enum PlanTraceSlot : int { kTraceEntry, kTraceStart, kTraceCounted, kTraceResolved, kTraceStartNs, kTraceEndNs,
-                           kTraceOps };
+enum PlanTraceSlot : int {
+  kTraceEntry,
+  kTraceStart,
+  kTraceCounted,
+  kTraceResolved,
+  kTraceStartNs,
+  kTraceEndNs,
+  kTraceOps
+};
 inline constexpr int kPlanTraceSlots = kTraceOps + kMaxThreadBlockOps;
 inline constexpr int kPlanTraceBuffer = 2 * kMaxPlanBlocks * kPlanTraceSlots;  // stamps in a trace buffer
 
@@ -108,31 +126,31 @@ inline constexpr int kPlanTraceBuffer = 2 * kMaxPlanBlocks * kPlanTraceSlots;  /
 // the plan's arrays, the regions and semaphores (read when ops are resolved) and the failure paths'
 // fields after them.
 struct PlanLaunchArgs {
-  void* table = nullptr;                 // DevicePlan's table, max_tb_ops and table_keys
+  void* table = nullptr;  // UploadedPlan's table, max_tb_ops and table_keys
   ResolvedTableKey* table_keys = nullptr;
-  uint64_t* counters = nullptr;          // this rank's epoch counter per block (kMaxPlanBlocks)
-  long long* trace = nullptr;            // when set: kPlanTraceBuffer stamps (see above)
+  uint64_t* counters = nullptr;  // this rank's epoch counter per block (kMaxPlanBlocks)
+  long long* trace = nullptr;    // when set: kPlanTraceBuffer stamps (see above)
   RegionLayout layout;
   uint64_t count = 0;
   int max_tb_ops = 0;
   int instances = 1;
-  int elem = 4;                          // bytes of one element of dtype
+  int elem = 4;  // bytes of one element of dtype
   int num_spares = 0;
   int rank = 0;
   int chunks_per_segment = 1;
   const DeviceOp* ops = nullptr;
   const int* tb_begin = nullptr;
   int tbs = 0;
-  int max_srcs = kMaxReduceSources;  // DevicePlan::max_srcs: picks the kernel's instance
-  int dtype = kDevF32;                   // DeviceDType: picks the kernel's instance
-  const DeviceRef* spares = nullptr;  // DevicePlan's: what the stale-packet sweep spares (none: no sweep)
-  char* regions[kMaxWorkers] = {};       // each rank's region (input, output, scratch halves), mapped here
-  uint64_t* semaphores[kMaxWorkers] = {};  // each rank's kMaxChannelTags x kMaxWorkers semaphore words
+  int max_srcs = kMaxReduceSources;             // UploadedPlan::max_srcs: picks the kernel's instance
+  int dtype = kDevF32;                          // DeviceDType: picks the kernel's instance
+  const DeviceRef* spares = nullptr;            // UploadedPlan's: what the stale-packet sweep spares (none: no sweep)
+  char* regions[kMaxWorkers] = {};              // each rank's region (input, output, scratch halves), mapped here
+  uint64_t* semaphores[kMaxWorkers] = {};       // each rank's kMaxChannelTags x kMaxWorkers semaphore words
   uint64_t* port_semaphores[kMaxWorkers] = {};  // port channels' (as many words; cuda_proxy.h)
   unsigned long long timeout_ns = 8'000'000'000ull;
-  ChannelError* error = nullptr;         // host-mapped
-  bool uses_ports = false;               // DevicePlan::uses_ports: then the ports' fields are required
-  PortFifo* port_fifo = nullptr;         // this rank's FIFO (device address of host-mapped memory)
+  ChannelError* error = nullptr;               // host-mapped
+  bool uses_ports = false;                     // UploadedPlan::uses_ports: then the ports' fields are required
+  PortFifo* port_fifo = nullptr;               // this rank's FIFO (device address of host-mapped memory)
   unsigned long long* port_tickets = nullptr;  // its ticket counter (device memory, zeroed)
 };
 
@@ -165,8 +183,8 @@ template <int S>
 struct alignas(16) ResolvedOp : OpControl {
   char* dst;
   const char* src[S];
-  uint64_t bytes;       // data bytes of this block's part
-  uint64_t* word;       // signals, waits, port signals: the semaphore word
+  uint64_t bytes;  // data bytes of this block's part
+  uint64_t* word;  // signals, waits, port signals: the semaphore word
 };
 
 // Where chunk reference c starts (scratch: in half 0).

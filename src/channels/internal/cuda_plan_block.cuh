@@ -66,7 +66,7 @@ struct Block {
   mutable uint64_t start;  // %globaltimer at the first check of a timeout (0: none yet)
   int tb;
   int op;
-  int* failed;  // shared: some thread of this block gave up (read while polling)
+  int* failed;                   // shared: some thread of this block gave up (read while polling)
   mutable bool gave_up = false;  // this thread knows the block gave up: it skips the remaining ops
 
   // Records the first timeout of the launch; every thread of this block then skips its work: the
@@ -111,8 +111,7 @@ struct Block {
   // Waits until every lane that arrives here with this one holds a complete packet line in *v
   // (reloading `line` while its own is not): the lanes poll as one, a vote per reload, as the
   // hand-written LL kernels do. False when the wait timed out (recorded) or the block gave up.
-  __device__ __forceinline__
-  bool AwaitLine(const char* line, int peer, uint4* v) const {
+  __device__ __forceinline__ bool AwaitLine(const char* line, int peer, uint4* v) const {
     const unsigned lanes = __activemask();
     bool ok = Complete(*v);
     if (__all_sync(lanes, ok)) return true;

@@ -387,8 +387,7 @@ __device__ __forceinline__ void RunOp(const Block& b, const ResolvedOp<S>& resol
       }
       return;
     }
-    default:
-      return;
+    default: return;
   }
 }
 

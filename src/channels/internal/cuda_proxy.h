@@ -36,7 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "internal/port_fifo.h"
-#include "vdev/session.h"
+#include "vdev/runtime/peer_group.h"
 
 namespace vdev::channels::internal {
 
@@ -88,7 +88,7 @@ class PortProxy {
   cudaEvent_t events_[kPortFifoSlots] = {};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> taken_{0}, enqueued_{0}, finished_{0};  // requests, for Progress
-  absl::Status error_;  // written by the thread, read after join
+  absl::Status error_;                                          // written by the thread, read after join
   std::thread thread_;
 };
 

@@ -31,8 +31,7 @@ struct Range {
 
 // Bytes of chunks [index, index + n).
 VDEV_HD Range ChunkBytes(uint64_t count, int chunks_per_segment, int index, int n, uint64_t elem) {
-  return {ChunkBegin(count, chunks_per_segment, index) * elem,
-          ChunkBegin(count, chunks_per_segment, index + n) * elem};
+  return {ChunkBegin(count, chunks_per_segment, index) * elem, ChunkBegin(count, chunks_per_segment, index + n) * elem};
 }
 
 // Part p of `parts` of a range of `size` bytes, relative to its start: cut on 16-byte boundaries so

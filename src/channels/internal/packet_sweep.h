@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "internal/layout.h"
-#include "vdev/channel_program.h"
+#include "vdev/channels/channel_program.h"
 
 namespace vdev::channels::internal {
 

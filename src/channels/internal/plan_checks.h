@@ -6,14 +6,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "vdev/channel_program.h"
-#include "vdev/session.h"
-#include "vdev/status_macros.h"
+#include "vdev/channels/channel_program.h"
+#include "vdev/runtime/peer_group.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::channels::internal {
 
 // Valid, and for the session's world size.
-inline absl::Status CheckPlanForSession(const ProgramSpec& plan, const Session& session) {
+inline absl::Status CheckPlanForSession(const ProgramSpec& plan, const PeerGroup& session) {
   VDEV_RETURN_IF_ERROR(ValidateProgram(plan));
   if (plan.world_size != session.world_size()) {
     return absl::InvalidArgumentError(absl::StrCat("plan ", plan.name, " is for ", plan.world_size,

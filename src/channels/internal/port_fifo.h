@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "vdev/session.h"
+#include "vdev/runtime/peer_group.h"
 
 namespace vdev::channels::internal {
 
@@ -20,7 +20,7 @@ inline constexpr size_t kPortSemaphoreBytes = kPortSemaphoreWords * sizeof(uint6
 
 // One request. `seq` is written last (ticket + 1) and tells the proxy the slot is complete.
 struct PortRequest {
-  uint64_t dst;        // device address; 0 with bytes 0: a signal alone
+  uint64_t dst;  // device address; 0 with bytes 0: a signal alone
   uint64_t src;
   uint64_t bytes;
   uint64_t semaphore;  // the peer's port semaphore word (device address); 0: no signal

@@ -3,7 +3,7 @@
 #define VDEV_SRC_CHANNELS_INTERNAL_SIMULATE_H_
 
 #include "absl/status/status.h"
-#include "vdev/channel_program.h"
+#include "vdev/channels/channel_program.h"
 
 namespace vdev::channels::internal {
 

@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "absl/status/status.h"
-#include "vdev/worker_function.h"
+#include "vdev/controller/worker_function.h"
 
 namespace vdev::internal {
 

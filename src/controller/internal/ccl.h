@@ -1,4 +1,4 @@
-// The collectives a controller session's workers set up with InitCCL: their vdev::Session, IPC
+// The collectives a controller session's workers set up with InitCCL: their vdev::PeerGroup, IPC
 // allocator and an all-reduce of host tensors, on the host or (CUDA builds) on the GPUs.
 #ifndef VDEV_SRC_CONTROLLER_INTERNAL_CCL_H_
 #define VDEV_SRC_CONTROLLER_INTERNAL_CCL_H_
@@ -9,9 +9,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "vdev/ipc_memory.h"
-#include "vdev/session.h"
-#include "vdev/tensor.h"
+#include "vdev/kernels/tensor.h"
+#include "vdev/runtime/ipc_memory.h"
+#include "vdev/runtime/peer_group.h"
 
 namespace vdev {
 class CudaCommunicator;
@@ -35,7 +35,7 @@ struct CclRequest {
 struct CclState {
   std::string kind;
   int device = -1;
-  std::unique_ptr<Session> session;
+  std::unique_ptr<PeerGroup> session;
   std::unique_ptr<IPCAllocator> allocator;
   std::shared_ptr<CudaCommunicator> communicator;
   // Sum over all workers of `in` (same dtype and shape everywhere) into `*out`.

@@ -14,8 +14,8 @@
 #include <variant>
 
 #include "absl/strings/string_view.h"
-#include "vdev/checked_size.h"
-#include "vdev/tensor.h"
+#include "vdev/kernels/tensor.h"
+#include "vdev/support/checked_size.h"
 
 namespace vdev::internal {
 

@@ -20,8 +20,8 @@ namespace vdev::internal {
 
 struct Incoming {
   int worker = -1;
-  bool exited = false;  // the worker is gone; `message` says how (and in which command)
-  std::string message;  // otherwise: a reply
+  bool exited = false;   // the worker is gone; `message` says how (and in which command)
+  std::string message;   // otherwise: a reply
   bool stopped = false;  // exited: killed by the transport after it stayed stopped (SIGSTOP)
 };
 
@@ -48,9 +48,8 @@ class Transport {
 absl::StatusOr<std::unique_ptr<Transport>> StartThreads(int num_workers, int num_groups);
 // Starts the worker processes and waits (until `deadline`) for each one's kHello. A worker found
 // stopped (SIGSTOP) for `stopped_limit` while the controller waits is killed and reported as exited.
-absl::StatusOr<std::unique_ptr<Transport>> StartProcesses(int num_workers, int num_groups,
-                                                          const std::string& program, absl::Time deadline,
-                                                          absl::Duration stopped_limit);
+absl::StatusOr<std::unique_ptr<Transport>> StartProcesses(int num_workers, int num_groups, const std::string& program,
+                                                          absl::Time deadline, absl::Duration stopped_limit);
 
 }  // namespace vdev::internal
 

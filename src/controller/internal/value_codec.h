@@ -5,7 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "internal/protocol.h"
-#include "vdev/controller.h"
+#include "vdev/controller/controller.h"
 
 namespace vdev::internal {
 

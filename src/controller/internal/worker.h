@@ -15,7 +15,7 @@
 #include "internal/ccl.h"
 #include "internal/protocol.h"
 #include "internal/staging.h"
-#include "vdev/worker_function.h"
+#include "vdev/controller/worker_function.h"
 
 namespace vdev::internal {
 
@@ -55,7 +55,7 @@ class Worker final : public WorkerContext {
   int num_workers() const override { return identity_.num_workers; }
   int num_groups() const override { return identity_.num_groups; }
   absl::string_view ccl() const override;
-  Session* session() override;
+  PeerGroup* session() override;
   IPCAllocator* ipc_allocator() override;
   int device_id() const override;
   CudaCommunicator* cuda_communicator() override;
@@ -79,8 +79,8 @@ class Worker final : public WorkerContext {
   CommandPage* page_;
   Staging* staging_;
   bool failed_ = false;  // after a failure only kShutdown is obeyed
-  uint64_t done_ = 0;     // the highest seq of a command run
-  uint64_t acked_ = 0;    // the highest seq reported by TakeAck
+  uint64_t done_ = 0;    // the highest seq of a command run
+  uint64_t acked_ = 0;   // the highest seq reported by TakeAck
   std::vector<WorkerValue> registers_;
   std::unique_ptr<CclState> ccl_;
 };

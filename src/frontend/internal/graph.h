@@ -20,10 +20,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "onnx/onnx_pb.h"
-#include "vdev/ir.h"
-#include "vdev/ir_builder.h"
-#include "vdev/onnx_import.h"
-#include "vdev/tensor.h"
+#include "vdev/frontend/onnx_import.h"
+#include "vdev/ir/ir.h"
+#include "vdev/ir/ir_builder.h"
+#include "vdev/kernels/tensor.h"
 
 namespace vdev::frontend::internal {
 
@@ -42,11 +42,11 @@ struct RuntimeValue {
   int field = -1;
 };
 
-struct Value {
+struct GraphValue {
   std::optional<RuntimeValue> runtime;
   std::optional<HostTensor> constant;
   TensorInfo info;
-  std::string name;          // the ONNX name (empty for a handler's intermediate constant)
+  std::string name;  // the ONNX name (empty for a handler's intermediate constant)
   bool initializer = false;
   // A graph input whose value was given (ImportOptions::known_inputs): readable where a value must
   // be known (ConstInput), but not folded into the ops that compute with it.
@@ -57,8 +57,8 @@ struct Value {
 struct OpArg {
   int value = -1;
   std::optional<ir::Arg> literal;
-  OpArg(int v) : value(v) {}                    // NOLINT: implicit by design
-  OpArg(ir::Arg a) : literal(std::move(a)) {}   // NOLINT
+  OpArg(int v) : value(v) {}                   // NOLINT: implicit by design
+  OpArg(ir::Arg a) : literal(std::move(a)) {}  // NOLINT
 };
 
 struct PendingOp {
@@ -165,7 +165,7 @@ class Importer {
 
   std::string file_;
   const ImportOptions& options_;
-  std::vector<Value> values_;
+  std::vector<GraphValue> values_;
   absl::flat_hash_map<std::string, int> by_name_;
   std::vector<PendingParam> params_;
   std::vector<PendingOp> ops_;

@@ -6,20 +6,32 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "vdev/diagnostic.h"
+#include "vdev/support/diagnostic.h"
 
 namespace vdev::ir::internal {
 
 enum class Tok : uint8_t {
   kEnd,
-  kLocal,    // %name   (text = name without '%')
-  kGlobal,   // @name   (text = name without '@')
-  kIdent,    // add, nn.conv2d, f32, cuda   ([A-Za-z_][A-Za-z0-9_.]*)
-  kNumber,   // 3, -2.5, 1e-3
-  kString,   // "…" with its quotes
-  kLParen, kRParen, kLBrace, kRBrace, kLBracket, kRBracket,
-  kComma, kEquals, kColon, kDot, kArrow, kQuestion, kStar, kSlash,
-  kError,    // text = message; loc = where
+  kLocal,   // %name   (text = name without '%')
+  kGlobal,  // @name   (text = name without '@')
+  kIdent,   // add, nn.conv2d, f32, cuda   ([A-Za-z_][A-Za-z0-9_.]*)
+  kNumber,  // 3, -2.5, 1e-3
+  kString,  // "…" with its quotes
+  kLParen,
+  kRParen,
+  kLBrace,
+  kRBrace,
+  kLBracket,
+  kRBracket,
+  kComma,
+  kEquals,
+  kColon,
+  kDot,
+  kArrow,
+  kQuestion,
+  kStar,
+  kSlash,
+  kError,  // text = message; loc = where
 };
 
 struct Token {

@@ -16,8 +16,8 @@
 #include "absl/strings/string_view.h"
 #include "lexer.h"
 #include "scope.h"
-#include "vdev/ir.h"
-#include "vdev/ir_text.h"
+#include "vdev/ir/ir.h"
+#include "vdev/ir/ir_text.h"
 
 namespace vdev::ir::internal {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "huge_pages.h"
-#include "vdev/ir.h"
+#include "vdev/ir/ir.h"
 
 namespace vdev::ir::internal {
 
@@ -71,9 +71,7 @@ class Scopes {
   // Values packed in 32 bits (bit 31: binding, else parameter) keep the per-symbol table small:
   // it has an entry per symbol, a million for a million-binding program.
   static constexpr uint32_t kNoValue = UINT32_MAX;
-  static uint32_t Pack(ValueRef v) {
-    return v.valid() ? (v.is_binding() ? v.index | 0x80000000u : v.index) : kNoValue;
-  }
+  static uint32_t Pack(ValueRef v) { return v.valid() ? (v.is_binding() ? v.index | 0x80000000u : v.index) : kNoValue; }
   static ValueRef Unpack(uint32_t p) {
     if (p == kNoValue) return ValueRef();
     return p & 0x80000000u ? ValueRef::Binding(p & 0x7FFFFFFFu) : ValueRef::Param(p);

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "vdev/op_registry.h"
+#include "vdev/ir/op_registry.h"
 
 namespace vdev::ir::internal {
 

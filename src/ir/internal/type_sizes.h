@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "vdev/ir.h"
+#include "vdev/ir/ir.h"
 
 namespace vdev::ir::internal {
 

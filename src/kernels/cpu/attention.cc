@@ -11,7 +11,7 @@
 
 #include "internal/cpu_util.h"
 #include "internal/openblas_loader.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::kernels_internal {
 namespace {
@@ -69,8 +69,7 @@ absl::Status AttentionKernel(const KernelCall& call) {
                   static_cast<int>(keys), 1.0f, scores, static_cast<int>(keys), v, ld, 0.0f, o, ldo);
       if (!direct) {
         for (int64_t i = 0; i < rows; ++i)
-          NarrowFromFloat(qkv.dtype, o32 + i * d,
-                          static_cast<char*>(out.data) + ((q0 + i) * heads + h) * d * elem, d);
+          NarrowFromFloat(qkv.dtype, o32 + i * d, static_cast<char*>(out.data) + ((q0 + i) * heads + h) * d * elem, d);
       }
     }
   }

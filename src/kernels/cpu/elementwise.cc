@@ -7,7 +7,7 @@
 
 #include "internal/cpu_util.h"
 #include "internal/integer_math.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::kernels_internal {
 namespace {
@@ -90,7 +90,20 @@ absl::Status BinaryKernel(const KernelCall& call) {
 }
 
 enum class UnaryOp {
-  kRelu, kGeluErf, kGeluTanh, kSilu, kExp, kTanh, kSigmoid, kNegative, kSqrt, kRsqrt, kLog, kErf, kAbs, kReciprocal
+  kRelu,
+  kGeluErf,
+  kGeluTanh,
+  kSilu,
+  kExp,
+  kTanh,
+  kSigmoid,
+  kNegative,
+  kSqrt,
+  kRsqrt,
+  kLog,
+  kErf,
+  kAbs,
+  kReciprocal
 };
 
 template <UnaryOp kOp>

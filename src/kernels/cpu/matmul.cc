@@ -8,7 +8,7 @@
 
 #include "internal/cpu_util.h"
 #include "internal/openblas_loader.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::kernels_internal {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "internal/cpu_util.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::kernels_internal {
 namespace {

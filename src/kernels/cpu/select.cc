@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "internal/cpu_util.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::kernels_internal {
 namespace {
@@ -14,8 +14,8 @@ namespace {
 // Walks a tensor of shape `dims` in row-major order; operand k starts at base[k] and moves by
 // strides[k][d] elements per step of output dim d. Calls fn(out_index, offsets).
 template <typename Fn>
-void ForEachStrided(const Shape& dims, const std::vector<int64_t>& base, const std::vector<std::vector<int64_t>>& strides,
-                    Fn&& fn) {
+void ForEachStrided(const Shape& dims, const std::vector<int64_t>& base,
+                    const std::vector<std::vector<int64_t>>& strides, Fn&& fn) {
   int64_t total = 1;
   for (int64_t d : dims) total *= d;
   if (total == 0) return;
@@ -39,9 +39,8 @@ absl::Status CompareKernel(absl::string_view name, const KernelCall& call, Cmp c
   VDEV_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> strides, CheckCompare(op, call));
   const TensorRef &a = call.inputs[0], &b = call.inputs[1], &out = call.outputs[0];
   auto* o = static_cast<uint8_t*>(out.data);
-  ForEachStrided(out.shape, {0, 0}, strides, [&](int64_t i, const int64_t* at) {
-    o[i] = cmp(Read(a, at[0]), Read(b, at[1])) ? 1 : 0;
-  });
+  ForEachStrided(out.shape, {0, 0}, strides,
+                 [&](int64_t i, const int64_t* at) { o[i] = cmp(Read(a, at[0]), Read(b, at[1])) ? 1 : 0; });
   return absl::OkStatus();
 }
 
@@ -63,9 +62,8 @@ void Gather(const TensorRef& x, const TensorRef& out, int64_t base, const std::v
   const size_t bytes = DTypeBytes(x.dtype);
   const auto* in = static_cast<const std::byte*>(x.data);
   auto* o = static_cast<std::byte*>(out.data);
-  ForEachStrided(out.shape, {base}, {strides}, [&](int64_t i, const int64_t* at) {
-    std::memcpy(o + i * bytes, in + at[0] * bytes, bytes);
-  });
+  ForEachStrided(out.shape, {base}, {strides},
+                 [&](int64_t i, const int64_t* at) { std::memcpy(o + i * bytes, in + at[0] * bytes, bytes); });
 }
 
 absl::Status BroadcastToKernel(const KernelCall& call) {
@@ -98,8 +96,10 @@ absl::Status ReduceKernel(absl::string_view name, const KernelCall& call) {
       stride *= x.shape[d];
     }
   }
-  const double init = kOp == Reduction::kMax ? -INFINITY : kOp == Reduction::kMin ? INFINITY
-                      : kOp == Reduction::kProd ? 1.0 : 0.0;
+  const double init = kOp == Reduction::kMax    ? -INFINITY
+                      : kOp == Reduction::kMin  ? INFINITY
+                      : kOp == Reduction::kProd ? 1.0
+                                                : 0.0;
   std::vector<double> acc(static_cast<size_t>(stride), init);
   ForEachStrided(x.shape, {0}, {strides}, [&](int64_t i, const int64_t* at) {
     const double v = Read(x, i);
@@ -118,12 +118,23 @@ absl::Status ReduceKernel(absl::string_view name, const KernelCall& call) {
 }  // namespace
 
 void RegisterSelectKernels(KernelRegistry& r) {
-  AddCpuKernel(r, "equal", [](const KernelCall& c) { return CompareKernel("equal", c, [](double a, double b) { return a == b; }); });
-  AddCpuKernel(r, "not_equal", [](const KernelCall& c) { return CompareKernel("not_equal", c, [](double a, double b) { return a != b; }); });
-  AddCpuKernel(r, "less", [](const KernelCall& c) { return CompareKernel("less", c, [](double a, double b) { return a < b; }); });
-  AddCpuKernel(r, "less_equal", [](const KernelCall& c) { return CompareKernel("less_equal", c, [](double a, double b) { return a <= b; }); });
-  AddCpuKernel(r, "greater", [](const KernelCall& c) { return CompareKernel("greater", c, [](double a, double b) { return a > b; }); });
-  AddCpuKernel(r, "greater_equal", [](const KernelCall& c) { return CompareKernel("greater_equal", c, [](double a, double b) { return a >= b; }); });
+  AddCpuKernel(r, "equal", [](const KernelCall& c) {
+    return CompareKernel("equal", c, [](double a, double b) { return a == b; });
+  });
+  AddCpuKernel(r, "not_equal", [](const KernelCall& c) {
+    return CompareKernel("not_equal", c, [](double a, double b) { return a != b; });
+  });
+  AddCpuKernel(r, "less",
+               [](const KernelCall& c) { return CompareKernel("less", c, [](double a, double b) { return a < b; }); });
+  AddCpuKernel(r, "less_equal", [](const KernelCall& c) {
+    return CompareKernel("less_equal", c, [](double a, double b) { return a <= b; });
+  });
+  AddCpuKernel(r, "greater", [](const KernelCall& c) {
+    return CompareKernel("greater", c, [](double a, double b) { return a > b; });
+  });
+  AddCpuKernel(r, "greater_equal", [](const KernelCall& c) {
+    return CompareKernel("greater_equal", c, [](double a, double b) { return a >= b; });
+  });
   AddCpuKernel(r, "where", WhereKernel);
   AddCpuKernel(r, "broadcast_to", BroadcastToKernel);
   AddCpuKernel(r, "strided_slice", StridedSliceKernel);

@@ -53,9 +53,9 @@ __device__ __forceinline__ void Stage(const T* __restrict__ src, int64_t src_str
 }
 
 template <typename T, int kChunks>
-__global__ void __launch_bounds__(kWarps * 32) AttentionKernel(const T* __restrict__ qkv, T* __restrict__ out,
-                                                              int tokens, int heads, int d, bool causal,
-                                                              float q_scale, bool packed) {
+__global__ void __launch_bounds__(kWarps * 32)
+    AttentionKernel(const T* __restrict__ qkv, T* __restrict__ out, int tokens, int heads, int d, bool causal,
+                    float q_scale, bool packed) {
   extern __shared__ float shared[];
   const int dp = static_cast<int>(PaddedDim(d));
   float* ks = shared;
@@ -69,8 +69,7 @@ __global__ void __launch_bounds__(kWarps * 32) AttentionKernel(const T* __restri
   const T* k_base = q_base + static_cast<int64_t>(heads) * d;
   const T* v_base = k_base + static_cast<int64_t>(heads) * d;
 
-  Stage(q_base + q0 * token_stride, token_stride, kQueries, min(kQueries, tokens - q0), d, qs, dp, dp, q_scale,
-        packed);
+  Stage(q_base + q0 * token_stride, token_stride, kQueries, min(kQueries, tokens - q0), d, qs, dp, dp, q_scale, packed);
 
   float m[kQueriesPerWarp], l[kQueriesPerWarp], acc[kQueriesPerWarp][kChunks];
   int query[kQueriesPerWarp];
@@ -153,7 +152,6 @@ void WithChunks(int chunks, F&& f) {
   }
 }
 
-
 // --- The tensor-core path: f16/bf16 with D of 64 or 128 (the transformer's heads). ---
 //
 // FlashAttention-2's shape with mma.sync m16n8k16 (f32 accumulation): a block of 4 warps takes 64
@@ -209,12 +207,12 @@ __device__ __forceinline__ uint32_t Pack2(float lo, float hi) {
 
 template <typename T, int kD>
 __global__ void __launch_bounds__(kMmaThreads) MmaAttentionKernel(const T* __restrict__ qkv, T* __restrict__ out,
-                                                                int tokens, int heads, bool causal, float scale) {
+                                                                  int tokens, int heads, bool causal, float scale) {
   constexpr int kStride = kD + 8, kVStride = kMmaKeys + 8, kPacks = kD / 8;
   extern __shared__ __align__(16) unsigned char raw[];
-  T* qs = reinterpret_cast<T*>(raw);        // [queries][kStride]
-  T* ks = qs + kMmaQueries * kStride;       // [keys][kStride]
-  T* vt = ks + kMmaKeys * kStride;          // [kD][kVStride]: V transposed
+  T* qs = reinterpret_cast<T*>(raw);   // [queries][kStride]
+  T* ks = qs + kMmaQueries * kStride;  // [keys][kStride]
+  T* vt = ks + kMmaKeys * kStride;     // [kD][kVStride]: V transposed
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const int h = blockIdx.y;
   const int64_t token_stride = 3LL * heads * kD;

@@ -12,8 +12,8 @@
 #include "absl/synchronization/mutex.h"
 #include "internal/cublaslt_loader.h"
 #include "internal/op_util.h"
-#include "vdev/cuda_kernels.h"
-#include "vdev/status_macros.h"
+#include "vdev/kernels/cuda_kernels.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev {
 namespace {
@@ -32,12 +32,12 @@ absl::Status Blas(cublasStatus_t s, absl::string_view what) {
 }
 
 // One shape's descriptors and chosen algorithm.
-struct Plan {
+struct MatmulSetup {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLASLt's A (our b), B (our a), C
   cublasLtMatmulAlgo_t algo{};
 
-  ~Plan() {
+  ~MatmulSetup() {
     if (c != nullptr) cublasLtMatrixLayoutDestroy(c);
     if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
     if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
@@ -52,12 +52,12 @@ absl::Status Layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, int64_t
   VDEV_RETURN_IF_ERROR(Blas(cublasLtMatrixLayoutCreate(layout, type, rows, cols, rows), "cublasLtMatrixLayoutCreate"));
   if (batch == 1) return absl::OkStatus();
   const int32_t count = static_cast<int32_t>(batch);
-  VDEV_RETURN_IF_ERROR(Blas(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                                             sizeof count),
-                            "batch count"));
-  return Blas(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                               sizeof stride),
-              "batch stride");
+  VDEV_RETURN_IF_ERROR(
+      Blas(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+           "batch count"));
+  return Blas(
+      cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+      "batch stride");
 }
 
 }  // namespace
@@ -68,15 +68,16 @@ struct CudaKernelBackend::State {
   void* workspace = nullptr;
   cuda_ops::DeviceError* error = nullptr;
   mutable absl::Mutex mutex;
-  absl::flat_hash_map<PlanKey, std::unique_ptr<Plan>> plans ABSL_GUARDED_BY(mutex);
+  absl::flat_hash_map<PlanKey, std::unique_ptr<MatmulSetup>> plans ABSL_GUARDED_BY(mutex);
 
-  absl::StatusOr<const Plan*> PlanFor(ir::DType dtype, int64_t batch, int64_t m, int64_t n, int64_t k) {
+  absl::StatusOr<const MatmulSetup*> PlanFor(ir::DType dtype, int64_t batch, int64_t m, int64_t n, int64_t k) {
     absl::MutexLock lock(&mutex);
     const PlanKey key{dtype, batch, m, n, k};
     if (auto it = plans.find(key); it != plans.end()) return it->second.get();
-    auto plan = std::make_unique<Plan>();
-    const cudaDataType_t type =
-        dtype == ir::DType::kF32 ? CUDA_R_32F : dtype == ir::DType::kF16 ? CUDA_R_16F : CUDA_R_16BF;
+    auto plan = std::make_unique<MatmulSetup>();
+    const cudaDataType_t type = dtype == ir::DType::kF32   ? CUDA_R_32F
+                                : dtype == ir::DType::kF16 ? CUDA_R_16F
+                                                           : CUDA_R_16BF;
     VDEV_RETURN_IF_ERROR(
         Blas(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate"));
     VDEV_RETURN_IF_ERROR(Layout(&plan->a, type, n, k, batch, k * n));
@@ -120,8 +121,8 @@ absl::StatusOr<std::unique_ptr<CudaKernelBackend>> CudaKernelBackend::Create(int
   VDEV_RETURN_IF_ERROR(cuda_ops::LoadCublasLt());
   VDEV_RETURN_IF_ERROR(Blas(cublasLtCreate(&state->handle), "cublasLtCreate"));
   VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(&state->workspace, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)"));
-  VDEV_RETURN_IF_ERROR(
-      Cuda(cudaMalloc(reinterpret_cast<void**>(&state->error), sizeof(cuda_ops::DeviceError)), "cudaMalloc (error word)"));
+  VDEV_RETURN_IF_ERROR(Cuda(cudaMalloc(reinterpret_cast<void**>(&state->error), sizeof(cuda_ops::DeviceError)),
+                            "cudaMalloc (error word)"));
   VDEV_RETURN_IF_ERROR(Cuda(cudaMemset(state->error, 0, sizeof(cuda_ops::DeviceError)), "cudaMemset (error word)"));
   VDEV_RETURN_IF_ERROR(Cuda(cuda_ops::Prepare(), "shared-memory limits of the CUDA kernels"));
   VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
@@ -146,8 +147,8 @@ absl::Status CudaKernelBackend::CheckErrors() {
                                                  " of the indices) is out of range [0, ", error.size, ")"));
 }
 
-absl::Status CudaKernelBackend::Matmul(ir::DType dtype, const void* a, const void* b, void* c, int64_t batch,
-                                       int64_t m, int64_t n, int64_t k, void* stream) {
+absl::Status CudaKernelBackend::Matmul(ir::DType dtype, const void* a, const void* b, void* c, int64_t batch, int64_t m,
+                                       int64_t n, int64_t k, void* stream) {
   if (dtype != ir::DType::kF32 && dtype != ir::DType::kF16 && dtype != ir::DType::kBF16)
     return absl::InvalidArgumentError(
         absl::StrCat("matmul (cuda): dtype ", ir::DTypeName(dtype), " is not supported (f32, f16, bf16)"));
@@ -157,10 +158,10 @@ absl::Status CudaKernelBackend::Matmul(ir::DType dtype, const void* a, const voi
   if (batch == 0 || m == 0 || n == 0) return absl::OkStatus();
   if (k == 0)  // an empty sum: cuBLASLt is not asked about a zero inner dimension
     return Cuda(cudaMemsetAsync(c, 0, static_cast<size_t>(batch * m * n) * DTypeBytes(dtype), s), "matmul (cuda)");
-  VDEV_ASSIGN_OR_RETURN(const Plan* plan, state_->PlanFor(dtype, batch, m, n, k));
+  VDEV_ASSIGN_OR_RETURN(const MatmulSetup* plan, state_->PlanFor(dtype, batch, m, n, k));
   const float alpha = 1.0f, beta = 0.0f;
-  return Blas(cublasLtMatmul(state_->handle, plan->desc, &alpha, b, plan->a, a, plan->b, &beta, c, plan->c, c,
-                             plan->c, &plan->algo, state_->workspace, kWorkspaceBytes, s),
+  return Blas(cublasLtMatmul(state_->handle, plan->desc, &alpha, b, plan->a, a, plan->b, &beta, c, plan->c, c, plan->c,
+                             &plan->algo, state_->workspace, kWorkspaceBytes, s),
               "matmul (cuda): cublasLtMatmul");
 }
 

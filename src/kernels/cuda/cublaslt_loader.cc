@@ -12,11 +12,21 @@ namespace vdev::cuda_ops {
 namespace {
 
 // X(name) for every cuBLASLt function vdev calls.
-#define VDEV_CUBLASLT_FUNCTIONS(X)                                                                        \
-  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmul) X(cublasLtMatmulAlgoGetHeuristic)               \
-  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulPreferenceCreate)             \
-  X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatrixLayoutCreate) \
-  X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)
+// clang-format off: one function per line
+#define VDEV_CUBLASLT_FUNCTIONS(X)        \
+  X(cublasLtCreate)                       \
+  X(cublasLtDestroy)                      \
+  X(cublasLtMatmul)                       \
+  X(cublasLtMatmulAlgoGetHeuristic)       \
+  X(cublasLtMatmulDescCreate)             \
+  X(cublasLtMatmulDescDestroy)            \
+  X(cublasLtMatmulPreferenceCreate)       \
+  X(cublasLtMatmulPreferenceDestroy)      \
+  X(cublasLtMatmulPreferenceSetAttribute) \
+  X(cublasLtMatrixLayoutCreate)           \
+  X(cublasLtMatrixLayoutDestroy)          \
+  X(cublasLtMatrixLayoutSetAttribute)
+// clang-format on
 
 struct CublasLt {
 #define VDEV_POINTER(name) decltype(&::name) name = nullptr;
@@ -53,7 +63,7 @@ absl::Status LoadCublasLt() { return Library().status; }
   }
 
 extern "C" {
-VDEV_FORWARD(cublasLtCreate, (cublasLtHandle_t* handle), (handle))
+VDEV_FORWARD(cublasLtCreate, (cublasLtHandle_t * handle), (handle))
 VDEV_FORWARD(cublasLtDestroy, (cublasLtHandle_t handle), (handle))
 VDEV_FORWARD(cublasLtMatmul,
              (cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha, const void* a,
@@ -68,17 +78,17 @@ VDEV_FORWARD(cublasLtMatmulAlgoGetHeuristic,
               cublasLtMatmulPreference_t preference, int requested, cublasLtMatmulHeuristicResult_t results[],
               int* returned),
              (handle, desc, a_desc, b_desc, c_desc, d_desc, preference, requested, results, returned))
-VDEV_FORWARD(cublasLtMatmulDescCreate, (cublasLtMatmulDesc_t* desc, cublasComputeType_t compute, cudaDataType_t scale),
+VDEV_FORWARD(cublasLtMatmulDescCreate, (cublasLtMatmulDesc_t * desc, cublasComputeType_t compute, cudaDataType_t scale),
              (desc, compute, scale))
 VDEV_FORWARD(cublasLtMatmulDescDestroy, (cublasLtMatmulDesc_t desc), (desc))
-VDEV_FORWARD(cublasLtMatmulPreferenceCreate, (cublasLtMatmulPreference_t* preference), (preference))
+VDEV_FORWARD(cublasLtMatmulPreferenceCreate, (cublasLtMatmulPreference_t * preference), (preference))
 VDEV_FORWARD(cublasLtMatmulPreferenceDestroy, (cublasLtMatmulPreference_t preference), (preference))
 VDEV_FORWARD(cublasLtMatmulPreferenceSetAttribute,
              (cublasLtMatmulPreference_t preference, cublasLtMatmulPreferenceAttributes_t attr, const void* buf,
               size_t bytes),
              (preference, attr, buf, bytes))
 VDEV_FORWARD(cublasLtMatrixLayoutCreate,
-             (cublasLtMatrixLayout_t* layout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld),
+             (cublasLtMatrixLayout_t * layout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld),
              (layout, type, rows, cols, ld))
 VDEV_FORWARD(cublasLtMatrixLayoutDestroy, (cublasLtMatrixLayout_t layout), (layout))
 VDEV_FORWARD(cublasLtMatrixLayoutSetAttribute,

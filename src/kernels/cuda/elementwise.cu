@@ -283,8 +283,8 @@ cudaError_t LaunchSiluMul(Elem t, const void* x, void* y, int64_t rows, int64_t 
     using T = decltype(tag);
     const bool packed = f % Pack<T>::kSize == 0 && Aligned16(x) && Aligned16(y);
     const int64_t work = packed ? rows * f / Pack<T>::kSize : rows * f;
-    SiluMulKernel<T><<<GridFor(work), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), rows, f,
-                                                             packed);
+    SiluMulKernel<T>
+        <<<GridFor(work), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), rows, f, packed);
   });
   return cudaGetLastError();
 }

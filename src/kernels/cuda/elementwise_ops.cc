@@ -4,7 +4,7 @@
 #include <string>
 
 #include "internal/op_util.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::cuda_internal {
 namespace {
@@ -17,7 +17,7 @@ using cuda_ops::Unary;
 }  // namespace
 
 absl::StatusOr<std::optional<cuda_ops::Strided>> BroadcastOf(const KernelOp& op, const TensorRef& out,
-                                                              const TensorRef& a, const TensorRef& b) {
+                                                             const TensorRef& a, const TensorRef& b) {
   const int rank = static_cast<int>(out.shape.size());
   if (static_cast<int>(a.shape.size()) > rank || static_cast<int>(b.shape.size()) > rank)
     return Invalid(op, "operands ", ShapeString(a.shape), " and ", ShapeString(b.shape), " do not broadcast to ",

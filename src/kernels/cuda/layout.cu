@@ -10,11 +10,26 @@ namespace {
 
 template <int kBytes>
 struct WordOf;
-template <> struct WordOf<1> { using type = uint8_t; };
-template <> struct WordOf<2> { using type = uint16_t; };
-template <> struct WordOf<4> { using type = uint32_t; };
-template <> struct WordOf<8> { using type = uint64_t; };
-template <> struct WordOf<16> { using type = uint4; };
+template <>
+struct WordOf<1> {
+  using type = uint8_t;
+};
+template <>
+struct WordOf<2> {
+  using type = uint16_t;
+};
+template <>
+struct WordOf<4> {
+  using type = uint32_t;
+};
+template <>
+struct WordOf<8> {
+  using type = uint64_t;
+};
+template <>
+struct WordOf<16> {
+  using type = uint4;
+};
 template <int kBytes>
 using Word = typename WordOf<kBytes>::type;
 
@@ -115,9 +130,9 @@ cudaError_t LaunchPermute(int elem_bytes, const void* x, void* y, int rank, cons
 cudaError_t LaunchCopyRows(const void* src, int64_t src_pitch, void* dst, int64_t dst_pitch, int64_t rows,
                            int64_t row_bytes, cudaStream_t stream) {
   if (rows == 0 || row_bytes == 0) return cudaSuccess;
-  const int bytes = WordBytes({static_cast<int64_t>(reinterpret_cast<uintptr_t>(src)),
-                               static_cast<int64_t>(reinterpret_cast<uintptr_t>(dst)), src_pitch, dst_pitch,
-                               row_bytes});
+  const int bytes =
+      WordBytes({static_cast<int64_t>(reinterpret_cast<uintptr_t>(src)),
+                 static_cast<int64_t>(reinterpret_cast<uintptr_t>(dst)), src_pitch, dst_pitch, row_bytes});
   WithWord(bytes, [&](auto word) {
     using W = decltype(word);
     const int64_t words = row_bytes / bytes;
@@ -127,8 +142,8 @@ cudaError_t LaunchCopyRows(const void* src, int64_t src_pitch, void* dst, int64_
   return cudaGetLastError();
 }
 
-cudaError_t LaunchTake(const void* table, const void* indices, bool indices_i64, void* out, int64_t outer,
-                       int64_t size, int64_t count, int64_t row_bytes, DeviceError* error, cudaStream_t stream) {
+cudaError_t LaunchTake(const void* table, const void* indices, bool indices_i64, void* out, int64_t outer, int64_t size,
+                       int64_t count, int64_t row_bytes, DeviceError* error, cudaStream_t stream) {
   if (outer == 0 || count == 0 || row_bytes == 0) return cudaSuccess;
   const int bytes = WordBytes({static_cast<int64_t>(reinterpret_cast<uintptr_t>(table)),
                                static_cast<int64_t>(reinterpret_cast<uintptr_t>(out)), row_bytes});
@@ -138,12 +153,12 @@ cudaError_t LaunchTake(const void* table, const void* indices, bool indices_i64,
     const unsigned grid = GridFor(outer * count * words);
     if (indices_i64) {
       TakeKernel<W, int64_t><<<grid, kThreads, 0, stream>>>(static_cast<const W*>(table),
-                                                             static_cast<const int64_t*>(indices), static_cast<W*>(out),
-                                                             outer, size, count, words, error);
+                                                            static_cast<const int64_t*>(indices), static_cast<W*>(out),
+                                                            outer, size, count, words, error);
     } else {
       TakeKernel<W, int32_t><<<grid, kThreads, 0, stream>>>(static_cast<const W*>(table),
-                                                             static_cast<const int32_t*>(indices), static_cast<W*>(out),
-                                                             outer, size, count, words, error);
+                                                            static_cast<const int32_t*>(indices), static_cast<W*>(out),
+                                                            outer, size, count, words, error);
     }
   });
   return cudaGetLastError();

@@ -2,7 +2,7 @@
 // attention: argument checks as the CPU kernels make them, then launches of layout.cu and
 // attention.cu. Layout ops move bytes, so they take any dtype.
 #include "internal/op_util.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::cuda_internal {
 namespace {
@@ -27,10 +27,9 @@ absl::Status MovePieces(const KernelOp& op, const KernelCall& call, const Tensor
   for (const TensorRef& p : pieces) {
     const int64_t bytes = p.shape[axis] * view.inner;
     char* at = static_cast<char*>(whole.data) + offset;
-    VDEV_RETURN_IF_ERROR(Launched(op, into_whole ? cuda_ops::LaunchCopyRows(p.data, bytes, at, whole_pitch, view.outer,
-                                                                            bytes, StreamOf(call))
-                                                 : cuda_ops::LaunchCopyRows(at, whole_pitch, p.data, bytes, view.outer,
-                                                                            bytes, StreamOf(call))));
+    VDEV_RETURN_IF_ERROR(Launched(
+        op, into_whole ? cuda_ops::LaunchCopyRows(p.data, bytes, at, whole_pitch, view.outer, bytes, StreamOf(call))
+                       : cuda_ops::LaunchCopyRows(at, whole_pitch, p.data, bytes, view.outer, bytes, StreamOf(call))));
     offset += bytes;
   }
   return absl::OkStatus();
@@ -56,8 +55,7 @@ absl::Status Take(const KernelCall& call) {
   const AroundAxis view = ViewAround(table.shape, axis, static_cast<int64_t>(DTypeBytes(table.dtype)));
   return Launched(op, cuda_ops::LaunchTake(table.data, indices.data, indices.dtype == ir::DType::kI64, out.data,
                                            view.outer, view.extent, indices.NumElements(), view.inner,
-                                           static_cast<cuda_ops::DeviceError*>(backend->error_word()),
-                                           StreamOf(call)));
+                                           static_cast<cuda_ops::DeviceError*>(backend->error_word()), StreamOf(call)));
 }
 
 absl::Status Attention(const KernelCall& call) {

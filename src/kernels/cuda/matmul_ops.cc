@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "internal/op_util.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::cuda_internal {
 namespace {

@@ -26,7 +26,8 @@ __device__ __forceinline__ void RowForEach(const T* __restrict__ row, int64_t le
 
 // out[i] = g(i, x[i]) over this block's share of the row, in packs when `packed`.
 template <typename T, typename G>
-__device__ __forceinline__ void RowMap(const T* __restrict__ row, T* __restrict__ out, int64_t len, bool packed, G&& g) {
+__device__ __forceinline__ void RowMap(const T* __restrict__ row, T* __restrict__ out, int64_t len, bool packed,
+                                       G&& g) {
   if (packed) {
     constexpr int kP = Pack<T>::kSize;
     for (int64_t p = threadIdx.x; p < len / kP; p += blockDim.x) {

@@ -1,7 +1,7 @@
 // The helpers of internal/op_util.h.
 #include "internal/op_util.h"
 
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::cuda_internal {
 

@@ -136,7 +136,7 @@ cudaError_t LaunchCompare(int kind, Elem t, const void* a, const void* b, uint8_
   DispatchAny(t, [&](auto tag) {
     using T = decltype(tag);
     CompareKernel<T><<<GridFor(n), kThreads, 0, stream>>>(kind, static_cast<const T*>(a), static_cast<const T*>(b), y,
-                                                           n, s, shape == nullptr);
+                                                          n, s, shape == nullptr);
   });
   return cudaGetLastError();
 }

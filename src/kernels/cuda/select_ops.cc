@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "internal/op_util.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::cuda_internal {
 namespace {
@@ -38,7 +38,8 @@ absl::Status Where(const KernelCall& call) {
 }
 
 // broadcast_to and strided_slice: a strided copy from `base` elements into x.
-absl::Status StridedCopy(const KernelOp& op, const KernelCall& call, int64_t base, const std::vector<int64_t>& strides) {
+absl::Status StridedCopy(const KernelOp& op, const KernelCall& call, int64_t base,
+                         const std::vector<int64_t>& strides) {
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
   VDEV_RETURN_IF_ERROR(CheckRank(op, out.shape));
   const int bytes = static_cast<int>(DTypeBytes(x.dtype));
@@ -81,8 +82,8 @@ absl::Status LogSoftmax(const KernelCall& call) {
   VDEV_ASSIGN_OR_RETURN(AroundAxis view, kernels_internal::CheckSoftmax(op, call));
   const TensorRef &x = call.inputs[0], &out = call.outputs[0];
   VDEV_ASSIGN_OR_RETURN(cuda_ops::Elem t, ElemOf(op, x.dtype));
-  return Launched(op, cuda_ops::LaunchLogSoftmax(t, x.data, out.data, view.outer, view.extent, view.inner,
-                                                 StreamOf(call)));
+  return Launched(op,
+                  cuda_ops::LaunchLogSoftmax(t, x.data, out.data, view.outer, view.extent, view.inner, StreamOf(call)));
 }
 
 }  // namespace

@@ -65,8 +65,7 @@ void NarrowFromFloat(ir::DType dtype, const float* in, void* out, int64_t n) {
       for (int64_t i = 0; i < n; ++i) h[i] = FloatToBF16(in[i]);
       return;
     }
-    default:
-      std::memcpy(out, in, static_cast<size_t>(n) * sizeof(float));
+    default: std::memcpy(out, in, static_cast<size_t>(n) * sizeof(float));
   }
 }
 

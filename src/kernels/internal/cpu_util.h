@@ -17,10 +17,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "internal/op_checks.h"
-#include "vdev/half.h"
-#include "vdev/kernels.h"
-#include "vdev/status_macros.h"
-#include "vdev/tensor.h"
+#include "vdev/kernels/kernels.h"
+#include "vdev/kernels/tensor.h"
+#include "vdev/support/half.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::kernels_internal {
 
@@ -38,11 +38,17 @@ inline float ToFloat(BF16 v) { return BF16ToFloat(v.bits); }
 template <typename T>
 T FromFloat(float f);
 template <>
-inline float FromFloat<float>(float f) { return f; }
+inline float FromFloat<float>(float f) {
+  return f;
+}
 template <>
-inline F16 FromFloat<F16>(float f) { return F16{FloatToHalf(f)}; }
+inline F16 FromFloat<F16>(float f) {
+  return F16{FloatToHalf(f)};
+}
 template <>
-inline BF16 FromFloat<BF16>(float f) { return BF16{FloatToBF16(f)}; }
+inline BF16 FromFloat<BF16>(float f) {
+  return BF16{FloatToBF16(f)};
+}
 
 template <typename T>
 struct Tag {

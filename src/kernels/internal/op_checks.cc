@@ -6,7 +6,7 @@
 #include <variant>
 
 #include "absl/strings/str_join.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::kernels_internal {
 
@@ -131,8 +131,8 @@ absl::Status CheckSections(const KernelOp& op, const KernelCall& call, int64_t a
   if (sections != nullptr && std::holds_alternative<int64_t>(*sections)) {
     const int64_t n = std::get<int64_t>(*sections);
     if (static_cast<int64_t>(call.outputs.size()) != n || x.shape[axis] % n != 0)
-      return Invalid(op, "an axis of ", x.shape[axis], " does not split into ", call.outputs.size(), " outputs of ",
-                     n, " equal sections");
+      return Invalid(op, "an axis of ", x.shape[axis], " does not split into ", call.outputs.size(), " outputs of ", n,
+                     " equal sections");
     for (const TensorRef& p : call.outputs)
       if (p.shape[axis] != x.shape[axis] / n) return Invalid(op, "the sections are not equal");
   } else if (sections != nullptr && std::holds_alternative<std::vector<int64_t>>(*sections)) {

@@ -13,8 +13,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "vdev/kernels.h"
-#include "vdev/tensor.h"
+#include "vdev/kernels/kernels.h"
+#include "vdev/kernels/tensor.h"
 
 namespace vdev::kernels_internal {
 

@@ -1,7 +1,7 @@
 // The argument checks of the selection and reduction ops (internal/op_checks.h), shared by the CPU
 // kernels (cpu/select.cc) and the CUDA op wrappers (cuda/select_ops.cc).
 #include "internal/op_checks.h"
-#include "vdev/status_macros.h"
+#include "vdev/support/status_macros.h"
 
 namespace vdev::kernels_internal {
 
@@ -88,7 +88,8 @@ absl::StatusOr<std::vector<bool>> CheckReduce(const KernelOp& op, const KernelCa
   }
   int64_t kept = 1, count = 1;
   for (size_t d = 0; d < rank; ++d) (reduced[d] ? count : kept) *= x.shape[d];
-  if (out.NumElements() != kept) return Invalid(op, "the output ", ShapeString(out.shape), " does not fit the reduction");
+  if (out.NumElements() != kept)
+    return Invalid(op, "the output ", ShapeString(out.shape), " does not fit the reduction");
   if (count == 0 && (op.name() == "max" || op.name() == "min")) return Invalid(op, "reduces an empty axis");
   return reduced;
 }

@@ -23,7 +23,7 @@
 
 #include "src/planner/internal/planner.h"
 #include "src/planner/placement_solver.h"
-#include "vdev/machine.h"
+#include "vdev/planner/machine.h"
 
 namespace vdev::planner_internal {
 
@@ -65,13 +65,12 @@ std::vector<LiveValue> LiveValues(const ir::Module& m, const std::vector<uint32_
 
 struct DevicePeak {
   int64_t bytes = 0;
-  uint32_t item = 0;   // where the peak is first reached
+  uint32_t item = 0;  // where the peak is first reached
   uint32_t point = 0;
 };
 // The peak of live bytes on each machine device of a planned module (binding_devices, the devices
 // of the parameters); values on a device the machine does not have are not counted.
-std::vector<DevicePeak> PeakBytes(const PlanResult& plan, const std::vector<uint32_t>& points,
-                                  const Machine& machine);
+std::vector<DevicePeak> PeakBytes(const PlanResult& plan, const std::vector<uint32_t>& points, const Machine& machine);
 
 // The bytes that an assignment of the classes puts on `device` at `point`, as a cut: every value of
 // `input` live there whose class is known (and, if passive, can be on the machine), counted when its class is on `device` (a move whose

@@ -7,9 +7,9 @@
 
 #include "absl/status/statusor.h"
 #include "src/planner/placement_solver.h"
-#include "vdev/ir.h"
-#include "vdev/machine.h"
-#include "vdev/optimize_placement.h"
+#include "vdev/ir/ir.h"
+#include "vdev/planner/machine.h"
+#include "vdev/planner/optimize_placement.h"
 
 namespace vdev::planner_internal {
 

@@ -12,9 +12,9 @@
 
 #include <vector>
 
-#include "vdev/ir.h"
-#include "vdev/machine.h"
-#include "vdev/plan_devices.h"
+#include "vdev/ir/ir.h"
+#include "vdev/planner/machine.h"
+#include "vdev/planner/plan_devices.h"
 
 namespace vdev::planner_internal {
 

@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "src/planner/internal/planner.h"
 #include "src/planner/placement_solver.h"
-#include "vdev/machine.h"
+#include "vdev/planner/machine.h"
 
 namespace vdev::planner_internal {
 

@@ -10,8 +10,8 @@
 #ifndef VDEV_SRC_PLANNER_INTERNAL_PLANNER_H_
 #define VDEV_SRC_PLANNER_INTERNAL_PLANNER_H_
 
-#include <functional>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -22,8 +22,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "src/planner/device_domains.h"
-#include "vdev/builtin_ops.h"
-#include "vdev/plan_devices.h"
+#include "vdev/ir/builtin_ops.h"
+#include "vdev/planner/plan_devices.h"
 
 namespace vdev::planner_internal {
 
@@ -38,7 +38,17 @@ using ir::ValueRef;
 constexpr DomainId kNoDomain = UINT32_MAX;
 
 // What put a device on a domain; the annotations of a conflict are reported from these.
-enum class PinKind : uint8_t { kOnDevice, kCopySrc, kCopyDst, kParam, kResult, kHost, kAlloc, kKernelParam, kKernelResult };
+enum class PinKind : uint8_t {
+  kOnDevice,
+  kCopySrc,
+  kCopyDst,
+  kParam,
+  kResult,
+  kHost,
+  kAlloc,
+  kKernelParam,
+  kKernelResult
+};
 
 // Where it is written follows from `kind` and `ref` (Planner::PinLoc): an annotation-heavy program
 // has a pin per annotation, so it is not stored.
@@ -367,8 +377,8 @@ class Planner {
     kReplaced = 8,
     kAwaiting = 16,
     kLive = 32,
-    kBodyIsOwn = 64,       // a copy point's body domain is its own (SetCopyPoint)
-    kBodyIsPrevious = 128, // … or the one before
+    kBodyIsOwn = 64,                                // a copy point's body domain is its own (SetCopyPoint)
+    kBodyIsPrevious = 128,                          // … or the one before
     kBodyIsOperand = kBodyIsOwn | kBodyIsPrevious,  // … or its operand's (never both of the above)
     // A computation that an on_device annotates (NoteAnnotation): never a copy point, so the bit
     // of kBodyIsOwn is free on it.

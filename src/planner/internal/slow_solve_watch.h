@@ -16,8 +16,7 @@ namespace vdev::planner_internal {
 // watching thread while it runs, or, if that thread has not been scheduled by then, when it ends.
 class SlowSolveWatch {
  public:
-  SlowSolveWatch(const std::function<void(const PlacementProgress&)>& on_slow, PlacementProgress progress,
-                 double after)
+  SlowSolveWatch(const std::function<void(const PlacementProgress&)>& on_slow, PlacementProgress progress, double after)
       : on_slow_(on_slow), progress_(progress), after_(after), start_(std::chrono::steady_clock::now()) {
     if (!on_slow_) return;
     thread_ = std::thread([this] {

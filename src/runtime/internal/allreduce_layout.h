@@ -30,7 +30,9 @@ VDEV_HOST_DEVICE inline size_t OneShotSlotOffset(size_t half_bytes, size_t slot_
 // only LL calls advance; call c uses half c & 1 and tags its lines with LLFlag(c): the call's low 31
 // bits with the top bit set. It is never 0, so zeroed memory never passes for data, and it repeats
 // only after 2^31 calls. (One OR: folding the call modulo 2^32 - 1 instead cost 0.05 us per call.)
-VDEV_HOST_DEVICE inline uint32_t LLFlag(uint64_t call) { return 0x80000000u | static_cast<uint32_t>(call & 0x7fffffffu); }
+VDEV_HOST_DEVICE inline uint32_t LLFlag(uint64_t call) {
+  return 0x80000000u | static_cast<uint32_t>(call & 0x7fffffffu);
+}
 
 // A line left untouched for 2^31 calls would carry the flag its reader waits for. So every
 // kLLSweepEvery-th call of each parity zeroes one slice of its own receive half, sparing the lines
@@ -84,7 +86,7 @@ VDEV_HOST_DEVICE inline size_t TwoShotLLSlotBytes(size_t count, int world, size_
 }
 // stage 0: reduce-scatter slots, stage 1: all-gather slots.
 VDEV_HOST_DEVICE inline size_t TwoShotSlotOffset(size_t half_bytes, size_t slot_bytes, int world, int stage, int parity,
-                                int source) {
+                                                 int source) {
   return parity * half_bytes + (static_cast<size_t>(stage) * world + source) * slot_bytes;
 }
 

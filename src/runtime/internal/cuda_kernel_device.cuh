@@ -14,11 +14,11 @@
 #include <cuda_fp16.h>
 
 #include "internal/allreduce_layout.h"
+#include "internal/cuda_elem.cuh"
 #include "internal/cuda_kernel_families.h"
 #include "internal/cuda_kernels.h"
-#include "internal/cuda_elem.cuh"
 #include "internal/cuda_sync.cuh"
-#include "vdev/ipc_memory.h"
+#include "vdev/runtime/ipc_memory.h"
 
 #define VDEV_KERNELS(name) \
   Kernels { name<float>, name<__half>, name<__nv_bfloat16> }
@@ -30,7 +30,7 @@
 // the own input it sent in registers for its sum instead of loading it again after sending (2 H200s,
 // interleaved calls: LL128 1 KB 2.36 vs 2.42 us, 256 KB 3.34 vs 3.36; sentinel 1 KB 2.29 vs 2.38,
 // 512 KB 4.18 vs 4.26).
-#define VDEV_ONE_SHOT_KERNELS(name, world, one_round)                                                   \
+#define VDEV_ONE_SHOT_KERNELS(name, world, one_round)                                                                 \
   ((world) > 2 ? ((one_round) ? VDEV_KERNELS_2(name, kPeersAtOnce, true) : VDEV_KERNELS_2(name, kPeersAtOnce, false)) \
                : ((one_round) ? VDEV_KERNELS_2(name, 1, true) : VDEV_KERNELS_2(name, 1, false)))
 

@@ -36,7 +36,7 @@ static_assert(kMaxBlocks <= kMaxBarrierBlocks, "a block past the epoch counters 
 // Still adding in rank order, so every worker's result is bitwise the same. (Loading the other missing
 // lines together again after each wait was slower: LL128 +0.2 us from 1 KB to 256 KB.)
 constexpr int kPeersAtOnce = 4;
-constexpr int kUnroll = 4;       // independent 16-byte loads in flight per thread when copying
+constexpr int kUnroll = 4;  // independent 16-byte loads in flight per thread when copying
 
 // The f32, f16 and bf16 instances of one kernel.
 struct Kernels {
@@ -49,9 +49,9 @@ Kernels TwoShotInstances();
 Kernels ZeroCopyOneShotInstances();
 // Low-latency packet kernels for `world` workers; `one_round`: the grid gives each thread (LL128:
 // each warp) at most one unit (see VDEV_ONE_SHOT_KERNELS in cuda_kernel_device.cuh).
-Kernels OneShotLLInstances(int world, bool one_round);  // cuda_ll_kernels.cu
-Kernels TwoShotLLInstances();                            // cuda_ll_kernels.cu
-Kernels OneShotLL128Instances(int world, bool one_round);    // cuda_ll128_kernel.cu
+Kernels OneShotLLInstances(int world, bool one_round);        // cuda_ll_kernels.cu
+Kernels TwoShotLLInstances();                                 // cuda_ll_kernels.cu
+Kernels OneShotLL128Instances(int world, bool one_round);     // cuda_ll128_kernel.cu
 Kernels OneShotSentinelInstances(int world, bool one_round);  // cuda_sentinel_kernel.cu
 
 }  // namespace vdev::internal

@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "vdev/allreduce.h"
-#include "vdev/session.h"
+#include "vdev/runtime/allreduce.h"
+#include "vdev/runtime/peer_group.h"
 
 namespace vdev::internal {
 
@@ -26,9 +26,9 @@ struct KernelArgs {
   uint64_t* epochs = nullptr;             // this worker's barrier_flag
   size_t half_bytes = 0;
   size_t slot_bytes = 0;
-  size_t chunk_elems = 0;                 // two-shot
+  size_t chunk_elems = 0;  // two-shot
   unsigned long long timeout_ns = 0;
-  int* error = nullptr;                   // host-mapped; set to peer + 1 on a timed-out wait
+  int* error = nullptr;  // host-mapped; set to peer + 1 on a timed-out wait
 };
 
 // A kernel instance and its grid. A null kernel: no kernel for that algorithm or data type.

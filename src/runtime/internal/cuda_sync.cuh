@@ -20,8 +20,7 @@ __device__ __forceinline__ uint64_t LoadAcquire(const uint64_t* p) {
 // flag of its execution (layout {d.x, flag, d.y, flag}), so a reader that sees both flags has both
 // words. Volatile: a poll must reload it.
 __device__ __forceinline__ void StoreLine(char* p, uint2 d, uint32_t flag) {
-  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d.x), "r"(flag), "r"(d.y),
-               "r"(flag)
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d.x), "r"(flag), "r"(d.y), "r"(flag)
                : "memory");
 }
 __device__ __forceinline__ uint4 LoadLine(const char* p) {

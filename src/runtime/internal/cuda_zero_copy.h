@@ -1,5 +1,5 @@
 // The zero-copy one-shot kernel without its exit barrier (ZeroCopyRead::kInPlaceNoExitBarrier in
-// vdev/cuda_allreduce.h); the kernel with both barriers is in cuda_kernels.h.
+// vdev/runtime/cuda_allreduce.h); the kernel with both barriers is in cuda_kernels.h.
 #ifndef VDEV_SRC_RUNTIME_INTERNAL_CUDA_ZERO_COPY_H_
 #define VDEV_SRC_RUNTIME_INTERNAL_CUDA_ZERO_COPY_H_
 

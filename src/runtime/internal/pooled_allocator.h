@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "vdev/ipc_memory.h"
+#include "vdev/runtime/ipc_memory.h"
 
 namespace vdev::internal {
 
@@ -41,16 +41,15 @@ struct PoolEntry {
 
 class PooledIPCAllocator : public IPCAllocator {
  public:
-  explicit PooledIPCAllocator(Session* session) : session_(session) {}
+  explicit PooledIPCAllocator(PeerGroup* session) : session_(session) {}
   absl::StatusOr<IPCMemory*> Allocate(size_t bytes) final;
   void Free(IPCMemory* memory) final;
-  Session* session() const final { return session_; }
+  PeerGroup* session() const final { return session_; }
 
  protected:
   // Makes this worker's region of `layout.total_bytes`, all zero (data, barrier words, epochs),
   // stores its base in entry.mappings[worker_id], and returns the handle peers open it with.
-  virtual absl::StatusOr<std::string> CreateLocal(const RegionLayout& layout, uint64_t sequence,
-                                                  PoolEntry* entry) = 0;
+  virtual absl::StatusOr<std::string> CreateLocal(const RegionLayout& layout, uint64_t sequence, PoolEntry* entry) = 0;
   virtual absl::Status OpenPeers(const RegionLayout& layout, const std::vector<std::string>& handles,
                                  PoolEntry* entry) = 0;
   // Called once every worker has mapped every region.
@@ -62,7 +61,7 @@ class PooledIPCAllocator : public IPCAllocator {
   const std::vector<std::unique_ptr<PoolEntry>>& entries() const { return entries_; }
 
  private:
-  Session* session_;
+  PeerGroup* session_;
   uint64_t requests_ = 0;
   uint64_t next_sequence_ = 0;
   std::vector<std::unique_ptr<PoolEntry>> entries_;

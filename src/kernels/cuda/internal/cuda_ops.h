@@ -17,7 +17,20 @@ namespace vdev::cuda_ops {
 enum class Elem { kF32, kF16, kBF16, kI32, kI64, kF64, kI8, kU8 };
 
 enum class Unary {
-  kRelu, kGeluErf, kGeluTanh, kSilu, kExp, kTanh, kSigmoid, kNegative, kSqrt, kRsqrt, kLog, kErf, kAbs, kReciprocal
+  kRelu,
+  kGeluErf,
+  kGeluTanh,
+  kSilu,
+  kExp,
+  kTanh,
+  kSigmoid,
+  kNegative,
+  kSqrt,
+  kRsqrt,
+  kLog,
+  kErf,
+  kAbs,
+  kReciprocal
 };
 enum class Binary { kAdd, kSubtract, kMultiply, kDivide, kPower, kMaximum, kMinimum };
 
@@ -77,8 +90,8 @@ cudaError_t LaunchCopyRows(const void* src, int64_t src_pitch, void* dst, int64_
                            int64_t row_bytes, cudaStream_t stream);
 // out[o, i, :] = table[o, indices[i], :] with table [outer, size, row_bytes]; indices i32 or i64.
 // An index outside [0, size) is clamped and reported in *error.
-cudaError_t LaunchTake(const void* table, const void* indices, bool indices_i64, void* out, int64_t outer,
-                       int64_t size, int64_t count, int64_t row_bytes, DeviceError* error, cudaStream_t stream);
+cudaError_t LaunchTake(const void* table, const void* indices, bool indices_i64, void* out, int64_t outer, int64_t size,
+                       int64_t count, int64_t row_bytes, DeviceError* error, cudaStream_t stream);
 
 // The ops of select.cu. Comparisons: y (bool bytes) = a cmp b under `shape`'s broadcast (nullptr:
 // dense); kinds 0..5 = equal, not_equal, less, less_equal, greater, greater_equal.

@@ -1,5 +1,5 @@
 // Device-side helpers of the CUDA kernels: f32 <-> storage conversions (rounding once, to nearest
-// even, as vdev/half.h does on the host), 16-byte packs, block reductions, grid sizing and dispatch
+// even, as vdev/support/half.h does on the host), 16-byte packs, block reductions, grid sizing and dispatch
 // from cuda_ops::Elem to a C++ type.
 #ifndef VDEV_SRC_KERNELS_CUDA_INTERNAL_DEVICE_MATH_CUH_
 #define VDEV_SRC_KERNELS_CUDA_INTERNAL_DEVICE_MATH_CUH_

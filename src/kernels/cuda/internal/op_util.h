@@ -14,8 +14,8 @@
 #include "absl/strings/string_view.h"
 #include "internal/cuda_ops.h"
 #include "src/kernels/internal/op_checks.h"
-#include "vdev/cuda_kernels.h"
-#include "vdev/kernels.h"
+#include "vdev/kernels/cuda_kernels.h"
+#include "vdev/kernels/kernels.h"
 
 namespace vdev::cuda_internal {
 
@@ -52,7 +52,7 @@ void Add(KernelRegistry& registry, absl::string_view op, KernelFn fn);
 // The strided view of `out = a op b` under NumPy broadcasting (dims of size 1 dropped, adjacent dims
 // merged); nullopt when a and b are both dense with out's element count (elementwise_ops.cc).
 absl::StatusOr<std::optional<cuda_ops::Strided>> BroadcastOf(const KernelOp& op, const TensorRef& out,
-                                                              const TensorRef& a, const TensorRef& b);
+                                                             const TensorRef& a, const TensorRef& b);
 
 void RegisterElementwiseOps(KernelRegistry& registry);
 void RegisterSelectOps(KernelRegistry& registry);  // select_ops.cc
