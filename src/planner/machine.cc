@@ -277,13 +277,8 @@ absl::Status ParseLinks(const Json& links, const absl::flat_hash_map<std::string
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
-  if (text.size() > kMaxMachineJsonBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("machine: ", text.size(), " bytes of text, more than the ",
-                                                   kMaxMachineJsonBytes, " a machine file may have"));
-  }
+// The text as JSON, or an InvalidArgument error naming where it is not JSON.
+absl::StatusOr<Json> ParseJsonText(absl::string_view text) {
   Json j;
   try {
     j = Json::parse(text.begin(), text.end());
@@ -302,18 +297,14 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
                                           : what;
     return absl::InvalidArgumentError(absl::StrCat("machine: not JSON", where, ": ", what));
   }
-  if (!j.is_object()) return absl::InvalidArgumentError("machine: not a JSON object");
-  MachineBuilder b;
-  if (!j.contains("devices") || !j["devices"].is_array()) {
-    return absl::InvalidArgumentError("machine: \"devices\" must be an array");
-  }
-  if (j["devices"].size() > kMaxMachineDevices) {
-    return absl::InvalidArgumentError(absl::StrCat("machine: ", j["devices"].size(), " devices, more than the ",
-                                                   kMaxMachineDevices, " a machine may have"));
-  }
+  return j;
+}
+
+// The "devices" array: each device and its spec added to `b`; returns the index of each by its name.
+absl::StatusOr<absl::flat_hash_map<std::string, int>> ParseDevices(const Json& list, MachineBuilder* b) {
   absl::flat_hash_map<std::string, int> devices;  // by the name the file gives
   int listed = 0;
-  for (const Json& d : j["devices"]) {
+  for (const Json& d : list) {
     if (!d.is_object() || !d.contains("device") || !d["device"].is_string()) {
       return absl::InvalidArgumentError("machine: each device needs \"device\" (e.g. \"cuda:0\")");
     }
@@ -336,8 +327,46 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
       }
     }
     devices.emplace(device->ToString(), listed++);
-    b.AddDevice(*device, spec);
+    b->AddDevice(*device, spec);
   }
+  return devices;
+}
+
+// The "ops" object: the device types each listed op runs on.
+absl::Status ParseOpSupport(const Json& ops, MachineBuilder* b) {
+  if (!ops.is_object()) return absl::InvalidArgumentError("machine: \"ops\" must be an object");
+  for (const auto& [op, types] : ops.items()) {
+    std::set<DeviceType> set;
+    if (!types.is_array())
+      return absl::InvalidArgumentError(absl::StrCat("machine: \"ops\".", op, " must be an array"));
+    for (const Json& t : types) {
+      std::optional<DeviceType> type = t.is_string() ? DeviceTypeFromName(t.get<std::string>()) : std::nullopt;
+      if (!type) return absl::InvalidArgumentError(absl::StrCat("machine: \"ops\".", op, ": unknown device type"));
+      set.insert(*type);
+    }
+    b->SupportOnly(op, std::move(set));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
+  if (text.size() > kMaxMachineJsonBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("machine: ", text.size(), " bytes of text, more than the ",
+                                                   kMaxMachineJsonBytes, " a machine file may have"));
+  }
+  VDEV_ASSIGN_OR_RETURN(Json j, ParseJsonText(text));
+  if (!j.is_object()) return absl::InvalidArgumentError("machine: not a JSON object");
+  MachineBuilder b;
+  if (!j.contains("devices") || !j["devices"].is_array()) {
+    return absl::InvalidArgumentError("machine: \"devices\" must be an array");
+  }
+  if (j["devices"].size() > kMaxMachineDevices) {
+    return absl::InvalidArgumentError(absl::StrCat("machine: ", j["devices"].size(), " devices, more than the ",
+                                                   kMaxMachineDevices, " a machine may have"));
+  }
+  VDEV_ASSIGN_OR_RETURN(auto devices, ParseDevices(j["devices"], &b));
   if (j.contains("links")) {
     if (!j["links"].is_array()) return absl::InvalidArgumentError("machine: \"links\" must be an array");
     if (j["links"].size() > kMaxMachineLinks) {
@@ -347,20 +376,7 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
     }
     VDEV_RETURN_IF_ERROR(ParseLinks(j["links"], devices, &b));
   }
-  if (j.contains("ops")) {
-    if (!j["ops"].is_object()) return absl::InvalidArgumentError("machine: \"ops\" must be an object");
-    for (const auto& [op, types] : j["ops"].items()) {
-      std::set<DeviceType> set;
-      if (!types.is_array())
-        return absl::InvalidArgumentError(absl::StrCat("machine: \"ops\".", op, " must be an array"));
-      for (const Json& t : types) {
-        std::optional<DeviceType> type = t.is_string() ? DeviceTypeFromName(t.get<std::string>()) : std::nullopt;
-        if (!type) return absl::InvalidArgumentError(absl::StrCat("machine: \"ops\".", op, ": unknown device type"));
-        set.insert(*type);
-      }
-      b.SupportOnly(op, std::move(set));
-    }
-  }
+  if (j.contains("ops")) VDEV_RETURN_IF_ERROR(ParseOpSupport(j["ops"], &b));
   return b.Build();
 }
 

@@ -399,10 +399,47 @@ PyCompiled CompileSource(const py::object& source, const std::string& file, cons
   return out;
 }
 
+// vdev.Plan's properties of a plan made with optimize=True (None otherwise).
+void BindOptimizationResults(py::class_<PyPlan, std::shared_ptr<PyPlan>>& plan) {
+  plan.def_property_readonly(
+          "optimal",
+          [](const PyPlan& p) {
+            return p.optimization ? py::object(py::bool_(p.optimization->optimized.optimal)) : py::object(py::none());
+          },
+          "optimize=True: whether the solver proved the plan optimal (False: the time limit cut it short).")
+      .def_property_readonly(
+          "lower_bound",
+          [](const PyPlan& p) {
+            return p.optimization ? py::object(py::float_(p.optimization->optimized.lower_bound))
+                                  : py::object(py::none());
+          },
+          "optimize=True: seconds, proven: no placement costs less by the optimiser's model.")
+      .def_property_readonly(
+          "gap",
+          [](const PyPlan& p) {
+            return p.optimization ? py::object(py::float_(p.optimization->optimized.gap)) : py::object(py::none());
+          },
+          "optimize=True: how far the plan may be from the optimum, (model cost - lower_bound) / model cost;\n"
+          "0 exactly when optimal.")
+      .def_property_readonly(
+          "cost",
+          [](const PyPlan& p) {
+            return p.optimization ? CostRecord(p.optimization->optimized.cost) : py::object(py::none());
+          },
+          "optimize=True: the plan's cost on the machine (vdev.PlanCost, seconds); None otherwise.")
+      .def_property_readonly(
+          "default_cost",
+          [](const PyPlan& p) {
+            return p.optimization ? CostRecord(p.optimization->optimized.default_cost) : py::object(py::none());
+          },
+          "optimize=True: the cost of the plan without optimize, on the same machine.");
+}
+
 // vdev.Plan and vdev.plan.
 void BindPlanResult(py::module_& m) {
-  py::class_<PyPlan, std::shared_ptr<PyPlan>>(m, "Plan", "The result of vdev.plan: where every value lives.")
-      .def("device_of", &PyPlan::DeviceOf, py::arg("name"), py::arg("function") = "main",
+  py::class_<PyPlan, std::shared_ptr<PyPlan>> plan(m, "Plan", "The result of vdev.plan: where every value lives.");
+  BindOptimizationResults(plan);
+  plan.def("device_of", &PyPlan::DeviceOf, py::arg("name"), py::arg("function") = "main",
            "The device of parameter or binding `name` (`x` or `%x`) of `function` ('main', 'main/f', …).\n"
            "KeyError for an unknown name or an on_device that planning removed.")
       .def(
@@ -441,38 +478,6 @@ void BindPlanResult(py::module_& m) {
       .def("to_json", &PlanJson,
            "The report of `vdev plan --json` (docs/spec/plan-json.md), with `--optimize`'s cost fields\n"
            "when optimize=True made the plan.")
-      .def_property_readonly(
-          "optimal",
-          [](const PyPlan& p) {
-            return p.optimization ? py::object(py::bool_(p.optimization->optimized.optimal)) : py::object(py::none());
-          },
-          "optimize=True: whether the solver proved the plan optimal (False: the time limit cut it short).")
-      .def_property_readonly(
-          "lower_bound",
-          [](const PyPlan& p) {
-            return p.optimization ? py::object(py::float_(p.optimization->optimized.lower_bound))
-                                  : py::object(py::none());
-          },
-          "optimize=True: seconds, proven: no placement costs less by the optimiser's model.")
-      .def_property_readonly(
-          "gap",
-          [](const PyPlan& p) {
-            return p.optimization ? py::object(py::float_(p.optimization->optimized.gap)) : py::object(py::none());
-          },
-          "optimize=True: how far the plan may be from the optimum, (model cost - lower_bound) / model cost;\n"
-          "0 exactly when optimal.")
-      .def_property_readonly(
-          "cost",
-          [](const PyPlan& p) {
-            return p.optimization ? CostRecord(p.optimization->optimized.cost) : py::object(py::none());
-          },
-          "optimize=True: the plan's cost on the machine (vdev.PlanCost, seconds); None otherwise.")
-      .def_property_readonly(
-          "default_cost",
-          [](const PyPlan& p) {
-            return p.optimization ? CostRecord(p.optimization->optimized.default_cost) : py::object(py::none());
-          },
-          "optimize=True: the cost of the plan without optimize, on the same machine.")
       .def(
           "to_dot",
           [](const PyPlan& p) { return WriteDot(PlannedProgramGraph(p.result.module, p.result.binding_devices)); },
