@@ -38,7 +38,7 @@ max_len=16384
 if [ "$target" = channels ]; then
   max_len=65536  # the largest shipped plan (two_shot, 8 ranks) is 55 KB of JSON
   cmake --build "$build" --target channel_plan_seeds
-  "$build/channel_plan_seeds" "$seeds"
+  "$build/fuzz/channel_plan_seeds" "$seeds"
   cp fuzz/corpus-channels/* "$seeds"/ 2>/dev/null || true
   dict=../fuzz/plan.dict
 else
@@ -55,5 +55,5 @@ else
   done
 fi
 cd "$build"
-"./$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=$max_len \
+"./fuzz/$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=$max_len \
   -dict="$dict" -print_final_stats=1 "corpus-$target"
