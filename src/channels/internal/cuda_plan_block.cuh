@@ -7,8 +7,8 @@
 #include <cuda_runtime.h>
 
 #include "internal/cuda_plan_args.h"
-#include "src/runtime/internal/cuda_elem.cuh"
-#include "src/runtime/internal/cuda_sync.cuh"
+#include "cuda_common/cuda_elem.cuh"
+#include "cuda_common/cuda_sync.cuh"
 
 namespace vdev::channels::internal {
 

@@ -14,10 +14,10 @@
 #include <cuda_fp16.h>
 
 #include "internal/allreduce_layout.h"
-#include "internal/cuda_elem.cuh"
+#include "cuda_common/cuda_elem.cuh"
 #include "internal/cuda_kernel_families.h"
 #include "internal/cuda_kernels.h"
-#include "internal/cuda_sync.cuh"
+#include "cuda_common/cuda_sync.cuh"
 #include "vdev/runtime/ipc_memory.h"
 
 #define VDEV_KERNELS(name) \

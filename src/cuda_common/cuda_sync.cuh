@@ -1,8 +1,8 @@
 // The system-scope flag accesses, LL packet lines, clock and launch ordering that the all-reduce
 // kernels (cuda_kernel_device.cuh) and the channel plan executor (src/channels/cuda_executor.cu)
 // build on.
-#ifndef VDEV_SRC_RUNTIME_INTERNAL_CUDA_SYNC_CUH_
-#define VDEV_SRC_RUNTIME_INTERNAL_CUDA_SYNC_CUH_
+#ifndef VDEV_SRC_CUDA_COMMON_CUDA_SYNC_CUH_
+#define VDEV_SRC_CUDA_COMMON_CUDA_SYNC_CUH_
 
 #include <cstdint>
 
@@ -49,4 +49,4 @@ __device__ __forceinline__ void FollowPreviousGrid() {
 
 }  // namespace vdev::internal
 
-#endif  // VDEV_SRC_RUNTIME_INTERNAL_CUDA_SYNC_CUH_
+#endif  // VDEV_SRC_CUDA_COMMON_CUDA_SYNC_CUH_

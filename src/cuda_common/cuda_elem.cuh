@@ -1,8 +1,8 @@
 // Element conversions and 16-byte pack sums in f32, shared by the all-reduce kernels
 // (cuda_kernel_device.cuh) and the channel plan executor (src/channels/): f16 and bf16 are summed in
 // f32 and rounded once, to nearest even.
-#ifndef VDEV_SRC_RUNTIME_INTERNAL_CUDA_ELEM_CUH_
-#define VDEV_SRC_RUNTIME_INTERNAL_CUDA_ELEM_CUH_
+#ifndef VDEV_SRC_CUDA_COMMON_CUDA_ELEM_CUH_
+#define VDEV_SRC_CUDA_COMMON_CUDA_ELEM_CUH_
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -58,4 +58,4 @@ __device__ __forceinline__ V ToPack(const float (&acc)[sizeof(V) / sizeof(T)]) {
 
 }  // namespace vdev::internal
 
-#endif  // VDEV_SRC_RUNTIME_INTERNAL_CUDA_ELEM_CUH_
+#endif  // VDEV_SRC_CUDA_COMMON_CUDA_ELEM_CUH_
