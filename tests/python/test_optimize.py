@@ -119,11 +119,12 @@ def test_progress_is_reported_from_the_solver_thread_with_the_gil():
         lines.append(line)
 
     # Whether Z3 finds a plan within the GPUs' capacity in 1.5 s depends on the machine's speed (a
-    # fresh-clone CI run found none, after 2 capacity cuts); the progress line comes either way.
+    # fresh-clone CI run found none, after 2 capacity cuts; on a loaded machine even the first solve
+    # may run out of time); the progress line comes either way.
     try:
         plan = vdev.plan(vdev.parse(SLOW), optimize=True, machine=SMALL_GPUS, time_limit=1.5, progress=progress)
     except vdev.PlanningError as error:
-        assert "no plan within every device's capacity in the time limit" in str(error)
+        assert "within the time limit" in str(error) or "in the time limit" in str(error), str(error)
         plan = None
     assert lines and lines[0].startswith("optimising the placement of 801 classes")
     assert "lower bound" in lines[0]
