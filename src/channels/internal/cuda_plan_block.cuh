@@ -6,9 +6,9 @@
 
 #include <cuda_runtime.h>
 
-#include "internal/cuda_plan_args.h"
 #include "cuda_common/cuda_elem.cuh"
 #include "cuda_common/cuda_sync.cuh"
+#include "internal/cuda_plan_args.h"
 
 namespace vdev::channels::internal {
 

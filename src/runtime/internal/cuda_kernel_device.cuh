@@ -13,11 +13,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "internal/allreduce_layout.h"
 #include "cuda_common/cuda_elem.cuh"
+#include "cuda_common/cuda_sync.cuh"
+#include "internal/allreduce_layout.h"
 #include "internal/cuda_kernel_families.h"
 #include "internal/cuda_kernels.h"
-#include "cuda_common/cuda_sync.cuh"
 #include "vdev/runtime/ipc_memory.h"
 
 #define VDEV_KERNELS(name) \
