@@ -49,8 +49,8 @@ def virtual_devices(types: Sequence[Optional[str]] = (None, "cpu", "cuda"),
                     ) -> st.SearchStrategy[vdev.VirtualDevice]:
     """A valid VirtualDevice over the given field values (its target agrees with its type).
 
-    Drawn from the list of every such device (one draw each: cheap enough for the 10,000-example
-    law tests), shrinking towards `?`."""
+    Drawn from the list of every such device (one draw each: cheap enough for thousands of examples
+    in the law tests), shrinking towards `?`."""
     domain = [vdev.VirtualDevice(device_type=ty, device_id=i, target=t, memory_scope=sc)
               for ty in types for t in _TARGETS.get(ty, [None]) for i in ids for sc in scopes]
     return st.sampled_from(domain)

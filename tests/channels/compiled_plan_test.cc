@@ -43,9 +43,11 @@ absl::Status CompileRank(const ProgramSpec& plan, int rank, uint64_t count, int 
   return CompilePlanCubin(*source, 90).status();
 }
 
-TEST(CompiledPlanTest, EveryShippedPlanCompilesForEveryWorld) {
+// The smallest world, an odd one and the largest: the generated code differs by world only in its
+// unrolled peer lists and offsets, and each NVRTC compile takes seconds (every world 2-8 took minutes).
+TEST(CompiledPlanTest, EveryShippedPlanCompilesForTheEdgeWorlds) {
   for (const std::string& name : ShippedPlanNames()) {
-    for (int world = 2; world <= 8; ++world) {
+    for (int world : {2, 3, 8}) {
       const ProgramSpec plan = *ShippedPlan(name, world);
       if (!plan.port_channels.empty()) continue;
       const int rank = world - 1;  // not 0: a rank's own offsets and peers are in the code

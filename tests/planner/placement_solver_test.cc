@@ -34,7 +34,12 @@ Cost ExhaustiveOptimum(const PlacementModel& model) {
 PlacementModel RandomModel(bool dense, int max_vars = 12) {
   PlacementModel m;
   m.num_devices = *rc::gen::inRange(2, 5);
-  const int n = *rc::gen::inRange(dense ? 4 : 1, max_vars + 1);
+  // The exhaustive searches the properties compare with visit num_devices^n assignments: at most
+  // 2^20 of them (12 variables of 3 devices, 10 of 4), so a thousand cases stay cheap, under the sanitizers too.
+  int most = 0;
+  for (int64_t assignments = m.num_devices; most < max_vars && assignments <= (int64_t{1} << 20); ++most)
+    assignments *= m.num_devices;
+  const int n = *rc::gen::inRange(dense ? 4 : 1, most + 1);
   for (int v = 0; v < n; ++v) {
     std::vector<Cost> unary(m.num_devices);
     for (Cost& c : unary)
