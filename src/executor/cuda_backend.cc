@@ -169,12 +169,7 @@ class CudaBackend final : public ExecutionBackend {
       return StagedAllReduce(in, out, op);
     VDEV_ASSIGN_OR_RETURN(Lane * lane, Use(d));
     Gpu* gpu = lane->gpu;
-    if (gpu->comm == nullptr) {
-      CudaCommunicatorOptions options;
-      options.device = gpu->device;
-      options.use_nccl = !shared_gpu_;  // NCCL refuses two ranks on one GPU
-      VDEV_ASSIGN_OR_RETURN(gpu->comm, CudaCommunicator::Create(session_, options));
-    }
+    VDEV_RETURN_IF_ERROR(EnsureCommunicator(*gpu));
     const size_t count = static_cast<size_t>(in.NumElements());
     if (in_ipc != nullptr &&
         (strategy.kind == AllReduceStrategy::kAuto || strategy.kind == AllReduceStrategy::kOneShot))
@@ -184,6 +179,38 @@ class CudaBackend final : public ExecutionBackend {
     if (strategy.kind == AllReduceStrategy::kTwoShot) algorithm = AllReduceAlgorithm::kTwoShot;
     if (strategy.kind == AllReduceStrategy::kNccl && !shared_gpu_) algorithm = AllReduceAlgorithm::kNccl;
     return gpu->comm->AllReduce(in.data, out.data, count, *type, algorithm, lane->stream);
+  }
+
+  absl::StatusOr<bool> AllReduceAddRmsNorm(const TensorRef& in, const TensorRef& residual, const TensorRef& gamma,
+                                           const TensorRef& h, const TensorRef& n, float epsilon,
+                                           AllReduceStrategy strategy, const VirtualDevice& d) override {
+    const std::optional<DataType> type = CudaKernelDataType(in.dtype);
+    if (world_size_ == 1 || KernelDevice(d) != DeviceType::kCUDA || !type || in.shape.empty() ||
+        (strategy.kind != AllReduceStrategy::kAuto && strategy.kind != AllReduceStrategy::kOneShot))
+      return false;
+    VDEV_ASSIGN_OR_RETURN(Lane * lane, Use(d));
+    VDEV_RETURN_IF_ERROR(EnsureCommunicator(*lane->gpu));
+    AddRmsNormBuffers b{.in = in.data,
+                        .residual = residual.data,
+                        .gamma = gamma.data,
+                        .sum = h.data,
+                        .normed = n.data,
+                        .hidden = static_cast<size_t>(in.shape.back()),
+                        .epsilon = epsilon};
+    b.rows = b.hidden == 0 ? 0 : static_cast<size_t>(in.NumElements()) / b.hidden;
+    if (!lane->gpu->comm->FusesAddRmsNorm(b, *type)) return false;
+    VDEV_RETURN_IF_ERROR(lane->gpu->comm->AllReduceAddRmsNorm(b, *type, lane->stream));
+    return true;
+  }
+
+  // The GPU's communicator, created (collectively, like every worker) on first need.
+  absl::Status EnsureCommunicator(Gpu& gpu) {
+    if (gpu.comm != nullptr) return absl::OkStatus();
+    CudaCommunicatorOptions options;
+    options.device = gpu.device;
+    options.use_nccl = !shared_gpu_;  // NCCL refuses two ranks on one GPU
+    VDEV_ASSIGN_OR_RETURN(gpu.comm, CudaCommunicator::Create(session_, options));
+    return absl::OkStatus();
   }
 
 #if VDEV_HAVE_CHANNELS_CUDA

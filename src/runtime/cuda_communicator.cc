@@ -352,6 +352,52 @@ absl::Status CudaCommunicator::AllReduceZeroCopy(const IPCBuffer& in, void* out,
                     "zero-copy all-reduce launch");
 }
 
+bool CudaCommunicator::FusesAddRmsNorm(const AddRmsNormBuffers& b, DataType type) const {
+  if (sentinel_workspace_ == nullptr || !(type == DataType::kF32 || type == DataType::kF16 || type == DataType::kBF16))
+    return false;
+  const size_t elem = DataTypeSize(type), bytes = b.rows * b.hidden * elem;
+  for (const void* p : {b.in, b.residual, b.gamma, static_cast<const void*>(b.sum), static_cast<const void*>(b.normed)})
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  if (bytes == 0 || bytes > options_.max_sentinel_bytes ||
+      AllReduceWorkspaceBytes(AllReduceAlgorithm::kOneShotSentinel, session_->world_size(), b.rows * b.hidden, type) >
+          sentinel_workspace_->size)
+    return false;
+  switch (Choose(bytes)) {
+    case AllReduceAlgorithm::kOneShot:
+    case AllReduceAlgorithm::kOneShotLL:
+    case AllReduceAlgorithm::kOneShotLL128:
+    case AllReduceAlgorithm::kOneShotSentinel: break;
+    default: return false;  // the two-shot or NCCL range: one pass of every byte to every peer loses there
+  }
+  return internal::PlanFusedNormGrid(b.rows, b.hidden, elem, internal::kMaxFusedNormBlocks).blocks > 0;
+}
+
+absl::Status CudaCommunicator::AllReduceAddRmsNorm(const AddRmsNormBuffers& b, DataType type, cudaStream_t stream) {
+  if (b.rows == 0 || b.hidden == 0) return absl::OkStatus();
+  if (!FusesAddRmsNorm(b, type)) {
+    return absl::InvalidArgumentError(absl::StrCat("no fused all-reduce + add + rms_norm for ", b.rows, " rows of ",
+                                                   b.hidden, " ", DataTypeName(type),
+                                                   " elements here (FusesAddRmsNorm is false)"));
+  }
+  VDEV_RETURN_IF_ERROR(CheckStream(stream));
+  const size_t count = b.rows * b.hidden;
+  internal::FusedNormArgs f;
+  f.all_reduce = ArgsFor(*sentinel_workspace_, 0, b.in, b.sum, count, options_.kernel_timeout, error_device_);
+  f.all_reduce.epochs = workspace_->barrier_flag;  // the sentinel kernel's epochs (see Launch)
+  f.all_reduce.half_bytes = internal::HalfBytes(sentinel_workspace_->size);
+  f.all_reduce.slot_bytes = internal::OneShotSlotBytes(count, DataTypeSize(type));
+  f.residual = b.residual;
+  f.gamma = b.gamma;
+  f.normed = b.normed;
+  f.rows = b.rows;
+  f.hidden = b.hidden;
+  f.epsilon = b.epsilon;
+  const internal::FusedNormGrid grid =
+      internal::PlanFusedNormGrid(b.rows, b.hidden, DataTypeSize(type), internal::kMaxFusedNormBlocks);
+  return CudaStatus(internal::LaunchAllReduceAddRmsNorm(type, f, grid, stream, options_.programmatic_launch),
+                    "fused all-reduce + add + rms_norm launch");
+}
+
 absl::Status CudaCommunicator::NcclAvailable() const {
   if (nccl_ != nullptr) return absl::OkStatus();
   return absl::FailedPreconditionError(

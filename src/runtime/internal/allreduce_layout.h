@@ -90,6 +90,33 @@ VDEV_HOST_DEVICE inline size_t TwoShotSlotOffset(size_t half_bytes, size_t slot_
   return parity * half_bytes + (static_cast<size_t>(stage) * world + source) * slot_bytes;
 }
 
+// The fused all-reduce + add + rms_norm (cuda_fused_norm_kernel.cu) over `rows` rows of `hidden`
+// elements of `elem` bytes, in the one-shot sentinel layout: one block per row (rows spread over at
+// most `max_blocks` blocks), each thread keeping `packs` 16-byte packs of its row in registers from
+// the sum to the normalisation, so the row is read once. blocks == 0: the call does not fit (rows
+// not a whole number of packs, longer than kFusedNormMaxThreads * kFusedNormMaxPacks packs, or empty).
+inline constexpr int kFusedNormMaxThreads = 512;
+inline constexpr int kFusedNormMaxPacks = 4;  // the instances take 1, 2 or 4 packs a thread
+struct FusedNormGrid {
+  int blocks = 0;
+  int threads = 0;
+  int packs = 0;
+};
+inline FusedNormGrid PlanFusedNormGrid(size_t rows, size_t hidden, size_t elem, int max_blocks) {
+  const size_t row_bytes = hidden * elem;
+  const size_t row_packs = row_bytes / 16;
+  if (rows == 0 || row_packs == 0 || row_bytes % 16 != 0 ||
+      row_packs > size_t{kFusedNormMaxThreads} * kFusedNormMaxPacks || max_blocks < 1) {
+    return {};
+  }
+  FusedNormGrid g;
+  g.threads = static_cast<int>(RoundUpTo(row_packs < kFusedNormMaxThreads ? row_packs : kFusedNormMaxThreads, 32));
+  const size_t per_thread = (row_packs + g.threads - 1) / g.threads;
+  g.packs = per_thread <= 1 ? 1 : per_thread <= 2 ? 2 : 4;
+  g.blocks = static_cast<int>(rows < static_cast<size_t>(max_blocks) ? rows : static_cast<size_t>(max_blocks));
+  return g;
+}
+
 }  // namespace vdev::internal
 
 #endif  // VDEV_SRC_RUNTIME_INTERNAL_ALLREDUCE_LAYOUT_H_
