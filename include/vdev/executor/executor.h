@@ -115,6 +115,9 @@ class ExecutionBackend {
   virtual absl::Status Replay() { return absl::UnimplementedError("no capture"); }
   // Timers for --profile: Mark() returns a point in stream order; Seconds(a, b) after Synchronize.
   virtual int Mark() = 0;
+  // Before a profiled run: the workers meet, and the GPU work of the run waits (a fixed hold) until
+  // the host has enqueued it, so that no op's span holds the other workers' host time.
+  virtual absl::Status LineUpForProfile() { return absl::OkStatus(); }
   virtual double Seconds(int from, int to) = 0;
   virtual void ResetMarks() = 0;
 

@@ -67,10 +67,6 @@ struct FusedNormArgs {
   size_t hidden = 0;
   float epsilon = 0;
 };
-// At most this many blocks (so rows loop inside a block): with two 512-thread blocks per SM (the
-// kernel's launch bound), the grids of two workers sharing one H100/H200 are all resident together,
-// which the cross-worker waits need.
-inline constexpr int kMaxFusedNormBlocks = 128;
 // Enqueues it on `grid` (PlanFusedNormGrid in allreduce_layout.h); args.all_reduce.slot_bytes and
 // half_bytes as the one-shot sentinel kernel's.
 cudaError_t LaunchAllReduceAddRmsNorm(DataType type, const FusedNormArgs& args, const FusedNormGrid& grid,
