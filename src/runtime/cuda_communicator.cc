@@ -119,13 +119,12 @@ size_t WorkspaceFor(const CudaCommunicatorOptions& o, int world) {
 // Whether every worker can reach every other one's memory (ipc) and all over NVLink. All must agree,
 // or some would wait forever in a kernel while others called NCCL: each worker checks its peers,
 // then all exchange their verdicts.
-// `co_resident_blocks`: how many blocks of a kernel at two 512-thread blocks per SM every worker can
-// keep resident on its GPU beside the grids of the other workers sharing it (the fewest over workers,
-// so that all launch the same grid).
+// `fused_norm_blocks`: the fused kernel's block cap (FusedNormBlockCap), the fewest over the workers'
+// GPUs so that all launch the same grid.
 struct PeerAccess {
   bool ipc = false;
   bool all_nvlink = false;
-  int co_resident_blocks = 0;
+  int fused_norm_blocks = 1;
 };
 absl::StatusOr<PeerAccess> CheckPeerAccess(PeerGroup* session, int device, bool force_nccl) {
   char host[256] = {};
@@ -137,13 +136,14 @@ absl::StatusOr<PeerAccess> CheckPeerAccess(PeerGroup* session, int device, bool 
   std::vector<std::string> where;
   VDEV_RETURN_IF_ERROR(session->AllGather("cuda-devices", absl::StrCat(sms, "|", host, "|", device), &where));
   PeerAccess access;
-  access.co_resident_blocks = kMaxBarrierBlocks;
+  access.fused_norm_blocks = kMaxBarrierBlocks;
   for (const std::string& w : where) {
     const size_t gpu = w.find('|') + 1;
     const int sharing = static_cast<int>(std::count_if(where.begin(), where.end(), [&](const std::string& v) {
       return v.compare(v.find('|') + 1, std::string::npos, w, gpu, std::string::npos) == 0;
     }));
-    access.co_resident_blocks = std::min(access.co_resident_blocks, 2 * std::atoi(w.c_str()) / sharing);
+    access.fused_norm_blocks = std::min(access.fused_norm_blocks,
+                                        internal::FusedNormBlockCap(std::atoi(w.c_str()), sharing, kMaxBarrierBlocks));
   }
   std::string problem;
   bool nvlink = true;
@@ -193,7 +193,7 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(PeerG
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(c->device_), "cudaSetDevice"));
 
   VDEV_ASSIGN_OR_RETURN(const PeerAccess access, CheckPeerAccess(session, c->device_, options.force_nccl));
-  c->fused_norm_blocks_ = std::max(1, access.co_resident_blocks);
+  c->fused_norm_blocks_ = access.fused_norm_blocks;
 
   if (options.use_nccl) {
     ncclUniqueId id;

@@ -20,7 +20,7 @@ __device__ __forceinline__ float BlockSum(float v, float* scratch) {
   return total;
 }
 
-// Two 512-thread blocks fit an SM (at most 64 registers), which the communicator's block cap counts on.
+// Two 512-thread blocks fit an SM (at most 64 registers), which FusedNormBlockCap counts on.
 // Each block sends all its rows first, then takes them one by one: sum the peers' packs (the
 // sentinel put back behind them, as OneShotSentinelKernel does), round the sum to T as the
 // all-reduce's result is, add the residual and round again (h, as `add` rounds), then n from the

@@ -89,5 +89,16 @@ TEST(FusedNormGridTest, RefusesPartialPacksLongRowsAndEmptyCalls) {
   EXPECT_EQ(PlanFusedNormGrid(4, 0, 2, 128).blocks, 0);
 }
 
+TEST(FusedNormGridTest, BlockCapLeavesRoomForEverySharingWorkersGrids) {
+  EXPECT_EQ(FusedNormBlockCap(132, 1, 256), 256);  // an H100 of its own: 264 resident, the epochs cap
+  EXPECT_EQ(FusedNormBlockCap(100, 1, 256), 200);
+  for (int sharing = 2; sharing <= 8; ++sharing) {
+    const int cap = FusedNormBlockCap(132, sharing, 256);
+    EXPECT_LE(2 * sharing * cap, 2 * 132) << sharing;  // every worker's current and next grid resident
+    EXPECT_GE(cap, 1);
+  }
+  EXPECT_EQ(FusedNormBlockCap(4, 8, 256), 1);
+}
+
 }  // namespace
 }  // namespace vdev::internal

@@ -156,8 +156,7 @@ class CudaCommunicator {
   CudaCommunicatorOptions options_;
   std::vector<AutoRow> auto_table_;
   int device_ = 0;
-  // The fused all-reduce + norm's block cap: all its blocks resident at once on every GPU, beside the
-  // other workers' grids where workers share a GPU (its cross-worker waits need that).
+  // The fused all-reduce + norm's block cap (FusedNormBlockCap in internal/allreduce_layout.h).
   int fused_norm_blocks_ = 1;
   ncclComm_t nccl_ = nullptr;
   std::unique_ptr<IPCAllocator> allocator_;

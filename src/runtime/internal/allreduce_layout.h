@@ -102,6 +102,15 @@ struct FusedNormGrid {
   int threads = 0;
   int packs = 0;
 };
+// The fused kernel's block cap on a GPU of `sms` SMs used by `sharing` workers: block b of each
+// worker waits on block b of the others, so every worker's grid must be resident at once. Two
+// 512-thread blocks fit an SM; where workers share the GPU the cap is halved once more, since under
+// programmatic launch a worker's next grid may sit beside its current one and take the slots a
+// peer's current grid still needs.
+inline int FusedNormBlockCap(int sms, int sharing, int max_blocks) {
+  const int cap = sharing <= 1 ? 2 * sms : sms / sharing;
+  return cap < 1 ? 1 : cap > max_blocks ? max_blocks : cap;
+}
 inline FusedNormGrid PlanFusedNormGrid(size_t rows, size_t hidden, size_t elem, int max_blocks) {
   const size_t row_bytes = hidden * elem;
   const size_t row_packs = row_bytes / 16;
