@@ -83,11 +83,14 @@ __global__ void __launch_bounds__(kFusedNormMaxThreads, 2)
   FinishEpoch(a.epochs, call);
 }
 
+// The instances PlanFusedNormGrid can ask for (FusedNormMaxPacks): 4 packs for f32 only.
 template <typename T, int kBatch>
 FusedNormFn ForPacks(int packs) {
-  return packs <= 1   ? AllReduceAddRmsNormKernel<T, kBatch, 1>
-         : packs <= 2 ? AllReduceAddRmsNormKernel<T, kBatch, 2>
-                      : AllReduceAddRmsNormKernel<T, kBatch, 4>;
+  if (packs <= 1) return AllReduceAddRmsNormKernel<T, kBatch, 1>;
+  if constexpr (sizeof(T) == 4) {
+    if (packs > 2) return AllReduceAddRmsNormKernel<T, kBatch, 4>;
+  }
+  return AllReduceAddRmsNormKernel<T, kBatch, 2>;
 }
 
 template <typename T>

@@ -57,7 +57,7 @@ TEST(LLSweepTest, ConsecutiveCallsSweepEveryLineOfBothHalves) {
 // the cap, a warp-multiple block holding the row in 1, 2 or 4 packs a thread.
 TEST(FusedNormGridTest, OneBlockPerRowUpToTheCapAndEveryPackHeld) {
   for (size_t elem : {size_t{2}, size_t{4}}) {
-    for (size_t hidden = 16 / elem; hidden * elem <= 32768; hidden += 16 / elem * 37) {
+    for (size_t hidden = 16 / elem; hidden * elem <= size_t{8192} * FusedNormMaxPacks(elem); hidden += 16 / elem * 37) {
       for (size_t rows : {size_t{1}, size_t{127}, size_t{128}, size_t{129}, size_t{2048}}) {
         const FusedNormGrid g = PlanFusedNormGrid(rows, hidden, elem, 128);
         const size_t packs = hidden * elem / 16;
@@ -66,6 +66,7 @@ TEST(FusedNormGridTest, OneBlockPerRowUpToTheCapAndEveryPackHeld) {
         EXPECT_EQ(g.threads % 32, 0);
         EXPECT_LE(g.threads, kFusedNormMaxThreads);
         EXPECT_TRUE(g.packs == 1 || g.packs == 2 || g.packs == 4);
+        EXPECT_LE(g.packs, FusedNormMaxPacks(elem));
         EXPECT_GE(static_cast<size_t>(g.threads) * g.packs, packs) << hidden;  // the whole row held
         if (g.packs == 1) {
           EXPECT_LT(static_cast<size_t>(g.threads), packs + 32) << hidden;  // no idle warp
@@ -81,10 +82,12 @@ TEST(FusedNormGridTest, OneBlockPerRowUpToTheCapAndEveryPackHeld) {
 }
 
 TEST(FusedNormGridTest, RefusesPartialPacksLongRowsAndEmptyCalls) {
-  EXPECT_EQ(PlanFusedNormGrid(4, 7, 2, 128).blocks, 0);      // 14-byte rows
-  EXPECT_EQ(PlanFusedNormGrid(4, 8196, 2, 128).blocks, 0);   // 16392 bytes: not whole packs
-  EXPECT_EQ(PlanFusedNormGrid(4, 16392, 2, 128).blocks, 0);  // 2049 packs
-  EXPECT_GT(PlanFusedNormGrid(4, 16384, 2, 128).blocks, 0);  // 2048 packs
+  EXPECT_EQ(PlanFusedNormGrid(4, 7, 2, 128).blocks, 0);     // 14-byte rows
+  EXPECT_EQ(PlanFusedNormGrid(4, 8196, 2, 128).blocks, 0);  // 16392 bytes: more than 1024 packs
+  EXPECT_EQ(PlanFusedNormGrid(4, 8200, 2, 128).blocks, 0);  // 1025 packs of bf16
+  EXPECT_GT(PlanFusedNormGrid(4, 8192, 2, 128).blocks, 0);  // 1024 packs
+  EXPECT_EQ(PlanFusedNormGrid(4, 8196, 4, 128).blocks, 0);  // 2049 packs of f32
+  EXPECT_GT(PlanFusedNormGrid(4, 8192, 4, 128).blocks, 0);  // 2048 packs
   EXPECT_EQ(PlanFusedNormGrid(0, 4096, 2, 128).blocks, 0);
   EXPECT_EQ(PlanFusedNormGrid(4, 0, 2, 128).blocks, 0);
 }

@@ -122,7 +122,7 @@ class CudaCommunicator {
   absl::Status AllReduceZeroCopy(const IPCBuffer& in, void* out, size_t count, DataType type, cudaStream_t stream,
                                  ZeroCopyRead read = ZeroCopyRead::kAuto);
   // Whether AllReduceAddRmsNorm serves `b`: a dtype with kernels, aligned buffers, rows of whole 16-byte
-  // packs up to 32 KB, and a message in the one-shot range of kAuto's table (and of the sentinel
+  // packs up to 8192 elements, and a message in the one-shot range of kAuto's table (and of the sentinel
   // workspace). Past it the caller runs the all-reduce (then two-shot) and the add + norm kernel.
   bool FusesAddRmsNorm(const AddRmsNormBuffers& b, DataType type) const;
   // The all-reduce of `b.in` followed by the residual add and the RMS norm of each row, in one kernel:

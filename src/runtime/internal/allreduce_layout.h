@@ -94,9 +94,12 @@ VDEV_HOST_DEVICE inline size_t TwoShotSlotOffset(size_t half_bytes, size_t slot_
 // elements of `elem` bytes, in the one-shot sentinel layout: one block per row (rows spread over at
 // most `max_blocks` blocks), each thread keeping `packs` 16-byte packs of its row in registers from
 // the sum to the normalisation, so the row is read once. blocks == 0: the call does not fit (rows
-// not a whole number of packs, longer than kFusedNormMaxThreads * kFusedNormMaxPacks packs, or empty).
+// not a whole number of packs, longer than kFusedNormMaxThreads * FusedNormMaxPacks(elem) packs, or
+// empty).
 inline constexpr int kFusedNormMaxThreads = 512;
-inline constexpr int kFusedNormMaxPacks = 4;  // the instances take 1, 2 or 4 packs a thread
+// Packs a thread may hold: 1, 2 or 4 for f32 (rows up to 32 KB), 1 or 2 for f16/bf16 (16 KB), so
+// every type takes rows of 8192 and no instance spills (4 packs of 16-bit elements, 32 floats, did).
+inline int FusedNormMaxPacks(size_t elem) { return elem >= 4 ? 4 : 2; }
 struct FusedNormGrid {
   int blocks = 0;
   int threads = 0;
@@ -115,7 +118,7 @@ inline FusedNormGrid PlanFusedNormGrid(size_t rows, size_t hidden, size_t elem, 
   const size_t row_bytes = hidden * elem;
   const size_t row_packs = row_bytes / 16;
   if (rows == 0 || row_packs == 0 || row_bytes % 16 != 0 ||
-      row_packs > size_t{kFusedNormMaxThreads} * kFusedNormMaxPacks || max_blocks < 1) {
+      row_packs > size_t{kFusedNormMaxThreads} * FusedNormMaxPacks(elem) || max_blocks < 1) {
     return {};
   }
   FusedNormGrid g;
