@@ -3,7 +3,8 @@
 // Every worker uses the same processes and buffers for every variant: vdev one-shot (flagged, LL,
 // LL128, sentinel), two-shot (flagged, LL) and auto, vdev-auto-nopdl (auto launched without programmatic
 // dependent launch, from a second communicator), vdev-inplace (the zero-copy one-shot on an input in IPC
-// memory) and vdev-inplace-noexit (the same without its exit barrier), plain ncclAllReduce, and
+// memory) and vdev-inplace-noexit (the same without its exit barrier), vdev-fused-norm (the all-reduce
+// fused with a residual add and rms_norm over rows of 4096, where it applies), plain ncclAllReduce, and
 // ncclAllReduce on NCCL symmetric windows (ncclMemAlloc + ncclCommWindowRegister), and shipped
 // channel plans run by CudaPlanExecutor with input and output in its region (plan-one_shot_ll,
 // plan-one_shot, plan-one_shot_push, plan-two_shot: up to --max-plan-bytes, default 4 MB; instances
@@ -18,6 +19,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -85,7 +87,7 @@ double MaxOverWorkers(PeerGroup& s, double mine) {
 
 int Main(int argc, char** argv) {
   size_t max_bytes = size_t{1} << 30, min_bytes = 1024, max_plan_bytes = size_t{4} << 20;
-  int reps = 15;
+  int reps = 15, iters_override = 0;
   bool llm = true, eager = true, only_vdev = false;
   std::string csv_path, only, plan_kernel = "generic";
   for (int i = 1; i < argc; ++i) {
@@ -94,6 +96,7 @@ int Main(int argc, char** argv) {
     if (a == "--max-bytes") max_bytes = std::strtoull(next().c_str(), nullptr, 0);
     if (a == "--min-bytes") min_bytes = std::strtoull(next().c_str(), nullptr, 0);
     if (a == "--reps") reps = std::atoi(next().c_str());
+    if (a == "--iters") iters_override = std::atoi(next().c_str());  // ops per batch (default: by size)
     if (a == "--csv") csv_path = next();
     if (a == "--max-plan-bytes") max_plan_bytes = std::strtoull(next().c_str(), nullptr, 0);
     if (a == "--no-llm") llm = false;
@@ -197,6 +200,33 @@ int Main(int argc, char** argv) {
                                                 ZeroCopyRead::kInPlaceNoExitBarrier);
                 }});
   }
+  // vdev-fused-norm: the fused all-reduce + residual add + rms_norm over rows of kFusedHidden, its
+  // residual zero and gamma one, so h (in `out`) is the plain sum the check expects and the time is
+  // the all-reduce's plus its epilogue's.
+  constexpr size_t kFusedHidden = 4096;
+  void *zeros = nullptr, *ones = nullptr, *normed = nullptr;
+  CUDA_OK(cudaMalloc(&zeros, max_bytes));
+  CUDA_OK(cudaMalloc(&normed, max_bytes));
+  CUDA_OK(cudaMemset(zeros, 0, max_bytes));
+  CUDA_OK(cudaMalloc(&ones, kFusedHidden * 2));
+  const std::vector<uint16_t> bf16_ones(kFusedHidden, 0x3f80);
+  CUDA_OK(cudaMemcpy(ones, bf16_ones.data(), kFusedHidden * 2, cudaMemcpyHostToDevice));
+  auto fused_buffers = [&](size_t n) {
+    return AddRmsNormBuffers{.in = in,
+                             .residual = zeros,
+                             .gamma = ones,
+                             .sum = out,
+                             .normed = normed,
+                             .rows = n / kFusedHidden,
+                             .hidden = kFusedHidden};
+  };
+  auto fusable = [&](size_t n) {
+    return n % kFusedHidden == 0 && comm.FusesAddRmsNorm(fused_buffers(n), DataType::kBF16);
+  };
+  all_variants.insert(all_variants.end() - (only_vdev ? 0 : 1),
+                      Variant{"vdev-fused-norm", in, out, [&](size_t n, cudaStream_t s) {
+                                return comm.AllReduceAddRmsNorm(fused_buffers(n), DataType::kBF16, s);
+                              }});
   // Each plan its own executor and region (input, output, scratch for max_plan_bytes); its input()
   // is where the bench's producer writes, its output() where the check reads.
   std::vector<std::unique_ptr<channels::CudaPlanExecutor>> plans;
@@ -256,9 +286,14 @@ int Main(int argc, char** argv) {
       if (absl::EndsWith(v.name, "-ll128") && size.bytes > options.max_ll128_bytes) continue;
       if (absl::EndsWith(v.name, "-sentinel") && size.bytes > options.max_sentinel_bytes) continue;
       if (absl::StartsWith(v.name, "plan-") && size.bytes > plan_bytes) continue;
+      if (v.name == "vdev-fused-norm" && !fusable(count)) continue;
       variants.push_back(&v);
     }
-    const int iters = size.bytes <= (1 << 20) ? 50 : size.bytes <= (16 << 20) ? 20 : size.bytes <= (128 << 20) ? 5 : 2;
+    const int iters = iters_override > 0          ? iters_override
+                      : size.bytes <= (1 << 20)   ? 50
+                      : size.bytes <= (16 << 20)  ? 20
+                      : size.bytes <= (128 << 20) ? 5
+                                                  : 2;
     std::map<std::string, std::string> check;
     for (Variant* v : variants) {
       ++salt;
@@ -339,8 +374,7 @@ int Main(int argc, char** argv) {
   Ok(session.Barrier("bench-done"), "barrier");
   plans.clear();
   ipc_allocator.reset();
-  cudaFree(in);
-  cudaFree(out);
+  for (void* p : {in, out, zeros, ones, normed}) cudaFree(p);
   return 0;
 }
 

@@ -1,11 +1,14 @@
 #!/bin/bash
-# The all-reduce fusion and the zero-copy all-reduce on 2 GPUs, in one device call: the zero-copy
-# GPU tests, the all-reduce table (every vdev variant, NCCL, NCCL symmetric) 4 KB-256 MB, the 10-layer
-# transformer at 256 and 2048 tokens (vdev fused / unfused / with NCCL, the PyTorch peer in the same
-# call), --profile, --check with fusion on and off, and compute-sanitizer on a bounded all-reduce run.
+# The all-reduce fusion and the zero-copy all-reduce on 2 GPUs, in one device call: the fused kernel's
+# and the zero-copy GPU tests, the all-reduce table (vdev auto, the fused all-reduce + add + rms_norm,
+# sentinel, in-place, NCCL, NCCL symmetric) 4 KB-64 MB, the 10-layer transformer at 256 and 2048
+# tokens (vdev fused / unfused / with NCCL, the PyTorch peer in the same call), --profile, --check
+# with fusion on and off, and compute-sanitizer memcheck and racecheck on a bounded all-reduce run
+# (one op per batch, 8-256 KB) that covers the fused kernel; last, the compiled channel plans against the
+# hand-written kernels 4 KB-4 MB.
 # Run from the repository root after `bash scripts/gpu_pack.sh .gpu` here:
 #   device run (kind nvidia-h100-x2): bash .gpu/scripts/gpu_fusion_run.sh   (carry .gpu)
-# STAGES="test bench model torch check profile sanitize" selects stages. Logs go to $OUT.
+# STAGES="test model torch check profile bench sanitize plans" selects stages. Logs go to $OUT.
 set -u
 # shellcheck source=gpu_step.sh
 source "$(dirname "$0")/gpu_step.sh" gpu-fusion-out
@@ -22,16 +25,16 @@ run_model() {  # NAME FILE ARGS...
   local name=$1 file=$2; shift 2
   step "$name" 120 "$bin/vdev" run "$file" --backend cuda --workers 2 "$@"
 }
-for stage in ${STAGES:-test bench model torch check profile sanitize}; do
+for stage in ${STAGES:-test model torch check profile bench sanitize plans}; do
   case $stage in
     test)
-      step test 120 "$bin/runtime_cuda_test" --gtest_filter='*ZeroCopy*:*GraphReplays*:*EdgeValues*OnTwo*'
+      step test 120 "$bin/runtime_cuda_test" --gtest_filter='*FusedNorm*OnTwo*:*ZeroCopy*OnTwo*:*GraphReplays*:*EdgeValues*OnTwo*'
       # The fused op's CUDA epilogue (vdev.add_rms_norm) against its CPU reference.
       if [ -x "$bin/cuda_kernels_test" ]; then step kernels 60 "$bin/cuda_kernels_test" --gtest_filter='*NormsMatchTheCpu*'; fi ;;
     bench)
-      step bench 150 "$bin/vdev" launch -n 2 -- "$bin/allreduce_bench" --csv "$out/bench2.csv" --min-bytes 4096 \
-        --max-bytes 268435456 --no-llm --no-eager --reps 9 --variants \
-        vdev-auto,vdev-inplace,vdev-inplace-noexit,vdev-1shot-ll,vdev-1shot-ll128,vdev-1shot-sentinel,vdev-2shot-ll,vdev-1shot,vdev-2shot,nccl,nccl-symm ;;
+      step bench 120 "$bin/vdev" launch -n 2 -- "$bin/allreduce_bench" --csv "$out/bench2.csv" --min-bytes 4096 \
+        --max-bytes 67108864 --no-llm --no-eager --reps 9 --variants \
+        vdev-auto,vdev-fused-norm,vdev-1shot-sentinel,vdev-inplace,nccl,nccl-symm ;;
     model)
       for tokens in 256 2048; do
         f=$out/tp$tokens.vdev
@@ -51,11 +54,16 @@ for stage in ${STAGES:-test bench model torch check profile sanitize}; do
     profile)
       run_model profile_fused "$out/tp256.vdev" --repeat 3 --profile
       run_model profile_unfused "$out/tp256.vdev" --repeat 3 --profile --no-fuse-allreduce ;;
+    plans)
+      # Compiled channel plans (NVRTC on the device) against the hand-written kernels of their algorithm.
+      step plans 180 "$bin/vdev" launch -n 2 -- "$bin/allreduce_bench" --csv "$out/plans2.csv" --min-bytes 4096 \
+        --max-bytes 4194304 --max-plan-bytes 4194304 --no-llm --no-eager --reps 9 --plan-kernel compiled --variants \
+        vdev-1shot-ll,vdev-1shot,vdev-inplace,vdev-2shot,plan-one_shot_ll,plan-one_shot,plan-one_shot_push,plan-two_shot ;;
     sanitize)
       for tool in memcheck racecheck; do
-        step "sanitize_$tool" 60 "$bin/vdev" launch -n 2 -- compute-sanitizer --tool $tool --report-api-errors no \
-          --error-exitcode 9 "$bin/allreduce_bench" --only-vdev --min-bytes 4096 --max-bytes 262144 --reps 1 --no-llm \
-          --no-eager --variants vdev-inplace,vdev-inplace-noexit,vdev-auto
+        step "sanitize_$tool" 90 "$bin/vdev" launch -n 2 -- compute-sanitizer --tool $tool --report-api-errors no \
+          --error-exitcode 9 "$bin/allreduce_bench" --only-vdev --min-bytes 8192 --max-bytes 262144 --reps 1 --iters 1 \
+          --no-llm --no-eager --variants vdev-fused-norm,vdev-auto,vdev-inplace
       done ;;
   esac
 done

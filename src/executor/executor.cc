@@ -251,6 +251,7 @@ absl::StatusOr<std::vector<HostTensor>> Executor::RunProfiled(absl::Span<const H
   impl_->profile_index.clear();
   impl_->marks.clear();
   impl_->backend->ResetMarks();
+  VDEV_RETURN_IF_ERROR(impl_->backend->LineUpForProfile());
   absl::StatusOr<std::vector<HostTensor>> out = impl_->RunOnce(Views(inputs));
   impl_->profile = nullptr;
   VDEV_RETURN_IF_ERROR(out.status());

@@ -55,8 +55,9 @@ absl::StatusOr<std::vector<std::shared_ptr<DeviceBuffer>>> Executor::Impl::Outpu
   return buffers;
 }
 
-// vdev.allreduce_add_rms_norm(x, residual, gamma) -> (h, n): the all-reduce of x lands in h's
-// buffer, then one kernel pass adds the residual in place and writes the normalised n.
+// vdev.allreduce_add_rms_norm(x, residual, gamma) -> (h, n): one fused kernel where the backend has
+// one for the call (CUDA, one-shot sizes); otherwise the all-reduce of x lands in h's buffer, then
+// one kernel pass adds the residual in place and writes the normalised n.
 absl::Status Executor::Impl::RunFusedAllReduce(Activation& act, ir::BindingId b, const PreparedOp& op,
                                                ExecValue* result) {
   const ir::Module& m = program->module;
@@ -76,6 +77,18 @@ absl::Status Executor::Impl::RunFusedAllReduce(Activation& act, ir::BindingId b,
     outs.push_back(TensorRef{nullptr, m.types.node(t).dtype, shape});
   }
   VDEV_ASSIGN_OR_RETURN(auto buffers, OutputBuffers(act, b, op, &outs));
+  auto tuple_result = [&] {
+    result->kind = ExecValue::Kind::kTuple;
+    result->fields = std::make_shared<std::vector<ExecValue>>();
+    for (size_t i = 0; i < outs.size(); ++i)
+      result->fields->push_back(TensorValue(buffers[i], 0, outs[i].dtype, outs[i].shape));
+    return absl::OkStatus();
+  };
+  const float epsilon = static_cast<float>(op.attrs.FloatOr("epsilon", 1e-6));
+  absl::StatusOr<bool> fused = backend->AllReduceAddRmsNorm(in[0].tensor, in[1].tensor, in[2].tensor, outs[0], outs[1],
+                                                            epsilon, op.strategy, op.device);
+  if (!fused.ok()) return absl::Status(fused.status().code(), absl::StrCat(Where(b), fused.status().message()));
+  if (*fused) return tuple_result();
   IPCBuffer ipc;
   const bool in_ipc = in[0].buffer != nullptr && in[0].buffer->ipc != nullptr;
   if (in_ipc) ipc = IPCBuffer{in[0].buffer->ipc, in[0].offset};
@@ -88,11 +101,7 @@ absl::Status Executor::Impl::RunFusedAllReduce(Activation& act, ir::BindingId b,
   const TensorRef kernel_in[] = {in[1].tensor, outs[0], in[2].tensor};
   KernelCall call{.inputs = kernel_in, .outputs = outs, .attrs = &op.attrs, .context = context};
   if (absl::Status s = op.kernel(call); !s.ok()) return absl::Status(s.code(), absl::StrCat(Where(b), s.message()));
-  result->kind = ExecValue::Kind::kTuple;
-  result->fields = std::make_shared<std::vector<ExecValue>>();
-  for (size_t i = 0; i < outs.size(); ++i)
-    result->fields->push_back(TensorValue(buffers[i], 0, outs[i].dtype, outs[i].shape));
-  return absl::OkStatus();
+  return tuple_result();
 }
 
 absl::Status Executor::Impl::RunOp(Activation& act, ir::BindingId b, ExecValue* result) {

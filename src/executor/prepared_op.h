@@ -21,7 +21,7 @@ enum class OpKind {
   kCopy,            // device_copy
   kIpcAllReduce,    // vdev.allreduce: the input lies in ipc_memory
   kAllReduce,       // allreduce
-  kFusedAllReduce,  // vdev.allreduce_add_rms_norm: the all-reduce, then the add_rms_norm kernel
+  kFusedAllReduce,  // vdev.allreduce_add_rms_norm: the backend's fused kernel, or the all-reduce then add_rms_norm
   kShapeOf,         // vm.shape_of: an i64 tensor on the host
 };
 

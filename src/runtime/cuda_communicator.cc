@@ -119,22 +119,39 @@ size_t WorkspaceFor(const CudaCommunicatorOptions& o, int world) {
 // Whether every worker can reach every other one's memory (ipc) and all over NVLink. All must agree,
 // or some would wait forever in a kernel while others called NCCL: each worker checks its peers,
 // then all exchange their verdicts.
+// `fused_norm_blocks`: the fused kernel's block cap (FusedNormBlockCap), the fewest over the workers'
+// GPUs so that all launch the same grid.
 struct PeerAccess {
   bool ipc = false;
   bool all_nvlink = false;
+  int fused_norm_blocks = 1;
 };
 absl::StatusOr<PeerAccess> CheckPeerAccess(PeerGroup* session, int device, bool force_nccl) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
+  int sms = 0;
+  VDEV_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute"));
+  // "SMS|HOST|DEVICE": the device is after the last bar, as the host name may hold one.
   std::vector<std::string> where;
-  VDEV_RETURN_IF_ERROR(session->AllGather("cuda-devices", absl::StrCat(host, "|", device), &where));
+  VDEV_RETURN_IF_ERROR(session->AllGather("cuda-devices", absl::StrCat(sms, "|", host, "|", device), &where));
+  PeerAccess access;
+  access.fused_norm_blocks = kMaxBarrierBlocks;
+  for (const std::string& w : where) {
+    const size_t gpu = w.find('|') + 1;
+    const int sharing = static_cast<int>(std::count_if(where.begin(), where.end(), [&](const std::string& v) {
+      return v.compare(v.find('|') + 1, std::string::npos, w, gpu, std::string::npos) == 0;
+    }));
+    access.fused_norm_blocks = std::min(access.fused_norm_blocks,
+                                        internal::FusedNormBlockCap(std::atoi(w.c_str()), sharing, kMaxBarrierBlocks));
+  }
   std::string problem;
   bool nvlink = true;
   for (int j = 0; j < session->world_size() && problem.empty(); ++j) {
     if (j == session->rank()) continue;
-    size_t bar = where[j].rfind('|');
+    const size_t bar = where[j].rfind('|'), first = where[j].find('|') + 1;
     const int peer_device = std::atoi(where[j].c_str() + bar + 1);
-    if (where[j].substr(0, bar) != host) {
+    if (where[j].substr(first, bar - first) != host) {
       problem = absl::StrCat("worker ", j, " is on another host");
       nvlink = false;
     } else if (peer_device != device) {
@@ -153,7 +170,6 @@ absl::StatusOr<PeerAccess> CheckPeerAccess(PeerGroup* session, int device, bool 
   // One exchange for both verdicts: the first character says NVLink, the rest names a P2P problem.
   std::vector<std::string> verdicts;
   VDEV_RETURN_IF_ERROR(session->AllGather("cuda-p2p", absl::StrCat(nvlink ? "1" : "0", problem), &verdicts));
-  PeerAccess access;
   access.ipc = std::all_of(verdicts.begin(), verdicts.end(), [](const std::string& v) { return v.size() == 1; });
   access.all_nvlink = std::all_of(verdicts.begin(), verdicts.end(), [](const std::string& v) { return v[0] == '1'; });
   return access;
@@ -177,6 +193,7 @@ absl::StatusOr<std::unique_ptr<CudaCommunicator>> CudaCommunicator::Create(PeerG
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(c->device_), "cudaSetDevice"));
 
   VDEV_ASSIGN_OR_RETURN(const PeerAccess access, CheckPeerAccess(session, c->device_, options.force_nccl));
+  c->fused_norm_blocks_ = access.fused_norm_blocks;
 
   if (options.use_nccl) {
     ncclUniqueId id;
@@ -350,6 +367,52 @@ absl::Status CudaCommunicator::AllReduceZeroCopy(const IPCBuffer& in, void* out,
                         ? internal::LaunchZeroCopyOneShotNoExit(type, a, stream, options_.programmatic_launch)
                         : internal::LaunchZeroCopyOneShot(type, a, stream, options_.programmatic_launch),
                     "zero-copy all-reduce launch");
+}
+
+bool CudaCommunicator::FusesAddRmsNorm(const AddRmsNormBuffers& b, DataType type) const {
+  if (sentinel_workspace_ == nullptr || !(type == DataType::kF32 || type == DataType::kF16 || type == DataType::kBF16))
+    return false;
+  const size_t elem = DataTypeSize(type), bytes = b.rows * b.hidden * elem;
+  for (const void* p : {b.in, b.residual, b.gamma, static_cast<const void*>(b.sum), static_cast<const void*>(b.normed)})
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  if (bytes == 0 || bytes > options_.max_sentinel_bytes ||
+      AllReduceWorkspaceBytes(AllReduceAlgorithm::kOneShotSentinel, session_->world_size(), b.rows * b.hidden, type) >
+          sentinel_workspace_->size)
+    return false;
+  switch (Choose(bytes)) {
+    case AllReduceAlgorithm::kOneShot:
+    case AllReduceAlgorithm::kOneShotLL:
+    case AllReduceAlgorithm::kOneShotLL128:
+    case AllReduceAlgorithm::kOneShotSentinel: break;
+    default: return false;  // the two-shot or NCCL range: one pass of every byte to every peer loses there
+  }
+  return internal::PlanFusedNormGrid(b.rows, b.hidden, elem, fused_norm_blocks_).blocks > 0;
+}
+
+absl::Status CudaCommunicator::AllReduceAddRmsNorm(const AddRmsNormBuffers& b, DataType type, cudaStream_t stream) {
+  if (b.rows == 0 || b.hidden == 0) return absl::OkStatus();
+  if (!FusesAddRmsNorm(b, type)) {
+    return absl::InvalidArgumentError(absl::StrCat("no fused all-reduce + add + rms_norm for ", b.rows, " rows of ",
+                                                   b.hidden, " ", DataTypeName(type),
+                                                   " elements here (FusesAddRmsNorm is false)"));
+  }
+  VDEV_RETURN_IF_ERROR(CheckStream(stream));
+  const size_t count = b.rows * b.hidden;
+  internal::FusedNormArgs f;
+  f.all_reduce = ArgsFor(*sentinel_workspace_, 0, b.in, b.sum, count, options_.kernel_timeout, error_device_);
+  f.all_reduce.epochs = workspace_->barrier_flag;  // the sentinel kernel's epochs (see Launch)
+  f.all_reduce.half_bytes = internal::HalfBytes(sentinel_workspace_->size);
+  f.all_reduce.slot_bytes = internal::OneShotSlotBytes(count, DataTypeSize(type));
+  f.residual = b.residual;
+  f.gamma = b.gamma;
+  f.normed = b.normed;
+  f.rows = b.rows;
+  f.hidden = b.hidden;
+  f.epsilon = b.epsilon;
+  const internal::FusedNormGrid grid =
+      internal::PlanFusedNormGrid(b.rows, b.hidden, DataTypeSize(type), fused_norm_blocks_);
+  return CudaStatus(internal::LaunchAllReduceAddRmsNorm(type, f, grid, stream, options_.programmatic_launch),
+                    "fused all-reduce + add + rms_norm launch");
 }
 
 absl::Status CudaCommunicator::NcclAvailable() const {

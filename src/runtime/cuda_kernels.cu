@@ -34,18 +34,23 @@ KernelFn ForType(const Kernels& kernels, DataType type) {
                                    : nullptr;
 }
 
-cudaError_t Start(const KernelLaunch& launch, const KernelArgs& args, cudaStream_t stream, bool programmatic) {
-  if (launch.kernel == nullptr) return cudaErrorInvalidValue;
+template <typename Args>
+cudaError_t Start(void (*kernel)(Args), int blocks, int threads, const Args& args, cudaStream_t stream,
+                  bool programmatic) {
+  if (kernel == nullptr) return cudaErrorInvalidValue;
   cudaLaunchAttribute overlap;
   overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   overlap.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(launch.blocks);
-  config.blockDim = dim3(launch.threads);
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(threads);
   config.stream = stream;
   config.attrs = &overlap;
   config.numAttrs = programmatic ? 1 : 0;
-  return cudaLaunchKernelEx(&config, launch.kernel, args);
+  return cudaLaunchKernelEx(&config, kernel, args);
+}
+cudaError_t Start(const KernelLaunch& launch, const KernelArgs& args, cudaStream_t stream, bool programmatic) {
+  return Start(launch.kernel, launch.blocks, launch.threads, args, stream, programmatic);
 }
 
 }  // namespace
@@ -110,6 +115,12 @@ cudaError_t LaunchZeroCopyOneShotNoExit(DataType type, const KernelArgs& args, c
   KernelLaunch launch = PlanZeroCopyOneShot(type, args.count);
   launch.kernel = ForType(ZeroCopyOneShotNoExitInstances(), type);
   return Start(launch, args, stream, programmatic);
+}
+
+cudaError_t LaunchAllReduceAddRmsNorm(DataType type, const FusedNormArgs& args, const FusedNormGrid& grid,
+                                      cudaStream_t stream, bool programmatic) {
+  return Start(FusedNormInstance(type, args.all_reduce.world, grid.packs), grid.blocks, grid.threads, args, stream,
+               programmatic);
 }
 
 }  // namespace vdev::internal

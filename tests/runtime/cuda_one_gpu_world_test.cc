@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "internal/allreduce_layout.h"
+#include "internal/cuda_kernel_families.h"
 #include "internal/cuda_kernels.h"
 #include "internal/pooled_allocator.h"
 #include "runtime/cuda_test_util.h"
@@ -140,6 +142,28 @@ class OneGpuWorld {
   absl::Status EnqueueZeroCopy(int rank, DataType type, void* out, size_t count, bool programmatic) {
     const KernelArgs a = ArgsFor(inputs_, rank, Input(rank), out, count);
     return Cuda(internal::LaunchZeroCopyOneShot(type, a, streams_[rank], programmatic));
+  }
+
+  // Enqueues worker `rank`'s fused all-reduce + add + rms_norm of bf16 rows, as
+  // CudaCommunicator::AllReduceAddRmsNorm does (sentinel workspace, the main workspace's epochs), on
+  // the grid the communicator would pick for `world` workers sharing this GPU; false where those
+  // grids would not all be resident (twice over, as Fits).
+  absl::StatusOr<bool> EnqueueFused(int rank, internal::FusedNormArgs f) {
+    const internal::FusedNormGrid grid =
+        internal::PlanFusedNormGrid(f.rows, f.hidden, 2, internal::FusedNormBlockCap(sms_, world_, kMaxBarrierBlocks));
+    int per_sm = 0;
+    VDEV_RETURN_IF_ERROR(Cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, reinterpret_cast<const void*>(internal::FusedNormInstance(DataType::kBF16, world_, grid.packs)),
+        grid.threads, 0)));
+    if (int64_t{world_} * grid.blocks * 2 > int64_t{per_sm} * sms_) return false;
+    const size_t count = f.rows * f.hidden;
+    f.all_reduce = ArgsFor(sentinel_, rank, f.all_reduce.in, f.all_reduce.out, count);
+    f.all_reduce.epochs = reinterpret_cast<uint64_t*>(main_[rank].base + main_[rank].layout.epochs_offset);
+    f.all_reduce.half_bytes = internal::HalfBytes(sentinel_[rank].size);
+    f.all_reduce.slot_bytes = internal::OneShotSlotBytes(count, 2);
+    VDEV_RETURN_IF_ERROR(
+        Cuda(internal::LaunchAllReduceAddRmsNorm(DataType::kBF16, f, grid, streams_[rank], /*programmatic=*/true)));
+    return true;
   }
 
   // Waits for every worker's stream; a timed-out wait inside a kernel becomes an error naming the
@@ -449,6 +473,82 @@ TEST(CudaOneGpuWorldTest, ZeroCopyBackToBackForEveryWorldSize) {
         s = ZeroCopyBackToBack<__nv_bfloat16>(**w, DataType::kBF16, count + 2, salt, programmatic);
         ASSERT_TRUE(s.ok()) << s;
       }
+    }
+  }
+}
+
+// The fused all-reduce + add + rms_norm (bf16) of 2..8 workers sharing this GPU, three calls back to
+// back per shape under programmatic launch: h = residual + the sum is exact (integer values), equal on
+// all workers; n within one bf16 ulp of the f64 norm of h (the f32 statistics are ~1e-5 off).
+TEST(CudaOneGpuWorldTest, FusedNormForEveryWorldSize) {
+  REQUIRE_A_GPU();
+  const std::pair<size_t, size_t> shapes[] = {{1, 8}, {5, 520}, {70, 1024}, {3, 8192}};
+  int salt = 7000;
+  for (int world = 2; world <= kMaxWorkers; ++world) {
+    absl::StatusOr<std::unique_ptr<OneGpuWorld>> w = OneGpuWorld::Create(world, 160 << 10);
+    ASSERT_TRUE(w.ok()) << w.status();
+    for (const auto& [rows, hidden] : shapes) {
+      const size_t count = rows * hidden;
+      std::vector<__nv_bfloat16> residual(count), gamma(hidden, FromInt<__nv_bfloat16>(1));
+      const int residual_salt = salt;
+      for (size_t i = 0; i < count; ++i) residual[i] = FromInt<__nv_bfloat16>(Value(9, i, residual_salt));
+      __nv_bfloat16 *dres = nullptr, *dgamma = nullptr;
+      ASSERT_TRUE(Cuda(cudaMalloc(reinterpret_cast<void**>(&dres), count * 2)).ok());
+      ASSERT_TRUE(Cuda(cudaMalloc(reinterpret_cast<void**>(&dgamma), hidden * 2)).ok());
+      ASSERT_TRUE(Cuda(cudaMemcpy(dres, residual.data(), count * 2, cudaMemcpyHostToDevice)).ok());
+      ASSERT_TRUE(Cuda(cudaMemcpy(dgamma, gamma.data(), hidden * 2, cudaMemcpyHostToDevice)).ok());
+      for (int call = 0; call < 3; ++call) {
+        auto b = CallBuffers<__nv_bfloat16>::Create(world, count, ++salt, false);
+        ASSERT_TRUE(b.ok()) << b.status();
+        std::vector<__nv_bfloat16*> normed(world);
+        for (int r = 0; r < world; ++r)
+          ASSERT_TRUE(Cuda(cudaMalloc(reinterpret_cast<void**>(&normed[r]), count * 2)).ok());
+        bool fits = true;
+        for (int r = 0; r < world && fits; ++r) {
+          internal::FusedNormArgs f;
+          f.all_reduce.in = b->in(r);
+          f.all_reduce.out = b->out(r);
+          f.residual = dres;
+          f.gamma = dgamma;
+          f.normed = normed[r];
+          f.rows = rows;
+          f.hidden = hidden;
+          f.epsilon = 1e-6f;
+          absl::StatusOr<bool> launched = (*w)->EnqueueFused(r, f);
+          ASSERT_TRUE(launched.ok()) << launched.status();
+          fits = *launched;
+        }
+        if (!fits) {
+          ASSERT_GT(hidden, 1024u) << "world " << world << ": the fused grids of small rows must fit";
+          for (__nv_bfloat16* p : normed) cudaFree(p);
+          break;
+        }
+        ASSERT_TRUE((*w)->Synchronize().ok());
+        std::vector<__nv_bfloat16> h(count), n(count), n0(count);
+        for (int r = 0; r < world; ++r) {
+          ASSERT_TRUE(Cuda(cudaMemcpy(h.data(), b->out(r), count * 2, cudaMemcpyDeviceToHost)).ok());
+          ASSERT_TRUE(Cuda(cudaMemcpy(n.data(), normed[r], count * 2, cudaMemcpyDeviceToHost)).ok());
+          if (r == 0) n0 = n;
+          ASSERT_EQ(std::memcmp(n.data(), n0.data(), count * 2), 0) << "world " << world << ": n differs on " << r;
+          for (size_t row = 0; row < rows; ++row) {
+            double squares = 0;
+            for (size_t i = row * hidden; i < (row + 1) * hidden; ++i) {
+              int want = Value(9, i, residual_salt);
+              for (int j = 0; j < world; ++j) want += Value(j, i, salt);
+              ASSERT_EQ(ToFloat(h[i]), static_cast<float>(want)) << "world " << world << " worker " << r << " h " << i;
+              squares += double{ToFloat(h[i])} * ToFloat(h[i]);
+            }
+            const double rstd = 1.0 / std::sqrt(squares / hidden + 1e-6);
+            for (size_t i = row * hidden; i < (row + 1) * hidden; ++i) {
+              const double want = ToFloat(h[i]) * rstd;
+              ASSERT_LE(std::fabs(ToFloat(n[i]) - want), std::fabs(want) * (0x1p-7 + 1e-5)) << "n " << i;
+            }
+          }
+        }
+        for (__nv_bfloat16* p : normed) cudaFree(p);
+      }
+      cudaFree(dres);
+      cudaFree(dgamma);
     }
   }
 }

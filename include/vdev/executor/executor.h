@@ -96,6 +96,15 @@ class ExecutionBackend {
   // `in` lies in an ipc_memory pool of this backend (zero-copy kernels read it in place).
   virtual absl::Status AllReduce(const TensorRef& in, const IPCBuffer* in_ipc, const TensorRef& out, ReduceOp op,
                                  AllReduceStrategy strategy, const VirtualDevice& device) = 0;
+  // vdev.allreduce_add_rms_norm in one pass where this backend has a kernel for the call: h = residual
+  // + the sum over workers of `in`, n = h * rsqrt(mean(h^2) + epsilon) * gamma per row of the last
+  // axis. False: not served (the caller runs AllReduce, then the vdev.add_rms_norm kernel).
+  virtual absl::StatusOr<bool> AllReduceAddRmsNorm(const TensorRef& /*in*/, const TensorRef& /*residual*/,
+                                                   const TensorRef& /*gamma*/, const TensorRef& /*h*/,
+                                                   const TensorRef& /*n*/, float /*epsilon*/, AllReduceStrategy,
+                                                   const VirtualDevice&) {
+    return false;
+  }
   // Whether AllReduce of `op` on `dtype` only enqueues GPU work (so a graph may capture it).
   virtual bool CanCaptureAllReduce(ReduceOp, ir::DType) const { return false; }
   virtual absl::Status Synchronize() = 0;
@@ -106,6 +115,9 @@ class ExecutionBackend {
   virtual absl::Status Replay() { return absl::UnimplementedError("no capture"); }
   // Timers for --profile: Mark() returns a point in stream order; Seconds(a, b) after Synchronize.
   virtual int Mark() = 0;
+  // Before a profiled run: the workers meet, and the GPU work of the run waits (a fixed hold) until
+  // the host has enqueued it, so that no op's span holds the other workers' host time.
+  virtual absl::Status LineUpForProfile() { return absl::OkStatus(); }
   virtual double Seconds(int from, int to) = 0;
   virtual void ResetMarks() = 0;
 

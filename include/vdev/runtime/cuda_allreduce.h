@@ -78,6 +78,19 @@ enum class ZeroCopyRead {
   kInPlaceNoExitBarrier,
 };
 
+// The operands of CudaCommunicator::AllReduceAddRmsNorm: rows x hidden elements each (gamma: hidden),
+// one data type, every pointer 16-byte aligned.
+struct AddRmsNormBuffers {
+  const void* in = nullptr;        // this worker's partial x
+  const void* residual = nullptr;  // the same on every worker
+  const void* gamma = nullptr;
+  void* sum = nullptr;     // h = residual + all-reduce(x)
+  void* normed = nullptr;  // n = h * rsqrt(mean(h^2) + epsilon) * gamma, per row
+  size_t rows = 0;
+  size_t hidden = 0;
+  float epsilon = 1e-6f;
+};
+
 // One row of kAuto's table: sizes up to max_bytes (after the previous row's) use `algorithm`.
 struct AutoRow {
   size_t max_bytes = 0;
@@ -108,6 +121,15 @@ class CudaCommunicator {
   // local input. Graph-capturable like AllReduce.
   absl::Status AllReduceZeroCopy(const IPCBuffer& in, void* out, size_t count, DataType type, cudaStream_t stream,
                                  ZeroCopyRead read = ZeroCopyRead::kAuto);
+  // Whether AllReduceAddRmsNorm serves `b`: a dtype with kernels, aligned buffers, rows of whole 16-byte
+  // packs up to 8192 elements, and a message in the one-shot range of kAuto's table (and of the sentinel
+  // workspace). Past it the caller runs the all-reduce (then two-shot) and the add + norm kernel.
+  bool FusesAddRmsNorm(const AddRmsNormBuffers& b, DataType type) const;
+  // The all-reduce of `b.in` followed by the residual add and the RMS norm of each row, in one kernel:
+  // each worker pushes its partial into the peers' sentinel slots (the one-shot sentinel protocol) and
+  // every worker sums a row's partials in rank order, adds the residual and normalises the row, so h
+  // and n are bitwise equal on all workers. InvalidArgument where FusesAddRmsNorm is false.
+  absl::Status AllReduceAddRmsNorm(const AddRmsNormBuffers& b, DataType type, cudaStream_t stream);
   // What kAuto runs for `bytes`: the first row of the table whose max_bytes covers it, NCCL past the
   // last. The table was measured on H200s (docs/allreduce.md); VDEV_ALLREDUCE_AUTO replaces it.
   AllReduceAlgorithm Choose(size_t bytes) const;
@@ -134,6 +156,8 @@ class CudaCommunicator {
   CudaCommunicatorOptions options_;
   std::vector<AutoRow> auto_table_;
   int device_ = 0;
+  // The fused all-reduce + norm's block cap (FusedNormBlockCap in internal/allreduce_layout.h).
+  int fused_norm_blocks_ = 1;
   ncclComm_t nccl_ = nullptr;
   std::unique_ptr<IPCAllocator> allocator_;
   IPCMemory* workspace_ = nullptr;           // one-shot and two-shot; its barrier_flag holds the epochs

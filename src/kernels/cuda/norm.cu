@@ -100,12 +100,27 @@ __global__ void AddRmsNormKernel(const T* __restrict__ residual, const T* sum, c
   __shared__ float scratch[32];
   const int64_t base = blockIdx.x * len;
   float squares = 0;
-  RowForEach(residual + base, len, packed, [&](int64_t i, float r) {
-    const T v = FromF32<T>(r + ToF32(sum[base + i]));
-    h[base + i] = v;
-    const float f = ToF32(v);
-    squares += f * f;
-  });
+  // The sum and h move in packs too: element-wise they took more time than the rest of the kernel.
+  if (packed) {
+    constexpr int kP = Pack<T>::kSize;
+    for (int64_t p = threadIdx.x; p < len / kP; p += blockDim.x) {
+      const Pack<T> r = reinterpret_cast<const Pack<T>*>(residual + base)[p];
+      const Pack<T> s = reinterpret_cast<const Pack<T>*>(sum + base)[p];
+      Pack<T> v;
+#pragma unroll
+      for (int j = 0; j < kP; ++j) {
+        v.v[j] = FromF32<T>(ToF32(r.v[j]) + ToF32(s.v[j]));
+        squares += ToF32(v.v[j]) * ToF32(v.v[j]);
+      }
+      reinterpret_cast<Pack<T>*>(h + base)[p] = v;
+    }
+  } else {
+    RowForEach(residual + base, len, false, [&](int64_t i, float r) {
+      const T v = FromF32<T>(r + ToF32(sum[base + i]));
+      h[base + i] = v;
+      squares += ToF32(v) * ToF32(v);
+    });
+  }
   const float rstd = rsqrtf(BlockReduce<false>(squares, scratch) / static_cast<float>(len) + epsilon);
   RowMap(h + base, y + base, len, packed, [&](int64_t i, float v) { return v * rstd * ToF32(gamma[i]); });
 }
@@ -157,7 +172,8 @@ cudaError_t LaunchAddRmsNorm(Elem t, const void* residual, const void* sum, cons
   if (rows == 0 || len == 0) return cudaSuccess;
   DispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    const bool packed = len % Pack<T>::kSize == 0 && Aligned16(residual) && Aligned16(h) && Aligned16(y);
+    const bool packed =
+        len % Pack<T>::kSize == 0 && Aligned16(residual) && Aligned16(sum) && Aligned16(h) && Aligned16(y);
     const int threads = RowThreads(len, packed ? Pack<T>::kSize : 1);
     AddRmsNormKernel<T><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
         static_cast<const T*>(residual), static_cast<const T*>(sum), static_cast<const T*>(gamma), static_cast<T*>(h),

@@ -90,6 +90,45 @@ VDEV_HOST_DEVICE inline size_t TwoShotSlotOffset(size_t half_bytes, size_t slot_
   return parity * half_bytes + (static_cast<size_t>(stage) * world + source) * slot_bytes;
 }
 
+// The fused all-reduce + add + rms_norm (cuda_fused_norm_kernel.cu) over `rows` rows of `hidden`
+// elements of `elem` bytes, in the one-shot sentinel layout: one block per row (rows spread over at
+// most `max_blocks` blocks), each thread keeping `packs` 16-byte packs of its row in registers from
+// the sum to the normalisation, so the row is read once. blocks == 0: the call does not fit (rows
+// not a whole number of packs, longer than kFusedNormMaxThreads * FusedNormMaxPacks(elem) packs, or
+// empty).
+inline constexpr int kFusedNormMaxThreads = 512;
+// Packs a thread may hold: 1, 2 or 4 for f32 (rows up to 32 KB), 1 or 2 for f16/bf16 (16 KB), so
+// every type takes rows of 8192 and no instance spills (4 packs of 16-bit elements, 32 floats, did).
+inline int FusedNormMaxPacks(size_t elem) { return elem >= 4 ? 4 : 2; }
+struct FusedNormGrid {
+  int blocks = 0;
+  int threads = 0;
+  int packs = 0;
+};
+// The fused kernel's block cap on a GPU of `sms` SMs used by `sharing` workers: block b of each
+// worker waits on block b of the others, so every worker's grid must be resident at once. Two
+// 512-thread blocks fit an SM; where workers share the GPU the cap is halved once more, since under
+// programmatic launch a worker's next grid may sit beside its current one and take the slots a
+// peer's current grid still needs.
+inline int FusedNormBlockCap(int sms, int sharing, int max_blocks) {
+  const int cap = sharing <= 1 ? 2 * sms : sms / sharing;
+  return cap < 1 ? 1 : cap > max_blocks ? max_blocks : cap;
+}
+inline FusedNormGrid PlanFusedNormGrid(size_t rows, size_t hidden, size_t elem, int max_blocks) {
+  const size_t row_bytes = hidden * elem;
+  const size_t row_packs = row_bytes / 16;
+  if (rows == 0 || row_packs == 0 || row_bytes % 16 != 0 ||
+      row_packs > size_t{kFusedNormMaxThreads} * FusedNormMaxPacks(elem) || max_blocks < 1) {
+    return {};
+  }
+  FusedNormGrid g;
+  g.threads = static_cast<int>(RoundUpTo(row_packs < kFusedNormMaxThreads ? row_packs : kFusedNormMaxThreads, 32));
+  const size_t per_thread = (row_packs + g.threads - 1) / g.threads;
+  g.packs = per_thread <= 1 ? 1 : per_thread <= 2 ? 2 : 4;
+  g.blocks = static_cast<int>(rows < static_cast<size_t>(max_blocks) ? rows : static_cast<size_t>(max_blocks));
+  return g;
+}
+
 }  // namespace vdev::internal
 
 #endif  // VDEV_SRC_RUNTIME_INTERNAL_ALLREDUCE_LAYOUT_H_

@@ -53,6 +53,10 @@ Kernels OneShotLLInstances(int world, bool one_round);        // cuda_ll_kernels
 Kernels TwoShotLLInstances();                                 // cuda_ll_kernels.cu
 Kernels OneShotLL128Instances(int world, bool one_round);     // cuda_ll128_kernel.cu
 Kernels OneShotSentinelInstances(int world, bool one_round);  // cuda_sentinel_kernel.cu
+// The fused all-reduce + add + rms_norm for `type`, `world` workers and `packs` (1, 2 or 4) packs a
+// thread (cuda_fused_norm_kernel.cu); null for a type without one.
+using FusedNormFn = void (*)(FusedNormArgs);
+FusedNormFn FusedNormInstance(DataType type, int world, int packs);
 
 }  // namespace vdev::internal
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "internal/allreduce_layout.h"
 #include "vdev/runtime/allreduce.h"
 #include "vdev/runtime/peer_group.h"
 
@@ -53,6 +54,23 @@ cudaError_t LaunchAllReduce(AllReduceAlgorithm algorithm, DataType type, KernelA
 KernelLaunch PlanZeroCopyOneShot(DataType type, size_t count);
 // args.data[j]: worker j's input (in IPC memory); args.epochs and flags: that memory's.
 cudaError_t LaunchZeroCopyOneShot(DataType type, const KernelArgs& args, cudaStream_t stream, bool programmatic);
+
+// The fused all-reduce + add + rms_norm (cuda_fused_norm_kernel.cu): all_reduce.in is this worker's
+// partial x, all_reduce.out receives h = residual + sum(x), `normed` n = h * rsqrt(mean(h^2) + epsilon)
+// * gamma; rows x hidden elements, every pointer 16-byte aligned, the sentinel workspace's slots.
+struct FusedNormArgs {
+  KernelArgs all_reduce;
+  const void* residual = nullptr;
+  const void* gamma = nullptr;
+  void* normed = nullptr;
+  size_t rows = 0;
+  size_t hidden = 0;
+  float epsilon = 0;
+};
+// Enqueues it on `grid` (PlanFusedNormGrid in allreduce_layout.h); args.all_reduce.slot_bytes and
+// half_bytes as the one-shot sentinel kernel's.
+cudaError_t LaunchAllReduceAddRmsNorm(DataType type, const FusedNormArgs& args, const FusedNormGrid& grid,
+                                      cudaStream_t stream, bool programmatic);
 
 }  // namespace vdev::internal
 
