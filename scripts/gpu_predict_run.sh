@@ -30,6 +30,7 @@ json.dump(m, open(sys.argv[2], "w"), indent=1)
 programs=(
   "tp_transformer_10 memory/tp_transformer_10.vdev probe.json 1 200"
   "tp_transformer_10 memory/tp_transformer_10.vdev probe.json 2 200"
+  "tp_pp_transformer_10 memory/tp_pp_transformer_10.vdev probe.json 1 200"
   "decoder_pipeline planner/decoder_pipeline.vdev probe_small.json 1 500 --check"
   "heterogeneous run/heterogeneous.vdev probe.json 1 500 --check"
   "heterogeneous run/heterogeneous.vdev probe.json 2 500 --check"

@@ -1,6 +1,6 @@
 // ProbeMachine (vdev/executor/machine_probe.h): the CPU measured with vdev's own CPU kernels (a matmul per
 // dtype, an elementwise add for memory bandwidth); the GPUs by machine_probe_cuda.cc where built;
-// every device's fixed time per op through vdev's executor (chains of tiny adds).
+// every device's fixed time per op through vdev's executor (chains of small ops).
 #include "vdev/executor/machine_probe.h"
 
 #include <unistd.h>
@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "vdev/executor/executor.h"
 #include "vdev/executor/run.h"
 #include "vdev/support/status_macros.h"
@@ -48,38 +50,43 @@ absl::StatusOr<double> BestCpuSeconds(const std::string& text, int repetitions) 
   return BestRunSeconds(text, backend.get(), repetitions);
 }
 
-// A chain of `ops` adds of one element on `device` (the config's default). `op_by_op` puts the
-// chain in both arms of an `if`, which the executor never captures as a CUDA graph.
-std::string AddChain(const std::string& device, int ops, bool op_by_op) {
+// A chain of `ops` small ops on `device` (the config's default), in turn the kinds programs are
+// made of: a matmul, a norm, an activation, an elementwise add, of 8x8 f32 (their fixed times
+// differ: a 1-element add alone would be the cheapest kernel, not a typical one). `op_by_op` puts
+// the chain in both arms of an `if`, which the executor never captures as a CUDA graph.
+std::string OpChain(const std::string& device, int ops, bool op_by_op) {
   auto chain = [ops](const char* name) {
     std::string text;
     for (int i = 0; i < ops; ++i) {
-      absl::StrAppend(&text, "  %", name, i, " = add(", i == 0 ? "%a" : absl::StrCat("%", name, i - 1), ", %a)\n");
+      const std::string prev = i == 0 ? "%a" : absl::StrCat("%", name, i - 1);
+      static constexpr const char* kOps[] = {"matmul($, %a)", "rms_norm($, %g)", "silu($)", "add($, %a)"};
+      absl::StrAppend(&text, "  %", name, i, " = ", absl::StrReplaceAll(kOps[i % 4], {{"$", prev}}), "\n");
     }
     return absl::StrCat(text, "  return %", name, ops - 1, "\n");
   };
-  const std::string head =
-      absl::StrCat("config { targets = [llvm, cuda], default = ", device, ", host = cpu:0 }\ndef @main(%a: f32[1]",
-                   op_by_op ? ", %c: bool[]" : "", ") -> f32[1] {\n");
+  const std::string head = absl::StrCat("config { targets = [llvm, cuda], default = ", device,
+                                        ", host = cpu:0 }\ndef @main(%a: f32[8,8], %g: f32[8]",
+                                        op_by_op ? ", %c: bool[]" : "", ") -> f32[8,8] {\n");
   if (!op_by_op) return absl::StrCat(head, chain("x"), "}\n");
   return absl::StrCat(head, "  %r = if %c {\n", chain("x"), "  } else {\n", chain("y"), "  }\n  return %r\n}\n");
 }
 
-// The executor's fixed times on `device`: chains of kChainOps and of 1 add differ by kChainOps - 1
-// ops (the time per op); the chain of one, less that op, is what every run pays once (enqueueing,
-// waiting). Runs are short, so 10 times the repetitions are timed.
-constexpr int kChainOps = 65;
+// The executor's fixed times on `device`: chains of kLongChain and kShortChain ops (whole rounds of
+// the four kinds) differ by their difference in ops (the time per op); the short chain, less its
+// ops, is what every run pays once (enqueueing, waiting). Runs are short, so 10 times the
+// repetitions are timed.
+constexpr int kLongChain = 64, kShortChain = 4;
 struct FixedTimes {
   double per_op = 0;
   double per_run = 0;
 };
 absl::StatusOr<FixedTimes> ProbeFixedTimes(ExecutionBackend* backend, const std::string& device, bool op_by_op,
                                            int repetitions) {
-  VDEV_ASSIGN_OR_RETURN(double many, BestRunSeconds(AddChain(device, kChainOps, op_by_op), backend, 10 * repetitions));
-  VDEV_ASSIGN_OR_RETURN(double one, BestRunSeconds(AddChain(device, 1, op_by_op), backend, 10 * repetitions));
+  VDEV_ASSIGN_OR_RETURN(double many, BestRunSeconds(OpChain(device, kLongChain, op_by_op), backend, 10 * repetitions));
+  VDEV_ASSIGN_OR_RETURN(double few, BestRunSeconds(OpChain(device, kShortChain, op_by_op), backend, 10 * repetitions));
   FixedTimes t;
-  t.per_op = std::max(0.0, (many - one) / (kChainOps - 1));
-  t.per_run = std::max(0.0, one - t.per_op);
+  t.per_op = std::max(0.0, (many - few) / (kLongChain - kShortChain));
+  t.per_run = std::max(0.0, few - kShortChain * t.per_op);
   return t;
 }
 
@@ -129,6 +136,28 @@ absl::Status ProbeGpuPerOp(int gpu, int repetitions, DeviceSpec* spec, double* r
   *run_seconds = replayed.per_run;
   return absl::OkStatus();
 }
+
+// GPUs of one kind measure a few per cent apart on every probe, and so do their links: within
+// kAlike of each other they get their mean, so that the optimiser finds them identical and moves
+// no program from one to another for noise.
+constexpr double kAlike = 0.10;
+void MakeAlikeGpusIdentical(std::vector<probe_internal::GpuProbe>* probed) {
+  std::vector<DeviceSpec> specs;
+  std::vector<LinkSpec> to_cpu, between;
+  for (size_t g = 0; g < probed->size(); ++g) {
+    specs.push_back((*probed)[g].spec);
+    to_cpu.push_back((*probed)[g].to_cpu);
+    for (size_t h = g + 1; h < probed->size(); ++h) between.push_back((*probed)[g].to_gpu[h]);
+  }
+  std::optional<DeviceSpec> spec = AverageIfAlike(specs, kAlike);
+  std::optional<LinkSpec> cpu_link = AverageIfAlike(to_cpu, kAlike);
+  std::optional<LinkSpec> gpu_link = AverageIfAlike(between, kAlike);
+  for (size_t g = 0; g < probed->size(); ++g) {
+    if (spec) (*probed)[g].spec = *spec;
+    if (cpu_link) (*probed)[g].to_cpu = *cpu_link;
+    for (size_t h = g + 1; h < probed->size() && gpu_link; ++h) (*probed)[g].to_gpu[h] = *gpu_link;
+  }
+}
 #endif
 
 // How many GPUs to measure: the requested number, each reachable, else every visible one.
@@ -175,8 +204,9 @@ absl::StatusOr<Machine> ProbeMachine(const ProbeOptions& options) {
       double gpu_run_seconds = 0;
       VDEV_RETURN_IF_ERROR(ProbeGpuPerOp(g, std::max(1, options.repetitions), &probed[g].spec, &gpu_run_seconds));
       if (g == 0) run_seconds = gpu_run_seconds;
-      b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCUDA, g), probed[g].spec);
     }
+    MakeAlikeGpusIdentical(&probed);
+    for (int g = 0; g < gpus; ++g) b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCUDA, g), probed[g].spec);
     for (int g = 0; g < gpus; ++g) {
       b.AddLink(0, g + 1, probed[g].to_cpu);
       for (int h = g + 1; h < gpus; ++h) b.AddLink(g + 1, h + 1, probed[g].to_gpu[h]);

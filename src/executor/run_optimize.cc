@@ -24,9 +24,10 @@ absl::Status CheckGpusPresent(const Machine& machine, const std::string& name) {
   return absl::OkStatus();
 }
 
-// The workers of one host share its CPU: each runs its CPU kernels on 1/W of the cores
-// (CpuThreadsPerWorker) and shares the memory bus, so each sees 1/W of the rates a probe (one
-// worker) measured.
+// The workers of one host share its CPU: each runs its multi-threaded CPU kernels (matmuls) on 1/W
+// of the cores (CpuThreadsPerWorker), so each sees 1/W of the flop rates a probe (one worker)
+// measured. The elementwise kernels, whose single thread the bandwidth is measured by, are not
+// shared.
 void ShareCpuAmongWorkers(int workers, Machine* machine) {
   if (workers <= 1) return;
   for (size_t d = 0; d < machine->devices.size(); ++d) {
@@ -34,7 +35,6 @@ void ShareCpuAmongWorkers(int workers, Machine* machine) {
     DeviceSpec& s = machine->specs[d];
     for (auto& [dtype, rate] : s.flops) rate /= workers;
     s.default_flops /= workers;
-    s.bandwidth /= workers;
   }
 }
 

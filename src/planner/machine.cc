@@ -2,6 +2,7 @@
 #include "vdev/planner/machine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -453,12 +454,64 @@ std::string MachineJson(const Machine& machine) {
          "\n";
 }
 
+namespace {
+
+// Every value of `field` within `tolerance` of the others (relative to the largest); `mean` gets
+// their mean.
+template <typename T, typename Field>
+bool AlikeMean(const std::vector<T>& items, double tolerance, Field field, double* mean) {
+  double lo = field(items[0]), hi = lo, sum = 0;
+  for (const T& item : items) {
+    const double v = field(item);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  *mean = sum / static_cast<double>(items.size());
+  return hi - lo <= tolerance * std::abs(hi);
+}
+
+}  // namespace
+
+std::optional<DeviceSpec> AverageIfAlike(const std::vector<DeviceSpec>& specs, double tolerance) {
+  if (specs.empty()) return std::nullopt;
+  DeviceSpec mean = specs[0];
+  for (const DeviceSpec& s : specs) {
+    if (s.flops.size() != mean.flops.size()) return std::nullopt;
+  }
+  bool alike = true;
+  auto average = [&](auto field, double* out) { alike = AlikeMean(specs, tolerance, field, out) && alike; };
+  average([](const DeviceSpec& s) { return s.memory_bytes; }, &mean.memory_bytes);
+  average([](const DeviceSpec& s) { return s.bandwidth; }, &mean.bandwidth);
+  average([](const DeviceSpec& s) { return s.default_flops; }, &mean.default_flops);
+  average([](const DeviceSpec& s) { return s.kernel_seconds; }, &mean.kernel_seconds);
+  average([](const DeviceSpec& s) { return s.graph_kernel_seconds; }, &mean.graph_kernel_seconds);
+  for (auto& [dtype, rate] : mean.flops) {
+    for (const DeviceSpec& s : specs) alike = alike && s.flops.contains(dtype);
+    if (!alike) return std::nullopt;
+    average([dtype](const DeviceSpec& s) { return s.flops.at(dtype); }, &rate);
+  }
+  if (!alike) return std::nullopt;
+  return mean;
+}
+
+std::optional<LinkSpec> AverageIfAlike(const std::vector<LinkSpec>& links, double tolerance) {
+  if (links.empty()) return std::nullopt;
+  LinkSpec mean;
+  const bool alike = AlikeMean(
+                         links, tolerance, [](const LinkSpec& l) { return l.bandwidth; }, &mean.bandwidth) &&
+                     AlikeMean(
+                         links, tolerance, [](const LinkSpec& l) { return l.latency; }, &mean.latency);
+  if (!alike) return std::nullopt;
+  return mean;
+}
+
 double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype, LaunchMode mode) {
   const DeviceSpec& s = machine.specs[device];
   auto it = s.flops.find(dtype);
   double rate = it != s.flops.end() ? it->second : s.default_flops;
   const double fixed = mode == LaunchMode::kGraphReplay ? s.graph_kernel_seconds : s.kernel_seconds;
-  return std::max(flops / rate, bytes / s.bandwidth) + fixed;
+  return flops / rate + bytes / s.bandwidth + fixed;
 }
 
 double CopySeconds(const Machine& machine, int from, int to, double bytes) {

@@ -113,6 +113,13 @@ enum class GpuKind { kH100, kH200 };
 // between GPUs. Ops are supported everywhere.
 Machine DefaultMachine(int gpus, GpuKind kind = GpuKind::kH100);
 
+// Measured devices (or links) whose every number lies within `tolerance` (relative) of each
+// other's are one kind measured with noise: their mean, which a probe gives each of them so that
+// the optimiser finds them identical (and moves no program between them for noise). nullopt when
+// some differ more, or the specs list different dtypes.
+std::optional<DeviceSpec> AverageIfAlike(const std::vector<DeviceSpec>& specs, double tolerance);
+std::optional<LinkSpec> AverageIfAlike(const std::vector<LinkSpec>& links, double tolerance);
+
 // Parses docs/machine.md's JSON; errors carry the offending key, or for text that is not JSON
 // the line and column.
 absl::StatusOr<Machine> ParseMachineJson(absl::string_view text);
@@ -121,8 +128,10 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text);
 // links per pair of device types and per pair, the ops' support.
 std::string MachineJson(const Machine& machine);
 
-// An op call: the roofline, max(flops / rate(dtype), bytes / bandwidth), plus the device's fixed
-// time per op in `mode` (kernel_seconds, or graph_kernel_seconds under replay), in seconds.
+// An op call: flops / rate(dtype) + bytes / bandwidth (the roofline's two limits, which real
+// kernels overlap only in part: their sum is right where one dominates, at most 2x the max where
+// they balance) plus the device's fixed time per op in `mode` (kernel_seconds, or
+// graph_kernel_seconds under replay), in seconds.
 double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype,
                  LaunchMode mode = LaunchMode::kEager);
 // A copy between two devices: latency + bytes / link bandwidth; 0 on the same device.
