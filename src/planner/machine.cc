@@ -211,8 +211,8 @@ Machine DefaultMachine(int gpus, GpuKind kind) {
   using ir::DType;
   MachineBuilder b;
   // A two-socket server CPU: ~5 TFLOP/s f32 (AVX-512), ~600 GB/s DDR5.
-  // Per op: vdev's executor dispatching a CPU kernel (~1 µs), a GPU kernel op by op (~8 µs) or in a
-  // replayed CUDA graph (~2 µs).
+  // Per op (a 2x H100 host, `vdev machine probe`): vdev's executor running a small CPU kernel
+  // (~1 µs), a GPU kernel op by op (~6 µs) or in a replayed CUDA graph (~1.5 µs); per run ~18 µs.
   b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCPU, 0), {.memory_bytes = 1024e9,
                                                               .bandwidth = 600e9,
                                                               .flops = {{DType::kF32, 5e12}, {DType::kF64, 2.5e12}},
@@ -229,12 +229,12 @@ Machine DefaultMachine(int gpus, GpuKind kind) {
                            {DType::kF64, 34e12},
                            {DType::kI8, 1979e12}},
                  .default_flops = 67e12,
-                 .kernel_seconds = 8e-6,
-                 .graph_kernel_seconds = 2e-6};
+                 .kernel_seconds = 6e-6,
+                 .graph_kernel_seconds = 1.5e-6};
   for (int g = 0; g < gpus; ++g) b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCUDA, g), gpu);
   b.AddTypeLink(DeviceType::kCPU, DeviceType::kCUDA, {.bandwidth = 64e9, .latency = 10e-6});   // PCIe Gen5 x16
   b.AddTypeLink(DeviceType::kCUDA, DeviceType::kCUDA, {.bandwidth = 450e9, .latency = 3e-6});  // NVLink 4
-  b.SetRunSeconds(10e-6);  // launching a run and waiting for it
+  b.SetRunSeconds(18e-6);  // launching a run and waiting for it
   return *b.Build();       // valid by construction
 }
 

@@ -137,5 +137,33 @@ TEST(PerOpTimeTest, TheOptimiserMovesManySmallOpsToTheDeviceThatRunsThemSooner) 
   }
 }
 
+// Two probes of one GPU model: 2% apart in bandwidth, 20% in the per-op time, are one kind (their
+// mean); 40% apart, or with a dtype the other lacks, are not.
+TEST(PerOpTimeTest, AlikeMeasuredDevicesAndLinksAverageOthersDoNot) {
+  const DeviceSpec a{.memory_bytes = 80e9,
+                     .bandwidth = 2900e9,
+                     .flops = {{ir::DType::kBF16, 812e12}},
+                     .default_flops = 51e12,
+                     .kernel_seconds = 5e-6,
+                     .graph_kernel_seconds = 1.5e-6};
+  DeviceSpec b = a;
+  b.bandwidth = 2842e9;
+  b.kernel_seconds = 6e-6;
+  std::optional<DeviceSpec> mean = AverageIfAlike({a, b}, 0.25);
+  ASSERT_TRUE(mean.has_value());
+  EXPECT_DOUBLE_EQ(mean->bandwidth, 2871e9);
+  EXPECT_DOUBLE_EQ(mean->kernel_seconds, 5.5e-6);
+  EXPECT_DOUBLE_EQ(mean->flops.at(ir::DType::kBF16), 812e12);
+  b.kernel_seconds = 8.4e-6;
+  EXPECT_FALSE(AverageIfAlike({a, b}, 0.25).has_value());
+  b = a;
+  b.flops[ir::DType::kF16] = 812e12;
+  EXPECT_FALSE(AverageIfAlike({a, b}, 0.25).has_value());
+  std::optional<LinkSpec> link = AverageIfAlike(std::vector<LinkSpec>{{55e9, 4.7e-6}, {55e9, 5.5e-6}}, 0.25);
+  ASSERT_TRUE(link.has_value());
+  EXPECT_DOUBLE_EQ(link->latency, 5.1e-6);
+  EXPECT_FALSE(AverageIfAlike(std::vector<LinkSpec>{{55e9, 4e-6}, {25e9, 4e-6}}, 0.25).has_value());
+}
+
 }  // namespace
 }  // namespace vdev::testing
