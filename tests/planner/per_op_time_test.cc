@@ -98,6 +98,27 @@ TEST(PerOpTimeTest, ACostCountsEachOpThatRunsInThePlansLaunchMode) {
   EXPECT_NEAR(op_by_op->compute, 2 * 40 * 7e-6, 2 * 40 * 20e-12);
 }
 
+// An op of a function called twice runs twice; a gather reads the rows it returns, not its table
+// (16 MB here: 16 µs at 1000 GB/s, where the rows take picoseconds).
+TEST(PerOpTimeTest, CallsCountEachTimeAndAGatherReadsItsRows) {
+  absl::StatusOr<Machine> m = ParseMachineJson(MachineText(1, R"(, "kernel_us": 7, "graph_kernel_us": 1.5)"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<PlanCost> called = CostOf(
+      "config { targets = [llvm, cuda], default = cuda:0, host = cpu:0 }\n"
+      "def @f(%x: f32[1]) -> f32[1] {\n  %y = add(%x, %x)\n  return %y\n}\n"
+      "def @main(%a: f32[1]) -> f32[1] {\n  %b = @f(%a)\n  %c = @f(%b)\n  return %c\n}\n",
+      *m);
+  ASSERT_TRUE(called.ok()) << called.status();
+  EXPECT_EQ(called->launch, LaunchMode::kEager);
+  EXPECT_NEAR(called->compute, 2 * 7e-6, 1e-9);
+  absl::StatusOr<PlanCost> gather = CostOf(
+      "config { targets = [llvm, cuda], default = cuda:0, host = cpu:0 }\n"
+      "def @main(%t: f32[1000000,4], %i: i32[2]) -> f32[2,4] {\n  %r = take(%t, %i, axis=0)\n  return %r\n}\n",
+      *m);
+  ASSERT_TRUE(gather.ok()) << gather.status();
+  EXPECT_NEAR(gather->compute, 1.5e-6, 1e-9);
+}
+
 // Twenty tiny adds between two free boundaries: with equal per-op times they stay with their
 // operand on cuda:0 (a move costs two copies; the CPU is slower per op); when cuda:1 runs an op 5 µs
 // faster, moving them there saves 100 µs for 6 µs of copies, and the optimiser's proven cost is the
