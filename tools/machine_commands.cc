@@ -27,8 +27,10 @@ void PrintSummary(const Machine& m) {
     std::string rates;
     for (const auto& [dtype, rate] : s.flops)
       absl::StrAppendFormat(&rates, " %s %.3g", ir::DTypeName(dtype), rate / 1e12);
-    std::cerr << absl::StrFormat("vdev machine probe: %s: %.3g GB, %.4g GB/s, TFLOP/s:%s\n", m.devices[d].ToString(),
-                                 s.memory_bytes / 1e9, s.bandwidth / 1e9, rates);
+    std::cerr << absl::StrFormat(
+        "vdev machine probe: %s: %.3g GB, %.4g GB/s, TFLOP/s:%s, per op %.3g us (%.3g us replayed)\n",
+        m.devices[d].ToString(), s.memory_bytes / 1e9, s.bandwidth / 1e9, rates, s.kernel_seconds * 1e6,
+        s.graph_kernel_seconds * 1e6);
   }
   for (size_t a = 0; a < m.devices.size(); ++a) {
     for (size_t b = a + 1; b < m.devices.size(); ++b) {

@@ -2,6 +2,7 @@
 #ifndef VDEV_SRC_EXECUTOR_INTERNAL_PROBE_CUDA_H_
 #define VDEV_SRC_EXECUTOR_INTERNAL_PROBE_CUDA_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -10,6 +11,7 @@
 namespace vdev::probe_internal {
 
 struct GpuProbe {
+  std::string name;  // the CUDA device name ("NVIDIA H100 80GB HBM3")
   DeviceSpec spec;
   LinkSpec to_cpu;
   std::vector<LinkSpec> to_gpu;  // by GPU (the entry for itself unused)

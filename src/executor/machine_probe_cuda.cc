@@ -140,6 +140,9 @@ absl::StatusOr<int> VisibleGpus() {
 absl::StatusOr<std::vector<GpuProbe>> ProbeGpus(int gpus, int repetitions) {
   std::vector<GpuProbe> probed(gpus);
   for (int g = 0; g < gpus; ++g) {
+    cudaDeviceProp properties;
+    VDEV_RETURN_IF_ERROR(Check(cudaGetDeviceProperties(&properties, g), "cudaGetDeviceProperties"));
+    probed[g].name = properties.name;
     VDEV_ASSIGN_OR_RETURN(probed[g].spec, ProbeGpu(g, repetitions));
     VDEV_ASSIGN_OR_RETURN(probed[g].to_cpu, ProbeCpuLink(g, repetitions));
     probed[g].to_gpu.resize(gpus);

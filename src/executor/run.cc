@@ -145,10 +145,10 @@ absl::Status RunWorker(const RunOptions& options, PeerGroup* session, const std:
     std::string line = absl::StrFormat("worker 0: %d run(s) on the %s backend, first %.3f ms", options.repeat,
                                        backend->name(), first_seconds * 1e3);
     if (options.predicted_seconds >= 0) {
-      absl::StrAppendFormat(&line, " (the machine model predicts %.3f ms per run)", options.predicted_seconds * 1e3);
+      absl::StrAppendFormat(&line, " (the machine model predicts %.4f ms per run)", options.predicted_seconds * 1e3);
     }
     if (options.repeat > 1)
-      absl::StrAppendFormat(&line, ", then %.3f ms per run%s", rest_seconds * 1e3 / (options.repeat - 1),
+      absl::StrAppendFormat(&line, ", then %.4f ms per run%s", rest_seconds * 1e3 / (options.repeat - 1),
                             executor->replaying() ? " (CUDA graph replay)" : "");
     std::cout << line << "\n";
   }

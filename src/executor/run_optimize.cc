@@ -24,6 +24,20 @@ absl::Status CheckGpusPresent(const Machine& machine, const std::string& name) {
   return absl::OkStatus();
 }
 
+// The workers of one host share its CPU: each runs its multi-threaded CPU kernels (matmuls) on 1/W
+// of the cores (CpuThreadsPerWorker), so each sees 1/W of the flop rates a probe (one worker)
+// measured. The elementwise kernels, whose single thread the bandwidth is measured by, are not
+// shared.
+void ShareCpuAmongWorkers(int workers, Machine* machine) {
+  if (workers <= 1) return;
+  for (size_t d = 0; d < machine->devices.size(); ++d) {
+    if (machine->devices[d].device_type() != DeviceType::kCPU) continue;
+    DeviceSpec& s = machine->specs[d];
+    for (auto& [dtype, rate] : s.flops) rate /= workers;
+    s.default_flops /= workers;
+  }
+}
+
 absl::StatusOr<Machine> RunMachine(const RunOptions& options) {
   Machine machine = DefaultMachine(2);
   if (!options.machine.empty()) {
@@ -37,6 +51,7 @@ absl::StatusOr<Machine> RunMachine(const RunOptions& options) {
   if (options.backend == "cuda") {
     VDEV_RETURN_IF_ERROR(CheckGpusPresent(machine, options.machine.empty() ? "the default machine" : options.machine));
   }
+  ShareCpuAmongWorkers(options.workers, &machine);
   return machine;
 }
 
@@ -59,7 +74,7 @@ absl::StatusOr<OptimizedRunProgram> OptimizeRunProgram(const RunOptions& options
   }
   OptimizedRunProgram program;
   program.text = ir::PrintModule(compiled->module());
-  program.predicted_seconds = compiled->optimization->cost.total;
+  program.predicted_seconds = compiled->optimization->cost.total + compile.optimize_for->run_seconds;
   program.optimal = compiled->optimization->optimal;
   return program;
 }

@@ -2,6 +2,7 @@
 #include "vdev/planner/machine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -92,6 +93,12 @@ absl::Status CheckDevice(const VirtualDevice& d, const DeviceSpec& s) {
     return absl::InvalidArgumentError(
         absl::StrCat("machine: device ", d.ToString(), " needs memory, bandwidth and flop rates above 0"));
   }
+  // Also refuses NaN: a per-op time is added to every op's cost.
+  if (!(s.kernel_seconds >= 0 && s.kernel_seconds < 1) ||
+      !(s.graph_kernel_seconds >= 0 && s.graph_kernel_seconds < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("machine: device ", d.ToString(), " needs per-op times (kernel_us, graph_kernel_us) of 0 to 1 s"));
+  }
   return absl::OkStatus();
 }
 
@@ -151,10 +158,18 @@ MachineBuilder& MachineBuilder::SupportOnly(const std::string& op, std::set<Devi
   return *this;
 }
 
+MachineBuilder& MachineBuilder::SetRunSeconds(double seconds) {
+  machine_.run_seconds = seconds;
+  return *this;
+}
+
 absl::StatusOr<Machine> MachineBuilder::Build() const {
   Machine m = machine_;
   const size_t n = m.devices.size();
   if (n == 0) return absl::InvalidArgumentError("machine: no devices");
+  if (!(m.run_seconds >= 0 && m.run_seconds < 1)) {
+    return absl::InvalidArgumentError("machine: \"run_us\" must be 0 to 1 s");
+  }
   if (n > kMaxMachineDevices) {
     return absl::InvalidArgumentError(
         absl::StrCat("machine: ", n, " devices, more than the ", kMaxMachineDevices, " a machine may have"));
@@ -196,10 +211,14 @@ Machine DefaultMachine(int gpus, GpuKind kind) {
   using ir::DType;
   MachineBuilder b;
   // A two-socket server CPU: ~5 TFLOP/s f32 (AVX-512), ~600 GB/s DDR5.
+  // Per op (a 2x H100 host, `vdev machine probe`): vdev's executor running a small CPU kernel
+  // (~1 µs), a GPU kernel op by op (~6 µs) or in a replayed CUDA graph (~1.5 µs); per run ~18 µs.
   b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCPU, 0), {.memory_bytes = 1024e9,
                                                               .bandwidth = 600e9,
                                                               .flops = {{DType::kF32, 5e12}, {DType::kF64, 2.5e12}},
-                                                              .default_flops = 5e12});
+                                                              .default_flops = 5e12,
+                                                              .kernel_seconds = 1e-6,
+                                                              .graph_kernel_seconds = 1e-6});
   // H100 SXM: 989 TFLOP/s dense f16/bf16, 67 f32, 3.35 TB/s, 80 GB; H200: same compute, 4.8 TB/s, 141 GB.
   const bool h200 = kind == GpuKind::kH200;
   DeviceSpec gpu{.memory_bytes = h200 ? 141e9 : 80e9,
@@ -209,11 +228,14 @@ Machine DefaultMachine(int gpus, GpuKind kind) {
                            {DType::kF32, 67e12},
                            {DType::kF64, 34e12},
                            {DType::kI8, 1979e12}},
-                 .default_flops = 67e12};
+                 .default_flops = 67e12,
+                 .kernel_seconds = 6e-6,
+                 .graph_kernel_seconds = 1.5e-6};
   for (int g = 0; g < gpus; ++g) b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCUDA, g), gpu);
   b.AddTypeLink(DeviceType::kCPU, DeviceType::kCUDA, {.bandwidth = 64e9, .latency = 10e-6});   // PCIe Gen5 x16
   b.AddTypeLink(DeviceType::kCUDA, DeviceType::kCUDA, {.bandwidth = 450e9, .latency = 3e-6});  // NVLink 4
-  return *b.Build();                                                                           // valid by construction
+  b.SetRunSeconds(18e-6);  // launching a run and waiting for it
+  return *b.Build();       // valid by construction
 }
 
 namespace {
@@ -226,6 +248,15 @@ absl::Status Number(const Json& o, const char* key, double scale, double* out) {
   }
   *out = o[key].get<double>() * scale;
   return absl::OkStatus();
+}
+
+// `key` times `scale` where given, else `absent`.
+absl::Status OptionalNumber(const Json& o, const char* key, double scale, double absent, double* out) {
+  if (!o.contains(key)) {
+    *out = absent;
+    return absl::OkStatus();
+  }
+  return Number(o, key, scale, out);
 }
 
 // A link's end: a listed device (its index) or a device type (every device of it).
@@ -316,6 +347,8 @@ absl::StatusOr<absl::flat_hash_map<std::string, int>> ParseDevices(const Json& l
           std::tuple{"default_tflops", 1e12, &spec.default_flops}}) {
       VDEV_RETURN_IF_ERROR(Number(d, key, scale, out));
     }
+    VDEV_RETURN_IF_ERROR(OptionalNumber(d, "kernel_us", 1e-6, 0, &spec.kernel_seconds));
+    VDEV_RETURN_IF_ERROR(OptionalNumber(d, "graph_kernel_us", 1e-6, spec.kernel_seconds, &spec.graph_kernel_seconds));
     if (d.contains("tflops")) {
       if (!d["tflops"].is_object()) return absl::InvalidArgumentError("machine: \"tflops\" must be an object");
       for (const auto& [name, rate] : d["tflops"].items()) {
@@ -377,6 +410,9 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
     VDEV_RETURN_IF_ERROR(ParseLinks(j["links"], devices, &b));
   }
   if (j.contains("ops")) VDEV_RETURN_IF_ERROR(ParseOpSupport(j["ops"], &b));
+  double run_seconds = 0;
+  VDEV_RETURN_IF_ERROR(OptionalNumber(j, "run_us", 1e-6, 0, &run_seconds));
+  b.SetRunSeconds(run_seconds);
   return b.Build();
 }
 
@@ -393,7 +429,9 @@ std::string MachineJson(const Machine& machine) {
                        {"memory_gb", s.memory_bytes / 1e9},
                        {"bandwidth_gbs", s.bandwidth / 1e9},
                        {"default_tflops", s.default_flops / 1e12},
-                       {"tflops", tflops}});
+                       {"tflops", tflops},
+                       {"kernel_us", s.kernel_seconds / 1e-6},
+                       {"graph_kernel_us", s.graph_kernel_seconds / 1e-6}});
   }
   // In a stable order: the maps' is not.
   std::map<uint32_t, LinkSpec> type_links(machine.type_links.begin(), machine.type_links.end());
@@ -412,14 +450,68 @@ std::string MachineJson(const Machine& machine) {
     for (DeviceType t : types) names.push_back(std::string(DeviceTypeName(t)));
     ops[op] = names;
   }
-  return Json{{"devices", devices}, {"links", links}, {"ops", ops}}.dump(2) + "\n";
+  return Json{{"devices", devices}, {"links", links}, {"ops", ops}, {"run_us", machine.run_seconds / 1e-6}}.dump(2) +
+         "\n";
 }
 
-double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype) {
+namespace {
+
+// Every value of `field` within `tolerance` of the others (relative to the largest); `mean` gets
+// their mean.
+template <typename T, typename Field>
+bool AlikeMean(const std::vector<T>& items, double tolerance, Field field, double* mean) {
+  double lo = field(items[0]), hi = lo, sum = 0;
+  for (const T& item : items) {
+    const double v = field(item);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  *mean = sum / static_cast<double>(items.size());
+  return hi - lo <= tolerance * std::abs(hi);
+}
+
+}  // namespace
+
+std::optional<DeviceSpec> AverageIfAlike(const std::vector<DeviceSpec>& specs, double tolerance) {
+  if (specs.empty()) return std::nullopt;
+  DeviceSpec mean = specs[0];
+  for (const DeviceSpec& s : specs) {
+    if (s.flops.size() != mean.flops.size()) return std::nullopt;
+  }
+  bool alike = true;
+  auto average = [&](auto field, double* out) { alike = AlikeMean(specs, tolerance, field, out) && alike; };
+  average([](const DeviceSpec& s) { return s.memory_bytes; }, &mean.memory_bytes);
+  average([](const DeviceSpec& s) { return s.bandwidth; }, &mean.bandwidth);
+  average([](const DeviceSpec& s) { return s.default_flops; }, &mean.default_flops);
+  average([](const DeviceSpec& s) { return s.kernel_seconds; }, &mean.kernel_seconds);
+  average([](const DeviceSpec& s) { return s.graph_kernel_seconds; }, &mean.graph_kernel_seconds);
+  for (auto& [dtype, rate] : mean.flops) {
+    for (const DeviceSpec& s : specs) alike = alike && s.flops.contains(dtype);
+    if (!alike) return std::nullopt;
+    average([dtype](const DeviceSpec& s) { return s.flops.at(dtype); }, &rate);
+  }
+  if (!alike) return std::nullopt;
+  return mean;
+}
+
+std::optional<LinkSpec> AverageIfAlike(const std::vector<LinkSpec>& links, double tolerance) {
+  if (links.empty()) return std::nullopt;
+  LinkSpec mean;
+  const bool alike = AlikeMean(
+                         links, tolerance, [](const LinkSpec& l) { return l.bandwidth; }, &mean.bandwidth) &&
+                     AlikeMean(
+                         links, tolerance, [](const LinkSpec& l) { return l.latency; }, &mean.latency);
+  if (!alike) return std::nullopt;
+  return mean;
+}
+
+double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype, LaunchMode mode) {
   const DeviceSpec& s = machine.specs[device];
   auto it = s.flops.find(dtype);
   double rate = it != s.flops.end() ? it->second : s.default_flops;
-  return std::max(flops / rate, bytes / s.bandwidth);
+  const double fixed = mode == LaunchMode::kGraphReplay ? s.graph_kernel_seconds : s.kernel_seconds;
+  return flops / rate + bytes / s.bandwidth + fixed;
 }
 
 double CopySeconds(const Machine& machine, int from, int to, double bytes) {

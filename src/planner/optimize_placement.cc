@@ -41,7 +41,65 @@ struct Work {
   double flops = 0;
   double bytes = 0;
   ir::DType dtype = ir::DType::kF32;
+  bool runs = true;  // false for a view (reshape): the executor runs nothing, it costs nothing
 };
+
+// The executor's views of their operand's memory (no kernel runs).
+bool IsView(absl::string_view op) { return op == "reshape" || op == "vm.reshape_tensor" || op == "memory.view"; }
+
+// How many times one run of @main runs each binding: a global function's bindings once per call
+// of it (call sites counted through the call graph, callers first); everything else, the arms of
+// an `if` each included, once.
+std::vector<double> RunsPerBinding(const ir::Module& m) {
+  const size_t nf = m.functions.size();
+  std::vector<ir::FuncId> func_of(m.bindings.size(), ir::kNoFunc);
+  for (const ir::Block& block : m.blocks) {
+    for (ir::BindingId b : block.bindings) func_of[b] = block.func;
+  }
+  std::vector<std::vector<ir::FuncId>> callees(nf);  // one entry per call site
+  std::vector<int64_t> callers(nf, 0);
+  for (ir::BindingId b = 0; b < m.bindings.size(); ++b) {
+    const ir::Expr& e = m.bindings[b].expr;
+    if (e.kind != ir::ExprKind::kCallGlobal || func_of[b] == ir::kNoFunc) continue;
+    if (m.functions[e.func].kind != ir::FuncKind::kGlobal) continue;
+    callees[func_of[b]].push_back(e.func);
+    ++callers[e.func];
+  }
+  std::vector<double> calls(nf, 0);
+  if (const ir::FuncId main = m.FindGlobal("main"); main != ir::kNoFunc) calls[main] = 1;
+  std::vector<ir::FuncId> ready;  // every caller counted
+  for (size_t f = 0; f < nf; ++f) {
+    if (callers[f] == 0) ready.push_back(static_cast<ir::FuncId>(f));
+  }
+  while (!ready.empty()) {
+    const ir::FuncId g = ready.back();
+    ready.pop_back();
+    for (ir::FuncId f : callees[g]) {
+      calls[f] += calls[g];
+      if (--callers[f] == 0) ready.push_back(f);
+    }
+  }
+  std::vector<double> runs(m.bindings.size(), 1);
+  for (size_t b = 0; b < runs.size(); ++b) {
+    const ir::FuncId f = func_of[b];
+    if (f != ir::kNoFunc && m.functions[f].kind == ir::FuncKind::kGlobal && calls[f] > 1) runs[b] = calls[f];
+  }
+  return runs;
+}
+
+// The fixed time per op that `m`'s op calls pay: a straight-line @main (no if, call or const) may
+// be captured as a CUDA graph and replayed (docs/executor.md), anything else runs op by op.
+bool StraightLineMain(const ir::Module& m) {
+  const ir::FuncId main = m.FindGlobal("main");
+  if (main == ir::kNoFunc) return false;
+  for (ir::BindingId b : m.blocks[m.functions[main].body].bindings) {
+    const ir::ExprKind k = m.bindings[b].expr.kind;
+    if (k == ir::ExprKind::kIf || k == ir::ExprKind::kCallGlobal || k == ir::ExprKind::kCallValue ||
+        k == ir::ExprKind::kConst)
+      return false;
+  }
+  return true;
+}
 
 Work WorkOf(const ir::Module& m, ir::BindingId b) {
   const ir::Binding& binding = m.bindings[b];
@@ -56,6 +114,9 @@ Work WorkOf(const ir::Module& m, ir::BindingId b) {
   }
   if (binding.expr.kind != ir::ExprKind::kOpCall) return w;
   absl::string_view op = m.OpName(binding.expr);
+  if (IsView(op)) return Work{.bytes = 0, .runs = false};
+  // A gather reads the rows it returns and its indices, not the whole table.
+  if (op == "take" && first != ir::kNoType) w.bytes -= SizeOf(m, first).bytes - out.bytes;
   auto dim = [&](int from_end) -> double {
     if (first == ir::kNoType || m.types.kind(first) != ir::TypeKind::kTensor) return 1;
     auto dims = m.types.dims(first);
@@ -123,6 +184,11 @@ absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const Pl
   PlacementModel model;
   model.num_devices = nd;
   model.unary.assign(classes.device.size(), std::vector<Cost>(nd, 0));
+  // One mode for every placement keeps an op's cost a constant of its device (the model stays
+  // linear); a placement that puts an op on the CPU then runs op by op, which only
+  // EvaluatePlanCost sees.
+  const LaunchMode mode = StraightLineMain(m) ? LaunchMode::kGraphReplay : LaunchMode::kEager;
+  const std::vector<double> runs = RunsPerBinding(m);
   // A class may take a machine device its own (partial) device joins with.
   for (size_t c = 0; c < classes.device.size(); ++c) {
     for (int d = 0; d < nd; ++d) {
@@ -151,7 +217,10 @@ absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const Pl
         row[d] = kForbidden;
         continue;
       }
-      row[d] = std::min(kCostRange, row[d] + Picoseconds(OpSeconds(machine, d, w.flops, w.bytes, w.dtype)));
+      if (w.runs) {
+        const double seconds = runs[op.binding] * OpSeconds(machine, d, w.flops, w.bytes, w.dtype, mode);
+        row[d] = std::min(kCostRange, row[d] + Picoseconds(seconds));
+      }
       any = true;
     }
     if (!any) {
@@ -200,6 +269,8 @@ absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine&
     }
     return *i;
   };
+  // The op calls and kernels that run, on their devices.
+  std::vector<std::pair<ir::BindingId, int>> runs;
   for (ir::BindingId b = 0; b < plan.input_bindings; ++b) {
     if (plan.binding_replaced[b] || plan.binding_devices[b] == ir::kNoDevice) continue;
     const ir::Expr& e = m.bindings[b].expr;
@@ -208,8 +279,16 @@ absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine&
     if (!op && !kernel) continue;
     VDEV_ASSIGN_OR_RETURN(int device, device_of(plan.binding_devices[b]));
     if (op && !machine.Supports(m.OpName(e), device)) ++cost.unsupported;
+    runs.emplace_back(b, device);
+  }
+  // The executor's capture rule: a straight-line @main whose ops all run on GPUs is replayed.
+  bool all_on_gpus = true;
+  for (const auto& [b, device] : runs) all_on_gpus &= machine.devices[device].device_type() == DeviceType::kCUDA;
+  cost.launch = StraightLineMain(m) && all_on_gpus ? LaunchMode::kGraphReplay : LaunchMode::kEager;
+  const std::vector<double> times = RunsPerBinding(m);
+  for (const auto& [b, device] : runs) {
     Work w = WorkOf(m, b);
-    cost.compute += OpSeconds(machine, device, w.flops, w.bytes, w.dtype);
+    if (w.runs) cost.compute += times[b] * OpSeconds(machine, device, w.flops, w.bytes, w.dtype, cost.launch);
   }
   for (const PlannedCopy& c : plan.copies) {
     VDEV_ASSIGN_OR_RETURN(int src, device_of(c.src));

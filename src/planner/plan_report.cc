@@ -76,7 +76,11 @@ Json PlanReport(const PlanResult& plan) {
 }
 
 Json CostJson(const PlanCost& cost) {
-  return {{"total", cost.total}, {"compute", cost.compute}, {"copy", cost.copy}, {"unsupported_ops", cost.unsupported}};
+  return {{"total", cost.total},
+          {"compute", cost.compute},
+          {"copy", cost.copy},
+          {"unsupported_ops", cost.unsupported},
+          {"launch", cost.launch == LaunchMode::kGraphReplay ? "graph_replay" : "op_by_op"}};
 }
 
 }  // namespace

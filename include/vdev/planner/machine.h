@@ -1,5 +1,5 @@
 // Machine descriptions for cost-optimal placement (`vdev plan --optimize --machine FILE`): devices
-// with memory capacity, compute rate per dtype and memory bandwidth; a link (bandwidth, latency) per
+// with memory capacity, compute rate per dtype, memory bandwidth and a fixed time per op; a link (bandwidth, latency) per
 // device pair, given for the pair or for its two device types at once; per op, the device types that
 // implement it. The file format is docs/machine.md's. A machine has at most kMaxMachineDevices
 // devices and kMaxMachineLinks links given per pair; building one is linear in both.
@@ -13,7 +13,7 @@
 //       .AddLink(0, 1, {.bandwidth = 64e9, .latency = 10e-6})     // or AddTypeLink(kCPU, kCUDA, …)
 //       .SupportOnly("nn.topk", {DeviceType::kCPU})
 //       .Build();
-//   double s = OpSeconds(*m, 1, /*flops=*/2e9, /*bytes=*/4e6, ir::DType::kF16);  // the roofline
+//   double s = OpSeconds(*m, 1, /*flops=*/2e9, /*bytes=*/4e6, ir::DType::kF16);  // roofline + per-op time
 #ifndef VDEV_MACHINE_H_
 #define VDEV_MACHINE_H_
 
@@ -37,8 +37,17 @@ struct DeviceSpec {
   double bandwidth = 0;               // memory bandwidth, bytes/s
   std::map<ir::DType, double> flops;  // compute rate per dtype, flop/s
   double default_flops = 0;           // for dtypes not listed
+  // The fixed time of one op call on the device, over its roofline, in seconds: what the executor
+  // spends per op when it runs op by op (dispatch, launch, the smallest kernel), and per kernel of a
+  // replayed CUDA graph. 0: the roofline alone (a machine file without them).
+  double kernel_seconds = 0;
+  double graph_kernel_seconds = 0;
   friend bool operator==(const DeviceSpec&, const DeviceSpec&) = default;
 };
+
+// How the executor runs a program's ops: op by op, or (@main straight-line with every op on GPUs)
+// as a captured CUDA graph, replayed (docs/executor.md, "CUDA graph capture rule").
+enum class LaunchMode { kEager, kGraphReplay };
 
 struct LinkSpec {
   double bandwidth = 0;  // bytes/s
@@ -62,6 +71,9 @@ struct Machine {
   absl::flat_hash_map<uint32_t, LinkSpec> type_links;
   // Ops implemented only on some device types; an op not listed runs everywhere.
   std::map<std::string, std::set<DeviceType>> support;
+  // The fixed time of one run of a program, whatever it holds (enqueueing it, waiting for it to
+  // finish), in seconds: no placement changes it, the predicted time of a run adds it.
+  double run_seconds = 0;
   // (device type, id) -> index into `devices`.
   absl::flat_hash_map<uint64_t, int> index;
 
@@ -82,6 +94,7 @@ class MachineBuilder {
   // Every pair of a device of type `a` and one of type `b` (a pair's own link takes precedence).
   MachineBuilder& AddTypeLink(DeviceType a, DeviceType b, const LinkSpec& link);
   MachineBuilder& SupportOnly(const std::string& op, std::set<DeviceType> types);
+  MachineBuilder& SetRunSeconds(double seconds);
   // InvalidArgument: more than kMaxMachineDevices devices or kMaxMachineLinks pair links, a device
   // without a type or id, a duplicate, a rate or bandwidth <= 0, a device pair without a link.
   absl::StatusOr<Machine> Build() const;
@@ -100,6 +113,13 @@ enum class GpuKind { kH100, kH200 };
 // between GPUs. Ops are supported everywhere.
 Machine DefaultMachine(int gpus, GpuKind kind = GpuKind::kH100);
 
+// Measured devices (or links) whose every number lies within `tolerance` (relative) of each
+// other's are one kind measured with noise: their mean, which a probe gives each of them so that
+// the optimiser finds them identical (and moves no program between them for noise). nullopt when
+// some differ more, or the specs list different dtypes.
+std::optional<DeviceSpec> AverageIfAlike(const std::vector<DeviceSpec>& specs, double tolerance);
+std::optional<LinkSpec> AverageIfAlike(const std::vector<LinkSpec>& links, double tolerance);
+
 // Parses docs/machine.md's JSON; errors carry the offending key, or for text that is not JSON
 // the line and column.
 absl::StatusOr<Machine> ParseMachineJson(absl::string_view text);
@@ -108,8 +128,12 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text);
 // links per pair of device types and per pair, the ops' support.
 std::string MachineJson(const Machine& machine);
 
-// The roofline: max(flops / rate(dtype), bytes / bandwidth), in seconds.
-double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype);
+// An op call: flops / rate(dtype) + bytes / bandwidth (the roofline's two limits, which real
+// kernels overlap only in part: their sum is right where one dominates, at most 2x the max where
+// they balance) plus the device's fixed time per op in `mode` (kernel_seconds, or
+// graph_kernel_seconds under replay), in seconds.
+double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype,
+                 LaunchMode mode = LaunchMode::kEager);
 // A copy between two devices: latency + bytes / link bandwidth; 0 on the same device.
 double CopySeconds(const Machine& machine, int from, int to, double bytes);
 

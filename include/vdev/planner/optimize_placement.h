@@ -58,6 +58,9 @@ struct PlanCost {
   double copy = 0;
   double total = 0;
   int unsupported = 0;  // op calls on a device that does not implement them (costed all the same)
+  // How the executor runs the plan, whose per-op times `compute` counts: replayed as a CUDA graph
+  // (a straight-line @main, every op on a GPU) or op by op.
+  LaunchMode launch = LaunchMode::kEager;
 };
 
 struct OptimizedPlan {
@@ -81,8 +84,9 @@ struct OptimizedPlan {
   std::vector<int> class_devices;  // the machine device chosen for each of the planner's classes
 };
 
-// The cost of a plan on a machine: every op call (not on_device/device_copy) by the roofline of its
-// inferred type on its planned device, every copy by its link. InvalidArgument when a planned
+// The cost of a plan on a machine: every op call (not on_device/device_copy, nor a view such as
+// reshape) by the roofline of its inferred type on its planned device plus the device's per-op time
+// in the plan's launch mode, every copy by its link. InvalidArgument when a planned
 // device is not one of the machine's.
 absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine& machine);
 
