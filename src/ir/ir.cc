@@ -7,7 +7,7 @@
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
-#include "internal/huge_pages.h"
+#include "vdev/support/huge_pages.h"
 
 namespace vdev::ir {
 
@@ -152,7 +152,7 @@ Symbol SymbolTable::Find(absl::string_view text) const {
 void SymbolTable::Reserve(size_t n) {
   // Only the spellings' index: most names of a large text are numbered and never reach index_.
   names_.reserve(n);
-  internal::AdviseHugePages(names_);
+  AdviseHugePages(names_);
 }
 
 // ---------------------------------------------------------------------------------------------
