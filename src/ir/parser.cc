@@ -83,6 +83,8 @@ bool Parser::Run() {
   module.operands.reserve(2 * lines);
   AdviseHugePages(module.bindings);
   AdviseHugePages(module.operands);
+  open_bindings_.reserve(lines);
+  AdviseHugePages(open_bindings_);
   module.symbols.Reserve(lines + 64);
   scopes_.Reserve(lines + 64);
   while (true) {
@@ -185,7 +187,7 @@ bool Parser::ParseDef() {
   if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
   BlockId body = NewBlock(f, kNoBinding, lb.loc);
   module.functions[f].body = body;
-  frames_.push_back({FrameKind::kFunctionBody, body, kNoBinding, scopes_.Mark()});
+  frames_.push_back({FrameKind::kFunctionBody, body, kNoBinding, scopes_.Mark(), open_bindings_.size()});
   return ParseBlocks();
 }
 
