@@ -41,9 +41,9 @@ std::optional<PlanOptions> ToPlanOptions(const PlanningFlags& flags) {
 std::optional<CompileResult> CompileForCommand(const std::string& path, const CompileOptions& options, bool json,
                                                int* exit_code, std::string* source) {
   *exit_code = kExitUsage;
-  std::string text;
+  std::string own_text;
+  std::string& text = source != nullptr ? *source : own_text;  // read in place: no copy of a large text
   if (!ReadSource(path, &text)) return std::nullopt;
-  if (source != nullptr) *source = text;
   const std::string name = DisplayName(path);
   CompileError error;
   absl::StatusOr<CompileResult> compiled = Compile(text, options, &error);

@@ -5,10 +5,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "internal/huge_pages.h"
 #include "internal/parser.h"
 #include "vdev/ir/ir.h"
 #include "vdev/ir/ir_text.h"
+#include "vdev/support/huge_pages.h"
 
 namespace vdev::ir {
 namespace internal {
@@ -81,8 +81,10 @@ bool Parser::Run() {
   size_t lines = CountLines(lex_.source());
   module.bindings.reserve(lines);
   module.operands.reserve(2 * lines);
-  internal::AdviseHugePages(module.bindings);
-  internal::AdviseHugePages(module.operands);
+  AdviseHugePages(module.bindings);
+  AdviseHugePages(module.operands);
+  open_bindings_.reserve(lines);
+  AdviseHugePages(open_bindings_);
   module.symbols.Reserve(lines + 64);
   scopes_.Reserve(lines + 64);
   while (true) {
@@ -185,7 +187,7 @@ bool Parser::ParseDef() {
   if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
   BlockId body = NewBlock(f, kNoBinding, lb.loc);
   module.functions[f].body = body;
-  frames_.push_back({FrameKind::kFunctionBody, body, kNoBinding, scopes_.Mark()});
+  frames_.push_back({FrameKind::kFunctionBody, body, kNoBinding, scopes_.Mark(), open_bindings_.size()});
   return ParseBlocks();
 }
 

@@ -147,7 +147,7 @@ bool Parser::ParseBinding() {
   binding.loc = name.loc;
   lex_.Skip();
   binding.block = block;
-  module.blocks[block].bindings.push_back(b);
+  open_bindings_.push_back(b);
   if (PeekIs(Tok::kColon)) {
     lex_.Skip();
     if (!ParseType(&binding.declared_type)) return false;
@@ -165,7 +165,7 @@ bool Parser::ParseBinding() {
     Token lb;
     if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
     e.then_block = NewBlock(func, b, lb.loc);
-    frames_.push_back({FrameKind::kIfThen, e.then_block, b, scopes_.Mark()});
+    frames_.push_back({FrameKind::kIfThen, e.then_block, b, scopes_.Mark(), open_bindings_.size()});
     return true;
   }
   if (head.kind == Tok::kIdent && head.text == "fn") {
@@ -194,7 +194,7 @@ bool Parser::ParseBinding() {
     BlockId body = NewBlock(f, kNoBinding, lb.loc);
     module.functions[f].body = body;
     e.func = f;
-    frames_.push_back({FrameKind::kFunctionBody, body, b, scopes_.Mark()});
+    frames_.push_back({FrameKind::kFunctionBody, body, b, scopes_.Mark(), open_bindings_.size()});
     return true;
   }
   if (head.kind == Tok::kIdent) {
@@ -352,9 +352,8 @@ bool Parser::ParseReturn() {
   if (!ParseAtom(&block.result)) return false;
   if (!Expect(Tok::kRBrace, "'}' after the returned value")) return false;
   block.has_return = true;
-  // A long block's list grew by doubling; give back the slack (up to half of it) before the
-  // planner runs on the module. Short lists keep theirs: shrinking costs an allocation.
-  if (block.bindings.capacity() - block.bindings.size() > 4096) block.bindings.shrink_to_fit();
+  block.bindings.assign(open_bindings_.begin() + static_cast<ptrdiff_t>(frame.bindings_mark), open_bindings_.end());
+  open_bindings_.resize(frame.bindings_mark);
   frames_.pop_back();
   scopes_.CloseBlock(frame.visible_mark);
   switch (frame.kind) {
@@ -368,7 +367,7 @@ bool Parser::ParseReturn() {
       if (!Expect(Tok::kLBrace, "'{'", &lb)) return false;
       BlockId arm = NewBlock(module.blocks[frame.block].func, frame.binding, lb.loc);
       module.bindings[frame.binding].expr.else_block = arm;
-      frames_.push_back({FrameKind::kIfElse, arm, frame.binding, scopes_.Mark()});
+      frames_.push_back({FrameKind::kIfElse, arm, frame.binding, scopes_.Mark(), open_bindings_.size()});
       return true;
     }
     case FrameKind::kIfElse: return FinishBinding(frame.binding);

@@ -147,7 +147,6 @@ class ConstraintGraph {
     for (ir::FuncId f = 0; f < m_.functions.size() && f < plan_.results.size(); ++f)
       SetDevice(ResultNode(f), plan_.results[f]);
     Collect();
-    BuildAdjacency();
   }
 
   uint32_t ParamNode(uint32_t p) const { return p; }
@@ -172,9 +171,24 @@ class ConstraintGraph {
   }
   const std::vector<Pin>& pins() const { return pins_; }
   const std::vector<Edge>& edges() const { return edges_; }
-  // Edges of `node` (indices into edges()).
-  absl::Span<const uint32_t> EdgesOf(uint32_t node) const {
-    return absl::Span<const uint32_t>(incident_.data() + offset_[node], offset_[node + 1] - offset_[node]);
+  // Calls f(i) for each edge i of `node` that held, in edge order (a loop on the node twice). A search
+  // that stops after a few nodes, like the warnings', scans the edge list for each of its first nodes
+  // instead of building adjacency lists for the whole program (a million-binding program's would be
+  // 25 MB to fill); past kScansBeforeAdjacency scans the lists are built.
+  template <typename F>
+  void ForEachEdgeOf(uint32_t node, F&& f) const {
+    if (offset_.empty() && scans_ < kScansBeforeAdjacency) {
+      ++scans_;
+      for (uint32_t i = 0; i < edges_.size(); ++i) {
+        const Edge& e = edges_[i];
+        if ((e.a != node && e.b != node) || !Holds(e)) continue;
+        if (e.a == node) f(i);
+        if (e.b == node) f(i);
+      }
+      return;
+    }
+    if (offset_.empty()) BuildAdjacency();
+    for (uint32_t k = offset_[node]; k < offset_[node + 1]; ++k) f(incident_[k]);
   }
   // How many counted values an on_device pin asks for by itself: the annotated value, and the
   // operands of the op call that makes it (which share its device by the op's own rule).
@@ -370,7 +384,7 @@ class ConstraintGraph {
       if (o.is_local()) AddEdge(self, Local(o), b, Rule::kOperand);
   }
 
-  void BuildAdjacency() {
+  void BuildAdjacency() const {
     offset_.assign(size() + 1, 0);
     for (const Edge& e : edges_)
       if (Holds(e)) ++offset_[e.a + 1], ++offset_[e.b + 1];
@@ -389,7 +403,9 @@ class ConstraintGraph {
   mutable absl::flat_hash_map<std::pair<ir::DeviceId, ir::DeviceId>, bool> decides_;
   std::vector<Edge> edges_;
   std::vector<Pin> pins_;
-  std::vector<uint32_t> offset_, incident_;
+  static constexpr int kScansBeforeAdjacency = 4;
+  mutable int scans_ = 0;
+  mutable std::vector<uint32_t> offset_, incident_;  // built on demand: edges of a node, by node
 };
 
 // The node `value` names (see ExplainPlacement), or NotFound.
@@ -443,14 +459,14 @@ absl::StatusOr<std::string> Explain(const ir::Module& input, const Planned& plan
       }
       return out;
     }
-    for (uint32_t i : graph.EdgesOf(node)) {
+    graph.ForEachEdgeOf(node, [&](uint32_t i) {
       const Edge& e = graph.edges()[i];
       const uint32_t other = e.a == node ? e.b : e.a;
-      if (seen[other]) continue;
+      if (seen[other]) return;
       seen[other] = true;
       via[other] = i;
       queue.push_back(other);
-    }
+    });
   }
   return absl::StrCat(graph.Name(*start), " is on ", device->ToString(),
                       " by default: no annotation reaches it through the ", reached,
@@ -512,16 +528,16 @@ std::vector<Diagnostic> SpreadWarnings(const ir::Module& input, const Planned& p
     while (!queue.empty() && through.size() < 3) {
       const uint32_t node = queue.front();
       queue.pop_front();
-      for (uint32_t i : graph.EdgesOf(node)) {
+      graph.ForEachEdgeOf(node, [&](uint32_t i) {
         const Edge& e = graph.edges()[i];
         const uint32_t other = e.a == node ? e.b : e.a;
-        if (seen[other]) continue;
+        if (seen[other]) return;
         seen[other] = true;
         queue.push_back(other);
-        if (e.rule == Rule::kUncopied || through.size() == 3) continue;  // the annotation itself is no news
+        if (e.rule == Rule::kUncopied || through.size() == 3) return;  // the annotation itself is no news
         if (std::string why = graph.Why(e); absl::c_find(through, why) == through.end())
           through.push_back(std::move(why));
-      }
+      });
     }
     warnings.push_back(
         {Severity::kWarning, pin.loc,

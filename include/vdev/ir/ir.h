@@ -167,6 +167,7 @@ class SymbolTable {
   std::vector<const char*> names_;
   absl::flat_hash_map<absl::string_view, Symbol, NameHash> index_;
   std::vector<Family> families_;
+  size_t family_reserve_ = 0;  // numbers each new family is sized for up front (Reserve)
   std::vector<CacheEntry> cache_ = std::vector<CacheEntry>(kCacheSize);  // written by Intern only
 };
 

@@ -41,6 +41,7 @@ class Parser {
     BlockId block;
     BindingId binding;  // the `if`/`fn` binding; kNoBinding for a `def` body
     size_t visible_mark;
+    size_t bindings_mark;  // where the block's bindings start in open_bindings_
   };
   // --- Errors ---
   bool Fail(SourceLoc loc, std::string message) {
@@ -126,6 +127,9 @@ class Parser {
   Lexer lex_;
   bool failed_ = false;
   std::vector<Frame> frames_;
+  // The bindings of the open blocks, innermost last (blocks nest, so each one's are a suffix): a
+  // block's list is copied out at its `return`, exactly sized, instead of growing by doubling.
+  std::vector<BindingId> open_bindings_;
   internal::Scopes scopes_;
   // ParseType's explicit stack.
   struct TypeFrame {

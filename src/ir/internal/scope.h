@@ -9,8 +9,8 @@
 
 #include <vector>
 
-#include "huge_pages.h"
 #include "vdev/ir/ir.h"
+#include "vdev/support/huge_pages.h"
 
 namespace vdev::ir::internal {
 
