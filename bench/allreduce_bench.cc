@@ -32,28 +32,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "allreduce_bench_kernels.h"
+#include "bench_exit.h"
 #include "vdev/channels/cuda_channel_executor.h"
 #include "vdev/runtime/cuda_allreduce.h"
 #include "vdev/runtime/peer_group.h"
 
 namespace vdev::bench {
 namespace {
-
-#define CUDA_OK(expr)                                                                             \
-  do {                                                                                            \
-    cudaError_t e_ = (expr);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
-
-void Ok(const absl::Status& s, const char* what) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
-    std::exit(1);
-  }
-}
 
 struct Variant {
   std::string name;

@@ -8,10 +8,11 @@ DEST=${1:-$SRC/.gpu}
 rm -rf "$DEST" && mkdir -p "$DEST/bin" "$DEST/lib" "$DEST/scripts" "$DEST/bench"
 # The binaries that exist in build/ (the GPU scripts skip a step whose binary did not travel): the CLI,
 # the runtime's GPU tests, the all-reduce benchmark, the C++ frontend example, the layer benchmark, the
-# CUDA kernels', the channel plans' and the executor's GPU tests.
+# CUDA kernels', the channel plans' and the executor's GPU tests, the port-channel put benchmark.
 for binary in tools/vdev tests/runtime/runtime_cuda_test tests/runtime/runtime_cuda_one_gpu_test bench/allreduce_bench \
     examples/run/frontend bench/layer_bench tests/kernels/cuda_kernels_test tests/channels/channels_cuda_one_gpu_test \
-    tests/channels/channels_cuda_executor_test tests/executor/executor_cross_device_test tests/frontend/onnx_backend_tests; do
+    tests/channels/channels_cuda_executor_test tests/executor/executor_cross_device_test tests/frontend/onnx_backend_tests \
+    bench/port_put_bench; do
   if [ -x "$SRC/build/$binary" ]; then cp "$SRC/build/$binary" "$DEST/bin/"; fi
 done
 [ -x "$DEST/bin/vdev" ] || { echo "gpu_pack.sh: build/tools/vdev is missing: build first" >&2; exit 1; }
