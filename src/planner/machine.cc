@@ -486,10 +486,11 @@ std::optional<DeviceSpec> AverageIfAlike(const std::vector<DeviceSpec>& specs, d
   average([](const DeviceSpec& s) { return s.default_flops; }, &mean.default_flops);
   average([](const DeviceSpec& s) { return s.kernel_seconds; }, &mean.kernel_seconds);
   average([](const DeviceSpec& s) { return s.graph_kernel_seconds; }, &mean.graph_kernel_seconds);
-  for (auto& [dtype, rate] : mean.flops) {
+  for (auto& entry : mean.flops) {
+    const auto dtype = entry.first;  // a structured binding cannot be captured before C++20's P1091 (clang 16)
     for (const DeviceSpec& s : specs) alike = alike && s.flops.contains(dtype);
     if (!alike) return std::nullopt;
-    average([dtype](const DeviceSpec& s) { return s.flops.at(dtype); }, &rate);
+    average([dtype](const DeviceSpec& s) { return s.flops.at(dtype); }, &entry.second);
   }
   if (!alike) return std::nullopt;
   return mean;
