@@ -399,9 +399,7 @@ absl::Status CudaCommunicator::AllReduceAddRmsNorm(const AddRmsNormBuffers& b, D
   VDEV_RETURN_IF_ERROR(CheckStream(stream));
   const size_t count = b.rows * b.hidden;
   internal::FusedNormArgs f;
-  f.all_reduce = ArgsFor(*sentinel_workspace_, 0, b.in, b.sum, count, options_.kernel_timeout, error_device_);
-  f.all_reduce.epochs = workspace_->barrier_flag;  // the sentinel kernel's epochs (see Launch)
-  f.all_reduce.half_bytes = internal::HalfBytes(sentinel_workspace_->size);
+  f.all_reduce = AlgorithmArgs(AllReduceAlgorithm::kOneShotSentinel, b.in, b.sum, count);
   f.all_reduce.slot_bytes = internal::OneShotSlotBytes(count, DataTypeSize(type));
   f.residual = b.residual;
   f.gamma = b.gamma;
@@ -432,15 +430,21 @@ const IPCMemory* CudaCommunicator::workspace(AllReduceAlgorithm algorithm) const
   }
 }
 
-absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, DataType type,
-                                      AllReduceAlgorithm algorithm, cudaStream_t stream) {
+internal::KernelArgs CudaCommunicator::AlgorithmArgs(AllReduceAlgorithm algorithm, const void* in, void* out,
+                                                     size_t count) const {
   const IPCMemory& ws = *workspace(algorithm);
   internal::KernelArgs a = ArgsFor(ws, 0, in, out, count, options_.kernel_timeout, error_device_);
   // The LL kernels count their own calls in their workspace's epochs (ArgsFor), as their 32-bit flags
   // need (see LLFlag); the others share one epoch sequence.
   if (&ws != ll_workspace_) a.epochs = workspace_->barrier_flag;
   a.half_bytes = internal::HalfBytes(ws.size);
-  return CudaStatus(internal::LaunchAllReduce(algorithm, type, a, stream, options_.programmatic_launch),
+  return a;
+}
+
+absl::Status CudaCommunicator::Launch(const void* in, void* out, size_t count, DataType type,
+                                      AllReduceAlgorithm algorithm, cudaStream_t stream) {
+  return CudaStatus(internal::LaunchAllReduce(algorithm, type, AlgorithmArgs(algorithm, in, out, count), stream,
+                                              options_.programmatic_launch),
                     absl::StrCat(AlgorithmName(algorithm), " all-reduce launch"));
 }
 

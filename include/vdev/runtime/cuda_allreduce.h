@@ -31,6 +31,9 @@
 typedef struct ncclComm* ncclComm_t;  // as nccl.h declares it
 
 namespace vdev {
+namespace internal {
+struct KernelArgs;  // src/runtime/internal/cuda_kernels.h
+}  // namespace internal
 
 // cudaMalloc + cudaIpcGetMemHandle/cudaIpcOpenMemHandle on `device` (the current device is set to it).
 // Destroying it is collective, like allocating: CUDA leaves freeing memory that a peer still maps
@@ -149,6 +152,8 @@ class CudaCommunicator {
   CudaCommunicator() = default;
   absl::Status Launch(const void* in, void* out, size_t count, DataType type, AllReduceAlgorithm algorithm,
                       cudaStream_t stream);
+  // `algorithm`'s kernel arguments on its workspace, its epochs and halves set (Launch, AllReduceAddRmsNorm).
+  internal::KernelArgs AlgorithmArgs(AllReduceAlgorithm algorithm, const void* in, void* out, size_t count) const;
   absl::Status CheckStream(cudaStream_t stream);
   absl::Status NcclAvailable() const;
 
