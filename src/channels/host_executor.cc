@@ -14,6 +14,8 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "absl/time/clock.h"
 #include "internal/layout.h"
 #include "internal/packet_sweep.h"
@@ -50,6 +52,8 @@ struct HostPlanExecutor::State {
   // [tb][op] -> for signals and waits: (k-th of its semaphore in an execution, per execution)
   std::vector<std::vector<std::pair<int, int>>> counts;
   std::vector<ChunkRef> spares;  // of this rank's scratch, for the stale-packet sweep
+  // (index, count) of a packet source of this rank's ops -> the ranks that write those packets
+  std::map<std::pair<int, int>, std::vector<int>> packet_writers;
   uint64_t call = 0;
 };
 
@@ -115,9 +119,10 @@ class Run {
   }
 
   // Spins until ready() (yielding: ranks and thread blocks share few cores); bounded by the session's
-  // timeout, with `peer`'s life checked every millisecond.
+  // timeout, and given up once none of `peers` (those that can still make it ready) is alive,
+  // checked every millisecond.
   template <typename Ready, typename Describe>
-  absl::Status Await(Ready ready, int peer, Describe describe) {
+  absl::Status Await(Ready ready, absl::Span<const int> peers, Describe describe) {
     absl::Time next_check = absl::Now() + absl::Milliseconds(1);
     for (uint64_t spins = 0; !ready(); ++spins) {
       if (spins < 64) continue;
@@ -127,7 +132,7 @@ class Run {
       const absl::Time now = absl::Now();
       if (now < next_check) continue;
       next_check = now + absl::Milliseconds(1);
-      absl::Status alive = session_.CheckAlive(peer);
+      absl::Status alive = AnyAlive(peers);
       if (!alive.ok() && ready()) break;
       if (!alive.ok()) return absl::UnavailableError(absl::StrCat(describe(), ": ", alive.message()));
       if (now > deadline_) {
@@ -136,6 +141,18 @@ class Run {
       }
     }
     return absl::OkStatus();
+  }
+
+  // OK while one of `peers` lives; else every one's reason.
+  absl::Status AnyAlive(absl::Span<const int> peers) const {
+    std::vector<std::string> gone;
+    for (int peer : peers) {
+      absl::Status alive = session_.CheckAlive(peer);
+      if (alive.ok()) return alive;
+      gone.emplace_back(alive.message());
+    }
+    if (gone.empty()) return absl::OkStatus();
+    return absl::UnavailableError(absl::StrJoin(gone, "; "));
   }
 
   char* Base(int rank, const ChunkRef& c) const {
@@ -168,24 +185,23 @@ class Run {
     }
   }
 
-  absl::Status ReadPackets(char* lines, uint64_t b, char* data, size_t bytes, int peer, int t, int m, int i) {
-    uint64_t* words = reinterpret_cast<uint64_t*>(lines + 2 * b);
+  // Waits for this execution's packets in `src` (of this rank's scratch) from the ranks that write
+  // them: a peer that finished its executions and exited may be no writer of these.
+  absl::Status ReadPackets(const ChunkRef& src, uint64_t b, char* data, size_t bytes, int t, int m, int i) {
+    uint64_t* words = reinterpret_cast<uint64_t*>(At(src) + 2 * b);
+    const std::vector<int>& writers = s_.packet_writers.at({src.index, src.count});
     for (size_t w = 0; w * 4 < bytes; ++w) {
       uint64_t v = 0;
       VDEV_RETURN_IF_ERROR(
-          Await([&] { return ((v = Word(&words[w]).load(std::memory_order_relaxed)) >> 32) == flag_; }, peer,
-                [&] { return absl::StrCat(Where(t, m, i), ": waiting for packets from rank ", peer); }));
+          Await([&] { return ((v = Word(&words[w]).load(std::memory_order_relaxed)) >> 32) == flag_; }, writers,
+                [&] {
+                  return absl::StrCat(Where(t, m, i), ": waiting for packets from rank",
+                                      writers.size() > 1 ? "s " : " ", absl::StrJoin(writers, " or "));
+                }));
       const uint32_t d = static_cast<uint32_t>(v);
       std::memcpy(data + 4 * w, &d, std::min<size_t>(4, bytes - 4 * w));
     }
     return absl::OkStatus();
-  }
-
-  // The peer whose packets fill `c`: whoever the validator found writing it; for the error message
-  // and liveness checks we use the rank of the thread block's channel, else any other rank.
-  int PacketWriter(const Op& op) const {
-    if (op.channel >= 0) return plan_.memory_channels[op.channel].dst;
-    return (region_.worker_id + 1) % region_.num_workers;
   }
 
   template <typename T>
@@ -248,7 +264,7 @@ class Run {
       case OpKind::kGet:
       case OpKind::kCopy:
         if (op.srcs[0].packets) {
-          return ReadPackets(At(op.srcs[0]), r.begin, At(op.dst) + r.begin, r.size(), PacketWriter(op), t, m, i);
+          return ReadPackets(op.srcs[0], r.begin, At(op.dst) + r.begin, r.size(), t, m, i);
         }
         if (r.size() > 0) std::memmove(At(op.dst) + r.begin, At(op.srcs[0]) + r.begin, r.size());
         return absl::OkStatus();
@@ -267,7 +283,7 @@ class Run {
         const auto k = signal;  // a copy: clang 14 cannot capture a structured binding in a lambda
         uint64_t* word = &Semaphores(port, me)[tag * kMaxWorkers + ch->dst];
         const auto order = op.relaxed ? std::memory_order_relaxed : std::memory_order_acquire;
-        return Await([&] { return Word(word).load(order) >= target; }, ch->dst,
+        return Await([&] { return Word(word).load(order) >= target; }, {ch->dst},
                      [&] {
                        return absl::StrCat(Where(t, m, i), ": waiting for signal #", k, " of this execution from rank ",
                                            ch->dst, port ? " by port" : "", " (tag ", ch->tag, "; count ",
@@ -279,7 +295,7 @@ class Run {
         return absl::OkStatus();
       case OpKind::kReadPutPackets: {
         std::vector<char> data(r.size());
-        VDEV_RETURN_IF_ERROR(ReadPackets(At(op.srcs[0]), r.begin, data.data(), r.size(), PacketWriter(op), t, m, i));
+        VDEV_RETURN_IF_ERROR(ReadPackets(op.srcs[0], r.begin, data.data(), r.size(), t, m, i));
         WritePackets(At(op.dst), r.begin, data.data(), r.size());
         return absl::OkStatus();
       }
@@ -292,8 +308,7 @@ class Run {
             continue;
           }
           unpacked.emplace_back(r.size());
-          VDEV_RETURN_IF_ERROR(
-              ReadPackets(At(src), r.begin, unpacked.back().data(), r.size(), PacketWriter(op), t, m, i));
+          VDEV_RETURN_IF_ERROR(ReadPackets(src, r.begin, unpacked.back().data(), r.size(), t, m, i));
           srcs.push_back(unpacked.back().data());
         }
         char* dst = At(op.dst) + r.begin;
@@ -340,7 +355,7 @@ class Run {
 
   absl::Status Flush(int channel, int peer, int t, int m, int i) {
     const uint64_t target = issued_[channel].load();
-    return Await([&] { return completed_[channel].load(std::memory_order_acquire) >= target; }, peer,
+    return Await([&] { return completed_[channel].load(std::memory_order_acquire) >= target; }, {peer},
                  [&] { return absl::StrCat(Where(t, m, i), ": flushing port channel ", channel); });
   }
 
@@ -438,6 +453,13 @@ absl::StatusOr<std::unique_ptr<HostPlanExecutor>> HostPlanExecutor::Create(PeerG
     }
   }
   state->spares = internal::SweptScratchSpares(plan, me);
+  for (const ThreadBlock& tb : plan.ranks[me]) {
+    for (const Op& op : tb.ops) {
+      for (const ChunkRef& src : op.srcs) {
+        if (src.packets) state->packet_writers[{src.index, src.count}] = internal::PacketWriters(plan, src);
+      }
+    }
+  }
   VDEV_ASSIGN_OR_RETURN(exec->region_, allocator.Allocate(state->layout.total));
   // Memory from the pool keeps what an earlier user left: semaphore counts and packet lines whose
   // flags this executor's first executions would take for their own. Zero them all, and let no rank

@@ -19,6 +19,22 @@ bool UsesPackets(const ProgramSpec& plan) {
   return false;
 }
 
+std::vector<int> PacketWriters(const ProgramSpec& plan, const ChunkRef& packets) {
+  std::vector<int> writers;
+  for (int rank = 0; rank < static_cast<int>(plan.ranks.size()); ++rank) {
+    for (const ThreadBlock& tb : plan.ranks[rank]) {
+      for (const Op& op : tb.ops) {
+        const ChunkRef& d = op.dst;
+        const bool overlaps = !op.srcs.empty() && d.packets && d.rank == packets.rank &&
+                              d.buffer == BufferKind::kScratch && d.index < packets.index + packets.count &&
+                              packets.index < d.index + d.count;
+        if (overlaps && (writers.empty() || writers.back() != rank)) writers.push_back(rank);
+      }
+    }
+  }
+  return writers;
+}
+
 std::vector<ChunkRef> SweptScratchSpares(const ProgramSpec& plan, int rank) {
   std::vector<ChunkRef> spares;
   if (!UsesPackets(plan)) return spares;

@@ -326,6 +326,36 @@ TEST(HostExecutorTest, PacketsThatNeverComeTimeOutNamingThePeer) {
                                      "waiting for packets from rank 1", "within 300ms"});
 }
 
+// A peer that finished its executions and exited has written every packet it ever will: a reader
+// still waiting for another rank's packets must go on waiting for that rank, not give up because
+// the finished one is gone. Here rank 2 runs one execution and exits; rank 0 stays alive but never
+// starts execution 2; rank 1's execution 2 waits first for rank 0's packets.
+TEST(HostExecutorTest, APeerThatFinishedAndExitedDoesNotEndAWaitForAnotherWritersPackets) {
+  WorkerSignal rank1_done;
+  std::vector<WorkerResult> results = RunWorkers(3, UniqueSessionId(), [&](PeerGroup& s) -> absl::Status {
+    VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));
+    VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan("one_shot_ll", 3));
+    VDEV_ASSIGN_OR_RETURN(auto exec, HostPlanExecutor::Create(s, *alloc, plan, 16, DataType::kI32));
+    VDEV_RETURN_IF_ERROR(RunAndCheck<int32_t>(s, *exec, 16, 1, false));
+    if (s.rank() == 2) return absl::OkStatus();
+    if (s.rank() == 0) {
+      rank1_done.Wait();  // alive, but never executing again
+      return absl::OkStatus();
+    }
+    while (s.CheckAlive(2).ok()) sched_yield();  // rank 2 has exited
+    s.set_timeout(absl::Milliseconds(300));
+    absl::Status second = RunAndCheck<int32_t>(s, *exec, 16, 2, false);
+    rank1_done.Notify();
+    return second;
+  });
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].exit_code, 0) << results[0].message;
+  EXPECT_EQ(results[2].exit_code, 0) << results[2].message;
+  EXPECT_NE(results[1].exit_code, 0);
+  EXPECT_THAT(results[1].message, AllOf(HasSubstr("plan one_shot_ll execution #2: rank 1 tb 0 op 2 (reduce)"),
+                                        HasSubstr("waiting for packets from rank 0: nothing came within 300ms")));
+}
+
 TEST(HostExecutorTest, RefusesAPlanForAnotherWorldSizeAndOversizedCalls) {
   ExpectAllOk(RunWorkers(2, UniqueSessionId(), [](PeerGroup& s) -> absl::Status {
     VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> alloc, CreateHostIPCAllocator(&s));

@@ -1,6 +1,6 @@
 // The stale-packet sweep's arithmetic (src/channels/internal/layout.h) and what it spares
 // (internal/packet_sweep.h): every byte of both scratch halves is zeroed within the sweep's period,
-// and no byte an execution's ops touch ever is.
+// and no byte an execution's ops touch ever is; which ranks write the packets a reader awaits.
 #include <cstring>
 #include <vector>
 
@@ -79,6 +79,27 @@ TEST(PacketSweepTest, SparesEveryScratchChunkOfTheRankOnlyInPlansWithPackets) {
       }
     }
   }
+}
+
+// In one_shot_ll rank q writes rank r's scratch chunk q, whichever thread block or channel reads it;
+// a chunk no op writes as packets has no writer; a reference over several chunks has all of theirs.
+TEST(PacketSweepTest, PacketWritersAreTheRanksWhoseOpsWriteThosePackets) {
+  for (int n : {2, 3, 4, 8}) {
+    const ProgramSpec plan = *ShippedPlan("one_shot_ll", n);
+    for (int r = 0; r < n; ++r) {
+      for (int q = 0; q < n; ++q) {
+        const ChunkRef chunk{r, BufferKind::kScratch, q, 1, true};
+        EXPECT_EQ(PacketWriters(plan, chunk), q == r ? std::vector<int>{} : std::vector<int>{q})
+            << "world " << n << " rank " << r << " chunk " << q;
+      }
+      std::vector<int> others;
+      for (int q = 0; q < n; ++q) {
+        if (q != r) others.push_back(q);
+      }
+      EXPECT_EQ(PacketWriters(plan, {r, BufferKind::kScratch, 0, n, true}), others) << "world " << n;
+    }
+  }
+  EXPECT_TRUE(PacketWriters(*ShippedPlan("one_shot_push", 4), {1, BufferKind::kScratch, 0, 1, true}).empty());
 }
 
 }  // namespace
