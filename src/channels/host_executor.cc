@@ -119,8 +119,8 @@ class Run {
   }
 
   // Spins until ready() (yielding: ranks and thread blocks share few cores); bounded by the session's
-  // timeout, and given up once none of `peers` (those that can still make it ready) is alive,
-  // checked every millisecond.
+  // timeout, and given up once none of `peers` (the ranks that can still make it ready; none for
+  // this rank's own proxy) is alive, checked every millisecond.
   template <typename Ready, typename Describe>
   absl::Status Await(Ready ready, absl::Span<const int> peers, Describe describe) {
     absl::Time next_check = absl::Now() + absl::Milliseconds(1);
@@ -143,7 +143,7 @@ class Run {
     return absl::OkStatus();
   }
 
-  // OK while one of `peers` lives; else every one's reason.
+  // OK while one of `peers` lives or none is named; else every one's reason.
   absl::Status AnyAlive(absl::Span<const int> peers) const {
     std::vector<std::string> gone;
     for (int peer : peers) {
@@ -340,9 +340,9 @@ class Run {
         }
         cv_.notify_all();
         if (!op.with_flush) return absl::OkStatus();
-        return Flush(op.channel, ch->dst, t, m, i);
+        return Flush(op.channel, t, m, i);
       }
-      case OpKind::kPortFlush: return Flush(op.channel, ch->dst, t, m, i);
+      case OpKind::kPortFlush: return Flush(op.channel, t, m, i);
     }
     return absl::OkStatus();
   }
@@ -353,9 +353,11 @@ class Run {
     return port ? region_.barrier_out[rank] : region_.barrier_in[rank];
   }
 
-  absl::Status Flush(int channel, int peer, int t, int m, int i) {
+  // Waits for this rank's own proxy, which needs no peer to finish a request: the channel's peer may
+  // see the request's signal, finish and exit before the proxy counts the request completed.
+  absl::Status Flush(int channel, int t, int m, int i) {
     const uint64_t target = issued_[channel].load();
-    return Await([&] { return completed_[channel].load(std::memory_order_acquire) >= target; }, {peer},
+    return Await([&] { return completed_[channel].load(std::memory_order_acquire) >= target; }, {},
                  [&] { return absl::StrCat(Where(t, m, i), ": flushing port channel ", channel); });
   }
 
