@@ -15,8 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/types/span.h"
 #include "absl/time/clock.h"
+#include "absl/types/span.h"
 #include "internal/layout.h"
 #include "internal/packet_sweep.h"
 #include "internal/plan_checks.h"
@@ -190,14 +190,14 @@ class Run {
   absl::Status ReadPackets(const ChunkRef& src, uint64_t b, char* data, size_t bytes, int t, int m, int i) {
     uint64_t* words = reinterpret_cast<uint64_t*>(At(src) + 2 * b);
     const std::vector<int>& writers = s_.packet_writers.at({src.index, src.count});
+    auto describe = [&] {
+      return absl::StrCat(Where(t, m, i), ": waiting for packets from rank", writers.size() > 1 ? "s " : " ",
+                          absl::StrJoin(writers, " or "));
+    };
     for (size_t w = 0; w * 4 < bytes; ++w) {
       uint64_t v = 0;
-      VDEV_RETURN_IF_ERROR(
-          Await([&] { return ((v = Word(&words[w]).load(std::memory_order_relaxed)) >> 32) == flag_; }, writers,
-                [&] {
-                  return absl::StrCat(Where(t, m, i), ": waiting for packets from rank",
-                                      writers.size() > 1 ? "s " : " ", absl::StrJoin(writers, " or "));
-                }));
+      VDEV_RETURN_IF_ERROR(Await([&] { return ((v = Word(&words[w]).load(std::memory_order_relaxed)) >> 32) == flag_; },
+                                 writers, describe));
       const uint32_t d = static_cast<uint32_t>(v);
       std::memcpy(data + 4 * w, &d, std::min<size_t>(4, bytes - 4 * w));
     }
