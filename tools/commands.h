@@ -14,6 +14,7 @@
 #include "vdev/ir/ir.h"
 #include "vdev/lattice/virtual_device.h"
 #include "vdev/planner/plan_devices.h"
+#include "vdev/support/source_file.h"
 
 namespace vdev::cli {
 
@@ -34,10 +35,12 @@ std::string DisplayName(const std::string& path);
 // refusal is printed as one line on standard error; returns false then (the caller exits with
 // kExitUsage).
 bool ReadSource(const std::string& path, std::string* source);
+// The same for a program FILE, mapped rather than copied (vdev::MapSourceFile).
+bool ReadSource(const std::string& path, SourceText* source);
 
 // Reads FILE into *source, parses and verifies it. On failure prints the located diagnostic to
 // standard error and returns nullopt (the caller exits with kExitUsage).
-std::optional<ir::Module> LoadModule(const std::string& path, std::string* source);
+std::optional<ir::Module> LoadModule(const std::string& path, SourceText* source);
 
 // `vdev plan FILE [--json] [--strict] [--default VD] [--host VD]`.
 void AddPlanCommands(CLI::App& app, int* exit_code);
@@ -62,7 +65,7 @@ std::optional<PlanOptions> ToPlanOptions(const PlanningFlags& flags);
 // for an unreadable, unparsable or invalid program, kExitNegative after) and returns nullopt.
 // `*source`, when given, receives the program text.
 std::optional<CompileResult> CompileForCommand(const std::string& path, const CompileOptions& options, bool json,
-                                               int* exit_code, std::string* source = nullptr);
+                                               int* exit_code, SourceText* source = nullptr);
 
 // `vdev lower FILE [--json] [--dot]`.
 void AddMemoryCommands(CLI::App& app, int* exit_code);

@@ -9,12 +9,12 @@
 
 namespace vdev::cli {
 
-std::optional<ir::Module> LoadModule(const std::string& path, std::string* source) {
+std::optional<ir::Module> LoadModule(const std::string& path, SourceText* source) {
   if (!ReadSource(path, source)) return std::nullopt;
   Diagnostic diag;
-  absl::StatusOr<ir::Module> module = ir::ParseModule(*source, &diag);
+  absl::StatusOr<ir::Module> module = ir::ParseModule(source->view(), &diag);
   if (module.ok() && ir::VerifyModule(*module, &diag).ok()) return std::move(*module);
-  std::cerr << FormatDiagnostic(DisplayName(path), *source, diag);
+  std::cerr << FormatDiagnostic(DisplayName(path), source->view(), diag);
   return std::nullopt;
 }
 
@@ -29,7 +29,7 @@ void AddPrintCommand(CLI::App& app, const char* name, const char* help, bool inf
   CLI::App* sub = app.add_subcommand(name, help);
   sub->add_option("FILE", args->file, "IR text file, or - for standard input")->required();
   sub->callback([args, inferred_types, exit_code] {
-    std::string source;
+    SourceText source;
     std::optional<ir::Module> module = LoadModule(args->file, &source);
     if (!module) {
       *exit_code = kExitUsage;

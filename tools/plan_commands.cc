@@ -39,11 +39,12 @@ std::optional<PlanOptions> ToPlanOptions(const PlanningFlags& flags) {
 }
 
 std::optional<CompileResult> CompileForCommand(const std::string& path, const CompileOptions& options, bool json,
-                                               int* exit_code, std::string* source) {
+                                               int* exit_code, SourceText* source) {
   *exit_code = kExitUsage;
-  std::string own_text;
-  std::string& text = source != nullptr ? *source : own_text;  // read in place: no copy of a large text
-  if (!ReadSource(path, &text)) return std::nullopt;
+  SourceText own_text;
+  SourceText& source_text = source != nullptr ? *source : own_text;
+  if (!ReadSource(path, &source_text)) return std::nullopt;
+  const absl::string_view text = source_text.view();
   const std::string name = DisplayName(path);
   CompileError error;
   absl::StatusOr<CompileResult> compiled = Compile(text, options, &error);
@@ -98,7 +99,7 @@ std::optional<Machine> LoadMachine(const PlanArgs& args) {
 
 // The annotation-spread warnings (stderr, and the JSON report's warnings) and, with --explain, the
 // explanation instead of the program: an exit status then, nullopt when the plan is to be printed.
-std::optional<int> WarnAndExplain(const PlanArgs& args, const CompileOptions& compile_options, const std::string& text,
+std::optional<int> WarnAndExplain(const PlanArgs& args, const CompileOptions& compile_options, absl::string_view text,
                                   CompileResult& compiled) {
   PlanResult& plan = compiled.plan;
   const VirtualDevice default_device =
@@ -130,7 +131,7 @@ int RunPlan(const PlanArgs& args) {
     compile_options.optimize.progress = [](const std::string& line) { std::cerr << "vdev plan: " << line << "\n"; };
   }
   int exit_code = kExitOk;
-  std::string text;
+  SourceText text;
   std::optional<CompileResult> compiled = CompileForCommand(args.file, compile_options, args.json, &exit_code, &text);
   if (!compiled) return exit_code;
   if (std::optional<int> explained = WarnAndExplain(args, compile_options, text, *compiled)) return *explained;

@@ -1,4 +1,5 @@
-// Reading the program text of a command through vdev::ReadSourceFile, the refusal on stderr.
+// Reading the program text of a command through vdev::ReadSourceFile or MapSourceFile, the refusal on
+// stderr.
 #include <iostream>
 #include <string>
 
@@ -11,6 +12,16 @@ std::string DisplayName(const std::string& path) { return SourceDisplayName(path
 
 bool ReadSource(const std::string& path, std::string* source) {
   absl::StatusOr<std::string> text = ReadSourceFile(path);
+  if (!text.ok()) {
+    std::cerr << text.status().message() << "\n";
+    return false;
+  }
+  *source = *std::move(text);
+  return true;
+}
+
+bool ReadSource(const std::string& path, SourceText* source) {
+  absl::StatusOr<SourceText> text = MapSourceFile(path);
   if (!text.ok()) {
     std::cerr << text.status().message() << "\n";
     return false;

@@ -1,8 +1,9 @@
-// ReadSourceFile (vdev/support/source_file.h): fstat, refuse what is not a regular file or too large, then
-// read in capped chunks.
+// ReadSourceFile and MapSourceFile (vdev/support/source_file.h): fstat, refuse what is not a regular file
+// or too large, then read in capped chunks or map the file.
 #include "vdev/support/source_file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "vdev/support/huge_pages.h"
@@ -63,6 +65,38 @@ bool ReadAll(int fd, size_t size_hint, std::string* source, std::string* error) 
   }
 }
 
+// Opens FILE (not `-`) and checks it is a regular file the parser can take: its descriptor, or -1
+// with *error set (*missing when it does not exist).
+int OpenProgramFile(const std::string& path, StandardInput stdin_use, struct stat* st, std::string* error,
+                    bool* missing) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    *missing = errno == ENOENT;
+    *error = Errno("cannot open");
+    return -1;
+  }
+  if (::fstat(fd, st) != 0) {
+    *error = Errno("cannot read");
+  } else if (S_ISDIR(st->st_mode)) {
+    *error = "is a directory, not a program file";
+  } else if (!S_ISREG(st->st_mode)) {
+    *error = absl::StrCat("not a regular file (a FIFO, device or socket)",
+                          stdin_use == StandardInput::kAllowed ? "; pass its text on standard input with `-`" : "");
+  } else if (static_cast<uint64_t>(st->st_size) > kMaxSourceBytes) {
+    *error = absl::StrCat("is ", st->st_size, " bytes, larger than ", kMaxSourceBytes, " (the most the parser takes)");
+  } else {
+    return fd;
+  }
+  ::close(fd);
+  return -1;
+}
+
+absl::Status Refusal(const std::string& path, const std::string& error, bool missing) {
+  const std::string message = absl::StrCat(SourceDisplayName(path), ": error: ", error);
+  return missing ? absl::NotFoundError(message) : absl::InvalidArgumentError(message);
+}
+
 }  // namespace
 
 std::string SourceDisplayName(const std::string& path) { return path == "-" ? "<stdin>" : path; }
@@ -81,34 +115,67 @@ absl::StatusOr<std::string> ReadSourceFile(const std::string& path, StandardInpu
       return source;
     }
   } else {
-    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) {
-      missing = errno == ENOENT;
-      error = Errno("cannot open");
-    } else {
-      struct stat st {};
-      bool ok = false;
-      if (::fstat(fd, &st) != 0) {
-        error = Errno("cannot read");
-      } else if (S_ISDIR(st.st_mode)) {
-        error = "is a directory, not a program file";
-      } else if (!S_ISREG(st.st_mode)) {
-        error = absl::StrCat("not a regular file (a FIFO, device or socket)",
-                             stdin_use == StandardInput::kAllowed ? "; pass its text on standard input with `-`" : "");
-      } else if (static_cast<uint64_t>(st.st_size) > kMaxSourceBytes) {
-        error =
-            absl::StrCat("is ", st.st_size, " bytes, larger than ", kMaxSourceBytes, " (the most the parser takes)");
-      } else {
-        // st_size is a hint only: /proc files report 0 and are read to their end like the rest.
-        ok = ReadAll(fd, static_cast<size_t>(st.st_size), &source, &error);
-      }
+    struct stat st {};
+    if (int fd = OpenProgramFile(path, stdin_use, &st, &error, &missing); fd >= 0) {
+      // st_size is a hint only: /proc files report 0 and are read to their end like the rest.
+      const bool ok = ReadAll(fd, static_cast<size_t>(st.st_size), &source, &error);
       ::close(fd);
       if (ok) return source;
     }
   }
-  const std::string message = absl::StrCat(SourceDisplayName(path), ": error: ", error);
-  return missing ? absl::NotFoundError(message) : absl::InvalidArgumentError(message);
+  return Refusal(path, error, missing);
+}
+
+SourceText::SourceText(SourceText&& other) noexcept
+    : read_(std::move(other.read_)),
+      mapped_(std::exchange(other.mapped_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+SourceText& SourceText::operator=(SourceText&& other) noexcept {
+  if (this != &other) {
+    Unmap();
+    read_ = std::move(other.read_);
+    mapped_ = std::exchange(other.mapped_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+SourceText::~SourceText() { Unmap(); }
+
+void SourceText::Unmap() {
+  if (mapped_ != nullptr) ::munmap(const_cast<char*>(mapped_), size_);
+  mapped_ = nullptr;
+  size_ = 0;
+}
+
+absl::StatusOr<SourceText> MapSourceFile(const std::string& path, StandardInput stdin_use) {
+  if (path == "-") {
+    absl::StatusOr<std::string> read = ReadSourceFile(path, stdin_use);
+    if (!read.ok()) return read.status();
+    return SourceText(*std::move(read));
+  }
+  std::string error;
+  bool missing = false;
+  struct stat st {};
+  const int fd = OpenProgramFile(path, stdin_use, &st, &error, &missing);
+  if (fd < 0) return Refusal(path, error, missing);
+  SourceText text;
+  if (st.st_size > 0) {
+    // MAP_POPULATE: the pages are in the page cache after the open; one call maps them all.
+    void* mapped = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (mapped != MAP_FAILED) {
+      text.mapped_ = static_cast<const char*>(mapped);
+      text.size_ = static_cast<size_t>(st.st_size);
+      ::close(fd);
+      return text;
+    }
+  }
+  // Size 0 (/proc files, empty files) or not mappable: read to the end.
+  const bool ok = ReadAll(fd, static_cast<size_t>(st.st_size), &text.read_, &error);
+  ::close(fd);
+  if (!ok) return Refusal(path, error, missing);
+  return text;
 }
 
 }  // namespace vdev
