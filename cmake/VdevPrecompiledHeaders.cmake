@@ -1,11 +1,12 @@
 # Precompiled headers (VDEV_PRECOMPILE_HEADERS, on by default). Most of a vdev source's compile time
-# is parsing the standard library, Abseil, GoogleTest, RapidCheck and pybind11 (a planner test: 9 of
-# its 16 s at -O2), and every source parses them again. vdev_precompile_headers() gives every C++
+# is parsing the standard library, Abseil, GoogleTest, RapidCheck, CLI11 and pybind11 (a planner test: 9
+# of its 16 s at -O2), and every source parses them again. vdev_precompile_headers() gives every C++
 # target of the tree with at least three C++ sources one precompiled header (cmake/pch/): base.h for
-# libraries and tools, test.h for targets that link GoogleTest, property_test.h for those that also
-# link RapidCheck, python.h for the Python extensions. It cuts the summed compile time of the tree by
-# a third; each target pays one header compile, so targets of one or two sources are left alone. The
-# headers hold only third-party headers: sources still include what they use and build without them.
+# libraries, cli.h for the command line (CLI11), test.h for targets that link GoogleTest,
+# property_test.h for those that also link RapidCheck, python.h for the Python extensions. It cuts the
+# summed compile time of the tree by a third; each target pays one header compile, so targets of one or
+# two sources are left alone. The headers hold only third-party headers: sources still include what
+# they use and build without them.
 option(VDEV_PRECOMPILE_HEADERS "Precompile the standard library, Abseil and test-framework headers per target" ON)
 
 function(_vdev_targets_below dir out)
@@ -47,7 +48,9 @@ function(vdev_precompile_headers)
     endif()
     get_target_property(libs ${target} LINK_LIBRARIES)
     set(header base.h)
-    if(libs MATCHES "pybind11")
+    if(libs MATCHES "CLI11")
+      set(header cli.h)
+    elseif(libs MATCHES "pybind11")
       set(header python.h)
     elseif(libs MATCHES "GTest|gtest|gmock")
       set(header test.h)
