@@ -1,0 +1,47 @@
+#!/bin/bash
+# Port channels on 2 GPUs in one device call: the executor's tests of ranks with uneven thread
+# blocks (the same instances on every rank) and of the shipped plans on 2 workers; the put that used
+# to stall (the executor's own instances, 16 copy blocks), with the binary of the tree before the fix
+# too when the pack holds it (bin/port_put_bench_before); the put against cudaMemcpyAsync 1-64 MB with
+# the "output free" signal over a memory and over a port channel and 16/64/128 copy blocks. (No
+# Nsight Systems stage: the machine's nsys, from Nsight Compute, writes a .qdstrm it cannot import.)
+# Logs go to $OUT/logs.tgz.
+# Run from the repository root after `bash scripts/gpu_pack.sh .gpu` here:
+#   device run (kind nvidia-h100-x2): bash .gpu/scripts/gpu_ports_run.sh   (carry .gpu)
+# STAGES="test stall bench" selects stages.
+set -u
+# shellcheck source=gpu_step.sh
+source "$(dirname "$0")/gpu_step.sh" gpu-ports-out
+cd "$root"
+final=$out
+out=$final/logs
+mkdir -p "$out"
+: > "$out/status.txt"
+export CUDA_VISIBLE_DEVICES=0,1 VDEV_TIMEOUT_MS=20000
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv; nvidia-smi topo -m; } > "$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+put() {  # NAME LIMIT ARGS...: port_put_bench on 2 workers
+  local name=$1 limit=$2; shift 2
+  step "$name" "$limit" "$bin/vdev" launch -n 2 -- "$bin/port_put_bench" "$@"
+}
+for stage in ${STAGES:-test stall bench}; do
+  case $stage in
+    test)
+      step test 150 "$bin/channels_cuda_executor_test" \
+        --gtest_filter='*UnevenThreadBlocks*:*GraphReplays*:*EveryShippedPlanMatchesTheHostExecutor/workers2' ;;
+    stall)
+      if [ -x "$bin/port_put_bench_before" ]; then
+        step stall_before 60 env VDEV_TIMEOUT_MS=5000 "$bin/vdev" launch -n 2 -- "$bin/port_put_bench_before" \
+          --reps 1 --iters 2 --instances 0 --copy-blocks 16
+      fi
+      put stall_16 60 --reps 3 --iters 5 --instances 0 --copy-blocks 16
+      put stall_4 60 --reps 3 --iters 5 --instances 0 --copy-blocks 4 ;;
+    bench)
+      put put_memory_64 90 --reps 11 --iters 20 --instances 1 --copy-blocks 64 --ack memory
+      put put_port_64 90 --reps 11 --iters 20 --instances 1 --copy-blocks 64 --ack port
+      put put_memory_16 90 --reps 11 --iters 20 --instances 1 --copy-blocks 16 --ack memory
+      put put_memory_128 90 --reps 11 --iters 20 --instances 1 --copy-blocks 128 --ack memory ;;
+  esac
+done
+tar czf "$final/logs.tgz" -C "$final" logs && rm -rf "$out"
+exit $status
