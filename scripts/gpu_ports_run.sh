@@ -1,14 +1,16 @@
 #!/bin/bash
-# Port channels on 2 GPUs in one device call: the executor's tests of ranks with uneven thread
-# blocks (the same instances on every rank) and of the shipped plans on 2 workers; the put that used
-# to stall (the executor's own instances, 16 copy blocks), with the binary of the tree before the fix
-# too when the pack holds it (bin/port_put_bench_before); the put against cudaMemcpyAsync 1-64 MB with
-# the "output free" signal over a memory and over a port channel and 16/64/128 copy blocks. (No
-# Nsight Systems stage: the machine's nsys, from Nsight Compute, writes a .qdstrm it cannot import.)
-# Logs go to $OUT/logs.tgz.
+# Port channels and channel plans on 2 GPUs in one device call. test: the executor's tests of ranks
+# with uneven thread blocks (the same instances on every rank), of 4 MB segments on two GPUs and of
+# the shipped plans on 2 workers. stall: the put that used to stall (the executor's own instances, 16
+# copy blocks), also with the tree before the fix where the pack holds bin/port_put_bench_before.
+# bench: the put against cudaMemcpyAsync 1-64 MB, the "output free" signal over a memory and over a
+# port channel, 16/64/128 copy blocks. plans: compiled channel plans against the hand-written kernels
+# 1-16 MB (allreduce_bench), also with the tree before instances above 1 MB went past 32 where the
+# pack holds bin/allreduce_bench_before. (No Nsight Systems stage: the machine's nsys, from Nsight
+# Compute, writes a .qdstrm it cannot import.) Logs go to $OUT/logs.tgz.
 # Run from the repository root after `bash scripts/gpu_pack.sh .gpu` here:
 #   device run (kind nvidia-h100-x2): bash .gpu/scripts/gpu_ports_run.sh   (carry .gpu)
-# STAGES="test stall bench" selects stages.
+# STAGES="test stall bench plans" selects stages.
 set -u
 # shellcheck source=gpu_step.sh
 source "$(dirname "$0")/gpu_step.sh" gpu-ports-out
@@ -24,11 +26,11 @@ put() {  # NAME LIMIT ARGS...: port_put_bench on 2 workers
   local name=$1 limit=$2; shift 2
   step "$name" "$limit" "$bin/vdev" launch -n 2 -- "$bin/port_put_bench" "$@"
 }
-for stage in ${STAGES:-test stall bench}; do
+for stage in ${STAGES:-test stall bench plans}; do
   case $stage in
     test)
       step test 150 "$bin/channels_cuda_executor_test" \
-        --gtest_filter='*UnevenThreadBlocks*:*GraphReplays*:*EveryShippedPlanMatchesTheHostExecutor/workers2' ;;
+        --gtest_filter='*UnevenThreadBlocks*:*WideSegments*:*GraphReplays*:*EveryShippedPlanMatchesTheHostExecutor/workers2' ;;
     stall)
       if [ -x "$bin/port_put_bench_before" ]; then
         step stall_before 60 env VDEV_TIMEOUT_MS=5000 "$bin/vdev" launch -n 2 -- "$bin/port_put_bench_before" \
@@ -41,6 +43,15 @@ for stage in ${STAGES:-test stall bench}; do
       put put_port_64 90 --reps 11 --iters 20 --instances 1 --copy-blocks 64 --ack port
       put put_memory_16 90 --reps 11 --iters 20 --instances 1 --copy-blocks 16 --ack memory
       put put_memory_128 90 --reps 11 --iters 20 --instances 1 --copy-blocks 128 --ack memory ;;
+    plans)
+      for build in before after; do
+        bench=$bin/allreduce_bench
+        [ $build = after ] || bench=$bin/allreduce_bench_before
+        [ -x "$bench" ] || continue
+        step "plans_$build" 150 "$bin/vdev" launch -n 2 -- "$bench" --csv "$out/plans_$build.csv" --min-bytes 1048576 \
+          --max-bytes 16777216 --max-plan-bytes 16777216 --no-llm --no-eager --reps 9 --plan-kernel compiled \
+          --variants vdev-1shot,vdev-inplace,vdev-2shot,plan-one_shot,plan-one_shot_push,plan-two_shot
+      done ;;
   esac
 done
 tar czf "$final/logs.tgz" -C "$final" logs && rm -rf "$out"

@@ -2,6 +2,7 @@
 // (internal/cuda_plan.h), its region, semaphores and epoch counters from a CUDA IPCAllocator, and
 // its port proxy.
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -30,8 +31,9 @@ struct CudaPlanExecutor::State {
   // Every launch's arguments but its count and instances, set once at Create.
   internal::PlanLaunchArgs args;
   size_t max_count = 0;
-  int instances = 0;     // 0: by size (InstancesBySize)
-  bool packets = false;  // the plan sends LL packets (InstancesBySize)
+  int instances = 0;        // 0: by size (InstancesBySize)
+  bool packets = false;     // the plan sends LL packets (InstancesBySize)
+  int resident_blocks = 0;  // CommonResidentBlocks of the ranks' GPUs (InstancesBySize)
   std::unique_ptr<internal::MappedChannelError> error;
   std::unique_ptr<internal::PortEndpoint> ports;     // port plans
   std::unique_ptr<internal::CompiledPlan> compiled;  // PlanKernel::kCompiled
@@ -63,6 +65,19 @@ absl::StatusOr<int> KernelDType(DataType type) {
       return absl::InvalidArgumentError(
           absl::StrCat("the CUDA plan executor sums f32, f16 and bf16, not ", DataTypeName(type)));
   }
+}
+
+// CommonResidentBlocks of the session's GPUs (`device` is this rank's): every rank reports its
+// GPU's multiprocessors and PCI bus id.
+absl::StatusOr<int> ResidentBlocks(PeerGroup& session, int device) {
+  int sms = 0;
+  VDEV_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute"));
+  char bus[32] = {};
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetPCIBusId(bus, sizeof(bus), device), "cudaDeviceGetPCIBusId"));
+  std::vector<std::string> reports;
+  VDEV_RETURN_IF_ERROR(session.AllGather("cuda channels executor GPUs", absl::StrCat(sms, " ", bus), &reports));
+  return internal::CommonResidentBlocks(reports);
 }
 
 // Create's arguments, checked before anything is allocated.
@@ -115,6 +130,7 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(PeerG
   s.device = where.device;
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
   VDEV_RETURN_IF_ERROR(s.plan.Upload(plan, me));
+  VDEV_ASSIGN_OR_RETURN(s.resident_blocks, ResidentBlocks(session, s.device));
   s.meet_per_count = kernel != PlanKernel::kGeneric && !s.plan.uses_ports;
   if (kernel == PlanKernel::kAuto) {
     kernel = !s.plan.uses_ports && internal::PlanCompilerWorks().ok() ? PlanKernel::kCompiled : PlanKernel::kGeneric;
@@ -234,7 +250,7 @@ internal::PlanLaunchArgs CudaPlanExecutor::ArgsFor(size_t count) const {
   a.count = count;
   a.instances = s.instances > 0 ? s.instances
                                 : internal::InstancesBySize(plan_, count * static_cast<size_t>(a.elem), s.packets,
-                                                            s.plan.uses_ports);
+                                                            s.plan.uses_ports, s.resident_blocks);
   return a;
 }
 

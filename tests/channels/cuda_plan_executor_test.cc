@@ -297,6 +297,35 @@ TEST(CudaPlanExecutorTest, RanksWithUnevenThreadBlocksLaunchTheSameInstances) {
   ExpectAllOk(RunWorkers(2, UniqueSessionId(), UnevenThreadBlocks));
 }
 
+// One GPU a worker, 4 MB segments: the executor's instances by size go past 32 (as many as every
+// rank's GPU holds at once); one_shot, one_shot_push and two_shot still give the host executor's bits.
+absl::Status WideSegmentsOnTheirOwnGpus(PeerGroup& s) {
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> gpu_ipc, CreateCudaIPCAllocator(&s, s.rank()));
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> host_ipc, CreateHostIPCAllocator(&s));
+  const size_t count = size_t{1} << 20;  // f32: 4 MB a segment
+  for (const char* name : {"one_shot", "one_shot_push", "two_shot"}) {
+    VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(name, s.world_size()));
+    VDEV_ASSIGN_OR_RETURN(auto gpu, CudaPlanExecutor::Create(s, *gpu_ipc, plan, count, DataType::kF32));
+    VDEV_ASSIGN_OR_RETURN(auto host, HostPlanExecutor::Create(s, *host_ipc, plan, count, DataType::kF32));
+    const std::vector<char> input = Inputs(DataType::kF32, s.rank(), count, 400);
+    std::vector<char> want(count * 4), got(count * 4);
+    VDEV_RETURN_IF_ERROR(host->Execute(input.data(), want.data(), count));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(gpu->input(), input.data(), input.size(), cudaMemcpyHostToDevice)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));  // a pageable copy may return early
+    for (int e = 0; e < 3; ++e) VDEV_RETURN_IF_ERROR(gpu->Execute(gpu->input(), gpu->output(), count, nullptr));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
+    VDEV_RETURN_IF_ERROR(gpu->CheckErrors());
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(got.data(), gpu->output(), got.size(), cudaMemcpyDeviceToHost)));
+    if (got != want) return absl::InternalError(absl::StrCat(name, " rank ", s.rank(), " differs"));
+  }
+  return absl::OkStatus();
+}
+
+TEST(CudaPlanExecutorTest, WideSegmentsOnTwoGpusMatchTheHostExecutor) {
+  REQUIRE_GPUS(2);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), WideSegmentsOnTheirOwnGpus));
+}
+
 // Rank 1 never executes: rank 0's kernel times out (the session's timeout), finishes, and
 // CheckErrors names rank 0's wait for rank 1.
 TEST(CudaPlanExecutorTest, APeerThatNeverExecutesIsNamed) {
