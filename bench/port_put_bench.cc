@@ -1,12 +1,13 @@
 // PortChannel put bandwidth between two GPUs against the copy engine driven directly, run under
 // `vdev launch -n 2 -- port_put_bench [--reps 11] [--iters 20] [--instances 1] [--copy-blocks 64]
-// [--ack memory|port]`, one worker per GPU. --instances replicates the plan's thread blocks (each
-// copy puts its part of the bytes as a request of its own; 0: the executor's pick by size);
-// --copy-blocks sets the thread blocks of rank 0's local copy; --ack the channel of rank 1's "output
-// free" signal (PortPutPlan).
+// [--ack memory|port] [--put port|memory]`, one worker per GPU. --instances replicates the plan's
+// thread blocks (each copy puts its part of the bytes as a request of its own; 0: the executor's
+// pick by size); --copy-blocks sets the thread blocks of rank 0's local copy; --ack the channel of
+// rank 1's "output free" signal; --put memory makes the put a memory channel's (SM stores by one
+// thread block an instance, no proxy: the same plan's cost without the proxy, at small sizes) (PutPlan).
 //
 // port-put: a channel plan run by CudaPlanExecutor whose only transfer is one port put of rank 0's
-// input straight into rank 1's output (the proxy's cudaMemcpyAsync, then its signal; PortPutPlan).
+// input straight into rank 1's output (the proxy's cudaMemcpyAsync, then its signal; PutPlan).
 // memcpy-peer: rank 0's cudaMemcpyAsync of the same bytes from the same source into a buffer of
 // rank 1 mapped over CUDA IPC (what cudaMemcpyPeerAsync does between two processes), on the same
 // stream. beside-local: the same copy while a second stream copies the bytes into rank 0's own
@@ -41,22 +42,32 @@ namespace {
 // first signals that its output is free (its caller has read the previous result), rank 0 waits for
 // that and puts with signal and flush (its caller may rewrite the input once the execution ends),
 // rank 1 waits for the data. The "free" signal goes over a memory channel (an SM's store into rank
-// 0's semaphore) unless `ack_over_port` (then rank 1's proxy copies it there). Rank 0's own output is
-// a local copy by `copy_blocks` more thread blocks, on the SMs while the copy engine moves the put.
-absl::StatusOr<channels::ProgramSpec> PortPutPlan(int copy_blocks, bool ack_over_port) {
-  channels::Program p("port_put", channels::Collective::kBroadcast, /*world_size=*/2);
+// 0's semaphore) unless `ack_over_port` (then rank 1's proxy copies it there); with
+// `put_over_memory` the put and its signal are a memory channel's. Rank 0's own output is a local
+// copy by `copy_blocks` more thread blocks, on the SMs while the put runs.
+absl::StatusOr<channels::ProgramSpec> PutPlan(int copy_blocks, bool ack_over_port, bool put_over_memory) {
+  channels::Program p(put_over_memory ? "memory_put" : "port_put", channels::Collective::kBroadcast,
+                      /*world_size=*/2);
   // A channel's ops are its source rank's; a wait meets the reverse channel's signals.
   channels::PortChannel to_peer = p.AddPortChannel(/*dst=*/1, /*src=*/0);
   channels::PortChannel to_root = p.AddPortChannel(/*dst=*/0, /*src=*/1);
+  channels::MemoryChannel memory_to_peer = p.AddMemoryChannel(/*dst=*/1, /*src=*/0);
+  channels::MemoryChannel memory_to_root = p.AddMemoryChannel(/*dst=*/0, /*src=*/1);
   if (ack_over_port) {
     to_root.Signal(0);
     to_peer.Wait(0);
   } else {
-    p.AddMemoryChannel(/*dst=*/0, /*src=*/1).Signal(0);
-    p.AddMemoryChannel(/*dst=*/1, /*src=*/0).Wait(0);
+    memory_to_root.Signal(0);
+    memory_to_peer.Wait(0);
   }
-  to_root.Wait(0);
-  to_peer.PutWithSignalAndFlush(0, p.Output(1, 0), p.Input(0, 0));
+  if (put_over_memory) {
+    memory_to_root.Wait(0);
+    memory_to_peer.Put(0, p.Output(1, 0), p.Input(0, 0));
+    memory_to_peer.Signal(0);
+  } else {
+    to_root.Wait(0);
+    to_peer.PutWithSignalAndFlush(0, p.Output(1, 0), p.Input(0, 0));
+  }
   p.Copy(channels::Tb(1, copy_blocks), p.Output(0, 0), p.Input(0, 0));
   return std::move(p).Build();
 }
@@ -121,6 +132,7 @@ struct Options {
   int instances = 1;
   int copy_blocks = 64;
   bool ack_over_port = false;
+  bool put_over_memory = false;
 };
 
 Options ParseArgs(int argc, char** argv) {
@@ -137,10 +149,13 @@ Options ParseArgs(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--ack") && i + 1 < argc &&
                (!std::strcmp(argv[i + 1], "memory") || !std::strcmp(argv[i + 1], "port"))) {
       o.ack_over_port = !std::strcmp(argv[++i], "port");
+    } else if (!std::strcmp(argv[i], "--put") && i + 1 < argc &&
+               (!std::strcmp(argv[i + 1], "memory") || !std::strcmp(argv[i + 1], "port"))) {
+      o.put_over_memory = !std::strcmp(argv[++i], "memory");
     } else {
       std::fprintf(stderr,
                    "usage: vdev launch -n 2 -- port_put_bench [--reps N] [--iters N] [--instances N] [--copy-blocks N] "
-                   "[--ack memory|port]\n");
+                   "[--ack memory|port] [--put port|memory]\n");
       std::exit(2);
     }
   }
@@ -206,13 +221,15 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "port_put_bench: run it on 2 workers (vdev launch -n 2), not %d\n", session.world_size());
     return 2;
   }
-  absl::StatusOr<channels::ProgramSpec> plan = PortPutPlan(options.copy_blocks, options.ack_over_port);
+  absl::StatusOr<channels::ProgramSpec> plan =
+      PutPlan(options.copy_blocks, options.ack_over_port, options.put_over_memory);
   Ok(plan.status(), "port_put plan");
   int devices = 0;
   CUDA_OK(cudaGetDeviceCount(&devices));
   const int device = session.local_rank() % devices;
   CUDA_OK(cudaSetDevice(device));
-  const std::vector<size_t> sizes = {size_t{1} << 20, size_t{4} << 20, size_t{16} << 20, size_t{64} << 20};
+  const std::vector<size_t> sizes = {size_t{4} << 10, size_t{64} << 10, size_t{1} << 20,
+                                     size_t{4} << 20, size_t{16} << 20, size_t{64} << 20};
   const size_t max_bytes = sizes.back();
   absl::StatusOr<std::unique_ptr<IPCAllocator>> ipc = CreateCudaIPCAllocator(&session, device);
   Ok(ipc.status(), "IPC allocator");
