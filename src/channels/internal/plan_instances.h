@@ -60,11 +60,12 @@ inline constexpr size_t kWideSegmentBytes = size_t{1} << 20;
 // 128 has one 8-byte line (each line more a thread waits for is another round trip over NVLink:
 // 2.5 -> 3.0 us from 1 to 2 KB on two H200s), up to 128. Others about 4 KB, up to 32, and above
 // kWideSegmentBytes up to as many as `resident_blocks` allow: the blocks of one rank's grid that every
-// rank's GPU holds at once (0 where unknown). A block may wait for any block of the peers' grids, so
-// a grid must never hold a block that waits for SMs another of its blocks holds. Plans with port
-// channels (`ports`): one, since their data moves on the copy engine, where each instance's part is
-// a request of its own that the rank's proxy serves after the one before (32 instances took 2.6-2.8
-// ms an execution at every size on two H100s, one instance the copy plus ~19 us).
+// rank's GPU holds at once (0 where unknown): a block may wait for any block of its peers' grids and
+// theirs for any of its own, so every block must run at once (a block left without an SM, behind
+// blocks that wait for it, would never start). Plans with port channels (`ports`): one, since their
+// data moves on the copy engine, where each instance's part is a request of its own that the rank's
+// proxy serves after the one before (32 instances took 2.6-2.8 ms an execution at every size on two
+// H100s, one instance the copy plus ~19 us).
 inline int InstancesBySize(const ProgramSpec& plan, size_t segment_bytes, bool packets, bool ports,
                            int resident_blocks) {
   if (ports) return 1;
