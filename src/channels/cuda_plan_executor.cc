@@ -2,6 +2,7 @@
 // (internal/cuda_plan.h), its region, semaphores and epoch counters from a CUDA IPCAllocator, and
 // its port proxy.
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -12,6 +13,7 @@
 #include "internal/cuda_proxy.h"
 #include "internal/packet_sweep.h"
 #include "internal/plan_checks.h"
+#include "internal/plan_instances.h"
 #include "vdev/channels/channel_algorithms.h"
 #include "vdev/channels/cuda_channel_executor.h"
 #include "vdev/support/checked_size.h"
@@ -29,9 +31,9 @@ struct CudaPlanExecutor::State {
   // Every launch's arguments but its count and instances, set once at Create.
   internal::PlanLaunchArgs args;
   size_t max_count = 0;
-  int instances = 0;       // 0: by size (InstancesFor), at most most_instances
-  int most_instances = 0;  // as the plan's tags allow
-  bool packets = false;    // the plan sends LL packets (InstancesFor)
+  int instances = 0;        // 0: by size (InstancesBySize)
+  bool packets = false;     // the plan sends LL packets (InstancesBySize)
+  int resident_blocks = 0;  // CommonResidentBlocks of the ranks' GPUs (InstancesBySize)
   std::unique_ptr<internal::MappedChannelError> error;
   std::unique_ptr<internal::PortEndpoint> ports;     // port plans
   std::unique_ptr<internal::CompiledPlan> compiled;  // PlanKernel::kCompiled
@@ -65,20 +67,18 @@ absl::StatusOr<int> KernelDType(DataType type) {
   }
 }
 
-// Instances by size (instances = 0), as the benchmarks' fastest choices (channels_one_gpu_bench's
-// sweep of 1-128 instances, allreduce_bench's plan variants on two GPUs). Plans with LL packets:
-// about 1 KB of a segment per block, so that a thread of 128 has one 8-byte line (each line more a
-// thread waits for is another round trip over NVLink: 2.5 -> 3.0 us from 1 to 2 KB on two H200s), up
-// to 128; others about 4 KB. Always as the tags and the block limit allow.
-int InstancesFor(size_t segment_bytes, int tbs, int most, bool packets) {
-  const size_t per_block = packets ? 1024 : 4096;
-  const size_t by_size = (segment_bytes + per_block - 1) / per_block;
-  const int cap = std::min({packets ? 128 : 32, most, internal::kMaxPlanBlocks / std::max(tbs, 1)});
-  return static_cast<int>(std::clamp<size_t>(by_size, 1, static_cast<size_t>(std::max(cap, 1))));
+// CommonResidentBlocks of the session's GPUs (`device` is this rank's): every rank reports its
+// GPU's multiprocessors and PCI bus id.
+absl::StatusOr<int> ResidentBlocks(PeerGroup& session, int device) {
+  int sms = 0;
+  VDEV_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute"));
+  char bus[32] = {};
+  VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetPCIBusId(bus, sizeof(bus), device), "cudaDeviceGetPCIBusId"));
+  std::vector<std::string> reports;
+  VDEV_RETURN_IF_ERROR(session.AllGather("cuda channels executor GPUs", absl::StrCat(sms, " ", bus), &reports));
+  return internal::CommonResidentBlocks(reports);
 }
-
-// Instances as the plan's tags allow: each instance takes a tag range of its own.
-int MostInstances(const ProgramSpec& plan) { return internal::kDeviceTags / (std::max(internal::MaxTag(plan), 0) + 1); }
 
 // Create's arguments, checked before anything is allocated.
 absl::Status CheckCreateArgs(PeerGroup& session, IPCAllocator& allocator, const ProgramSpec& plan, size_t max_count,
@@ -93,13 +93,12 @@ absl::Status CheckCreateArgs(PeerGroup& session, IPCAllocator& allocator, const 
     return absl::InvalidArgumentError(
         absl::StrCat("max_count ", max_count, " of ", DataTypeName(type), ": a segment holds 1 element to 2^40 bytes"));
   }
-  const int max_tag = std::max(internal::MaxTag(plan), 0);
-  if (instances < 0 || instances > MostInstances(plan) ||
-      static_cast<int64_t>(instances) * static_cast<int64_t>(plan.ranks[session.rank()].size()) >
-          internal::kMaxPlanBlocks) {
+  // Checked against the whole plan, so every rank refuses the same instances.
+  if (instances < 0 || instances > internal::MostInstances(plan)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "instances ", instances, ": the plan's ", max_tag + 1, " tags times the instances must stay within ",
-        internal::kDeviceTags, ", its thread blocks times the instances within ", internal::kMaxPlanBlocks));
+        "instances ", instances, ": the plan's ", std::max(internal::MaxTag(plan), 0) + 1,
+        " tags times the instances must stay within ", internal::kDeviceTags, ", its busiest rank's thread blocks (",
+        internal::MostThreadBlocks(plan), ") times the instances within ", internal::kMaxPlanBlocks));
   }
   return absl::OkStatus();
 }
@@ -111,7 +110,6 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(PeerG
                                                                            DataType type, int instances,
                                                                            PlanKernel kernel) {
   VDEV_RETURN_IF_ERROR(CheckCreateArgs(session, allocator, plan, max_count, type, instances));
-  const int most_instances = MostInstances(plan);
   auto exec = std::unique_ptr<CudaPlanExecutor>(new CudaPlanExecutor());
   exec->session_ = &session;
   auto state = std::make_unique<State>();
@@ -119,7 +117,6 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(PeerG
   s.allocator = &allocator;
   s.max_count = max_count;
   s.instances = instances;
-  s.most_instances = most_instances;
   s.packets = internal::UsesPackets(plan);
   const size_t elem = DataTypeSize(type);
   const internal::RegionLayout layout = internal::MakeRegionLayout(
@@ -133,6 +130,7 @@ absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> CudaPlanExecutor::Create(PeerG
   s.device = where.device;
   VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(s.device), "cudaSetDevice"));
   VDEV_RETURN_IF_ERROR(s.plan.Upload(plan, me));
+  VDEV_ASSIGN_OR_RETURN(s.resident_blocks, ResidentBlocks(session, s.device));
   s.meet_per_count = kernel != PlanKernel::kGeneric && !s.plan.uses_ports;
   if (kernel == PlanKernel::kAuto) {
     kernel = !s.plan.uses_ports && internal::PlanCompilerWorks().ok() ? PlanKernel::kCompiled : PlanKernel::kGeneric;
@@ -251,7 +249,8 @@ internal::PlanLaunchArgs CudaPlanExecutor::ArgsFor(size_t count) const {
   internal::PlanLaunchArgs a = s.args;
   a.count = count;
   a.instances = s.instances > 0 ? s.instances
-                                : InstancesFor(count * static_cast<size_t>(a.elem), a.tbs, s.most_instances, s.packets);
+                                : internal::InstancesBySize(plan_, count * static_cast<size_t>(a.elem), s.packets,
+                                                            s.plan.uses_ports, s.resident_blocks);
   return a;
 }
 

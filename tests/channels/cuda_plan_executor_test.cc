@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "channels/uneven_thread_blocks_program.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/allreduce_test_util.h"
@@ -263,6 +264,67 @@ TEST(CudaPlanExecutorTest, AutoRunsTheGenericKernelWhereNvrtcFails) {
 
 INSTANTIATE_TEST_SUITE_P(Workers, CudaPlanExecutorWorldsTest, ::testing::Range(2, 9),
                          [](const ::testing::TestParamInfo<int>& info) { return absl::StrCat("workers", info.param); });
+
+// Ranks with different numbers of thread blocks (rank 0: 17, rank 1: 1) and instances by size at
+// 1 MB: both ranks launch the same instances (15, what rank 0's grid allows), so every wait meets its
+// signal; memory channels, then port channels (one instance). A rank that picked its own (rank 1:
+// 32) would wait for instances rank 0 never launches, and its kernel would time out.
+absl::Status UnevenThreadBlocks(PeerGroup& s) {
+  VDEV_ASSIGN_OR_RETURN(Worker w, Worker::Make(s));
+  const size_t count = size_t{1} << 18;
+  s.set_timeout(absl::Seconds(10));  // a wait that misses its signal fails the test in seconds
+  for (const bool port : {false, true}) {
+    VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, testing::UnevenThreadBlocksBroadcast(/*copy_blocks=*/16, port));
+    VDEV_ASSIGN_OR_RETURN(auto gpu, CudaPlanExecutor::Create(s, *w.gpu, plan, count, DataType::kF32));
+    VDEV_ASSIGN_OR_RETURN(auto host, HostPlanExecutor::Create(s, *w.host, plan, count, DataType::kF32));
+    const std::vector<char> input = Inputs(DataType::kF32, s.rank(), count, port ? 301 : 300);
+    std::vector<char> want(count * 4), got(count * 4);
+    VDEV_RETURN_IF_ERROR(host->Execute(input.data(), want.data(), count));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(gpu->input(), input.data(), input.size(), cudaMemcpyHostToDevice)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));  // a pageable copy may return early
+    for (int e = 0; e < 3; ++e) VDEV_RETURN_IF_ERROR(gpu->Execute(gpu->input(), gpu->output(), count, w.stream));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(w.stream)));
+    VDEV_RETURN_IF_ERROR(gpu->CheckErrors());
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(got.data(), gpu->output(), got.size(), cudaMemcpyDeviceToHost)));
+    if (got != want) return absl::InternalError(absl::StrCat(plan.name, " rank ", s.rank(), " differs"));
+  }
+  cudaStreamDestroy(w.stream);
+  return absl::OkStatus();
+}
+
+TEST(CudaPlanExecutorTest, RanksWithUnevenThreadBlocksLaunchTheSameInstances) {
+  REQUIRE_GPUS(1);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), UnevenThreadBlocks));
+}
+
+// One GPU a worker, 4 MB segments: the executor's instances by size go past 32 (as many as every
+// rank's GPU holds at once); one_shot, one_shot_push and two_shot still give the host executor's bits.
+absl::Status WideSegmentsOnTheirOwnGpus(PeerGroup& s) {
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> gpu_ipc, CreateCudaIPCAllocator(&s, s.rank()));
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<IPCAllocator> host_ipc, CreateHostIPCAllocator(&s));
+  const size_t count = size_t{1} << 20;  // f32: 4 MB a segment
+  for (const char* name : {"one_shot", "one_shot_push", "two_shot"}) {
+    VDEV_ASSIGN_OR_RETURN(ProgramSpec plan, ShippedPlan(name, s.world_size()));
+    VDEV_ASSIGN_OR_RETURN(auto gpu, CudaPlanExecutor::Create(s, *gpu_ipc, plan, count, DataType::kF32));
+    VDEV_ASSIGN_OR_RETURN(auto host, HostPlanExecutor::Create(s, *host_ipc, plan, count, DataType::kF32));
+    const std::vector<char> input = Inputs(DataType::kF32, s.rank(), count, 400);
+    std::vector<char> want(count * 4), got(count * 4);
+    VDEV_RETURN_IF_ERROR(host->Execute(input.data(), want.data(), count));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(gpu->input(), input.data(), input.size(), cudaMemcpyHostToDevice)));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));  // a pageable copy may return early
+    for (int e = 0; e < 3; ++e) VDEV_RETURN_IF_ERROR(gpu->Execute(gpu->input(), gpu->output(), count, nullptr));
+    VDEV_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize()));
+    VDEV_RETURN_IF_ERROR(gpu->CheckErrors());
+    VDEV_RETURN_IF_ERROR(Cuda(cudaMemcpy(got.data(), gpu->output(), got.size(), cudaMemcpyDeviceToHost)));
+    if (got != want) return absl::InternalError(absl::StrCat(name, " rank ", s.rank(), " differs"));
+  }
+  return absl::OkStatus();
+}
+
+TEST(CudaPlanExecutorTest, WideSegmentsOnTwoGpusMatchTheHostExecutor) {
+  REQUIRE_GPUS(2);
+  ExpectAllOk(RunWorkers(2, UniqueSessionId(), WideSegmentsOnTheirOwnGpus));
+}
 
 // Rank 1 never executes: rank 0's kernel times out (the session's timeout), finishes, and
 // CheckErrors names rank 0's wait for rank 1.

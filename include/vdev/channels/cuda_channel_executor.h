@@ -66,7 +66,10 @@ class CudaPlanExecutor {
   // session's; `type` is f32, f16 or bf16; `allocator` a CUDA one of this session, whose device
   // becomes current; `max_count` elements of `type` per segment. `instances` (1..) replicates every
   // thread block (docs/channels.md); 0 picks by size at each execution: about 4 KB of a segment a
-  // block, up to 32; for plans with LL packets about 1 KB, up to 128.
+  // block, up to 32, above 1 MB up to the blocks every rank's GPU holds at once (one an SM; 32 where
+  // ranks share a GPU); for plans with LL packets about 1 KB, up to 128; for plans with port channels
+  // one. Every rank launches the same instances (a channel's semaphores are per instance), so they
+  // are capped by the plan's busiest rank: its thread blocks times the instances within 256.
   static absl::StatusOr<std::unique_ptr<CudaPlanExecutor>> Create(PeerGroup& session, IPCAllocator& allocator,
                                                                   ProgramSpec plan, size_t max_count, DataType type,
                                                                   int instances = 0,
