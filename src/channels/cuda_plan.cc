@@ -91,8 +91,13 @@ DeviceOp ToDevice(const ProgramSpec& plan, int rank, const Op& op) {
     d.peer = static_cast<int16_t>(ch.dst);
     d.tag = static_cast<int16_t>(ch.tag);
   } else {
-    // A local reduce may still poll packets; name the next rank if it times out.
+    // A local reduce may still poll packets: a timeout names a rank that writes the first of them.
     d.peer = static_cast<int16_t>((rank + 1) % plan.world_size);
+    const auto packets = std::find_if(op.srcs.begin(), op.srcs.end(), [](const ChunkRef& c) { return c.packets; });
+    if (packets != op.srcs.end()) {
+      const std::vector<int> writers = internal::PacketWriters(plan, *packets);
+      if (!writers.empty()) d.peer = static_cast<int16_t>(writers.front());
+    }
   }
   return d;
 }

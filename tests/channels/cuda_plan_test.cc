@@ -1,6 +1,10 @@
 // How UploadedPlan::Upload flattens a plan for the CUDA kernel (FlattenPlan; no GPU needed): which
 // ops run as one step, the registers' limit on a fused run, and the semaphore counts.
 #include "internal/cuda_plan.h"
+
+#include <algorithm>
+#include <string>
+
 #include "gtest/gtest.h"
 #include "vdev/channels/channel_algorithms.h"
 
@@ -164,6 +168,29 @@ TEST(FlattenPlanTest, EveryPortWaitHasTheSignalOfItsPeersProxy) {
         EXPECT_EQ(matches, 1) << "world " << world << " rank " << r << " wait for " << w.peer;
       }
       EXPECT_EQ(waits, world - 1);
+    }
+  }
+}
+
+TEST(FlattenPlanTest, ALocalReduceOfPacketsNamesARankThatWritesThem) {
+  // The peer a timed-out packet poll names must be one whose put_packets reach this rank.
+  for (const std::string& name : ShippedPlanNames()) {
+    for (int world : {2, 3, 4, 8}) {
+      absl::StatusOr<ProgramSpec> plan = ShippedPlan(name, world);
+      if (!plan.ok()) continue;
+      for (int r = 0; r < world; ++r) {
+        for (const DeviceOp& op : Flat(*plan, r).ops) {
+          if (op.kind != kDevReduce || op.packets == 0) continue;
+          ASSERT_NE(op.peer, r) << name << " world " << world;
+          const FlatPlan writer = Flat(*plan, op.peer);
+          EXPECT_TRUE(std::any_of(writer.ops.begin(), writer.ops.end(),
+                                  [&](const DeviceOp& w) {
+                                    return (w.kind == kDevPutPackets || w.kind == kDevReadPutPackets) &&
+                                           w.dst.rank == r;
+                                  }))
+              << name << " world " << world << ": rank " << r << " names rank " << op.peer;
+        }
+      }
     }
   }
 }
