@@ -521,23 +521,26 @@ std::optional<DeviceSpec> AverageIfAlike(const std::vector<DeviceSpec>& specs, d
   average([](const DeviceSpec& s) { return s.memory_bytes; }, &mean.memory_bytes);
   average([](const DeviceSpec& s) { return s.bandwidth; }, &mean.bandwidth);
   average([](const DeviceSpec& s) { return s.default_flops; }, &mean.default_flops);
-  average([](const DeviceSpec& s) { return s.kernel_seconds; }, &mean.kernel_seconds);
   average([](const DeviceSpec& s) { return s.graph_kernel_seconds; }, &mean.graph_kernel_seconds);
-  // The host waits measure the host and its driver as much as the device: averaged, not compared.
-  AlikeMean(specs, tolerance, [](const DeviceSpec& s) { return s.if_seconds; }, &mean.if_seconds);
-  AlikeMean(specs, tolerance, [](const DeviceSpec& s) { return s.host_copy_seconds; }, &mean.host_copy_seconds);
-  // Each keyed number (rate per dtype, fixed time per kind) in every spec, and alike.
-  auto average_map = [&](auto member) {
+  // What a run op by op pays per op, and its waits, measure the host (dispatch, the driver) as much
+  // as the device: averaged, not compared.
+  auto host_side = [&](auto field, double* out) { AlikeMean(specs, tolerance, field, out); };
+  host_side([](const DeviceSpec& s) { return s.kernel_seconds; }, &mean.kernel_seconds);
+  host_side([](const DeviceSpec& s) { return s.if_seconds; }, &mean.if_seconds);
+  host_side([](const DeviceSpec& s) { return s.host_copy_seconds; }, &mean.host_copy_seconds);
+  // Each keyed number (rate per dtype, fixed time per kind) in every spec, and alike where compared.
+  auto average_map = [&](auto member, bool compared) {
     for (auto& entry : mean.*member) {
       const auto key = entry.first;  // a structured binding cannot be captured before C++20's P1091 (clang 16)
       for (const DeviceSpec& s : specs) alike = alike && (s.*member).contains(key);
       if (!alike) return;
-      average([&](const DeviceSpec& s) { return (s.*member).at(key); }, &entry.second);
+      auto field = [&](const DeviceSpec& s) { return (s.*member).at(key); };
+      compared ? average(field, &entry.second) : host_side(field, &entry.second);
     }
   };
-  average_map(&DeviceSpec::flops);
-  average_map(&DeviceSpec::kind_kernel_seconds);
-  average_map(&DeviceSpec::kind_graph_kernel_seconds);
+  average_map(&DeviceSpec::flops, true);
+  average_map(&DeviceSpec::kind_kernel_seconds, false);
+  average_map(&DeviceSpec::kind_graph_kernel_seconds, true);
   if (!alike) return std::nullopt;
   return mean;
 }

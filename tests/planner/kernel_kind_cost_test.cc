@@ -157,28 +157,31 @@ TEST(KernelKindCostTest, AHostCopyOpByOpAddsTheWait) {
   EXPECT_GE(copies, 1);
 }
 
-// Two probes of one GPU: their per-kind times and waits average like the rest; a kind one lacks
-// makes them unlike.
+// Two probes of one GPU: their per-kind times and waits average like the rest; a kind one lacks, or
+// replayed times far apart, make them unlike; op by op times and waits (the host's) are only averaged.
 TEST(KernelKindCostTest, AlikeDevicesAverageTheirPerKindTimes) {
   DeviceSpec a{.memory_bytes = 80e9, .bandwidth = 2900e9, .default_flops = 51e12, .kernel_seconds = 5e-6};
-  a.kind_kernel_seconds = {{KernelKind::kMatmul, 8e-6}, {KernelKind::kNorm, 5e-6}};
+  a.kind_graph_kernel_seconds = {{KernelKind::kMatmul, 8e-6}, {KernelKind::kNorm, 5e-6}};
+  a.kind_kernel_seconds = a.kind_graph_kernel_seconds;
   a.if_seconds = 20e-6;
   DeviceSpec b = a;
-  b.kind_kernel_seconds[KernelKind::kMatmul] = 9e-6;
+  b.kind_graph_kernel_seconds[KernelKind::kMatmul] = 9e-6;
   b.if_seconds = 22e-6;
   std::optional<DeviceSpec> mean = AverageIfAlike({a, b}, 0.25);
   ASSERT_TRUE(mean.has_value());
-  EXPECT_DOUBLE_EQ(mean->kind_kernel_seconds.at(KernelKind::kMatmul), 8.5e-6);
+  EXPECT_DOUBLE_EQ(mean->kind_graph_kernel_seconds.at(KernelKind::kMatmul), 8.5e-6);
   EXPECT_DOUBLE_EQ(mean->if_seconds, 21e-6);
-  b.kind_kernel_seconds.erase(KernelKind::kNorm);
+  b.kind_graph_kernel_seconds.erase(KernelKind::kNorm);
   EXPECT_FALSE(AverageIfAlike({a, b}, 0.25).has_value());
   b = a;
-  b.kind_kernel_seconds[KernelKind::kNorm] = 9e-6;  // 44% apart
+  b.kind_graph_kernel_seconds[KernelKind::kNorm] = 9e-6;  // 44% apart
   EXPECT_FALSE(AverageIfAlike({a, b}, 0.25).has_value());
   b = a;
-  b.host_copy_seconds = 3 * a.host_copy_seconds + 4e-6;  // the host's: averaged, whatever the spread
+  b.kind_kernel_seconds[KernelKind::kNorm] = 9e-6;  // op by op: the host's, averaged whatever the spread
+  b.host_copy_seconds = 3 * a.host_copy_seconds + 4e-6;
   mean = AverageIfAlike({a, b}, 0.25);
   ASSERT_TRUE(mean.has_value());
+  EXPECT_DOUBLE_EQ(mean->kind_kernel_seconds.at(KernelKind::kNorm), 7e-6);
   EXPECT_DOUBLE_EQ(mean->host_copy_seconds, (a.host_copy_seconds + b.host_copy_seconds) / 2);
 }
 

@@ -137,8 +137,9 @@ Machine DefaultMachine(int gpus, GpuKind kind = GpuKind::kH100);
 // Measured devices (or links) whose every number lies within `tolerance` (relative) of each
 // other's are one kind measured with noise: their mean, which a probe gives each of them so that
 // the optimiser finds them identical (and moves no program between them for noise). nullopt when
-// some differ more, or the specs list different dtypes or kinds. The host waits (if_seconds,
-// host_copy_seconds) are averaged but not compared: they measure the host as much as the device.
+// some differ more, or the specs list different dtypes or kinds. What a run op by op pays per op
+// (kernel_seconds, kind_kernel_seconds) and waits (if_seconds, host_copy_seconds) is averaged but
+// not compared: it measures the host (dispatch, the driver) as much as the device.
 std::optional<DeviceSpec> AverageIfAlike(const std::vector<DeviceSpec>& specs, double tolerance);
 std::optional<LinkSpec> AverageIfAlike(const std::vector<LinkSpec>& links, double tolerance);
 
