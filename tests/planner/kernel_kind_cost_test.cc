@@ -133,6 +133,25 @@ TEST(KernelKindCostTest, NestedIfsCountTheLargerArmAtEachLevel) {
   EXPECT_NEAR(cost->compute, 20e-6 + (20e-6 + 2 * 6e-6), 3 * kRoofline);
 }
 
+// 20,000 `if`s, each in the `then` arm of the one before, an add in every `else`: each `then` (a
+// wait and what it holds) is the larger, so the run waits 20,000 times and adds once. The arms'
+// costs are summed innermost first, iteratively (arms may nest as deep as a program has bindings).
+TEST(KernelKindCostTest, TwentyThousandNestedArmsAreCosted) {
+  absl::StatusOr<Machine> m = ParseMachineJson(MachineText("", kKinds));
+  ASSERT_TRUE(m.ok()) << m.status();
+  constexpr int kDepth = 20000;
+  std::string text = absl::StrCat(kConfig, "def @main(%a: f32[4], %c: bool[]) -> f32[4] {\n");
+  for (int i = 0; i < kDepth; ++i) absl::StrAppend(&text, "%r", i, " = if %c {\n");
+  absl::StrAppend(&text, "%z = add(%a, %a)\nreturn %z\n");
+  for (int i = kDepth - 1; i >= 0; --i) {
+    absl::StrAppend(&text, "} else {\n%w", i, " = add(%a, %a)\nreturn %w", i, "\n}\nreturn %r", i, "\n");
+  }
+  absl::StrAppend(&text, "}\n");
+  absl::StatusOr<PlanCost> cost = CostOf(text, *m);
+  ASSERT_TRUE(cost.ok()) << cost.status();
+  EXPECT_NEAR(cost->compute, kDepth * 20e-6 + 6e-6, 1e-9);
+}
+
 // A copy between the CPU and a GPU: its link, and op by op the GPU's host wait; between devices of
 // one kind or under replay, no wait.
 TEST(KernelKindCostTest, AHostCopyOpByOpAddsTheWait) {
