@@ -126,6 +126,26 @@ Cost CapCosts(PlacementModel* model) {
   return cap;
 }
 
+// Each `if` that runs (of nested arms, the larger) waits for its condition: on the condition's
+// class, at each device, that device's if_seconds. A passive condition class (no op, no edge: the
+// defaults place it) is left out, so that it stays free; EvaluatePlanCost counts its wait.
+void AddIfWaits(const ir::Module& m, const PlacementClasses& classes, const Machine& machine, LaunchMode mode,
+                const std::vector<double>& runs, PlacementModel* model) {
+  for (ir::BindingId b = 0; b < m.bindings.size(); ++b) {
+    const ir::Expr& e = m.bindings[b].expr;
+    if (e.kind != ir::ExprKind::kIf || runs[b] == 0) continue;
+    const ir::Operand& condition = m.Args(e)[0];
+    if (!condition.is_local()) continue;
+    const std::vector<uint32_t>& of = condition.value.is_param() ? classes.param_class : classes.binding_class;
+    const uint32_t c = condition.value.index < of.size() ? of[condition.value.index] : UINT32_MAX;
+    if (c == UINT32_MAX || (c < classes.passive.size() && classes.passive[c])) continue;
+    std::vector<Cost>& row = model->unary[c];
+    for (int d = 0; d < model->num_devices; ++d) {
+      if (row[d] != kForbidden) row[d] = std::min(kCostRange, row[d] + Picoseconds(runs[b] * IfSeconds(machine, d, mode)));
+    }
+  }
+}
+
 }  // namespace
 
 namespace planner_internal {
@@ -151,14 +171,17 @@ absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const Pl
   // linear); a placement that puts an op on the CPU then runs op by op, which only
   // EvaluatePlanCost sees.
   const LaunchMode mode = StraightLineMain(m) ? LaunchMode::kGraphReplay : LaunchMode::kEager;
-  // The larger arm of an `if` by its ops' costs on their cheapest devices: a weight per op that no
-  // placement changes, so the model stays linear.
+  // The larger arm of an `if` by its ops' (and nested `if`s' waits') costs on their cheapest
+  // devices: a weight per op that no placement changes, so the model stays linear.
   const std::vector<double> runs = planner_internal::RunsPerBinding(m, [&](ir::BindingId b) {
-    if (m.bindings[b].expr.kind != ir::ExprKind::kOpCall) return 0.0;
-    const Work w = WorkOf(m, b);
-    if (!w.runs) return 0.0;
+    const ir::ExprKind kind = m.bindings[b].expr.kind;
+    const Work w = kind == ir::ExprKind::kOpCall ? WorkOf(m, b) : Work{.runs = false};
+    if (!w.runs && kind != ir::ExprKind::kIf) return 0.0;
     double cheapest = INFINITY;
-    for (int d = 0; d < nd; ++d) cheapest = std::min(cheapest, OpSeconds(machine, d, w.flops, w.bytes, w.dtype, mode, w.kind));
+    for (int d = 0; d < nd; ++d) {
+      cheapest = std::min(cheapest, w.runs ? OpSeconds(machine, d, w.flops, w.bytes, w.dtype, mode, w.kind)
+                                           : IfSeconds(machine, d, mode));
+    }
     return cheapest;
   });
   // A class may take a machine device its own (partial) device joins with.
@@ -203,6 +226,7 @@ absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const Pl
       return AtBinding(absl::InvalidArgumentError(message), m, op.binding);
     }
   }
+  AddIfWaits(m, classes, machine, mode, runs, &model);
   for (const PlacementClasses::Edge& e : classes.edges) {
     double bytes = SizeOf(m, e.type).bytes;
     PlacementModel::Pair pair{e.a, e.b, std::vector<Cost>(nd * nd, 0)};

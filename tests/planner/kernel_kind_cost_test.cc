@@ -114,6 +114,25 @@ TEST(KernelKindCostTest, AnIfCountsItsLargerArmAndTheWaitForItsCondition) {
   }
 }
 
+// The optimiser sees the wait: three adds cost 18 µs on cuda:0 and 21 on the CPU, but an `if` on
+// cuda:0 also waits 20 µs for its condition, so the `if` (its condition, arms and all) goes to the
+// CPU, and the optimiser's cost is the plan's.
+TEST(KernelKindCostTest, TheOptimiserMovesAnIfWhoseWaitCostsMoreThanItsOpsSave) {
+  absl::StatusOr<Machine> m = ParseMachineJson(MachineText(R"(, "kernel_us": 7)", kKinds));
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<ir::Module> module = ir::ParseModule(absl::StrCat(
+      kConfig, "def @main(%a: f32[4], %c: bool[]) -> f32[4] {\n  %r = if %c {\n",
+      "    %x = add(%a, %a)\n    %y = add(%x, %a)\n    %z = add(%y, %a)\n    return %z\n",
+      "  } else {\n    return %a\n  }\n  return %r\n}\n"));
+  ASSERT_TRUE(module.ok()) << module.status();
+  ASSERT_TRUE(ir::VerifyModule(*module).ok());
+  absl::StatusOr<OptimizedPlan> plan = OptimizePlacement(*module, *m, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(ir::PrintModule(plan->plan.module), ::testing::HasSubstr("%c: bool[] on cpu:0"));
+  EXPECT_NEAR(plan->cost.compute, 3 * 7e-6, 4 * kRoofline);
+  EXPECT_NEAR(plan->model_cost, plan->cost.total, 1e-11);
+}
+
 // Arms inside arms: the outer `then` holds an `if` whose larger arm has two adds; the outer `else`
 // one add. Outer then = its `if`'s wait + 2 adds, larger than the else's 1 add.
 TEST(KernelKindCostTest, NestedIfsCountTheLargerArmAtEachLevel) {
