@@ -66,10 +66,10 @@ const char* ChainOp(KernelKind kind) {
 
 // The shapes of the probe's programs.
 enum class ChainForm {
-  kReplayed,     // straight-line: captured as a CUDA graph and replayed on a GPU
-  kOpByOp,       // inside both arms of one `if`, which the executor never captures
-  kIfs,          // every op in the arms of its own `if` on %c: each reads its condition back
-  kHostCopies,   // ops pinned to cpu:0 and the GPU in turn: each op's value is copied to or from the host
+  kReplayed,    // straight-line: captured as a CUDA graph and replayed on a GPU
+  kOpByOp,      // inside both arms of one `if`, which the executor never captures
+  kIfs,         // every op in the arms of its own `if` on %c: each reads its condition back
+  kHostCopies,  // ops pinned to cpu:0 and the GPU in turn: each op's value is copied to or from the host
 };
 
 // A chain of `ops` ops of `kind` on `device` (the config's default) in `form`.
@@ -93,10 +93,9 @@ std::string OpChain(const std::string& device, int ops, ChainForm form, KernelKi
     return absl::StrCat(text, "  return %", name, ops - 1, "\n");
   };
   const bool condition = form == ChainForm::kOpByOp || form == ChainForm::kIfs;
-  const std::string head =
-      absl::StrCat("config { targets = [llvm, cuda], default = ", device,
-                   ", host = cpu:0 }\ndef @main(%a: f32[8,8], %g: f32[8]", condition ? ", %c: bool[]" : "",
-                   form == ChainForm::kHostCopies ? ", %b: f32[8,8]" : "", ") -> f32[8,8] {\n");
+  const std::string head = absl::StrCat(
+      "config { targets = [llvm, cuda], default = ", device, ", host = cpu:0 }\ndef @main(%a: f32[8,8], %g: f32[8]",
+      condition ? ", %c: bool[]" : "", form == ChainForm::kHostCopies ? ", %b: f32[8,8]" : "", ") -> f32[8,8] {\n");
   if (form != ChainForm::kOpByOp) return absl::StrCat(head, chain("x"), "}\n");
   return absl::StrCat(head, "  %r = if %c {\n", chain("x"), "  } else {\n", chain("y"), "  }\n  return %r\n}\n");
 }
@@ -123,8 +122,8 @@ absl::StatusOr<FixedTimes> ProbeFixedTimes(ExecutionBackend* backend, const std:
 
 // Each kind's per-op time in `form` into `by_kind`; `kernel_seconds`, for what has no kind of its
 // own (and readers of the per-device number alone), their mean; the elementwise chain's per-run time.
-absl::StatusOr<double> ProbeKinds(ExecutionBackend* backend, const std::string& device, ChainForm form,
-                                  int repetitions, std::map<KernelKind, double>* by_kind, double* kernel_seconds) {
+absl::StatusOr<double> ProbeKinds(ExecutionBackend* backend, const std::string& device, ChainForm form, int repetitions,
+                                  std::map<KernelKind, double>* by_kind, double* kernel_seconds) {
   double sum = 0, per_run = 0;
   for (KernelKind kind : kKernelKinds) {
     VDEV_ASSIGN_OR_RETURN(FixedTimes t, ProbeFixedTimes(backend, device, form, kind, repetitions));

@@ -565,7 +565,9 @@ double OpSeconds(const Machine& machine, int device, double flops, double bytes,
   const std::map<KernelKind, double>& by_kind = replay ? s.kind_graph_kernel_seconds : s.kind_kernel_seconds;
   auto fixed = by_kind.find(kind);
   return flops / rate + bytes / s.bandwidth +
-         (fixed != by_kind.end() ? fixed->second : replay ? s.graph_kernel_seconds : s.kernel_seconds);
+         (fixed != by_kind.end() ? fixed->second
+          : replay               ? s.graph_kernel_seconds
+                                 : s.kernel_seconds);
 }
 
 double CopySeconds(const Machine& machine, int from, int to, double bytes, LaunchMode mode) {

@@ -141,7 +141,8 @@ void AddIfWaits(const ir::Module& m, const PlacementClasses& classes, const Mach
     if (c == UINT32_MAX || (c < classes.passive.size() && classes.passive[c])) continue;
     std::vector<Cost>& row = model->unary[c];
     for (int d = 0; d < model->num_devices; ++d) {
-      if (row[d] != kForbidden) row[d] = std::min(kCostRange, row[d] + Picoseconds(runs[b] * IfSeconds(machine, d, mode)));
+      if (row[d] != kForbidden)
+        row[d] = std::min(kCostRange, row[d] + Picoseconds(runs[b] * IfSeconds(machine, d, mode)));
     }
   }
 }

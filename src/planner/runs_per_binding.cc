@@ -89,8 +89,8 @@ std::vector<double> RunsPerBinding(const ir::Module& m, const std::function<doub
     const ir::BindingId owner = m.blocks[block].owner;
     if (owner == ir::kNoBinding) continue;
     const ir::Expr& e = m.bindings[owner].expr;
-    const bool larger = block == e.then_block ? cost[e.then_block] >= cost[e.else_block]
-                                              : cost[e.else_block] > cost[e.then_block];
+    const bool larger =
+        block == e.then_block ? cost[e.then_block] >= cost[e.else_block] : cost[e.else_block] > cost[e.then_block];
     runs_block[block] = larger && runs_block[m.bindings[owner].block];
   }
   std::vector<double> runs(m.bindings.size(), 1);

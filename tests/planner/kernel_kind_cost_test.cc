@@ -58,8 +58,7 @@ TEST(KernelKindCostTest, PerKindTimesAreReadWrittenBackAndFallBackToThePerOpTime
   EXPECT_DOUBLE_EQ(OpSeconds(*m, 1, 0, 0, ir::DType::kF32, LaunchMode::kEager, KernelKind::kNorm), 7e-6);
   EXPECT_DOUBLE_EQ(OpSeconds(*m, 1, 0, 0, ir::DType::kF32, LaunchMode::kEager, KernelKind::kElementwise), 6e-6);
   EXPECT_DOUBLE_EQ(OpSeconds(*m, 1, 0, 0, ir::DType::kF32, LaunchMode::kGraphReplay, KernelKind::kMatmul), 3e-6);
-  EXPECT_DOUBLE_EQ(OpSeconds(*m, 1, 0, 0, ir::DType::kF32, LaunchMode::kGraphReplay, KernelKind::kElementwise),
-                   1.2e-6);
+  EXPECT_DOUBLE_EQ(OpSeconds(*m, 1, 0, 0, ir::DType::kF32, LaunchMode::kGraphReplay, KernelKind::kElementwise), 1.2e-6);
   absl::StatusOr<Machine> again = ParseMachineJson(MachineJson(*m));
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, *m);
@@ -120,10 +119,10 @@ TEST(KernelKindCostTest, AnIfCountsItsLargerArmAndTheWaitForItsCondition) {
 TEST(KernelKindCostTest, TheOptimiserMovesAnIfWhoseWaitCostsMoreThanItsOpsSave) {
   absl::StatusOr<Machine> m = ParseMachineJson(MachineText(R"(, "kernel_us": 7)", kKinds));
   ASSERT_TRUE(m.ok()) << m.status();
-  absl::StatusOr<ir::Module> module = ir::ParseModule(absl::StrCat(
-      kConfig, "def @main(%a: f32[4], %c: bool[]) -> f32[4] {\n  %r = if %c {\n",
-      "    %x = add(%a, %a)\n    %y = add(%x, %a)\n    %z = add(%y, %a)\n    return %z\n",
-      "  } else {\n    return %a\n  }\n  return %r\n}\n"));
+  absl::StatusOr<ir::Module> module =
+      ir::ParseModule(absl::StrCat(kConfig, "def @main(%a: f32[4], %c: bool[]) -> f32[4] {\n  %r = if %c {\n",
+                                   "    %x = add(%a, %a)\n    %y = add(%x, %a)\n    %z = add(%y, %a)\n    return %z\n",
+                                   "  } else {\n    return %a\n  }\n  return %r\n}\n"));
   ASSERT_TRUE(module.ok()) << module.status();
   ASSERT_TRUE(ir::VerifyModule(*module).ok());
   absl::StatusOr<OptimizedPlan> plan = OptimizePlacement(*module, *m, {});
