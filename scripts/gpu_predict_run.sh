@@ -26,12 +26,34 @@ for d in m["devices"]:
     if d["device"].startswith("cuda"): d["memory_gb"] = 0.006
 json.dump(m, open(sys.argv[2], "w"), indent=1)
 ' "$out/probe.json" "$out/probe_small.json"
+# The decoder's default placement ignores the 6 MB the machine declares; its peers are two hand
+# placements that fit: layers 0-3 on cuda:0, 4-7 and the output matmul on cuda:1, the lookup and
+# the softmax on cpu:0 (hand_cpu) or on the GPUs (hand_gpu). Each annotation pins a layer boundary.
+python3 - "$ex/planner/decoder_pipeline.vdev" "$ex/planner" <<'PY'
+import sys
+text = open(sys.argv[1]).read()
+free = ", ?, constrain_body=false, constrain_result=false)"
+def pin(s, value, device):
+    return s.replace(f"{value}{free}", f"{value}, {device}, constrain_body=false, constrain_result=true)")
+for name, host in (("hand_cpu", "cpu:0"), ("hand_gpu", None)):
+    s = text
+    for k in range(8):
+        s = pin(s, f"on_device({'%e' if k == 0 else f'%x{k - 1}'}", "cuda:0" if k < 4 else "cuda:1")
+    s = pin(s, "on_device(%x7", "cuda:1")
+    s = pin(s, "on_device(%logits", host or "cuda:1")
+    if host:
+        s = s.replace("%e = take(%table, %tokens, axis=0)", "%e0 = take(%table, %tokens, axis=0)\n  %e = on_device(%e0, cpu:0)")
+    assert free not in s, name
+    open(f"{sys.argv[2]}/decoder_pipeline_{name}.vdev", "w").write(s)
+PY
 # NAME FILE MACHINE WORKERS REPEAT [--check]
 programs=(
   "tp_transformer_10 memory/tp_transformer_10.vdev probe.json 1 200"
   "tp_transformer_10 memory/tp_transformer_10.vdev probe.json 2 200"
   "tp_pp_transformer_10 memory/tp_pp_transformer_10.vdev probe.json 1 200"
   "decoder_pipeline planner/decoder_pipeline.vdev probe_small.json 1 500 --check"
+  "decoder_hand_cpu planner/decoder_pipeline_hand_cpu.vdev probe_small.json 1 500"
+  "decoder_hand_gpu planner/decoder_pipeline_hand_gpu.vdev probe_small.json 1 500"
   "heterogeneous run/heterogeneous.vdev probe.json 1 500 --check"
   "heterogeneous run/heterogeneous.vdev probe.json 2 500 --check"
   "two_devices planner/two_devices.vdev probe.json 1 1000 --check"

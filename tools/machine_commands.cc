@@ -27,10 +27,17 @@ void PrintSummary(const Machine& m) {
     std::string rates;
     for (const auto& [dtype, rate] : s.flops)
       absl::StrAppendFormat(&rates, " %s %.3g", ir::DTypeName(dtype), rate / 1e12);
+    std::string kinds;  // per kind: op by op / replayed
+    for (const auto& [kind, seconds] : s.kind_kernel_seconds) {
+      auto replayed = s.kind_graph_kernel_seconds.find(kind);
+      absl::StrAppendFormat(&kinds, " %s %.3g/%.3g", KernelKindName(kind), seconds * 1e6,
+                            replayed == s.kind_graph_kernel_seconds.end() ? 0.0 : replayed->second * 1e6);
+    }
     std::cerr << absl::StrFormat(
-        "vdev machine probe: %s: %.3g GB, %.4g GB/s, TFLOP/s:%s, per op %.3g us (%.3g us replayed)\n",
+        "vdev machine probe: %s: %.3g GB, %.4g GB/s, TFLOP/s:%s, per op %.3g us (%.3g us replayed), by kind "
+        "us (op by op/replayed):%s, if %.3g us, host copy %.3g us\n",
         m.devices[d].ToString(), s.memory_bytes / 1e9, s.bandwidth / 1e9, rates, s.kernel_seconds * 1e6,
-        s.graph_kernel_seconds * 1e6);
+        s.graph_kernel_seconds * 1e6, kinds, s.if_seconds * 1e6, s.host_copy_seconds * 1e6);
   }
   for (size_t a = 0; a < m.devices.size(); ++a) {
     for (size_t b = a + 1; b < m.devices.size(); ++b) {

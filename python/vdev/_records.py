@@ -57,8 +57,12 @@ class AllReduce(NamedTuple):
 
 
 class PlanCost(NamedTuple):
-    """A plan's cost on a machine, in seconds (optimize=True; the roofline of docs/machine.md)."""
+    """A plan's cost on a machine, in seconds (optimize=True; the roofline of docs/machine.md).
+
+    `launch` is how the executor runs the plan, whose per-op times the cost counts: "graph_replay"
+    (a straight-line @main, every op on a GPU, captured once and replayed) or "op_by_op"."""
     total: float
     compute: float
     copy: float
     unsupported_ops: int
+    launch: str

@@ -1,12 +1,15 @@
 // ProbeMachine (vdev/executor/machine_probe.h): the CPU measured with vdev's own CPU kernels (a matmul per
 // dtype, an elementwise add for memory bandwidth); the GPUs by machine_probe_cuda.cc where built;
-// every device's fixed time per op through vdev's executor (chains of small ops).
+// every device's fixed time per kind of op, and its waits on the host, through vdev's executor
+// (chains of small ops).
 #include "vdev/executor/machine_probe.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,44 +53,95 @@ absl::StatusOr<double> BestCpuSeconds(const std::string& text, int repetitions) 
   return BestRunSeconds(text, backend.get(), repetitions);
 }
 
-// A chain of `ops` small ops on `device` (the config's default), in turn the kinds programs are
-// made of: a matmul, a norm, an activation, an elementwise add, of 8x8 f32 (their fixed times
-// differ: a 1-element add alone would be the cheapest kernel, not a typical one). `op_by_op` puts
-// the chain in both arms of an `if`, which the executor never captures as a CUDA graph.
-std::string OpChain(const std::string& device, int ops, bool op_by_op) {
-  auto chain = [ops](const char* name) {
+// The op a probe chains for each kind of kernel, `$` its previous value (8x8 f32 throughout: the
+// smallest operands whose kernels are the kind's usual ones, not a one-element special case).
+const char* ChainOp(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kMatmul: return "matmul($, %a)";
+    case KernelKind::kNorm: return "rms_norm($, %g)";
+    case KernelKind::kElementwise: return "add($, %a)";
+  }
+  return "add($, %a)";
+}
+
+// The shapes of the probe's programs.
+enum class ChainForm {
+  kReplayed,    // straight-line: captured as a CUDA graph and replayed on a GPU
+  kOpByOp,      // inside both arms of one `if`, which the executor never captures
+  kIfs,         // every op in the arms of its own `if` on %c: each reads its condition back
+  kHostCopies,  // ops pinned to cpu:0 and the GPU in turn: each op's value is copied to or from the host
+};
+
+// A chain of `ops` ops of `kind` on `device` (the config's default) in `form`.
+std::string OpChain(const std::string& device, int ops, ChainForm form, KernelKind kind) {
+  auto step = [kind](const std::string& prev) { return absl::StrReplaceAll(ChainOp(kind), {{"$", prev}}); };
+  auto chain = [&](const char* name) {
     std::string text;
     for (int i = 0; i < ops; ++i) {
       const std::string prev = i == 0 ? "%a" : absl::StrCat("%", name, i - 1);
-      static constexpr const char* kOps[] = {"matmul($, %a)", "rms_norm($, %g)", "silu($)", "add($, %a)"};
-      absl::StrAppend(&text, "  %", name, i, " = ", absl::StrReplaceAll(kOps[i % 4], {{"$", prev}}), "\n");
+      if (form == ChainForm::kIfs) {  // both arms run an op of the kind, so either arm costs the same
+        absl::StrAppend(&text, "  %", name, i, " = if %c {\n    %t", i, " = ", step(prev), "\n    return %t", i,
+                        "\n  } else {\n    %f", i, " = ", step(prev), "\n    return %f", i, "\n  }\n");
+      } else if (form == ChainForm::kHostCopies) {  // each op pinned; the CPU's read %b, a host input
+        const bool cpu = i % 2 == 0;
+        absl::StrAppend(&text, "  %h", i, " = ", cpu ? absl::StrReplaceAll(step(prev), {{"%a", "%b"}}) : step(prev),
+                        "\n  %", name, i, " = on_device(%h", i, ", ", cpu ? "cpu:0" : device, ")\n");
+      } else {
+        absl::StrAppend(&text, "  %", name, i, " = ", step(prev), "\n");
+      }
     }
     return absl::StrCat(text, "  return %", name, ops - 1, "\n");
   };
-  const std::string head = absl::StrCat("config { targets = [llvm, cuda], default = ", device,
-                                        ", host = cpu:0 }\ndef @main(%a: f32[8,8], %g: f32[8]",
-                                        op_by_op ? ", %c: bool[]" : "", ") -> f32[8,8] {\n");
-  if (!op_by_op) return absl::StrCat(head, chain("x"), "}\n");
+  const bool condition = form == ChainForm::kOpByOp || form == ChainForm::kIfs;
+  const std::string head = absl::StrCat(
+      "config { targets = [llvm, cuda], default = ", device, ", host = cpu:0 }\ndef @main(%a: f32[8,8], %g: f32[8]",
+      condition ? ", %c: bool[]" : "", form == ChainForm::kHostCopies ? ", %b: f32[8,8]" : "", ") -> f32[8,8] {\n");
+  if (form != ChainForm::kOpByOp) return absl::StrCat(head, chain("x"), "}\n");
   return absl::StrCat(head, "  %r = if %c {\n", chain("x"), "  } else {\n", chain("y"), "  }\n  return %r\n}\n");
 }
 
-// The executor's fixed times on `device`: chains of kLongChain and kShortChain ops (whole rounds of
-// the four kinds) differ by their difference in ops (the time per op); the short chain, less its
-// ops, is what every run pays once (enqueueing, waiting). Runs are short, so 10 times the
-// repetitions are timed.
+// The executor's fixed times on `device`: chains of kLongChain and kShortChain ops differ by their
+// difference in ops (the time per op); the short chain, less its ops, is what every run pays once
+// (enqueueing, waiting). Runs are short, so 10 times the repetitions are timed.
 constexpr int kLongChain = 64, kShortChain = 4;
 struct FixedTimes {
   double per_op = 0;
   double per_run = 0;
 };
-absl::StatusOr<FixedTimes> ProbeFixedTimes(ExecutionBackend* backend, const std::string& device, bool op_by_op,
-                                           int repetitions) {
-  VDEV_ASSIGN_OR_RETURN(double many, BestRunSeconds(OpChain(device, kLongChain, op_by_op), backend, 10 * repetitions));
-  VDEV_ASSIGN_OR_RETURN(double few, BestRunSeconds(OpChain(device, kShortChain, op_by_op), backend, 10 * repetitions));
+absl::StatusOr<FixedTimes> ProbeFixedTimes(ExecutionBackend* backend, const std::string& device, ChainForm form,
+                                           KernelKind kind, int repetitions) {
+  VDEV_ASSIGN_OR_RETURN(double many,
+                        BestRunSeconds(OpChain(device, kLongChain, form, kind), backend, 10 * repetitions));
+  VDEV_ASSIGN_OR_RETURN(double few,
+                        BestRunSeconds(OpChain(device, kShortChain, form, kind), backend, 10 * repetitions));
   FixedTimes t;
   t.per_op = std::max(0.0, (many - few) / (kLongChain - kShortChain));
   t.per_run = std::max(0.0, few - kShortChain * t.per_op);
   return t;
+}
+
+// Each kind's per-op time in `form` into `by_kind`; `kernel_seconds`, for what has no kind of its
+// own (and readers of the per-device number alone), their mean; the elementwise chain's per-run time.
+absl::StatusOr<double> ProbeKinds(ExecutionBackend* backend, const std::string& device, ChainForm form, int repetitions,
+                                  std::map<KernelKind, double>* by_kind, double* kernel_seconds) {
+  double sum = 0, per_run = 0;
+  for (KernelKind kind : kKernelKinds) {
+    VDEV_ASSIGN_OR_RETURN(FixedTimes t, ProbeFixedTimes(backend, device, form, kind, repetitions));
+    (*by_kind)[kind] = t.per_op;
+    sum += t.per_op;
+    if (kind == KernelKind::kElementwise) per_run = t.per_run;
+  }
+  *kernel_seconds = sum / std::size(kKernelKinds);
+  return per_run;
+}
+
+// What an `if` whose condition is on `device` waits for: a chain of `if`s, each with an elementwise
+// op in both arms, less that op's time op by op.
+absl::Status ProbeIfWait(ExecutionBackend* backend, const std::string& device, int repetitions, DeviceSpec* spec) {
+  VDEV_ASSIGN_OR_RETURN(FixedTimes t,
+                        ProbeFixedTimes(backend, device, ChainForm::kIfs, KernelKind::kElementwise, repetitions));
+  spec->if_seconds = std::max(0.0, t.per_op - spec->kind_kernel_seconds.at(KernelKind::kElementwise));
+  return absl::OkStatus();
 }
 
 constexpr char kCpuConfig[] = "config { targets = [llvm], default = cpu:0, host = cpu:0 }\n";
@@ -117,23 +171,36 @@ absl::StatusOr<DeviceSpec> ProbeCpu(int repetitions, double* run_seconds) {
   spec.default_flops = spec.flops[ir::DType::kF32];
   ThreadGroup group(1);
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionBackend> backend, CreateThreadBackend(&group, 0));
-  VDEV_ASSIGN_OR_RETURN(FixedTimes fixed, ProbeFixedTimes(backend.get(), "cpu:0", false, repetitions));
-  spec.kernel_seconds = spec.graph_kernel_seconds = fixed.per_op;  // CPU ops are never replayed
-  if (run_seconds != nullptr) *run_seconds = fixed.per_run;
+  VDEV_ASSIGN_OR_RETURN(double per_run, ProbeKinds(backend.get(), "cpu:0", ChainForm::kReplayed, repetitions,
+                                                   &spec.kind_kernel_seconds, &spec.kernel_seconds));
+  // CPU ops are never replayed: the straight-line chain runs op by op, and its times are both.
+  spec.graph_kernel_seconds = spec.kernel_seconds;
+  spec.kind_graph_kernel_seconds = spec.kind_kernel_seconds;
+  VDEV_RETURN_IF_ERROR(ProbeIfWait(backend.get(), "cpu:0", repetitions, &spec));
+  if (run_seconds != nullptr) *run_seconds = per_run;
   return spec;
 }
 
 #ifdef VDEV_PROBE_CUDA
-// cuda:`gpu`'s per-op times, op by op and replayed, through the CUDA backend (one worker: the
-// program's cuda:`gpu` is GPU `gpu`); a replayed run's fixed time.
-absl::Status ProbeGpuPerOp(int gpu, int repetitions, DeviceSpec* spec, double* run_seconds) {
+// cuda:`gpu`'s per-op times per kind, op by op and replayed, and its waits on the host, through the
+// CUDA backend (one worker: the program's cuda:`gpu` is GPU `gpu`); a replayed run's fixed time.
+// A copy's wait: a chain alternating an op on the CPU (`cpu_op`) and one on the GPU pays per pair of
+// ops two copies, each its link's time (`to_cpu`, 256 bytes) and the wait.
+absl::Status ProbeGpuPerOp(int gpu, int repetitions, double cpu_op, const LinkSpec& to_cpu, DeviceSpec* spec,
+                           double* run_seconds) {
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionBackend> backend, CreateCudaBackend(nullptr, gpu + 1));
   const std::string device = absl::StrCat("cuda:", gpu);
-  VDEV_ASSIGN_OR_RETURN(FixedTimes eager, ProbeFixedTimes(backend.get(), device, true, repetitions));
-  VDEV_ASSIGN_OR_RETURN(FixedTimes replayed, ProbeFixedTimes(backend.get(), device, false, repetitions));
-  spec->kernel_seconds = eager.per_op;
-  spec->graph_kernel_seconds = replayed.per_op;
-  *run_seconds = replayed.per_run;
+  VDEV_RETURN_IF_ERROR(ProbeKinds(backend.get(), device, ChainForm::kOpByOp, repetitions, &spec->kind_kernel_seconds,
+                                  &spec->kernel_seconds)
+                           .status());
+  VDEV_ASSIGN_OR_RETURN(*run_seconds, ProbeKinds(backend.get(), device, ChainForm::kReplayed, repetitions,
+                                                 &spec->kind_graph_kernel_seconds, &spec->graph_kernel_seconds));
+  VDEV_RETURN_IF_ERROR(ProbeIfWait(backend.get(), device, repetitions, spec));
+  VDEV_ASSIGN_OR_RETURN(FixedTimes alternating, ProbeFixedTimes(backend.get(), device, ChainForm::kHostCopies,
+                                                                KernelKind::kElementwise, repetitions));
+  const double gpu_op = spec->kind_kernel_seconds.at(KernelKind::kElementwise);
+  const double link = to_cpu.latency + 8 * 8 * 4 / to_cpu.bandwidth;
+  spec->host_copy_seconds = std::max(0.0, (2 * alternating.per_op - cpu_op - gpu_op) / 2 - link);
   return absl::OkStatus();
 }
 
@@ -206,7 +273,9 @@ absl::StatusOr<Machine> ProbeMachine(const ProbeOptions& options) {
                           probe_internal::ProbeGpus(gpus, std::max(1, options.repetitions)));
     for (int g = 0; g < gpus; ++g) {
       double gpu_run_seconds = 0;
-      VDEV_RETURN_IF_ERROR(ProbeGpuPerOp(g, std::max(1, options.repetitions), &probed[g].spec, &gpu_run_seconds));
+      VDEV_RETURN_IF_ERROR(ProbeGpuPerOp(g, std::max(1, options.repetitions),
+                                         cpu.kind_kernel_seconds.at(KernelKind::kElementwise), probed[g].to_cpu,
+                                         &probed[g].spec, &gpu_run_seconds));
       if (g == 0) run_seconds = gpu_run_seconds;
     }
     MakeAlikeGpusIdentical(&probed);

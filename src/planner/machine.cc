@@ -94,10 +94,16 @@ absl::Status CheckDevice(const VirtualDevice& d, const DeviceSpec& s) {
         absl::StrCat("machine: device ", d.ToString(), " needs memory, bandwidth and flop rates above 0"));
   }
   // Also refuses NaN: a per-op time is added to every op's cost.
-  if (!(s.kernel_seconds >= 0 && s.kernel_seconds < 1) ||
-      !(s.graph_kernel_seconds >= 0 && s.graph_kernel_seconds < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("machine: device ", d.ToString(), " needs per-op times (kernel_us, graph_kernel_us) of 0 to 1 s"));
+  auto fixed_ok = [](double seconds) { return seconds >= 0 && seconds < 1; };
+  bool fixed = fixed_ok(s.kernel_seconds) && fixed_ok(s.graph_kernel_seconds) && fixed_ok(s.if_seconds) &&
+               fixed_ok(s.host_copy_seconds);
+  for (const auto* by_kind : {&s.kind_kernel_seconds, &s.kind_graph_kernel_seconds}) {
+    for (const auto& [kind, seconds] : *by_kind) fixed = fixed && fixed_ok(seconds);
+  }
+  if (!fixed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "machine: device ", d.ToString(),
+        " needs fixed times (kernel_us, graph_kernel_us and their by_kind entries, if_us, host_copy_us) of 0 to 1 s"));
   }
   return absl::OkStatus();
 }
@@ -331,6 +337,21 @@ absl::StatusOr<Json> ParseJsonText(absl::string_view text) {
   return j;
 }
 
+// `key`: {"matmul": µs, "norm": µs, "elementwise": µs}, any of them, where given.
+absl::Status ParseKindTimes(const Json& d, const char* key, std::map<KernelKind, double>* out) {
+  if (!d.contains(key)) return absl::OkStatus();
+  if (!d[key].is_object()) return absl::InvalidArgumentError(absl::StrCat("machine: \"", key, "\" must be an object"));
+  for (const auto& [name, us] : d[key].items()) {
+    std::optional<KernelKind> kind = KernelKindFromName(name);
+    if (!kind || !us.is_number()) {
+      return absl::InvalidArgumentError(absl::StrCat("machine: \"", key, "\": bad entry \"", name,
+                                                     "\" (kinds: matmul, norm, elementwise; values in µs)"));
+    }
+    (*out)[*kind] = us.get<double>() * 1e-6;
+  }
+  return absl::OkStatus();
+}
+
 // The "devices" array: each device and its spec added to `b`; returns the index of each by its name.
 absl::StatusOr<absl::flat_hash_map<std::string, int>> ParseDevices(const Json& list, MachineBuilder* b) {
   absl::flat_hash_map<std::string, int> devices;  // by the name the file gives
@@ -349,6 +370,10 @@ absl::StatusOr<absl::flat_hash_map<std::string, int>> ParseDevices(const Json& l
     }
     VDEV_RETURN_IF_ERROR(OptionalNumber(d, "kernel_us", 1e-6, 0, &spec.kernel_seconds));
     VDEV_RETURN_IF_ERROR(OptionalNumber(d, "graph_kernel_us", 1e-6, spec.kernel_seconds, &spec.graph_kernel_seconds));
+    VDEV_RETURN_IF_ERROR(OptionalNumber(d, "if_us", 1e-6, 0, &spec.if_seconds));
+    VDEV_RETURN_IF_ERROR(OptionalNumber(d, "host_copy_us", 1e-6, 0, &spec.host_copy_seconds));
+    VDEV_RETURN_IF_ERROR(ParseKindTimes(d, "kernel_us_by_kind", &spec.kind_kernel_seconds));
+    VDEV_RETURN_IF_ERROR(ParseKindTimes(d, "graph_kernel_us_by_kind", &spec.kind_graph_kernel_seconds));
     if (d.contains("tflops")) {
       if (!d["tflops"].is_object()) return absl::InvalidArgumentError("machine: \"tflops\" must be an object");
       for (const auto& [name, rate] : d["tflops"].items()) {
@@ -432,6 +457,16 @@ std::string MachineJson(const Machine& machine) {
                        {"tflops", tflops},
                        {"kernel_us", s.kernel_seconds / 1e-6},
                        {"graph_kernel_us", s.graph_kernel_seconds / 1e-6}});
+    // The optional fixed times only where measured, so that a file without them reads back the same.
+    for (const auto& [key, by_kind] : {std::pair{"kernel_us_by_kind", &s.kind_kernel_seconds},
+                                       std::pair{"graph_kernel_us_by_kind", &s.kind_graph_kernel_seconds}}) {
+      if (by_kind->empty()) continue;
+      Json times = Json::object();
+      for (const auto& [kind, seconds] : *by_kind) times[std::string(KernelKindName(kind))] = seconds / 1e-6;
+      devices.back()[key] = times;
+    }
+    if (s.if_seconds > 0) devices.back()["if_us"] = s.if_seconds / 1e-6;
+    if (s.host_copy_seconds > 0) devices.back()["host_copy_us"] = s.host_copy_seconds / 1e-6;
   }
   // In a stable order: the maps' is not.
   std::map<uint32_t, LinkSpec> type_links(machine.type_links.begin(), machine.type_links.end());
@@ -477,21 +512,35 @@ std::optional<DeviceSpec> AverageIfAlike(const std::vector<DeviceSpec>& specs, d
   if (specs.empty()) return std::nullopt;
   DeviceSpec mean = specs[0];
   for (const DeviceSpec& s : specs) {
-    if (s.flops.size() != mean.flops.size()) return std::nullopt;
+    if (s.flops.size() != mean.flops.size() || s.kind_kernel_seconds.size() != mean.kind_kernel_seconds.size() ||
+        s.kind_graph_kernel_seconds.size() != mean.kind_graph_kernel_seconds.size())
+      return std::nullopt;
   }
   bool alike = true;
   auto average = [&](auto field, double* out) { alike = AlikeMean(specs, tolerance, field, out) && alike; };
   average([](const DeviceSpec& s) { return s.memory_bytes; }, &mean.memory_bytes);
   average([](const DeviceSpec& s) { return s.bandwidth; }, &mean.bandwidth);
   average([](const DeviceSpec& s) { return s.default_flops; }, &mean.default_flops);
-  average([](const DeviceSpec& s) { return s.kernel_seconds; }, &mean.kernel_seconds);
   average([](const DeviceSpec& s) { return s.graph_kernel_seconds; }, &mean.graph_kernel_seconds);
-  for (auto& entry : mean.flops) {
-    const auto dtype = entry.first;  // a structured binding cannot be captured before C++20's P1091 (clang 16)
-    for (const DeviceSpec& s : specs) alike = alike && s.flops.contains(dtype);
-    if (!alike) return std::nullopt;
-    average([dtype](const DeviceSpec& s) { return s.flops.at(dtype); }, &entry.second);
-  }
+  // What a run op by op pays per op, and its waits, measure the host (dispatch, the driver) as much
+  // as the device: averaged, not compared.
+  auto host_side = [&](auto field, double* out) { AlikeMean(specs, tolerance, field, out); };
+  host_side([](const DeviceSpec& s) { return s.kernel_seconds; }, &mean.kernel_seconds);
+  host_side([](const DeviceSpec& s) { return s.if_seconds; }, &mean.if_seconds);
+  host_side([](const DeviceSpec& s) { return s.host_copy_seconds; }, &mean.host_copy_seconds);
+  // Each keyed number (rate per dtype, fixed time per kind) in every spec, and alike where compared.
+  auto average_map = [&](auto member, bool compared) {
+    for (auto& entry : mean.*member) {
+      const auto key = entry.first;  // a structured binding cannot be captured before C++20's P1091 (clang 16)
+      for (const DeviceSpec& s : specs) alike = alike && (s.*member).contains(key);
+      if (!alike) return;
+      auto field = [&](const DeviceSpec& s) { return (s.*member).at(key); };
+      compared ? average(field, &entry.second) : host_side(field, &entry.second);
+    }
+  };
+  average_map(&DeviceSpec::flops, true);
+  average_map(&DeviceSpec::kind_kernel_seconds, false);
+  average_map(&DeviceSpec::kind_graph_kernel_seconds, true);
   if (!alike) return std::nullopt;
   return mean;
 }
@@ -507,18 +556,34 @@ std::optional<LinkSpec> AverageIfAlike(const std::vector<LinkSpec>& links, doubl
   return mean;
 }
 
-double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype, LaunchMode mode) {
+double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype, LaunchMode mode,
+                 KernelKind kind) {
   const DeviceSpec& s = machine.specs[device];
   auto it = s.flops.find(dtype);
   double rate = it != s.flops.end() ? it->second : s.default_flops;
-  const double fixed = mode == LaunchMode::kGraphReplay ? s.graph_kernel_seconds : s.kernel_seconds;
-  return flops / rate + bytes / s.bandwidth + fixed;
+  const bool replay = mode == LaunchMode::kGraphReplay;
+  const std::map<KernelKind, double>& by_kind = replay ? s.kind_graph_kernel_seconds : s.kind_kernel_seconds;
+  auto fixed = by_kind.find(kind);
+  return flops / rate + bytes / s.bandwidth +
+         (fixed != by_kind.end() ? fixed->second
+          : replay               ? s.graph_kernel_seconds
+                                 : s.kernel_seconds);
 }
 
-double CopySeconds(const Machine& machine, int from, int to, double bytes) {
+double CopySeconds(const Machine& machine, int from, int to, double bytes, LaunchMode mode) {
   if (from == to) return 0;
   const LinkSpec& l = machine.Link(from, to);
-  return l.latency + bytes / l.bandwidth;
+  double host_wait = 0;
+  if (mode == LaunchMode::kEager) {
+    const bool from_cpu = machine.devices[from].device_type() == DeviceType::kCPU;
+    const bool to_cpu = machine.devices[to].device_type() == DeviceType::kCPU;
+    if (from_cpu != to_cpu) host_wait = machine.specs[from_cpu ? to : from].host_copy_seconds;
+  }
+  return l.latency + bytes / l.bandwidth + host_wait;
+}
+
+double IfSeconds(const Machine& machine, int device, LaunchMode mode) {
+  return mode == LaunchMode::kEager ? machine.specs[device].if_seconds : 0;
 }
 
 }  // namespace vdev

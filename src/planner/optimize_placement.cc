@@ -20,6 +20,7 @@
 #include "src/planner/internal/identical_devices.h"
 #include "src/planner/internal/placement_model.h"
 #include "src/planner/internal/planner.h"
+#include "src/planner/internal/runs_per_binding.h"
 #include "src/planner/placement_solver.h"
 #include "vdev/support/status_macros.h"
 
@@ -41,51 +42,12 @@ struct Work {
   double flops = 0;
   double bytes = 0;
   ir::DType dtype = ir::DType::kF32;
+  KernelKind kind = KernelKind::kElementwise;  // whose fixed time it pays
   bool runs = true;  // false for a view (reshape): the executor runs nothing, it costs nothing
 };
 
 // The executor's views of their operand's memory (no kernel runs).
 bool IsView(absl::string_view op) { return op == "reshape" || op == "vm.reshape_tensor" || op == "memory.view"; }
-
-// How many times one run of @main runs each binding: a global function's bindings once per call
-// of it (call sites counted through the call graph, callers first); everything else, the arms of
-// an `if` each included, once.
-std::vector<double> RunsPerBinding(const ir::Module& m) {
-  const size_t nf = m.functions.size();
-  std::vector<ir::FuncId> func_of(m.bindings.size(), ir::kNoFunc);
-  for (const ir::Block& block : m.blocks) {
-    for (ir::BindingId b : block.bindings) func_of[b] = block.func;
-  }
-  std::vector<std::vector<ir::FuncId>> callees(nf);  // one entry per call site
-  std::vector<int64_t> callers(nf, 0);
-  for (ir::BindingId b = 0; b < m.bindings.size(); ++b) {
-    const ir::Expr& e = m.bindings[b].expr;
-    if (e.kind != ir::ExprKind::kCallGlobal || func_of[b] == ir::kNoFunc) continue;
-    if (m.functions[e.func].kind != ir::FuncKind::kGlobal) continue;
-    callees[func_of[b]].push_back(e.func);
-    ++callers[e.func];
-  }
-  std::vector<double> calls(nf, 0);
-  if (const ir::FuncId main = m.FindGlobal("main"); main != ir::kNoFunc) calls[main] = 1;
-  std::vector<ir::FuncId> ready;  // every caller counted
-  for (size_t f = 0; f < nf; ++f) {
-    if (callers[f] == 0) ready.push_back(static_cast<ir::FuncId>(f));
-  }
-  while (!ready.empty()) {
-    const ir::FuncId g = ready.back();
-    ready.pop_back();
-    for (ir::FuncId f : callees[g]) {
-      calls[f] += calls[g];
-      if (--callers[f] == 0) ready.push_back(f);
-    }
-  }
-  std::vector<double> runs(m.bindings.size(), 1);
-  for (size_t b = 0; b < runs.size(); ++b) {
-    const ir::FuncId f = func_of[b];
-    if (f != ir::kNoFunc && m.functions[f].kind == ir::FuncKind::kGlobal && calls[f] > 1) runs[b] = calls[f];
-  }
-  return runs;
-}
 
 // The fixed time per op that `m`'s op calls pay: a straight-line @main (no if, call or const) may
 // be captured as a CUDA graph and replayed (docs/executor.md), anything else runs op by op.
@@ -115,6 +77,7 @@ Work WorkOf(const ir::Module& m, ir::BindingId b) {
   if (binding.expr.kind != ir::ExprKind::kOpCall) return w;
   absl::string_view op = m.OpName(binding.expr);
   if (IsView(op)) return Work{.bytes = 0, .runs = false};
+  w.kind = KernelKindOf(op);
   // A gather reads the rows it returns and its indices, not the whole table.
   if (op == "take" && first != ir::kNoType) w.bytes -= SizeOf(m, first).bytes - out.bytes;
   auto dim = [&](int from_end) -> double {
@@ -163,6 +126,27 @@ Cost CapCosts(PlacementModel* model) {
   return cap;
 }
 
+// Each `if` that runs (of nested arms, the larger) waits for its condition: on the condition's
+// class, at each device, that device's if_seconds. A passive condition class (no op, no edge: the
+// defaults place it) is left out, so that it stays free; EvaluatePlanCost counts its wait.
+void AddIfWaits(const ir::Module& m, const PlacementClasses& classes, const Machine& machine, LaunchMode mode,
+                const std::vector<double>& runs, PlacementModel* model) {
+  for (ir::BindingId b = 0; b < m.bindings.size(); ++b) {
+    const ir::Expr& e = m.bindings[b].expr;
+    if (e.kind != ir::ExprKind::kIf || runs[b] == 0) continue;
+    const ir::Operand& condition = m.Args(e)[0];
+    if (!condition.is_local()) continue;
+    const std::vector<uint32_t>& of = condition.value.is_param() ? classes.param_class : classes.binding_class;
+    const uint32_t c = condition.value.index < of.size() ? of[condition.value.index] : UINT32_MAX;
+    if (c == UINT32_MAX || (c < classes.passive.size() && classes.passive[c])) continue;
+    std::vector<Cost>& row = model->unary[c];
+    for (int d = 0; d < model->num_devices; ++d) {
+      if (row[d] != kForbidden)
+        row[d] = std::min(kCostRange, row[d] + Picoseconds(runs[b] * IfSeconds(machine, d, mode)));
+    }
+  }
+}
+
 }  // namespace
 
 namespace planner_internal {
@@ -188,7 +172,19 @@ absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const Pl
   // linear); a placement that puts an op on the CPU then runs op by op, which only
   // EvaluatePlanCost sees.
   const LaunchMode mode = StraightLineMain(m) ? LaunchMode::kGraphReplay : LaunchMode::kEager;
-  const std::vector<double> runs = RunsPerBinding(m);
+  // The larger arm of an `if` by its ops' (and nested `if`s' waits') costs on their cheapest
+  // devices: a weight per op that no placement changes, so the model stays linear.
+  const std::vector<double> runs = planner_internal::RunsPerBinding(m, [&](ir::BindingId b) {
+    const ir::ExprKind kind = m.bindings[b].expr.kind;
+    const Work w = kind == ir::ExprKind::kOpCall ? WorkOf(m, b) : Work{.runs = false};
+    if (!w.runs && kind != ir::ExprKind::kIf) return 0.0;
+    double cheapest = INFINITY;
+    for (int d = 0; d < nd; ++d) {
+      cheapest = std::min(cheapest, w.runs ? OpSeconds(machine, d, w.flops, w.bytes, w.dtype, mode, w.kind)
+                                           : IfSeconds(machine, d, mode));
+    }
+    return cheapest;
+  });
   // A class may take a machine device its own (partial) device joins with.
   for (size_t c = 0; c < classes.device.size(); ++c) {
     for (int d = 0; d < nd; ++d) {
@@ -218,7 +214,7 @@ absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const Pl
         continue;
       }
       if (w.runs) {
-        const double seconds = runs[op.binding] * OpSeconds(machine, d, w.flops, w.bytes, w.dtype, mode);
+        const double seconds = runs[op.binding] * OpSeconds(machine, d, w.flops, w.bytes, w.dtype, mode, w.kind);
         row[d] = std::min(kCostRange, row[d] + Picoseconds(seconds));
       }
       any = true;
@@ -231,11 +227,12 @@ absl::StatusOr<PlacementModel> BuildPlacementModel(const ir::Module& m, const Pl
       return AtBinding(absl::InvalidArgumentError(message), m, op.binding);
     }
   }
+  AddIfWaits(m, classes, machine, mode, runs, &model);
   for (const PlacementClasses::Edge& e : classes.edges) {
     double bytes = SizeOf(m, e.type).bytes;
     PlacementModel::Pair pair{e.a, e.b, std::vector<Cost>(nd * nd, 0)};
     for (int i = 0; i < nd; ++i) {
-      for (int j = 0; j < nd; ++j) pair.cost[i * nd + j] = Picoseconds(CopySeconds(machine, i, j, bytes));
+      for (int j = 0; j < nd; ++j) pair.cost[i * nd + j] = Picoseconds(CopySeconds(machine, i, j, bytes, mode));
     }
     model.pairs.push_back(std::move(pair));
   }
@@ -285,17 +282,39 @@ absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine&
   bool all_on_gpus = true;
   for (const auto& [b, device] : runs) all_on_gpus &= machine.devices[device].device_type() == DeviceType::kCUDA;
   cost.launch = StraightLineMain(m) && all_on_gpus ? LaunchMode::kGraphReplay : LaunchMode::kEager;
-  const std::vector<double> times = RunsPerBinding(m);
+  // Each binding's own time, compute (an op, a kernel, an `if`'s wait for its condition) or copy;
+  // then each counted as often as it runs, of an `if` the larger arm.
+  std::vector<double> compute(m.bindings.size(), 0), copy(m.bindings.size(), 0);
   for (const auto& [b, device] : runs) {
     Work w = WorkOf(m, b);
-    if (w.runs) cost.compute += times[b] * OpSeconds(machine, device, w.flops, w.bytes, w.dtype, cost.launch);
+    if (w.runs) compute[b] = OpSeconds(machine, device, w.flops, w.bytes, w.dtype, cost.launch, w.kind);
   }
+  for (ir::BindingId b = 0; b < plan.input_bindings; ++b) {
+    const ir::Expr& e = m.bindings[b].expr;
+    if (e.kind != ir::ExprKind::kIf || plan.binding_replaced[b]) continue;
+    const ir::Operand& condition = m.Args(e)[0];
+    if (!condition.is_local()) continue;  // a constant: nothing to read back
+    const ir::DeviceId on = condition.value.is_param() ? m.params[condition.value.index].device
+                                                       : plan.binding_devices[condition.value.index];
+    if (on == ir::kNoDevice) continue;
+    VDEV_ASSIGN_OR_RETURN(int device, device_of(on));
+    compute[b] = IfSeconds(machine, device, cost.launch);
+  }
+  double unplaced_copies = 0;  // copies without a binding of their own (none expected): always counted
   for (const PlannedCopy& c : plan.copies) {
     VDEV_ASSIGN_OR_RETURN(int src, device_of(c.src));
     VDEV_ASSIGN_OR_RETURN(int dst, device_of(c.dst));
     ir::TypeId type = c.of.is_param() ? m.params[c.of.index].type : m.bindings[c.of.index].type;
-    cost.copy += CopySeconds(machine, src, dst, SizeOf(m, type).bytes);
+    const double seconds = CopySeconds(machine, src, dst, SizeOf(m, type).bytes, cost.launch);
+    (c.binding < copy.size() ? copy[c.binding] : unplaced_copies) += seconds;
   }
+  const std::vector<double> times =
+      planner_internal::RunsPerBinding(m, [&](ir::BindingId b) { return compute[b] + copy[b]; });
+  for (size_t b = 0; b < m.bindings.size(); ++b) {
+    cost.compute += times[b] * compute[b];
+    cost.copy += times[b] * copy[b];
+  }
+  cost.copy += unplaced_copies;
   cost.total = cost.compute + cost.copy;
   return cost;
 }

@@ -64,6 +64,15 @@ std::string CompareCopies(const std::string& where, const json& expected, const 
 
 }  // namespace
 
+absl::StatusOr<PlanCost> CostOf(const std::string& text, const Machine& machine) {
+  absl::StatusOr<ir::Module> module = ir::ParseModule(text);
+  if (!module.ok()) return module.status();
+  if (absl::Status verified = ir::VerifyModule(*module); !verified.ok()) return verified;
+  absl::StatusOr<PlanResult> plan = PlanDevices(*module, {});
+  if (!plan.ok()) return plan.status();
+  return EvaluatePlanCost(*plan, machine);
+}
+
 PlanOutcome PlanText(const std::string& program, const PlanOptions& options, bool report) {
   PlanOutcome outcome;
   Diagnostic diag;

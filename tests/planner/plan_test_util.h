@@ -7,6 +7,8 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "vdev/planner/machine.h"
+#include "vdev/planner/optimize_placement.h"
 #include "vdev/planner/plan_devices.h"
 
 namespace vdev::testing {
@@ -22,6 +24,9 @@ struct PlanOutcome {
 // Parses, verifies and plans `program`; a parse or verify failure is reported in `status`.
 // `report`: also build the JSON report (large for deeply nested programs: paths name every level).
 PlanOutcome PlanText(const std::string& program, const PlanOptions& options = {}, bool report = true);
+
+// Parses, verifies and plans `text` (no optimisation) and costs the plan on `machine`.
+absl::StatusOr<PlanCost> CostOf(const std::string& text, const Machine& machine);
 
 // Empty when the report matches the spec's structure (plan-json.md); otherwise what is wrong.
 std::string ValidateReport(const nlohmann::json& report);

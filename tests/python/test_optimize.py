@@ -29,8 +29,18 @@ def test_optimize_places_an_op_where_it_is_supported_and_costs_the_plan():
     assert plan.optimal is True and plan.gap == 0 and plan.lower_bound > 0
     assert plan.device_of("2") == vdev.VirtualDevice.parse("cpu:0")
     assert plan.cost.total > 0 and plan.cost.total == pytest.approx(plan.cost.compute + plan.cost.copy)
+    # topk on the CPU: the executor runs the plan op by op, as the CLI's report says.
+    assert plan.cost.launch == "op_by_op" == json.loads(plan.to_json())["cost"]["launch"]
     assert plan.default_cost.unsupported_ops == 1  # topk on cuda:0 without optimize
     assert plan.cost.total <= plan.default_cost.total or plan.default_cost.unsupported_ops > 0
+
+
+def test_a_plan_all_on_one_gpu_is_costed_as_replayed():
+    text = ("config { targets = [llvm, cuda], default = cuda:0, host = cpu:0 }\n"
+            "def @main(%x: f32[64,64] on cuda:0) -> f32[64,64] on cuda:0 {\n"
+            "  %0 = matmul(%x, %x)\n  %1 = add(%0, %x)\n  return %1\n}\n")
+    plan = vdev.plan(vdev.parse(text), optimize=True, machine=vdev.Machine.default(1))
+    assert plan.cost.launch == plan.default_cost.launch == "graph_replay"
 
 
 def test_optimized_report_equals_the_cli(cli, tmp_path):

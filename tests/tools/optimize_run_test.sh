@@ -58,16 +58,20 @@ expect machine_needs_optimize 2 '' 'requires --optimize|--optimize' -- \
 expect probe 0 '' 'vdev machine probe: cpu:0: ' -- "$vdev" machine probe --out "$work/probed.json" --repetitions 1
 printf 'config { targets = [llvm], default = cpu:0, host = cpu:0 }\ndef @main(%%a: f32[64,64], %%b: f32[64,64]) -> f32[64,64] {\n  %%0 = matmul(%%a, %%b)\n  %%1 = on_device(%%0, ?, constrain_body=false, constrain_result=false)\n  %%2 = add(%%1, %%a)\n  return %%2\n}\n' > "$work/cpu.vdev"
 expect probed_machine_plans 0 '"optimal": true' '' -- "$vdev" plan "$work/cpu.vdev" --optimize --machine "$work/probed.json" --json
-# The per-op time is measured (64 more adds take longer than none) and counted in the plan's cost.
+# The per-op time of each kind is measured (64 more ops take longer than 4) and counted in the plan's
+# cost: the matmul at the matmul's, the add at the elementwise op's; the `if` wait is measured (>= 0).
 if python3 -c '
 import json, subprocess, sys
 m = json.load(open(sys.argv[1]))
 cpu = m["devices"][0]
+kinds = cpu["kernel_us_by_kind"]
 assert cpu["device"] == "cpu:0" and cpu["kernel_us"] > 0 and cpu["graph_kernel_us"] == cpu["kernel_us"], cpu
+assert sorted(kinds) == ["elementwise", "matmul", "norm"] and min(kinds.values()) > 0, cpu
+assert cpu["graph_kernel_us_by_kind"] == kinds and cpu.get("if_us", 0) >= 0, cpu
 r = json.loads(subprocess.run(sys.argv[2:], capture_output=True, text=True, check=True).stdout)
-assert r["cost"]["compute"] >= 2 * cpu["kernel_us"] * 1e-6, (r["cost"], cpu)
+assert r["cost"]["compute"] >= (kinds["matmul"] + kinds["elementwise"]) * 1e-6, (r["cost"], cpu)
 ' "$work/probed.json" "$vdev" plan "$work/cpu.vdev" --optimize --machine "$work/probed.json" --json; then
-  passes=$((passes + 1)); else fail "probe: cpu:0 kernel_us > 0, counted once per op in the cost"; fi
+  passes=$((passes + 1)); else fail "probe: cpu:0 per-kind kernel_us > 0, each op counted at its kind's in the cost"; fi
 if ! "$vdev" version | grep -q 'cuda' || ! nvidia-smi -L >/dev/null 2>&1; then
   expect probe_unreachable_gpu 2 '^$' 'cuda:0 cannot be reached' -- "$vdev" machine probe --gpus 1 --repetitions 1
   expect machine_gpu_not_here 2 '^$' 'small_gpus.json: error: cuda:0 is not on this host \(0 GPU\(s\) visible\)' -- \

@@ -13,7 +13,8 @@
 //       .AddLink(0, 1, {.bandwidth = 64e9, .latency = 10e-6})     // or AddTypeLink(kCPU, kCUDA, …)
 //       .SupportOnly("nn.topk", {DeviceType::kCPU})
 //       .Build();
-//   double s = OpSeconds(*m, 1, /*flops=*/2e9, /*bytes=*/4e6, ir::DType::kF16);  // roofline + per-op time
+//   double s = OpSeconds(*m, 1, /*flops=*/2e9, /*bytes=*/4e6, ir::DType::kF16, LaunchMode::kEager,
+//                        KernelKind::kMatmul);  // roofline + the matmul's fixed time
 #ifndef VDEV_MACHINE_H_
 #define VDEV_MACHINE_H_
 
@@ -32,6 +33,16 @@
 
 namespace vdev {
 
+// What an op's fixed time depends on most (the probe measures each through vdev's executor): a
+// matmul-like op (a cuBLASLt call), a normalisation or reduction (a kernel that reduces a row), an
+// elementwise op (one thread per element: activations, arithmetic, gathers, casts).
+enum class KernelKind { kMatmul, kNorm, kElementwise };
+inline constexpr KernelKind kKernelKinds[] = {KernelKind::kMatmul, KernelKind::kNorm, KernelKind::kElementwise};
+absl::string_view KernelKindName(KernelKind kind);  // "matmul", "norm", "elementwise"
+std::optional<KernelKind> KernelKindFromName(absl::string_view name);
+// The kind of the op named `op` (an op vdev does not classify is elementwise).
+KernelKind KernelKindOf(absl::string_view op);
+
 struct DeviceSpec {
   double memory_bytes = 0;            // capacity
   double bandwidth = 0;               // memory bandwidth, bytes/s
@@ -42,6 +53,16 @@ struct DeviceSpec {
   // replayed CUDA graph. 0: the roofline alone (a machine file without them).
   double kernel_seconds = 0;
   double graph_kernel_seconds = 0;
+  // The same per kind of op, where measured; a kind not listed takes kernel_seconds
+  // (graph_kernel_seconds under replay).
+  std::map<KernelKind, double> kind_kernel_seconds;
+  std::map<KernelKind, double> kind_graph_kernel_seconds;
+  // What a run op by op waits on the host, in seconds: at an `if` whose condition lives on this
+  // device (its value read back: the device's queued work drained first), and, on a device other
+  // than the CPU, at a copy between it and a CPU (waited for, since CPU kernels read host memory),
+  // there over the link's latency and bandwidth. Under graph replay neither occurs.
+  double if_seconds = 0;
+  double host_copy_seconds = 0;
   friend bool operator==(const DeviceSpec&, const DeviceSpec&) = default;
 };
 
@@ -116,7 +137,9 @@ Machine DefaultMachine(int gpus, GpuKind kind = GpuKind::kH100);
 // Measured devices (or links) whose every number lies within `tolerance` (relative) of each
 // other's are one kind measured with noise: their mean, which a probe gives each of them so that
 // the optimiser finds them identical (and moves no program between them for noise). nullopt when
-// some differ more, or the specs list different dtypes.
+// some differ more, or the specs list different dtypes or kinds. What a run op by op pays per op
+// (kernel_seconds, kind_kernel_seconds) and waits (if_seconds, host_copy_seconds) is averaged but
+// not compared: it measures the host (dispatch, the driver) as much as the device.
 std::optional<DeviceSpec> AverageIfAlike(const std::vector<DeviceSpec>& specs, double tolerance);
 std::optional<LinkSpec> AverageIfAlike(const std::vector<LinkSpec>& links, double tolerance);
 
@@ -130,12 +153,15 @@ std::string MachineJson(const Machine& machine);
 
 // An op call: flops / rate(dtype) + bytes / bandwidth (the roofline's two limits, which real
 // kernels overlap only in part: their sum is right where one dominates, at most 2x the max where
-// they balance) plus the device's fixed time per op in `mode` (kernel_seconds, or
-// graph_kernel_seconds under replay), in seconds.
+// they balance) plus the device's fixed time per op of `kind` in `mode` (kernel_seconds, or
+// graph_kernel_seconds under replay, where the kind has none of its own), in seconds.
 double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype,
-                 LaunchMode mode = LaunchMode::kEager);
-// A copy between two devices: latency + bytes / link bandwidth; 0 on the same device.
-double CopySeconds(const Machine& machine, int from, int to, double bytes);
+                 LaunchMode mode = LaunchMode::kEager, KernelKind kind = KernelKind::kElementwise);
+// A copy between two devices: latency + bytes / link bandwidth, and op by op, where one is a CPU,
+// the other's host_copy_seconds; 0 on the same device.
+double CopySeconds(const Machine& machine, int from, int to, double bytes, LaunchMode mode = LaunchMode::kEager);
+// An `if` whose condition is on `device`: its if_seconds op by op, 0 under replay.
+double IfSeconds(const Machine& machine, int device, LaunchMode mode);
 
 }  // namespace vdev
 
