@@ -75,7 +75,7 @@ ConstraintGraph::ConstraintGraph(const ir::Module& input, const Planned& planned
   for (ir::FuncId f = 0; f < m_.functions.size() && f < plan_.results.size(); ++f)
     device_[ResultNode(f)] = plan_.results[f];
   MarkReadMoves();
-  Collect(sink, /*first=*/true);
+  Collect(sink, /*only=*/nullptr);
 }
 
 std::string ConstraintGraph::What(const Pin& pin) const {
@@ -157,7 +157,8 @@ void ConstraintGraph::MarkReadMoves() {
   }
 }
 
-void ConstraintGraph::Collect(EdgeSink& sink, bool first) {
+void ConstraintGraph::Collect(EdgeSink& sink, const std::vector<bool>* only) {
+  const bool first = only == nullptr;
   sink_ = &sink;
   first_pass_ = first;
   if (first) {
@@ -177,9 +178,15 @@ void ConstraintGraph::Collect(EdgeSink& sink, bool first) {
   // and operands are defined before their users.
   for (ir::BindingId b = 0; b < bindings_; ++b) {
     if (first) Settle(b);
-    CollectBinding(b);
+    if (first || MayTouch(b, *only)) CollectBinding(b);
   }
   first_pass_ = false;
+}
+
+bool ConstraintGraph::MayTouch(ir::BindingId b, const std::vector<bool>& nodes) const {
+  const ir::Expr& e = m_.bindings[b].expr;
+  if (e.kind != ir::ExprKind::kOpCall || nodes[BindingNode(b)]) return true;
+  return absl::c_any_of(m_.Args(e), [&](const ir::Operand& o) { return o.is_local() && nodes[Local(o)]; });
 }
 
 void ConstraintGraph::Settle(ir::BindingId b) {

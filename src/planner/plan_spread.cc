@@ -89,7 +89,7 @@ std::vector<std::string> SpreadThrough(ConstraintGraph& graph, uint32_t start) {
         for (uint32_t n : queue) gathered[n] = true;
       }
       Incident incident(gathered);
-      graph.Recollect(incident);
+      graph.Recollect(incident, gathered);
       edges = std::move(incident.edges);
       edges_of.clear();
       for (uint32_t i = 0; i < edges.size(); ++i) {

@@ -109,8 +109,9 @@ class ConstraintGraph {
   static size_t NodeCount(const ir::Module& input, const Planned& planned) {
     return input.params.size() + std::min<size_t>(input.bindings.size(), planned.bindings) + input.functions.size();
   }
-  // Hands every edge to `sink` again, in the same order (pins and devices are known by then).
-  void Recollect(EdgeSink& sink) { Collect(sink, /*first=*/false); }
+  // Hands every edge with a side among `nodes` (by node) to `sink` again, in the same order, and
+  // perhaps others: an op call none of whose values is among them is skipped unread.
+  void Recollect(EdgeSink& sink, const std::vector<bool>& nodes) { Collect(sink, &nodes); }
 
   uint32_t ParamNode(uint32_t p) const { return p; }
   uint32_t BindingNode(ir::BindingId b) const { return params_ + b; }
@@ -160,9 +161,11 @@ class ConstraintGraph {
   // A move that nothing reads (directly or through other such moves) constrains nothing: the
   // planner drops it before collecting (docs/planner.md, "Unused moves").
   void MarkReadMoves();
-  // The return edges, then each binding's in id order; the first pass also settles the devices and
-  // records the pins.
-  void Collect(EdgeSink& sink, bool first);
+  // The return edges, then each binding's in id order. The first pass (no `only`) also settles the
+  // devices and records the pins.
+  void Collect(EdgeSink& sink, const std::vector<bool>* only);
+  // Whether binding b's edges may have a side among `nodes`: an op call's join it to its operands.
+  bool MayTouch(ir::BindingId b, const std::vector<bool>& nodes) const;
   // Makes binding b's device final (the first pass, in id order).
   void Settle(ir::BindingId b);
   void CollectBinding(ir::BindingId b);
