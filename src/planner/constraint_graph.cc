@@ -70,6 +70,8 @@ ConstraintGraph::ConstraintGraph(const ir::Module& input, const Planned& planned
     : m_(input), plan_(planned) {
   params_ = static_cast<uint32_t>(m_.params.size());
   bindings_ = std::min(static_cast<uint32_t>(m_.bindings.size()), plan_.bindings);
+  on_device_ = m_.symbols.Find("on_device");
+  device_copy_ = m_.symbols.Find("device_copy");
   device_.assign(params_ + bindings_ + m_.functions.size(), ir::kNoDevice);
   for (uint32_t p = 0; p < params_ && p < plan_.params.size(); ++p) device_[p] = plan_.params[p];
   for (ir::FuncId f = 0; f < m_.functions.size() && f < plan_.results.size(); ++f)
@@ -137,9 +139,13 @@ void ConstraintGraph::AddPin(uint32_t node, ir::DeviceId device, SourceLoc loc, 
   if (first_pass_) pins_.push_back({node, device, loc, source, id, on_device});
 }
 
-bool ConstraintGraph::IsMove(ir::BindingId b) const {
-  const absl::string_view op = m_.OpName(m_.bindings[b].expr);
-  return op == "on_device" || op == "device_copy";
+bool ConstraintGraph::IsHostOp(ir::Symbol op) const {
+  if (op != last_op_) {
+    const absl::string_view name = m_.Name(op);
+    last_op_ = op;
+    last_op_host_ = name == "vm.shape_of" || absl::StartsWith(name, "memory.");
+  }
+  return last_op_host_;
 }
 
 // Readers come after what they read, so one pass in reverse id order marks every move that
@@ -243,13 +249,12 @@ void ConstraintGraph::CollectBinding(ir::BindingId b) {
 }
 
 void ConstraintGraph::CollectOpCall(ir::BindingId b, const ir::Expr& e, absl::Span<const ir::Operand> args) {
-  const absl::string_view op = m_.OpName(e);
   const uint32_t self = BindingNode(b);
-  if (op == "on_device" || op == "device_copy") {
+  if (IsMove(b)) {
     if (args.empty() || !args[0].is_local() || !read_[b]) return;
     const uint32_t value = Local(args[0]);
     const SourceLoc loc = e.loc.valid() ? e.loc : m_.bindings[b].loc;
-    if (op == "device_copy") {
+    if (e.op == device_copy_) {
       for (auto [key, node] : {std::pair{"src", value}, std::pair{"dst", self}})
         if (const ir::Attr* a = m_.FindAttr(e, key); a != nullptr && a->value.is_device())
           AddPin(node, a->value.index, loc, PinSource::kBinding, b);
@@ -273,7 +278,7 @@ void ConstraintGraph::CollectOpCall(ir::BindingId b, const ir::Expr& e, absl::Sp
     AddEdge(self, value, b, Rule::kUncopied);
     return;
   }
-  if (op == "vm.shape_of" || absl::StartsWith(op, "memory.")) return;  // host operands: pinned elsewhere
+  if (IsHostOp(e.op)) return;
   for (const ir::Operand& o : args)
     if (o.is_local()) AddEdge(self, Local(o), b, Rule::kOperand);
 }

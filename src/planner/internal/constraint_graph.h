@@ -157,7 +157,14 @@ class ConstraintGraph {
   }
   void AddEdge(uint32_t a, uint32_t b, ir::BindingId why, Rule rule) { sink_->Add(*this, {a, b, why, rule}); }
   void AddPin(uint32_t node, ir::DeviceId device, SourceLoc loc, PinSource source, uint32_t id, bool on_device = false);
-  bool IsMove(ir::BindingId b) const;
+  // on_device or device_copy (compared by symbol: asked several times per binding).
+  bool IsMove(ir::BindingId b) const {
+    const ir::Expr& e = m_.bindings[b].expr;
+    return e.kind == ir::ExprKind::kOpCall && e.op != ir::kNoSymbol && (e.op == on_device_ || e.op == device_copy_);
+  }
+  // An op whose operands are the host's (pinned elsewhere, no constraint here). Remembers the last
+  // op asked about: programs repeat an op in long runs.
+  bool IsHostOp(ir::Symbol op) const;
   // A move that nothing reads (directly or through other such moves) constrains nothing: the
   // planner drops it before collecting (docs/planner.md, "Unused moves").
   void MarkReadMoves();
@@ -175,6 +182,9 @@ class ConstraintGraph {
   const Planned& plan_;
   uint32_t params_ = 0, bindings_ = 0;
   uint32_t settled_ = 0;  // bindings whose device is final
+  ir::Symbol on_device_ = ir::kNoSymbol, device_copy_ = ir::kNoSymbol;
+  mutable ir::Symbol last_op_ = ir::kNoSymbol;
+  mutable bool last_op_host_ = false;
   bool first_pass_ = true;
   EdgeSink* sink_ = nullptr;
   std::vector<ir::DeviceId> device_;  // in plan_.table; kNoDevice: none
