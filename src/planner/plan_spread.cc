@@ -69,8 +69,8 @@ class Incident : public explain_internal::EdgeSink {
 
 // The first three constraints (by text) that `start`'s device spread through, nearest first. Each
 // node's edges come from a collection pass over the whole program; one pass gathers them for every
-// node waiting in the queue, and past kPassesBeforeAll passes for all nodes at once, so a search
-// costs a few passes however far it goes.
+// node waiting in the queue (the first, for the start and what it reads), and past kPassesBeforeAll
+// passes for all nodes at once, so a search costs a few passes however far it goes.
 std::vector<std::string> SpreadThrough(ConstraintGraph& graph, uint32_t start) {
   constexpr int kPassesBeforeAll = 4;
   std::vector<std::string> through;
@@ -87,6 +87,9 @@ std::vector<std::string> SpreadThrough(ConstraintGraph& graph, uint32_t start) {
         gathered.assign(graph.size(), true);
       } else {
         for (uint32_t n : queue) gathered[n] = true;
+        // The values the start reads are usually its first neighbours: one pass then serves both.
+        if (passes == 1)
+          for (uint32_t n : graph.Reads(start)) gathered[n] = true;
       }
       Incident incident(gathered);
       graph.Recollect(incident, gathered);

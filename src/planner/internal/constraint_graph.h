@@ -118,6 +118,14 @@ class ConstraintGraph {
   uint32_t ResultNode(ir::FuncId f) const { return params_ + bindings_ + f; }
   uint32_t bindings() const { return bindings_; }
   size_t size() const { return device_.size(); }
+  // The values a binding's expression reads (its local operands), by node; none for other nodes.
+  std::vector<uint32_t> Reads(uint32_t node) const {
+    std::vector<uint32_t> reads;
+    if (node >= params_ && node < params_ + bindings_)
+      for (const ir::Operand& o : m_.Args(m_.bindings[node - params_].expr))
+        if (o.is_local()) reads.push_back(Local(o));
+    return reads;
+  }
   // Whether the node's device is final: parameters and results from the start, a binding once
   // collection has reached it.
   bool Settled(uint32_t node) const {
