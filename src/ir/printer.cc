@@ -32,7 +32,9 @@ class Printer {
     if (s == kNoSymbol || s >= m_.symbols.size()) {
       out_.push_back('?');
     } else {
-      absl::StrAppend(&out_, m_.Name(s));
+      // append, not absl::StrAppend: this is most of what a large program's printing does.
+      const absl::string_view name = m_.Name(s);
+      out_.append(name.data(), name.size());
     }
   }
   void Indent(int depth) { out_.append(2 * std::min(depth, kMaxIndentLevels), ' '); }

@@ -103,11 +103,21 @@ absl::Status Planner::PrimitiveUse(BindingId b, uint32_t operand, DomainId site)
   if (value == kNoDomain) return absl::OkStatus();
   BindingId earlier_user = o.is_local() && o.value.is_binding() ? first_user_[o.value.index] : ir::kNoBinding;
   NoteUse(o, site, b);
-  DeviceIndex value_device = domains_.Device(value);
-  uint32_t value_origin = domains_.Origin(value);
-  uint32_t site_origin = domains_.Origin(site);
+  // What a conflict's message names, read before unifying only where a failed unification may have
+  // changed it (a function on a side: its signature's steps before the failing one stay done). Two
+  // first-order domains fail before anything links, so the common use reads it only on a conflict.
+  const bool higher_order = domains_.IsHigherOrder(value) || domains_.IsHigherOrder(site);
+  DeviceIndex value_device = 0;
+  uint32_t value_origin = 0, site_origin = 0;
+  auto read_sides = [&] {
+    value_device = domains_.Device(value);
+    value_origin = domains_.Origin(value);
+    site_origin = domains_.Origin(site);
+  };
+  if (higher_order) read_sides();
   std::optional<UnifyConflict> conflict = domains_.Unify(value, site);
   if (!conflict) return absl::OkStatus();
+  if (!higher_order) read_sides();
   // A device written on a parameter or result is not a use: conflicting with it is an error.
   auto written = [&](uint32_t origin) {
     return origin < pins_.size() && (pins_[origin].kind == PinKind::kParam || pins_[origin].kind == PinKind::kResult);

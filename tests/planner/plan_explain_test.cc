@@ -95,9 +95,75 @@ TEST(AnnotationSpreadWarnings, OneAnnotationThatMovesMostOfTheProgramIsWarnedAbo
   EXPECT_EQ(warnings[0].loc, (SourceLoc{4, 8}));
   EXPECT_THAT(warnings[0].message, HasSubstr("on_device(%r, cpu:0) puts 8 of the program's 8 values on cpu:0 "
                                              "instead of the default cuda:0: they share a device with %r through "
-                                             "%r = relu(%h) at 3:3, %h = matmul(%x, %w1) at 2:3"));
+                                             "%r = relu(%h) at 3:3, %h = matmul(%x, %w1) at 2:3, "
+                                             "%y = matmul(%a, %w2) at 5:3, …"));
   // With cpu:0 as the default, nothing moved.
   EXPECT_THAT(AnnotationSpreadWarnings(p.input, p.plan, VirtualDevice::ForDevice(DeviceType::kCPU, 0)), IsEmpty());
+}
+
+// The one spread warning of planning `text` with cuda:0 as the default; "" when there are others.
+std::string OnlyWarning(const std::string& text) {
+  Planned p = Plan(text);
+  std::vector<Diagnostic> warnings = AnnotationSpreadWarnings(p.input, p.plan, kCuda0);
+  EXPECT_THAT(warnings, SizeIs(1));
+  return warnings.size() == 1 ? warnings[0].message : "";
+}
+
+// The whole message, its three constraints included, where the spread runs through calls, a
+// function's return and an `if` (whose edges reach bindings made after the `if`'s own); along a
+// chain like the planning benchmark's; and through eight annotations, which name nothing, before the
+// next constraints (a search deeper than the passes that gather a few nodes' edges).
+
+TEST(AnnotationSpreadWarnings, TheMessageNamesTheFirstThreeConstraintsNearestFirst) {
+  constexpr char kTail[] =
+      ", … (`vdev plan --explain VALUE` shows the chain for a value; docs/planner.md shows how to pin one op)";
+  EXPECT_EQ(OnlyWarning(R"(def @f(%p: f32[4], %k: f32[4]) -> f32[4] {
+  %m = multiply(%p, %k)
+  return %m
+}
+def @main(%c: bool[], %x: f32[4], %z: f32[4]) -> f32[4] {
+  %t = (%x, %z)
+  %x1 = %t.0
+  %v = if %c {
+    %g = @f(%x1, %z)
+    %b = on_device(%g, cpu:0)
+    return %b
+  } else {
+    %n = negative(%x)
+    return %n
+  }
+  %w = add(%v, %z)
+  %u = @f(%w, %x)
+  return %u
+}
+)"),
+            absl::StrCat("on_device(%g, cpu:0) puts 13 of the program's 13 values on cpu:0 instead of the default "
+                         "cuda:0: they share a device with %g through %g = @f(%x1, %z) at 9:5, @f returns its value, "
+                         "%u = @f(%w, %x) at 17:3",
+                         kTail));
+  // Every tenth value of a chain annotated, each add reading the two before it.
+  std::string chain = "def @main(%p: f32[4], %q: f32[4]) -> f32[4] {\n  %0 = add(%p, %q)\n  %1 = add(%0, %p)\n";
+  for (int i = 2; i < 30; ++i) {
+    const std::string name = i % 10 == 9 ? absl::StrCat("a", i) : absl::StrCat(i);
+    absl::StrAppend(&chain, "  %", name, " = add(%", i - 1, ", %", i - 2, ")\n");
+    if (i % 10 == 9) absl::StrAppend(&chain, "  %", i, " = on_device(%a", i, ", cpu:0)\n");
+  }
+  absl::StrAppend(&chain, "  return %29\n}\n");
+  EXPECT_EQ(OnlyWarning(chain),
+            absl::StrCat("on_device(%a9, cpu:0) puts 32 of the program's 32 values on cpu:0 instead of the default "
+                         "cuda:0: they share a device with %a9 through %a9 = add(%8, %7) at 11:3, %8 = add(%7, %6) "
+                         "at 10:3, %10 = add(%9, %8) at 13:3",
+                         kTail));
+  std::string nested = "def @main(%x: f32[4], %y: f32[4]) -> f32[4] {\n  %m = exp(%x)\n";
+  for (int i = 0; i < 8; ++i)
+    absl::StrAppend(&nested, "  %m", i, " = on_device(%m", i == 0 ? "" : absl::StrCat(i - 1),
+                    ", cpu:0, constrain_result=true)\n");
+  absl::StrAppend(&nested, "  %s = add(%m7, %y)\n  %t = negative(%s)\n  %u = exp(%t)\n  return %u\n}\n");
+  EXPECT_EQ(OnlyWarning(nested),
+            absl::StrCat("on_device(%m, cpu:0, constrain_result=true) puts 6 of the program's 6 values on cpu:0 "
+                         "instead of the default cuda:0: they share a device with %m through %m = exp(%x) at 2:3, "
+                         "%s = add(%m7, %y) at 11:3, %t = negative(%s) at 12:3",
+                         kTail));
 }
 
 TEST(AnnotationSpreadWarnings, AnUnreadAnnotationMovesNothing) {
