@@ -352,16 +352,17 @@ class CudaBackend final : public ExecutionBackend {
   }
 
   // A copy between two GPUs of one worker goes over their link (NVLink, PCIe) only where `from`
-  // may access `to`'s memory; otherwise the driver stages it through host memory, several times
-  // slower for small copies. Where the hardware cannot, copies stay staged.
+  // may access `to`'s memory; otherwise the driver stages it through host memory, slower. Where the
+  // hardware cannot, or a GPU already has as many peers as it may (8), copies stay staged.
   static absl::Status EnablePeerAccess(int from, int to) {
     int can = 0;
     VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceCanAccessPeer(&can, from, to), "cudaDeviceCanAccessPeer"));
     if (!can) return absl::OkStatus();
     VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(from), "cudaSetDevice"));
     const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
-    if (e == cudaErrorPeerAccessAlreadyEnabled) {
-      cudaGetLastError();  // clears it: another part of the process (NCCL, a probe) enabled it first
+    // Already enabled (by NCCL, a probe) or too many peers: the copy works either way.
+    if (e == cudaErrorPeerAccessAlreadyEnabled || e == cudaErrorTooManyPeers) {
+      cudaGetLastError();  // clears it
       return absl::OkStatus();
     }
     return CudaStatus(e, "cudaDeviceEnablePeerAccess");

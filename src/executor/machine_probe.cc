@@ -1,7 +1,7 @@
 // ProbeMachine (vdev/executor/machine_probe.h): the CPU measured with vdev's own CPU kernels (a matmul per
 // dtype, an elementwise add for memory bandwidth); the GPUs by machine_probe_cuda.cc where built;
-// every device's fixed time per kind of op, and its waits on the host, through vdev's executor
-// (chains of small ops).
+// every device's fixed time per kind of op, its waits on the host, and on GPUs each kind's ramp and
+// the copies between GPUs inside a graph, through vdev's executor (chains of small ops).
 #include "vdev/executor/machine_probe.h"
 
 #include <unistd.h>
