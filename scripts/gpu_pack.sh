@@ -23,7 +23,7 @@ done
 for big in "$DEST"/lib/libopenblas* "$DEST"/lib/libz3*; do if [ -e "$big" ]; then xz -T0 -6 "$big"; fi; done
 cp "$SRC/scripts/gpu_run.sh" "$SRC/scripts/gpu_exec_run.sh" "$SRC/scripts/gpu_fusion_run.sh" "$SRC/scripts/gpu_verify.sh" \
   "$SRC/scripts/gpu_step.sh" "$SRC/scripts/gpu_multi_gpu_check.sh" "$SRC/scripts/gpu_four_gpu.sh" \
-  "$SRC/scripts/gpu_predict_run.sh" "$SRC/scripts/gpu_ports_run.sh" "$DEST/scripts/"
+  "$SRC/scripts/gpu_predict_run.sh" "$SRC/scripts/gpu_predict_diag.sh" "$SRC/scripts/gpu_ports_run.sh" "$DEST/scripts/"
 cp -r "$SRC/examples" "$DEST/"  # the programs gpu_predict_run.sh runs, as this checkout has them
 cp "$SRC/bench/torch_symm_bench.py" "$SRC/bench/derive_auto_table.py" "$DEST/bench/"
 du -sh "$DEST"

@@ -6,9 +6,9 @@
 # probed machine with GPUs of 6 MB (its 8.4 MB of weights then split over both).
 # Run from the repository root after `bash scripts/gpu_pack.sh .gpu` here:
 #   device run (kind nvidia-h100-x2): bash .gpu/scripts/gpu_predict_run.sh   (carry .gpu)
-# Also the executor's per-op time with 1 and 2 workers (chains of adds run by `vdev run`). Comes back
-# in $OUT: machine.txt, probe.json, summary.tsv (one row per program, workers and placement),
-# chains.tsv and logs.tgz (every step's log and plan).
+# Comes back in $OUT: machine.txt, probe.json, summary.tsv (one row per program, workers and
+# placement) and logs.tgz (every step's log and plan). scripts/gpu_predict_diag.sh, run after it,
+# reads its probe and the decoder's hand placements.
 set -u
 # shellcheck source=gpu_step.sh
 source "$(dirname "$0")/gpu_step.sh" gpu-predict-out
@@ -29,6 +29,7 @@ json.dump(m, open(sys.argv[2], "w"), indent=1)
 # The decoder's default placement ignores the 6 MB the machine declares; its peers are two hand
 # placements that fit: layers 0-3 on cuda:0, 4-7 and the output matmul on cuda:1, the lookup and
 # the softmax on cpu:0 (hand_cpu) or on the GPUs (hand_gpu). Each annotation pins a layer boundary.
+# (hand_cpu, op by op and 3x slower, is written for gpu_predict_diag.sh's use, not timed here.)
 python3 - "$ex/planner/decoder_pipeline.vdev" "$ex/planner" <<'PY'
 import sys
 text = open(sys.argv[1]).read()
@@ -52,7 +53,6 @@ programs=(
   "tp_transformer_10 memory/tp_transformer_10.vdev probe.json 2 200"
   "tp_pp_transformer_10 memory/tp_pp_transformer_10.vdev probe.json 1 200"
   "decoder_pipeline planner/decoder_pipeline.vdev probe_small.json 1 500 --check"
-  "decoder_hand_cpu planner/decoder_pipeline_hand_cpu.vdev probe_small.json 1 500"
   "decoder_hand_gpu planner/decoder_pipeline_hand_gpu.vdev probe_small.json 1 500"
   "heterogeneous run/heterogeneous.vdev probe.json 1 500 --check"
   "heterogeneous run/heterogeneous.vdev probe.json 2 500 --check"
@@ -76,31 +76,7 @@ for row in "${programs[@]}"; do
   [ "$name" = heterogeneous ] && step "${tag}_optimized_profile" 120 "$bin/vdev" run "$ex/$file" --backend cuda \
     --workers "$workers" --repeat 3 --profile --optimize --machine "$out/$machine"
 done
-# The per-op time with 1 and 2 workers (each on its own GPU, sharing the host's CPU): chains of 65
-# and of 1 one-element add on cpu:0, and on cuda:0 op by op (inside an if) and replayed.
-chain() {  # DEVICE OPS FORM(if|line)
-  local body="" i
-  for ((i = 0; i < $2; i++)); do body+="  %x$i = add($([ $i = 0 ] && echo %a || echo %x$((i - 1))), %a)"$'\n'; done
-  body+="  return %x$(($2 - 1))"$'\n'
-  printf 'config { targets = [llvm, cuda], default = %s, host = cpu:0 }\n' "$1"
-  if [ "$3" = if ]; then
-    printf 'def @main(%%a: f32[1], %%c: bool[]) -> f32[1] {\n  %%r = if %%c {\n%s  } else {\n%s  }\n  return %%r\n}\n' \
-      "$body" "${body//%x/%y}"
-  else
-    printf 'def @main(%%a: f32[1]) -> f32[1] {\n%s}\n' "$body"
-  fi
-}
-for kind in "cpu:0 line" "cuda:0 if" "cuda:0 line"; do
-  read -r device form <<< "$kind"
-  for ops in 1 65; do
-    f=$out/chain_${device%%:*}_${form}_$ops.vdev
-    chain "$device" "$ops" "$form" > "$f"
-    for workers in 1 2; do
-      step "chain_${device%%:*}_${form}_${ops}_w$workers" 60 "$bin/vdev" run "$f" --backend cuda --workers "$workers" --repeat 2000
-    done
-  done
-done
-mv "$out"/*.log "$out"/*.vdev "$logs/"
+mv "$out"/*.log "$logs/"
 python3 - "$out" "${programs[@]}" <<'EOF' | tee "$out/summary.tsv"
 import json, re, sys
 out, rows = sys.argv[1], sys.argv[2:]
@@ -129,19 +105,6 @@ for row in rows:
         best = min(measured) if measured else float("nan")
         print(f"{name}\t{workers}\t{placement}\t{predicted:.4f}\t{best:.4f}\t{predicted / best:.2f}\t"
               f"{cost.get('launch', '?')}\t{','.join(f'{x:.4f}' for x in measured)}")
-EOF
-python3 - "$out" <<'EOF' | tee "$out/chains.tsv"
-import re, sys
-out = sys.argv[1]
-print("chain\tworkers\tper_op_us\tper_run_us")
-for kind in ("cpu_line", "cuda_if", "cuda_line"):
-    for workers in (1, 2):
-        t = {}
-        for ops in (1, 65):
-            m = re.search(r"then ([0-9.]+) ms per run", open(f"{out}/logs/chain_{kind}_{ops}_w{workers}.log").read())
-            t[ops] = float(m.group(1)) * 1e3 if m else float("nan")
-        per_op = (t[65] - t[1]) / 64
-        print(f"{kind}\t{workers}\t{per_op:.3f}\t{t[1] - per_op:.3f}")
 EOF
 tar -C "$out" -czf "$out/logs.tgz" logs && rm -rf "$logs"
 exit $status

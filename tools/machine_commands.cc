@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "commands.h"
 #include "vdev/executor/machine_probe.h"
@@ -33,17 +34,25 @@ void PrintSummary(const Machine& m) {
       absl::StrAppendFormat(&kinds, " %s %.3g/%.3g", KernelKindName(kind), seconds * 1e6,
                             replayed == s.kind_graph_kernel_seconds.end() ? 0.0 : replayed->second * 1e6);
     }
+    std::string ramps;  // per kind: bytes, op by op / replayed
+    for (const auto& [kind, r] : s.kind_ramp) {
+      absl::StrAppendFormat(&ramps, " %s %.3g B %.3g/%.3g", KernelKindName(kind), r.bytes, r.seconds * 1e6,
+                            r.graph_seconds * 1e6);
+    }
     std::cerr << absl::StrFormat(
         "vdev machine probe: %s: %.3g GB, %.4g GB/s, TFLOP/s:%s, per op %.3g us (%.3g us replayed), by kind "
-        "us (op by op/replayed):%s, if %.3g us, host copy %.3g us\n",
+        "us (op by op/replayed):%s, if %.3g us, host copy %.3g us%s\n",
         m.devices[d].ToString(), s.memory_bytes / 1e9, s.bandwidth / 1e9, rates, s.kernel_seconds * 1e6,
-        s.graph_kernel_seconds * 1e6, kinds, s.if_seconds * 1e6, s.host_copy_seconds * 1e6);
+        s.graph_kernel_seconds * 1e6, kinds, s.if_seconds * 1e6, s.host_copy_seconds * 1e6,
+        ramps.empty() ? "" : absl::StrCat(", ramp us (op by op/replayed):", ramps));
   }
   for (size_t a = 0; a < m.devices.size(); ++a) {
     for (size_t b = a + 1; b < m.devices.size(); ++b) {
       const LinkSpec& l = m.Link(a, b);
-      std::cerr << absl::StrFormat("vdev machine probe: %s <-> %s: %.4g GB/s, %.3g us\n", m.devices[a].ToString(),
-                                   m.devices[b].ToString(), l.bandwidth / 1e9, l.latency * 1e6);
+      std::cerr << absl::StrFormat(
+          "vdev machine probe: %s <-> %s: %.4g GB/s, %.3g us%s\n", m.devices[a].ToString(), m.devices[b].ToString(),
+          l.bandwidth / 1e9, l.latency * 1e6,
+          l.graph_latency ? absl::StrFormat(" (%.3g us in a graph)", *l.graph_latency * 1e6) : std::string());
     }
   }
 }

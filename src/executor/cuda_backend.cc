@@ -342,9 +342,30 @@ class CudaBackend final : public ExecutionBackend {
     gpu->device = device;
     VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
     VDEV_ASSIGN_OR_RETURN(gpu->kernels, CudaKernelBackend::Create(device));
+    for (const auto& [other, unused] : by_device_) {
+      VDEV_RETURN_IF_ERROR(EnablePeerAccess(device, other));
+      VDEV_RETURN_IF_ERROR(EnablePeerAccess(other, device));
+    }
     Gpu* raw = gpu.get();
     by_device_[device] = std::move(gpu);
     return raw;
+  }
+
+  // A copy between two GPUs of one worker goes over their link (NVLink, PCIe) only where `from`
+  // may access `to`'s memory; otherwise the driver stages it through host memory, slower. Where the
+  // hardware cannot, or a GPU already has as many peers as it may (8), copies stay staged.
+  static absl::Status EnablePeerAccess(int from, int to) {
+    int can = 0;
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaDeviceCanAccessPeer(&can, from, to), "cudaDeviceCanAccessPeer"));
+    if (!can) return absl::OkStatus();
+    VDEV_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(from), "cudaSetDevice"));
+    const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
+    // Already enabled (by NCCL, a probe) or too many peers: the copy works either way.
+    if (e == cudaErrorPeerAccessAlreadyEnabled || e == cudaErrorTooManyPeers) {
+      cudaGetLastError();  // clears it
+      return absl::OkStatus();
+    }
+    return CudaStatus(e, "cudaDeviceEnablePeerAccess");
   }
 
   // The lane of `d` (made on first use): the GPU's, or the virtual device's own in kPerVirtualDevice.

@@ -1,7 +1,7 @@
 // ProbeMachine (vdev/executor/machine_probe.h): the CPU measured with vdev's own CPU kernels (a matmul per
 // dtype, an elementwise add for memory bandwidth); the GPUs by machine_probe_cuda.cc where built;
-// every device's fixed time per kind of op, and its waits on the host, through vdev's executor
-// (chains of small ops).
+// every device's fixed time per kind of op, its waits on the host, and on GPUs each kind's ramp and
+// the copies between GPUs inside a graph, through vdev's executor (chains of small ops).
 #include "vdev/executor/machine_probe.h"
 
 #include <unistd.h>
@@ -53,11 +53,10 @@ absl::StatusOr<double> BestCpuSeconds(const std::string& text, int repetitions) 
   return BestRunSeconds(text, backend.get(), repetitions);
 }
 
-// The op a probe chains for each kind of kernel, `$` its previous value (8x8 f32 throughout: the
-// smallest operands whose kernels are the kind's usual ones, not a one-element special case).
+// The op a probe chains for each kind of kernel, `$` its previous value.
 const char* ChainOp(KernelKind kind) {
   switch (kind) {
-    case KernelKind::kMatmul: return "matmul($, %a)";
+    case KernelKind::kMatmul: return "matmul($, %w)";
     case KernelKind::kNorm: return "rms_norm($, %g)";
     case KernelKind::kElementwise: return "add($, %a)";
   }
@@ -66,14 +65,36 @@ const char* ChainOp(KernelKind kind) {
 
 // The shapes of the probe's programs.
 enum class ChainForm {
-  kReplayed,    // straight-line: captured as a CUDA graph and replayed on a GPU
-  kOpByOp,      // inside both arms of one `if`, which the executor never captures
-  kIfs,         // every op in the arms of its own `if` on %c: each reads its condition back
-  kHostCopies,  // ops pinned to cpu:0 and the GPU in turn: each op's value is copied to or from the host
+  kReplayed,     // straight-line: captured as a CUDA graph and replayed on a GPU
+  kOpByOp,       // inside both arms of one `if`, which the executor never captures
+  kIfs,          // every op in the arms of its own `if` on %c: each reads its condition back
+  kAlternating,  // ops pinned to another device and this one in turn: each op's value is copied
 };
 
-// A chain of `ops` ops of `kind` on `device` (the config's default) in `form`.
-std::string OpChain(const std::string& device, int ops, ChainForm form, KernelKind kind) {
+// The f32 values a chain's ops take and give, [rows, cols] (a matmul's weight [cols, cols]).
+// kSmall: the smallest operands whose kernels are the kind's usual ones (not a one-element special
+// case), for the fixed time; kMedium: a small-batch layer's (the decoder and heterogeneous
+// examples': 16-32 tokens, hidden 256-512), for how the time grows (KernelRamp).
+struct ChainShape {
+  int rows, cols;
+};
+constexpr ChainShape kSmall{8, 8}, kMedium{32, 512};
+
+// What one op of `kind` reads and writes at `shape`.
+double ChainOpBytes(KernelKind kind, ChainShape shape) {
+  const double value = 4.0 * shape.rows * shape.cols;
+  switch (kind) {
+    case KernelKind::kMatmul: return 2 * value + 4.0 * shape.cols * shape.cols;
+    case KernelKind::kNorm: return 2 * value + 4.0 * shape.cols;
+    case KernelKind::kElementwise: return 3 * value;
+  }
+  return 3 * value;
+}
+
+// A chain of `ops` ops of `kind` on `device` (the config's default) in `form`; kAlternating puts
+// every other op on `other`.
+std::string OpChain(const std::string& device, int ops, ChainForm form, KernelKind kind, ChainShape shape = kSmall,
+                    const std::string& other = "cpu:0") {
   auto step = [kind](const std::string& prev) { return absl::StrReplaceAll(ChainOp(kind), {{"$", prev}}); };
   auto chain = [&](const char* name) {
     std::string text;
@@ -82,10 +103,10 @@ std::string OpChain(const std::string& device, int ops, ChainForm form, KernelKi
       if (form == ChainForm::kIfs) {  // both arms run an op of the kind, so either arm costs the same
         absl::StrAppend(&text, "  %", name, i, " = if %c {\n    %t", i, " = ", step(prev), "\n    return %t", i,
                         "\n  } else {\n    %f", i, " = ", step(prev), "\n    return %f", i, "\n  }\n");
-      } else if (form == ChainForm::kHostCopies) {  // each op pinned; the CPU's read %b, a host input
-        const bool cpu = i % 2 == 0;
-        absl::StrAppend(&text, "  %h", i, " = ", cpu ? absl::StrReplaceAll(step(prev), {{"%a", "%b"}}) : step(prev),
-                        "\n  %", name, i, " = on_device(%h", i, ", ", cpu ? "cpu:0" : device, ")\n");
+      } else if (form == ChainForm::kAlternating) {  // each op pinned; `other`'s read %b, an input there
+        const bool away = i % 2 == 0;
+        absl::StrAppend(&text, "  %h", i, " = ", away ? absl::StrReplaceAll(step(prev), {{"%a", "%b"}}) : step(prev),
+                        "\n  %", name, i, " = on_device(%h", i, ", ", away ? other : device, ")\n");
       } else {
         absl::StrAppend(&text, "  %", name, i, " = ", step(prev), "\n");
       }
@@ -93,9 +114,11 @@ std::string OpChain(const std::string& device, int ops, ChainForm form, KernelKi
     return absl::StrCat(text, "  return %", name, ops - 1, "\n");
   };
   const bool condition = form == ChainForm::kOpByOp || form == ChainForm::kIfs;
+  const std::string value = absl::StrCat("f32[", shape.rows, ",", shape.cols, "]");
   const std::string head = absl::StrCat(
-      "config { targets = [llvm, cuda], default = ", device, ", host = cpu:0 }\ndef @main(%a: f32[8,8], %g: f32[8]",
-      condition ? ", %c: bool[]" : "", form == ChainForm::kHostCopies ? ", %b: f32[8,8]" : "", ") -> f32[8,8] {\n");
+      "config { targets = [llvm, cuda], default = ", device, ", host = cpu:0 }\ndef @main(%a: ", value, ", %g: f32[",
+      shape.cols, "], %w: f32[", shape.cols, ",", shape.cols, "]", condition ? ", %c: bool[]" : "",
+      form == ChainForm::kAlternating ? ", %b: " + value : "", ") -> ", value, " {\n");
   if (form != ChainForm::kOpByOp) return absl::StrCat(head, chain("x"), "}\n");
   return absl::StrCat(head, "  %r = if %c {\n", chain("x"), "  } else {\n", chain("y"), "  }\n  return %r\n}\n");
 }
@@ -109,11 +132,12 @@ struct FixedTimes {
   double per_run = 0;
 };
 absl::StatusOr<FixedTimes> ProbeFixedTimes(ExecutionBackend* backend, const std::string& device, ChainForm form,
-                                           KernelKind kind, int repetitions) {
-  VDEV_ASSIGN_OR_RETURN(double many,
-                        BestRunSeconds(OpChain(device, kLongChain, form, kind), backend, 10 * repetitions));
-  VDEV_ASSIGN_OR_RETURN(double few,
-                        BestRunSeconds(OpChain(device, kShortChain, form, kind), backend, 10 * repetitions));
+                                           KernelKind kind, int repetitions, ChainShape shape = kSmall,
+                                           const std::string& other = "cpu:0") {
+  VDEV_ASSIGN_OR_RETURN(
+      double many, BestRunSeconds(OpChain(device, kLongChain, form, kind, shape, other), backend, 10 * repetitions));
+  VDEV_ASSIGN_OR_RETURN(
+      double few, BestRunSeconds(OpChain(device, kShortChain, form, kind, shape, other), backend, 10 * repetitions));
   FixedTimes t;
   t.per_op = std::max(0.0, (many - few) / (kLongChain - kShortChain));
   t.per_run = std::max(0.0, few - kShortChain * t.per_op);
@@ -182,6 +206,34 @@ absl::StatusOr<DeviceSpec> ProbeCpu(int repetitions, double* run_seconds) {
 }
 
 #ifdef VDEV_PROBE_CUDA
+// How much longer than its fixed time each kind's op takes at kMedium, op by op and replayed.
+absl::Status ProbeRamps(ExecutionBackend* backend, const std::string& device, int repetitions, DeviceSpec* spec) {
+  for (KernelKind kind : kKernelKinds) {
+    VDEV_ASSIGN_OR_RETURN(FixedTimes op_by_op,
+                          ProbeFixedTimes(backend, device, ChainForm::kOpByOp, kind, repetitions, kMedium));
+    VDEV_ASSIGN_OR_RETURN(FixedTimes replayed,
+                          ProbeFixedTimes(backend, device, ChainForm::kReplayed, kind, repetitions, kMedium));
+    spec->kind_ramp[kind] = {
+        .bytes = ChainOpBytes(kind, kMedium),
+        .seconds = std::max(0.0, op_by_op.per_op - spec->kind_kernel_seconds.at(kind)),
+        .graph_seconds = std::max(0.0, replayed.per_op - spec->kind_graph_kernel_seconds.at(kind)),
+    };
+  }
+  return absl::OkStatus();
+}
+
+// A copy between cuda:`from` and cuda:`to` inside a replayed graph: a chain of adds alternating
+// between them pays per op an add (its replayed fixed time) and a copy (`link`'s bandwidth and the
+// latency wanted).
+absl::Status ProbeGraphCopy(int from, int to, int repetitions, double add_seconds, LinkSpec* link) {
+  VDEV_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionBackend> backend, CreateCudaBackend(nullptr, std::max(from, to) + 1));
+  VDEV_ASSIGN_OR_RETURN(FixedTimes alternating,
+                        ProbeFixedTimes(backend.get(), absl::StrCat("cuda:", to), ChainForm::kAlternating,
+                                        KernelKind::kElementwise, repetitions, kSmall, absl::StrCat("cuda:", from)));
+  link->graph_latency = std::max(0.0, alternating.per_op - add_seconds - 8 * 8 * 4 / link->bandwidth);
+  return absl::OkStatus();
+}
+
 // cuda:`gpu`'s per-op times per kind, op by op and replayed, and its waits on the host, through the
 // CUDA backend (one worker: the program's cuda:`gpu` is GPU `gpu`); a replayed run's fixed time.
 // A copy's wait: a chain alternating an op on the CPU (`cpu_op`) and one on the GPU pays per pair of
@@ -196,7 +248,8 @@ absl::Status ProbeGpuPerOp(int gpu, int repetitions, double cpu_op, const LinkSp
   VDEV_ASSIGN_OR_RETURN(*run_seconds, ProbeKinds(backend.get(), device, ChainForm::kReplayed, repetitions,
                                                  &spec->kind_graph_kernel_seconds, &spec->graph_kernel_seconds));
   VDEV_RETURN_IF_ERROR(ProbeIfWait(backend.get(), device, repetitions, spec));
-  VDEV_ASSIGN_OR_RETURN(FixedTimes alternating, ProbeFixedTimes(backend.get(), device, ChainForm::kHostCopies,
+  VDEV_RETURN_IF_ERROR(ProbeRamps(backend.get(), device, repetitions, spec));
+  VDEV_ASSIGN_OR_RETURN(FixedTimes alternating, ProbeFixedTimes(backend.get(), device, ChainForm::kAlternating,
                                                                 KernelKind::kElementwise, repetitions));
   const double gpu_op = spec->kind_kernel_seconds.at(KernelKind::kElementwise);
   const double link = to_cpu.latency + 8 * 8 * 4 / to_cpu.bandwidth;
@@ -277,6 +330,14 @@ absl::StatusOr<Machine> ProbeMachine(const ProbeOptions& options) {
                                          cpu.kind_kernel_seconds.at(KernelKind::kElementwise), probed[g].to_cpu,
                                          &probed[g].spec, &gpu_run_seconds));
       if (g == 0) run_seconds = gpu_run_seconds;
+    }
+    for (int g = 0; g < gpus; ++g) {
+      for (int h = g + 1; h < gpus; ++h) {
+        const double add = (probed[g].spec.kind_graph_kernel_seconds.at(KernelKind::kElementwise) +
+                            probed[h].spec.kind_graph_kernel_seconds.at(KernelKind::kElementwise)) /
+                           2;
+        VDEV_RETURN_IF_ERROR(ProbeGraphCopy(g, h, std::max(1, options.repetitions), add, &probed[g].to_gpu[h]));
+      }
     }
     MakeAlikeGpusIdentical(&probed);
     for (int g = 0; g < gpus; ++g) b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCUDA, g), probed[g].spec);

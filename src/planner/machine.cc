@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -56,24 +58,30 @@ absl::Status CheckEveryPairLinked(const Machine& m) {
 // named by a pair link only where its link differs, and devices alike in all but their ids are
 // found identical (the optimiser searches one of them, internal/identical_devices.h).
 void FoldPairLinksIntoTypeLinks(Machine& m, const std::map<DeviceType, int64_t>& per_type) {
-  using Key = std::pair<double, double>;  // bandwidth, latency
+  using Key = std::tuple<double, double, double>;  // bandwidth, latency, graph latency (-1: none)
   std::map<uint32_t, absl::flat_hash_map<Key, int64_t>> counts;
   for (const auto& [key, link] : m.pair_links) {
     const uint32_t types =
         Machine::TypePairKey(m.devices[key >> 32].device_type(), m.devices[key & 0xffffffffu].device_type());
-    if (!m.type_links.contains(types)) ++counts[types][Key{link.bandwidth, link.latency}];
+    if (!m.type_links.contains(types))
+      ++counts[types][Key{link.bandwidth, link.latency, link.graph_latency.value_or(-1)}];
   }
   for (const auto& [types, by_link] : counts) {
     const int64_t na = per_type.at(static_cast<DeviceType>(types >> 16));
     const int64_t nb = per_type.at(static_cast<DeviceType>(types & 0xffff));
     const int64_t pairs = (types >> 16) == (types & 0xffff) ? na * (na - 1) / 2 : na * nb;
     int64_t total = 0;
-    std::pair<Key, int64_t> common{{0, 0}, -1};
+    std::pair<Key, int64_t> common{{0, 0, -1}, -1};
     for (const auto& [link, n] : by_link) {
       total += n;
       if (n > common.second || (n == common.second && link < common.first)) common = {link, n};
     }
-    if (total == pairs) m.type_links[types] = {.bandwidth = common.first.first, .latency = common.first.second};
+    if (total == pairs) {
+      const auto [bandwidth, latency, graph_latency] = common.first;
+      m.type_links[types] = {.bandwidth = bandwidth,
+                             .latency = latency,
+                             .graph_latency = graph_latency < 0 ? std::nullopt : std::optional(graph_latency)};
+    }
   }
   absl::erase_if(m.pair_links, [&](const auto& entry) {
     const uint32_t types = Machine::TypePairKey(m.devices[entry.first >> 32].device_type(),
@@ -100,17 +108,22 @@ absl::Status CheckDevice(const VirtualDevice& d, const DeviceSpec& s) {
   for (const auto* by_kind : {&s.kind_kernel_seconds, &s.kind_graph_kernel_seconds}) {
     for (const auto& [kind, seconds] : *by_kind) fixed = fixed && fixed_ok(seconds);
   }
+  for (const auto& [kind, ramp] : s.kind_ramp) {
+    fixed = fixed && ramp.bytes > 0 && fixed_ok(ramp.seconds) && fixed_ok(ramp.graph_seconds);
+  }
   if (!fixed) {
     return absl::InvalidArgumentError(absl::StrCat(
         "machine: device ", d.ToString(),
-        " needs fixed times (kernel_us, graph_kernel_us and their by_kind entries, if_us, host_copy_us) of 0 to 1 s"));
+        " needs fixed times (kernel_us, graph_kernel_us and their by_kind entries, if_us, host_copy_us, ramp_by_kind's"
+        " us and graph_us) of 0 to 1 s and ramp bytes above 0"));
   }
   return absl::OkStatus();
 }
 
 absl::Status CheckLink(const LinkSpec& link, const std::string& between) {
-  if (!(link.bandwidth > 0) || !(link.latency >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("machine: link ", between, " needs a bandwidth above 0"));
+  if (!(link.bandwidth > 0) || !(link.latency >= 0) || !(link.graph_latency.value_or(0) >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("machine: link ", between, " needs a bandwidth above 0 and latencies of at least 0"));
   }
   return absl::OkStatus();
 }
@@ -305,6 +318,10 @@ absl::Status ParseLinks(const Json& links, const absl::flat_hash_map<std::string
     LinkSpec link;
     VDEV_RETURN_IF_ERROR(Number(l, "bandwidth_gbs", 1e9, &link.bandwidth));
     VDEV_RETURN_IF_ERROR(Number(l, "latency_us", 1e-6, &link.latency));
+    if (l.contains("graph_latency_us")) {
+      link.graph_latency = 0;
+      VDEV_RETURN_IF_ERROR(Number(l, "graph_latency_us", 1e-6, &*link.graph_latency));
+    }
     if (a->device) {
       b->AddLink(*a->device, *c->device, link);
     } else {
@@ -352,6 +369,25 @@ absl::Status ParseKindTimes(const Json& d, const char* key, std::map<KernelKind,
   return absl::OkStatus();
 }
 
+// "ramp_by_kind": {"matmul": {"bytes": B, "us": µs, "graph_us": µs}, ...}, where given.
+absl::Status ParseKindRamps(const Json& d, std::map<KernelKind, KernelRamp>* out) {
+  if (!d.contains("ramp_by_kind")) return absl::OkStatus();
+  if (!d["ramp_by_kind"].is_object()) return absl::InvalidArgumentError("machine: \"ramp_by_kind\" must be an object");
+  for (const auto& [name, ramp] : d["ramp_by_kind"].items()) {
+    std::optional<KernelKind> kind = KernelKindFromName(name);
+    if (!kind || !ramp.is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("machine: \"ramp_by_kind\": bad entry \"", name,
+                       "\" (kinds: matmul, norm, elementwise; each {bytes, us, graph_us})"));
+    }
+    KernelRamp& r = (*out)[*kind];
+    VDEV_RETURN_IF_ERROR(Number(ramp, "bytes", 1, &r.bytes));
+    VDEV_RETURN_IF_ERROR(Number(ramp, "us", 1e-6, &r.seconds));
+    VDEV_RETURN_IF_ERROR(Number(ramp, "graph_us", 1e-6, &r.graph_seconds));
+  }
+  return absl::OkStatus();
+}
+
 // The "devices" array: each device and its spec added to `b`; returns the index of each by its name.
 absl::StatusOr<absl::flat_hash_map<std::string, int>> ParseDevices(const Json& list, MachineBuilder* b) {
   absl::flat_hash_map<std::string, int> devices;  // by the name the file gives
@@ -374,6 +410,7 @@ absl::StatusOr<absl::flat_hash_map<std::string, int>> ParseDevices(const Json& l
     VDEV_RETURN_IF_ERROR(OptionalNumber(d, "host_copy_us", 1e-6, 0, &spec.host_copy_seconds));
     VDEV_RETURN_IF_ERROR(ParseKindTimes(d, "kernel_us_by_kind", &spec.kind_kernel_seconds));
     VDEV_RETURN_IF_ERROR(ParseKindTimes(d, "graph_kernel_us_by_kind", &spec.kind_graph_kernel_seconds));
+    VDEV_RETURN_IF_ERROR(ParseKindRamps(d, &spec.kind_ramp));
     if (d.contains("tflops")) {
       if (!d["tflops"].is_object()) return absl::InvalidArgumentError("machine: \"tflops\" must be an object");
       for (const auto& [name, rate] : d["tflops"].items()) {
@@ -443,7 +480,9 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
 
 std::string MachineJson(const Machine& machine) {
   auto link_json = [](const Json& between, const LinkSpec& l) {
-    return Json{{"between", between}, {"bandwidth_gbs", l.bandwidth / 1e9}, {"latency_us", l.latency / 1e-6}};
+    Json link{{"between", between}, {"bandwidth_gbs", l.bandwidth / 1e9}, {"latency_us", l.latency / 1e-6}};
+    if (l.graph_latency) link["graph_latency_us"] = *l.graph_latency / 1e-6;
+    return link;
   };
   Json devices = Json::array(), links = Json::array(), ops = Json::object();
   for (size_t d = 0; d < machine.devices.size(); ++d) {
@@ -467,6 +506,10 @@ std::string MachineJson(const Machine& machine) {
     }
     if (s.if_seconds > 0) devices.back()["if_us"] = s.if_seconds / 1e-6;
     if (s.host_copy_seconds > 0) devices.back()["host_copy_us"] = s.host_copy_seconds / 1e-6;
+    for (const auto& [kind, r] : s.kind_ramp) {
+      devices.back()["ramp_by_kind"][std::string(KernelKindName(kind))] = {
+          {"bytes", r.bytes}, {"us", r.seconds / 1e-6}, {"graph_us", r.graph_seconds / 1e-6}};
+    }
   }
   // In a stable order: the maps' is not.
   std::map<uint32_t, LinkSpec> type_links(machine.type_links.begin(), machine.type_links.end());
@@ -487,103 +530,6 @@ std::string MachineJson(const Machine& machine) {
   }
   return Json{{"devices", devices}, {"links", links}, {"ops", ops}, {"run_us", machine.run_seconds / 1e-6}}.dump(2) +
          "\n";
-}
-
-namespace {
-
-// Every value of `field` within `tolerance` of the others (relative to the largest); `mean` gets
-// their mean.
-template <typename T, typename Field>
-bool AlikeMean(const std::vector<T>& items, double tolerance, Field field, double* mean) {
-  double lo = field(items[0]), hi = lo, sum = 0;
-  for (const T& item : items) {
-    const double v = field(item);
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-    sum += v;
-  }
-  *mean = sum / static_cast<double>(items.size());
-  return hi - lo <= tolerance * std::abs(hi);
-}
-
-}  // namespace
-
-std::optional<DeviceSpec> AverageIfAlike(const std::vector<DeviceSpec>& specs, double tolerance) {
-  if (specs.empty()) return std::nullopt;
-  DeviceSpec mean = specs[0];
-  for (const DeviceSpec& s : specs) {
-    if (s.flops.size() != mean.flops.size() || s.kind_kernel_seconds.size() != mean.kind_kernel_seconds.size() ||
-        s.kind_graph_kernel_seconds.size() != mean.kind_graph_kernel_seconds.size())
-      return std::nullopt;
-  }
-  bool alike = true;
-  auto average = [&](auto field, double* out) { alike = AlikeMean(specs, tolerance, field, out) && alike; };
-  average([](const DeviceSpec& s) { return s.memory_bytes; }, &mean.memory_bytes);
-  average([](const DeviceSpec& s) { return s.bandwidth; }, &mean.bandwidth);
-  average([](const DeviceSpec& s) { return s.default_flops; }, &mean.default_flops);
-  average([](const DeviceSpec& s) { return s.graph_kernel_seconds; }, &mean.graph_kernel_seconds);
-  // What a run op by op pays per op, and its waits, measure the host (dispatch, the driver) as much
-  // as the device: averaged, not compared.
-  auto host_side = [&](auto field, double* out) { AlikeMean(specs, tolerance, field, out); };
-  host_side([](const DeviceSpec& s) { return s.kernel_seconds; }, &mean.kernel_seconds);
-  host_side([](const DeviceSpec& s) { return s.if_seconds; }, &mean.if_seconds);
-  host_side([](const DeviceSpec& s) { return s.host_copy_seconds; }, &mean.host_copy_seconds);
-  // Each keyed number (rate per dtype, fixed time per kind) in every spec, and alike where compared.
-  auto average_map = [&](auto member, bool compared) {
-    for (auto& entry : mean.*member) {
-      const auto key = entry.first;  // a structured binding cannot be captured before C++20's P1091 (clang 16)
-      for (const DeviceSpec& s : specs) alike = alike && (s.*member).contains(key);
-      if (!alike) return;
-      auto field = [&](const DeviceSpec& s) { return (s.*member).at(key); };
-      compared ? average(field, &entry.second) : host_side(field, &entry.second);
-    }
-  };
-  average_map(&DeviceSpec::flops, true);
-  average_map(&DeviceSpec::kind_kernel_seconds, false);
-  average_map(&DeviceSpec::kind_graph_kernel_seconds, true);
-  if (!alike) return std::nullopt;
-  return mean;
-}
-
-std::optional<LinkSpec> AverageIfAlike(const std::vector<LinkSpec>& links, double tolerance) {
-  if (links.empty()) return std::nullopt;
-  LinkSpec mean;
-  const bool alike = AlikeMean(
-                         links, tolerance, [](const LinkSpec& l) { return l.bandwidth; }, &mean.bandwidth) &&
-                     AlikeMean(
-                         links, tolerance, [](const LinkSpec& l) { return l.latency; }, &mean.latency);
-  if (!alike) return std::nullopt;
-  return mean;
-}
-
-double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype, LaunchMode mode,
-                 KernelKind kind) {
-  const DeviceSpec& s = machine.specs[device];
-  auto it = s.flops.find(dtype);
-  double rate = it != s.flops.end() ? it->second : s.default_flops;
-  const bool replay = mode == LaunchMode::kGraphReplay;
-  const std::map<KernelKind, double>& by_kind = replay ? s.kind_graph_kernel_seconds : s.kind_kernel_seconds;
-  auto fixed = by_kind.find(kind);
-  return flops / rate + bytes / s.bandwidth +
-         (fixed != by_kind.end() ? fixed->second
-          : replay               ? s.graph_kernel_seconds
-                                 : s.kernel_seconds);
-}
-
-double CopySeconds(const Machine& machine, int from, int to, double bytes, LaunchMode mode) {
-  if (from == to) return 0;
-  const LinkSpec& l = machine.Link(from, to);
-  double host_wait = 0;
-  if (mode == LaunchMode::kEager) {
-    const bool from_cpu = machine.devices[from].device_type() == DeviceType::kCPU;
-    const bool to_cpu = machine.devices[to].device_type() == DeviceType::kCPU;
-    if (from_cpu != to_cpu) host_wait = machine.specs[from_cpu ? to : from].host_copy_seconds;
-  }
-  return l.latency + bytes / l.bandwidth + host_wait;
-}
-
-double IfSeconds(const Machine& machine, int device, LaunchMode mode) {
-  return mode == LaunchMode::kEager ? machine.specs[device].if_seconds : 0;
 }
 
 }  // namespace vdev

@@ -2,8 +2,10 @@
 // memory, the CPU kernels' matmul rate per dtype, memory bandwidth) and, in a build with the CUDA
 // backend, every visible GPU (memory, cuBLAS matmul rate per dtype, device-to-device copy
 // bandwidth), every CPU<->GPU link (pinned copies) and every GPU<->GPU link (peer copies):
-// bandwidth from large copies, latency from 4-byte ones; and each device's fixed time per op as vdev's
-// executor runs it (op by op, and on GPUs replayed as a CUDA graph), from chains of one-element adds.
+// bandwidth from large copies, latency from 4-byte ones; and each device's fixed time per kind of op
+// as vdev's executor runs it (op by op, and on GPUs replayed as a CUDA graph), from chains of small
+// ops; on GPUs also each kind's ramp (the same chains at a small-batch layer's size) and the latency
+// of a copy between two GPUs inside a replayed graph.
 // The result is docs/machine.md's machine;
 // MachineJson (vdev/planner/machine.h) writes it.
 //

@@ -43,6 +43,18 @@ std::optional<KernelKind> KernelKindFromName(absl::string_view name);
 // The kind of the op named `op` (an op vdev does not classify is elementwise).
 KernelKind KernelKindOf(absl::string_view op);
 
+// How much longer than its fixed time a kernel of one kind takes as it grows, before its roofline
+// takes over: one of `bytes` (operands and result) took `seconds` op by op and `graph_seconds`
+// replayed over the fixed time. A small kernel fills few of the GPU's cores, so it falls short of
+// the roofline's bandwidth by far; a smaller one is taken to need proportionally less, a larger
+// one at least as much (or its roofline, where longer: OpSeconds).
+struct KernelRamp {
+  double bytes = 0;
+  double seconds = 0;
+  double graph_seconds = 0;
+  friend bool operator==(const KernelRamp&, const KernelRamp&) = default;
+};
+
 struct DeviceSpec {
   double memory_bytes = 0;            // capacity
   double bandwidth = 0;               // memory bandwidth, bytes/s
@@ -63,6 +75,8 @@ struct DeviceSpec {
   // there over the link's latency and bandwidth. Under graph replay neither occurs.
   double if_seconds = 0;
   double host_copy_seconds = 0;
+  // Per kind, where measured: how a kernel's time grows with its size (none: by the roofline alone).
+  std::map<KernelKind, KernelRamp> kind_ramp;
   friend bool operator==(const DeviceSpec&, const DeviceSpec&) = default;
 };
 
@@ -73,6 +87,9 @@ enum class LaunchMode { kEager, kGraphReplay };
 struct LinkSpec {
   double bandwidth = 0;  // bytes/s
   double latency = 0;    // seconds per copy
+  // Seconds per copy inside a replayed CUDA graph, where measured (else `latency`): a copy node
+  // between two GPUs and the cross-GPU dependencies around it.
+  std::optional<double> graph_latency;
   friend bool operator==(const LinkSpec&, const LinkSpec&) = default;
 };
 
@@ -151,14 +168,15 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text);
 // links per pair of device types and per pair, the ops' support.
 std::string MachineJson(const Machine& machine);
 
-// An op call: flops / rate(dtype) + bytes / bandwidth (the roofline's two limits, which real
-// kernels overlap only in part: their sum is right where one dominates, at most 2x the max where
-// they balance) plus the device's fixed time per op of `kind` in `mode` (kernel_seconds, or
-// graph_kernel_seconds under replay, where the kind has none of its own), in seconds.
+// An op call: the device's fixed time per op of `kind` in `mode` (kernel_seconds, or
+// graph_kernel_seconds under replay, where the kind has none of its own) plus the longer of
+// flops / rate(dtype) + bytes / bandwidth (the roofline's two limits, which real kernels overlap
+// only in part: their sum is right where one dominates, at most 2x the max where they balance) and
+// the kind's ramp (KernelRamp: its time scaled by bytes / its bytes, at most 1), in seconds.
 double OpSeconds(const Machine& machine, int device, double flops, double bytes, ir::DType dtype,
                  LaunchMode mode = LaunchMode::kEager, KernelKind kind = KernelKind::kElementwise);
-// A copy between two devices: latency + bytes / link bandwidth, and op by op, where one is a CPU,
-// the other's host_copy_seconds; 0 on the same device.
+// A copy between two devices: latency (graph_latency under replay, where given) + bytes / link
+// bandwidth, and op by op, where one is a CPU, the other's host_copy_seconds; 0 on the same device.
 double CopySeconds(const Machine& machine, int from, int to, double bytes, LaunchMode mode = LaunchMode::kEager);
 // An `if` whose condition is on `device`: its if_seconds op by op, 0 under replay.
 double IfSeconds(const Machine& machine, int device, LaunchMode mode);
