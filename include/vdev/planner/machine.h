@@ -116,7 +116,7 @@ struct Machine {
   // such a run waits for no GPU, and pays the host's own, smaller, fixed time.
   std::optional<double> host_run_seconds;
   // What the executor spends on one call of a global function when it runs a program op by op
-  // (a frame for the callee, its arguments bound, its result returned), in seconds; a replayed CUDA
+  // (entering the function and leaving it), in seconds, over its ops; a replayed CUDA
   // graph has no calls. No placement changes it, so the optimiser leaves it out; a plan's cost
   // counts it once per call.
   double call_seconds = 0;
