@@ -85,7 +85,7 @@ for name in ("peer_decoder_opt", "peer_decoder_hand_gpu"):
 for name in het:
     try:
         cost = json.load(open(f"{out}/diag_logs/{name}.plan.json"))["default_cost"]
-        predicted = (cost["total"] + run_us * 1e-6) * 1e3
+        predicted = (cost["total"] + cost.get("run", run_us * 1e-6)) * 1e3
         launch = cost.get("launch", "?")
     except Exception:
         predicted, launch = float("nan"), "?"

@@ -2,7 +2,7 @@
 # The machine model against the GPUs, in one device call: `vdev machine probe`, then for each program
 # and worker count the default placement and `vdev run --optimize --machine probe.json`, each timed
 # with --repeat twice (alternating), next to the model's prediction of both placements (`vdev plan
-# --optimize --json`: "default_cost" and "cost", plus the machine's run_us). The decoder runs on the
+# --optimize --json`: "default_cost" and "cost", each plus its "run"). The decoder runs on the
 # probed machine with GPUs of 6 MB (its 8.4 MB of weights then split over both).
 # Run from the repository root after `bash scripts/gpu_pack.sh .gpu` here:
 #   device run (kind nvidia-h100-x2): bash .gpu/scripts/gpu_predict_run.sh   (carry .gpu)
@@ -94,7 +94,7 @@ for row in rows:
     # (with W workers the optimiser shares the CPU's rates among them).
     for placement, key in (("default", "default_cost"), ("optimized", "cost")):
         cost = plan.get(key) or {}
-        predicted = (cost["total"] + run_us * 1e-6) * 1e3 if "total" in cost else float("nan")
+        predicted = (cost["total"] + cost.get("run", run_us * 1e-6)) * 1e3 if "total" in cost else float("nan")
         measured = []
         for r in (1, 2):
             text = open(f"{out}/logs/{tag}_{placement}_{r}.log").read()

@@ -60,9 +60,13 @@ class PlanCost(NamedTuple):
     """A plan's cost on a machine, in seconds (optimize=True; the roofline of docs/machine.md).
 
     `launch` is how the executor runs the plan, whose per-op times the cost counts: "graph_replay"
-    (a straight-line @main, every op on a GPU, captured once and replayed) or "op_by_op"."""
+    (a straight-line @main, every op on a GPU, captured once and replayed) or "op_by_op". `calls` is
+    the time of calls of global functions (in `total`), `run` the machine's fixed time of one run
+    (not in `total`: a run is predicted to take total + run)."""
     total: float
     compute: float
     copy: float
     unsupported_ops: int
     launch: str
+    calls: float = 0.0
+    run: float = 0.0

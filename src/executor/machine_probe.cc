@@ -69,6 +69,7 @@ enum class ChainForm {
   kOpByOp,       // inside both arms of one `if`, which the executor never captures
   kIfs,          // every op in the arms of its own `if` on %c: each reads its condition back
   kAlternating,  // ops pinned to another device and this one in turn: each op's value is copied
+  kCalls,        // as kOpByOp, each op in a call of a global function of its own (@step)
 };
 
 // The f32 values a chain's ops take and give, [rows, cols] (a matmul's weight [cols, cols]).
@@ -95,7 +96,10 @@ double ChainOpBytes(KernelKind kind, ChainShape shape) {
 // every other op on `other`.
 std::string OpChain(const std::string& device, int ops, ChainForm form, KernelKind kind, ChainShape shape = kSmall,
                     const std::string& other = "cpu:0") {
-  auto step = [kind](const std::string& prev) { return absl::StrReplaceAll(ChainOp(kind), {{"$", prev}}); };
+  auto step = [kind, form](const std::string& prev) {
+    return form == ChainForm::kCalls ? absl::StrCat("@step(", prev, ", %a, %g, %w)")
+                                     : absl::StrReplaceAll(ChainOp(kind), {{"$", prev}});
+  };
   auto chain = [&](const char* name) {
     std::string text;
     for (int i = 0; i < ops; ++i) {
@@ -113,13 +117,20 @@ std::string OpChain(const std::string& device, int ops, ChainForm form, KernelKi
     }
     return absl::StrCat(text, "  return %", name, ops - 1, "\n");
   };
-  const bool condition = form == ChainForm::kOpByOp || form == ChainForm::kIfs;
+  const bool in_if = form == ChainForm::kOpByOp || form == ChainForm::kCalls;
+  const bool condition = in_if || form == ChainForm::kIfs;
   const std::string value = absl::StrCat("f32[", shape.rows, ",", shape.cols, "]");
-  const std::string head = absl::StrCat(
-      "config { targets = [llvm, cuda], default = ", device, ", host = cpu:0 }\ndef @main(%a: ", value, ", %g: f32[",
-      shape.cols, "], %w: f32[", shape.cols, ",", shape.cols, "]", condition ? ", %c: bool[]" : "",
-      form == ChainForm::kAlternating ? ", %b: " + value : "", ") -> ", value, " {\n");
-  if (form != ChainForm::kOpByOp) return absl::StrCat(head, chain("x"), "}\n");
+  const std::string params = absl::StrCat("%a: ", value, ", %g: f32[", shape.cols, "], %w: f32[", shape.cols, ",",
+                                          shape.cols, "]");
+  // @step takes what a chain's op reads, and runs the op on the previous value %p.
+  const std::string callee =
+      form != ChainForm::kCalls ? ""
+                                : absl::StrCat("def @step(%p: ", value, ", ", params, ") -> ", value, " {\n  %s = ",
+                                               absl::StrReplaceAll(ChainOp(kind), {{"$", "%p"}}), "\n  return %s\n}\n");
+  const std::string head = absl::StrCat("config { targets = [llvm, cuda], default = ", device, ", host = cpu:0 }\n",
+                                        callee, "def @main(", params, condition ? ", %c: bool[]" : "",
+                                        form == ChainForm::kAlternating ? ", %b: " + value : "", ") -> ", value, " {\n");
+  if (!in_if) return absl::StrCat(head, chain("x"), "}\n");
   return absl::StrCat(head, "  %r = if %c {\n", chain("x"), "  } else {\n", chain("y"), "  }\n  return %r\n}\n");
 }
 
@@ -168,9 +179,26 @@ absl::Status ProbeIfWait(ExecutionBackend* backend, const std::string& device, i
   return absl::OkStatus();
 }
 
+// What a call of a global function costs op by op, over the ops it runs: a chain of calls, each
+// of a function holding one elementwise op, less that op's time op by op.
+absl::StatusOr<double> ProbeCallTime(ExecutionBackend* backend, const std::string& device, int repetitions,
+                                     const DeviceSpec& spec) {
+  VDEV_ASSIGN_OR_RETURN(FixedTimes t,
+                        ProbeFixedTimes(backend, device, ChainForm::kCalls, KernelKind::kElementwise, repetitions));
+  return std::max(0.0, t.per_op - spec.kind_kernel_seconds.at(KernelKind::kElementwise));
+}
+
+// What a run pays once (`host_run` where its ops all run on the CPU) and per call of a function,
+// through the backend that measured them.
+struct RunTimes {
+  double run = 0;
+  double host_run = 0;
+  double call = 0;
+};
+
 constexpr char kCpuConfig[] = "config { targets = [llvm], default = cpu:0, host = cpu:0 }\n";
 
-absl::StatusOr<DeviceSpec> ProbeCpu(int repetitions, double* run_seconds) {
+absl::StatusOr<DeviceSpec> ProbeCpu(int repetitions, RunTimes* times) {
   DeviceSpec spec;
   spec.memory_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   // 2^24 f32 per operand: 192 MiB moved per add, past every cache.
@@ -201,7 +229,8 @@ absl::StatusOr<DeviceSpec> ProbeCpu(int repetitions, double* run_seconds) {
   spec.graph_kernel_seconds = spec.kernel_seconds;
   spec.kind_graph_kernel_seconds = spec.kind_kernel_seconds;
   VDEV_RETURN_IF_ERROR(ProbeIfWait(backend.get(), "cpu:0", repetitions, &spec));
-  if (run_seconds != nullptr) *run_seconds = per_run;
+  times->run = times->host_run = per_run;
+  VDEV_ASSIGN_OR_RETURN(times->call, ProbeCallTime(backend.get(), "cpu:0", repetitions, spec));
   return spec;
 }
 
@@ -235,19 +264,26 @@ absl::Status ProbeGraphCopy(int from, int to, int repetitions, double add_second
 }
 
 // cuda:`gpu`'s per-op times per kind, op by op and replayed, and its waits on the host, through the
-// CUDA backend (one worker: the program's cuda:`gpu` is GPU `gpu`); a replayed run's fixed time.
+// CUDA backend (one worker: the program's cuda:`gpu` is GPU `gpu`); a replayed run's fixed time,
+// a call's op by op, and a run's whose ops all run on the CPU.
 // A copy's wait: a chain alternating an op on the CPU (`cpu_op`) and one on the GPU pays per pair of
 // ops two copies, each its link's time (`to_cpu`, 256 bytes) and the wait.
 absl::Status ProbeGpuPerOp(int gpu, int repetitions, double cpu_op, const LinkSpec& to_cpu, DeviceSpec* spec,
-                           double* run_seconds) {
+                           RunTimes* times) {
   VDEV_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionBackend> backend, CreateCudaBackend(nullptr, gpu + 1));
   const std::string device = absl::StrCat("cuda:", gpu);
   VDEV_RETURN_IF_ERROR(ProbeKinds(backend.get(), device, ChainForm::kOpByOp, repetitions, &spec->kind_kernel_seconds,
                                   &spec->kernel_seconds)
                            .status());
-  VDEV_ASSIGN_OR_RETURN(*run_seconds, ProbeKinds(backend.get(), device, ChainForm::kReplayed, repetitions,
-                                                 &spec->kind_graph_kernel_seconds, &spec->graph_kernel_seconds));
+  VDEV_ASSIGN_OR_RETURN(times->run, ProbeKinds(backend.get(), device, ChainForm::kReplayed, repetitions,
+                                               &spec->kind_graph_kernel_seconds, &spec->graph_kernel_seconds));
   VDEV_RETURN_IF_ERROR(ProbeIfWait(backend.get(), device, repetitions, spec));
+  VDEV_ASSIGN_OR_RETURN(times->call, ProbeCallTime(backend.get(), device, repetitions, *spec));
+  // A run of CPU ops alone through the CUDA backend, as `vdev run --backend cuda` runs one: its
+  // fixed time is the backend's, not the thread backend's.
+  VDEV_ASSIGN_OR_RETURN(FixedTimes host, ProbeFixedTimes(backend.get(), "cpu:0", ChainForm::kReplayed,
+                                                         KernelKind::kElementwise, repetitions));
+  times->host_run = host.per_run;
   VDEV_RETURN_IF_ERROR(ProbeRamps(backend.get(), device, repetitions, spec));
   VDEV_ASSIGN_OR_RETURN(FixedTimes alternating, ProbeFixedTimes(backend.get(), device, ChainForm::kAlternating,
                                                                 KernelKind::kElementwise, repetitions));
@@ -317,19 +353,21 @@ int VisibleGpus() {
 absl::StatusOr<Machine> ProbeMachine(const ProbeOptions& options) {
   VDEV_ASSIGN_OR_RETURN(int gpus, GpusToProbe(options));
   MachineBuilder b;
-  double run_seconds = 0;  // a GPU's where there is one: what a program on it pays per run
-  VDEV_ASSIGN_OR_RETURN(DeviceSpec cpu, ProbeCpu(std::max(1, options.repetitions), &run_seconds));
+  // Through the thread backend, and where there is a GPU, through cuda:0's CUDA backend: what a
+  // run pays once and per call.
+  RunTimes times;
+  VDEV_ASSIGN_OR_RETURN(DeviceSpec cpu, ProbeCpu(std::max(1, options.repetitions), &times));
   b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCPU, 0), cpu);
 #ifdef VDEV_PROBE_CUDA
   if (gpus > 0) {
     VDEV_ASSIGN_OR_RETURN(std::vector<probe_internal::GpuProbe> probed,
                           probe_internal::ProbeGpus(gpus, std::max(1, options.repetitions)));
     for (int g = 0; g < gpus; ++g) {
-      double gpu_run_seconds = 0;
+      RunTimes gpu;
       VDEV_RETURN_IF_ERROR(ProbeGpuPerOp(g, std::max(1, options.repetitions),
                                          cpu.kind_kernel_seconds.at(KernelKind::kElementwise), probed[g].to_cpu,
-                                         &probed[g].spec, &gpu_run_seconds));
-      if (g == 0) run_seconds = gpu_run_seconds;
+                                         &probed[g].spec, &gpu));
+      if (g == 0) times = gpu;
     }
     for (int g = 0; g < gpus; ++g) {
       for (int h = g + 1; h < gpus; ++h) {
@@ -347,7 +385,7 @@ absl::StatusOr<Machine> ProbeMachine(const ProbeOptions& options) {
     }
   }
 #endif
-  b.SetRunSeconds(run_seconds);
+  b.SetRunSeconds(times.run).SetHostRunSeconds(times.host_run).SetCallSeconds(times.call);
   return b.Build();
 }
 

@@ -74,7 +74,7 @@ absl::StatusOr<OptimizedRunProgram> OptimizeRunProgram(const RunOptions& options
   }
   OptimizedRunProgram program;
   program.text = ir::PrintModule(compiled->module());
-  program.predicted_seconds = compiled->optimization->cost.total + compile.optimize_for->run_seconds;
+  program.predicted_seconds = compiled->optimization->cost.total + compiled->optimization->cost.run;
   program.optimal = compiled->optimization->optimal;
   return program;
 }

@@ -182,12 +182,26 @@ MachineBuilder& MachineBuilder::SetRunSeconds(double seconds) {
   return *this;
 }
 
+MachineBuilder& MachineBuilder::SetHostRunSeconds(double seconds) {
+  machine_.host_run_seconds = seconds;
+  return *this;
+}
+
+MachineBuilder& MachineBuilder::SetCallSeconds(double seconds) {
+  machine_.call_seconds = seconds;
+  return *this;
+}
+
 absl::StatusOr<Machine> MachineBuilder::Build() const {
   Machine m = machine_;
   const size_t n = m.devices.size();
   if (n == 0) return absl::InvalidArgumentError("machine: no devices");
-  if (!(m.run_seconds >= 0 && m.run_seconds < 1)) {
-    return absl::InvalidArgumentError("machine: \"run_us\" must be 0 to 1 s");
+  for (const auto& [key, seconds] : {std::pair{"run_us", m.run_seconds},
+                                     std::pair{"host_run_us", m.host_run_seconds.value_or(0)},
+                                     std::pair{"call_us", m.call_seconds}}) {
+    if (!(seconds >= 0 && seconds < 1)) {
+      return absl::InvalidArgumentError(absl::StrCat("machine: \"", key, "\" must be 0 to 1 s"));
+    }
   }
   if (n > kMaxMachineDevices) {
     return absl::InvalidArgumentError(
@@ -475,6 +489,14 @@ absl::StatusOr<Machine> ParseMachineJson(absl::string_view text) {
   double run_seconds = 0;
   VDEV_RETURN_IF_ERROR(OptionalNumber(j, "run_us", 1e-6, 0, &run_seconds));
   b.SetRunSeconds(run_seconds);
+  if (j.contains("host_run_us")) {
+    double host_run_seconds = 0;
+    VDEV_RETURN_IF_ERROR(OptionalNumber(j, "host_run_us", 1e-6, 0, &host_run_seconds));
+    b.SetHostRunSeconds(host_run_seconds);
+  }
+  double call_seconds = 0;
+  VDEV_RETURN_IF_ERROR(OptionalNumber(j, "call_us", 1e-6, 0, &call_seconds));
+  b.SetCallSeconds(call_seconds);
   return b.Build();
 }
 
@@ -528,8 +550,11 @@ std::string MachineJson(const Machine& machine) {
     for (DeviceType t : types) names.push_back(std::string(DeviceTypeName(t)));
     ops[op] = names;
   }
-  return Json{{"devices", devices}, {"links", links}, {"ops", ops}, {"run_us", machine.run_seconds / 1e-6}}.dump(2) +
-         "\n";
+  Json j{{"devices", devices}, {"links", links}, {"ops", ops}, {"run_us", machine.run_seconds / 1e-6}};
+  // The optional ones only where given, so that a file without them reads back the same.
+  if (machine.host_run_seconds) j["host_run_us"] = *machine.host_run_seconds / 1e-6;
+  if (machine.call_seconds > 0) j["call_us"] = machine.call_seconds / 1e-6;
+  return j.dump(2) + "\n";
 }
 
 }  // namespace vdev

@@ -1,4 +1,4 @@
-// What a machine's numbers cost (OpSeconds, CopySeconds, IfSeconds: docs/machine.md, "Costs"), and
+// What a machine's numbers cost (OpSeconds, CopySeconds, IfSeconds, RunSeconds, CallSeconds: docs/machine.md, "Costs"), and
 // measured devices and links made identical where they are alike (AverageIfAlike).
 #include <algorithm>
 #include <cmath>
@@ -125,6 +125,14 @@ double CopySeconds(const Machine& machine, int from, int to, double bytes, Launc
 
 double IfSeconds(const Machine& machine, int device, LaunchMode mode) {
   return mode == LaunchMode::kEager ? machine.specs[device].if_seconds : 0;
+}
+
+double RunSeconds(const Machine& machine, bool uses_gpu) {
+  return uses_gpu ? machine.run_seconds : machine.host_run_seconds.value_or(machine.run_seconds);
+}
+
+double CallSeconds(const Machine& machine, LaunchMode mode) {
+  return mode == LaunchMode::kEager ? machine.call_seconds : 0;
 }
 
 }  // namespace vdev

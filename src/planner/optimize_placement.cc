@@ -279,19 +279,27 @@ absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine&
     runs.emplace_back(b, device);
   }
   // The executor's capture rule: a straight-line @main whose ops all run on GPUs is replayed.
-  bool all_on_gpus = true;
-  for (const auto& [b, device] : runs) all_on_gpus &= machine.devices[device].device_type() == DeviceType::kCUDA;
+  bool all_on_gpus = true, uses_gpu = false;
+  auto on_cpu = [&](int device) { return machine.devices[device].device_type() == DeviceType::kCPU; };
+  for (const auto& [b, device] : runs) {
+    all_on_gpus &= machine.devices[device].device_type() == DeviceType::kCUDA;
+    uses_gpu |= !on_cpu(device);
+  }
   cost.launch = StraightLineMain(m) && all_on_gpus ? LaunchMode::kGraphReplay : LaunchMode::kEager;
   // Each binding's own time, compute (an op, a kernel, an `if`'s wait for its condition) or copy;
   // then each counted as often as it runs, of an `if` the larger arm.
-  std::vector<double> compute(m.bindings.size(), 0), copy(m.bindings.size(), 0);
+  std::vector<double> compute(m.bindings.size(), 0), copy(m.bindings.size(), 0), calls(m.bindings.size(), 0);
   for (const auto& [b, device] : runs) {
     Work w = WorkOf(m, b);
     if (w.runs) compute[b] = OpSeconds(machine, device, w.flops, w.bytes, w.dtype, cost.launch, w.kind);
   }
   for (ir::BindingId b = 0; b < plan.input_bindings; ++b) {
     const ir::Expr& e = m.bindings[b].expr;
-    if (e.kind != ir::ExprKind::kIf || plan.binding_replaced[b]) continue;
+    if (plan.binding_replaced[b]) continue;
+    if (e.kind == ir::ExprKind::kCallGlobal && m.functions[e.func].kind == ir::FuncKind::kGlobal) {
+      calls[b] = CallSeconds(machine, cost.launch);
+    }
+    if (e.kind != ir::ExprKind::kIf) continue;
     const ir::Operand& condition = m.Args(e)[0];
     if (!condition.is_local()) continue;  // a constant: nothing to read back
     const ir::DeviceId on = condition.value.is_param() ? m.params[condition.value.index].device
@@ -304,18 +312,21 @@ absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine&
   for (const PlannedCopy& c : plan.copies) {
     VDEV_ASSIGN_OR_RETURN(int src, device_of(c.src));
     VDEV_ASSIGN_OR_RETURN(int dst, device_of(c.dst));
+    uses_gpu |= !on_cpu(src) || !on_cpu(dst);
     ir::TypeId type = c.of.is_param() ? m.params[c.of.index].type : m.bindings[c.of.index].type;
     const double seconds = CopySeconds(machine, src, dst, SizeOf(m, type).bytes, cost.launch);
     (c.binding < copy.size() ? copy[c.binding] : unplaced_copies) += seconds;
   }
   const std::vector<double> times =
-      planner_internal::RunsPerBinding(m, [&](ir::BindingId b) { return compute[b] + copy[b]; });
+      planner_internal::RunsPerBinding(m, [&](ir::BindingId b) { return compute[b] + copy[b] + calls[b]; });
   for (size_t b = 0; b < m.bindings.size(); ++b) {
     cost.compute += times[b] * compute[b];
     cost.copy += times[b] * copy[b];
+    cost.calls += times[b] * calls[b];
   }
   cost.copy += unplaced_copies;
-  cost.total = cost.compute + cost.copy;
+  cost.total = cost.compute + cost.copy + cost.calls;
+  cost.run = RunSeconds(machine, uses_gpu);
   return cost;
 }
 

@@ -79,6 +79,8 @@ Json CostJson(const PlanCost& cost) {
   return {{"total", cost.total},
           {"compute", cost.compute},
           {"copy", cost.copy},
+          {"calls", cost.calls},
+          {"run", cost.run},
           {"unsupported_ops", cost.unsupported},
           {"launch", cost.launch == LaunchMode::kGraphReplay ? "graph_replay" : "op_by_op"}};
 }

@@ -228,7 +228,8 @@ std::shared_ptr<PyPlan> Plan(std::shared_ptr<PyModule> module, bool strict, cons
 
 py::object CostRecord(const PlanCost& cost) {
   return Record("PlanCost")(cost.total, cost.compute, cost.copy, cost.unsupported,
-                            cost.launch == LaunchMode::kGraphReplay ? "graph_replay" : "op_by_op");
+                            cost.launch == LaunchMode::kGraphReplay ? "graph_replay" : "op_by_op", cost.calls,
+                            cost.run);
 }
 
 // The report of `vdev plan --json`, with `--optimize`'s cost fields when the plan was optimised.

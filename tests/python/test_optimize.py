@@ -31,6 +31,8 @@ def test_optimize_places_an_op_where_it_is_supported_and_costs_the_plan():
     assert plan.cost.total > 0 and plan.cost.total == pytest.approx(plan.cost.compute + plan.cost.copy)
     # topk on the CPU: the executor runs the plan op by op, as the CLI's report says.
     assert plan.cost.launch == "op_by_op" == json.loads(plan.to_json())["cost"]["launch"]
+    # No calls of functions, and the run time is the machine's (the CLI's report gives the same).
+    assert plan.cost.calls == 0 and plan.cost.run == json.loads(plan.to_json())["cost"]["run"]
     assert plan.default_cost.unsupported_ops == 1  # topk on cuda:0 without optimize
     assert plan.cost.total <= plan.default_cost.total or plan.default_cost.unsupported_ops > 0
 

@@ -60,6 +60,9 @@ printf 'config { targets = [llvm], default = cpu:0, host = cpu:0 }\ndef @main(%%
 expect probed_machine_plans 0 '"optimal": true' '' -- "$vdev" plan "$work/cpu.vdev" --optimize --machine "$work/probed.json" --json
 # The per-op time of each kind is measured (64 more ops take longer than 4) and counted in the plan's
 # cost: the matmul at the matmul's, the add at the elementwise op's; the `if` wait is measured (>= 0).
+# The host's run time and a call's are measured (>= 0; a CPU-only machine's run is the host's), and
+# a plan on the CPU pays the host's run time and call_us per call (two here).
+printf 'config { targets = [llvm], default = cpu:0, host = cpu:0 }\ndef @f(%%x: f32[8]) -> f32[8] {\n  %%y = add(%%x, %%x)\n  return %%y\n}\ndef @main(%%a: f32[8]) -> f32[8] {\n  %%b = @f(%%a)\n  %%c = @f(%%b)\n  return %%c\n}\n' > "$work/calls.vdev"
 if python3 -c '
 import json, subprocess, sys
 m = json.load(open(sys.argv[1]))
@@ -68,10 +71,16 @@ kinds = cpu["kernel_us_by_kind"]
 assert cpu["device"] == "cpu:0" and cpu["kernel_us"] > 0 and cpu["graph_kernel_us"] == cpu["kernel_us"], cpu
 assert sorted(kinds) == ["elementwise", "matmul", "norm"] and min(kinds.values()) > 0, cpu
 assert cpu["graph_kernel_us_by_kind"] == kinds and cpu.get("if_us", 0) >= 0, cpu
-r = json.loads(subprocess.run(sys.argv[2:], capture_output=True, text=True, check=True).stdout)
-assert r["cost"]["compute"] >= (kinds["matmul"] + kinds["elementwise"]) * 1e-6, (r["cost"], cpu)
-' "$work/probed.json" "$vdev" plan "$work/cpu.vdev" --optimize --machine "$work/probed.json" --json; then
-  passes=$((passes + 1)); else fail "probe: cpu:0 per-kind kernel_us > 0, each op counted at its kind's in the cost"; fi
+assert m["host_run_us"] == m["run_us"] >= 0 and m.get("call_us", 0) >= 0, m
+plan = lambda file: json.loads(subprocess.run([sys.argv[2], "plan", file, "--optimize", "--machine", sys.argv[1],
+                                               "--json"], capture_output=True, text=True, check=True).stdout)["cost"]
+r = plan(sys.argv[3])
+assert r["compute"] >= (kinds["matmul"] + kinds["elementwise"]) * 1e-6, (r, cpu)
+assert abs(r["run"] - m["host_run_us"] * 1e-6) <= 1e-12 and r["calls"] == 0, (r, m)
+r = plan(sys.argv[4])
+assert r["launch"] == "op_by_op" and abs(r["calls"] - 2 * m.get("call_us", 0) * 1e-6) <= 1e-12, (r, m)
+' "$work/probed.json" "$vdev" "$work/cpu.vdev" "$work/calls.vdev"; then
+  passes=$((passes + 1)); else fail "probe: per-kind kernel_us > 0, run and call times; each counted in the cost"; fi
 if ! "$vdev" version | grep -q 'cuda' || ! nvidia-smi -L >/dev/null 2>&1; then
   expect probe_unreachable_gpu 2 '^$' 'cuda:0 cannot be reached' -- "$vdev" machine probe --gpus 1 --repetitions 1
   expect machine_gpu_not_here 2 '^$' 'small_gpus.json: error: cuda:0 is not on this host \(0 GPU\(s\) visible\)' -- \

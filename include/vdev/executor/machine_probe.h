@@ -5,7 +5,8 @@
 // bandwidth from large copies, latency from 4-byte ones; and each device's fixed time per kind of op
 // as vdev's executor runs it (op by op, and on GPUs replayed as a CUDA graph), from chains of small
 // ops; on GPUs also each kind's ramp (the same chains at a small-batch layer's size) and the latency
-// of a copy between two GPUs inside a replayed graph.
+// of a copy between two GPUs inside a replayed graph; what a run pays once (on cuda:0 where there is
+// a GPU, and on the CPU alone) and a call of a function op by op.
 // The result is docs/machine.md's machine;
 // MachineJson (vdev/planner/machine.h) writes it.
 //

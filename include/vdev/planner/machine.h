@@ -112,6 +112,14 @@ struct Machine {
   // The fixed time of one run of a program, whatever it holds (enqueueing it, waiting for it to
   // finish), in seconds: no placement changes it, the predicted time of a run adds it.
   double run_seconds = 0;
+  // The same for a run whose ops and copies all stay on CPUs, where measured (else run_seconds):
+  // such a run waits for no GPU, and pays the host's own, smaller, fixed time.
+  std::optional<double> host_run_seconds;
+  // What the executor spends on one call of a global function when it runs a program op by op
+  // (entering the function and leaving it), in seconds, over its ops; a replayed CUDA
+  // graph has no calls. No placement changes it, so the optimiser leaves it out; a plan's cost
+  // counts it once per call.
+  double call_seconds = 0;
   // (device type, id) -> index into `devices`.
   absl::flat_hash_map<uint64_t, int> index;
 
@@ -133,6 +141,8 @@ class MachineBuilder {
   MachineBuilder& AddTypeLink(DeviceType a, DeviceType b, const LinkSpec& link);
   MachineBuilder& SupportOnly(const std::string& op, std::set<DeviceType> types);
   MachineBuilder& SetRunSeconds(double seconds);
+  MachineBuilder& SetHostRunSeconds(double seconds);
+  MachineBuilder& SetCallSeconds(double seconds);
   // InvalidArgument: more than kMaxMachineDevices devices or kMaxMachineLinks pair links, a device
   // without a type or id, a duplicate, a rate or bandwidth <= 0, a device pair without a link.
   absl::StatusOr<Machine> Build() const;
@@ -180,6 +190,11 @@ double OpSeconds(const Machine& machine, int device, double flops, double bytes,
 double CopySeconds(const Machine& machine, int from, int to, double bytes, LaunchMode mode = LaunchMode::kEager);
 // An `if` whose condition is on `device`: its if_seconds op by op, 0 under replay.
 double IfSeconds(const Machine& machine, int device, LaunchMode mode);
+// The fixed time of one run: run_seconds, or where every op and copy stays on CPUs
+// (`uses_gpu` false) host_run_seconds, where the machine has one.
+double RunSeconds(const Machine& machine, bool uses_gpu);
+// A call of a global function: call_seconds op by op, 0 under replay.
+double CallSeconds(const Machine& machine, LaunchMode mode);
 
 }  // namespace vdev
 

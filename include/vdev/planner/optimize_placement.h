@@ -56,7 +56,11 @@ struct OptimizeOptions {
 struct PlanCost {
   double compute = 0;
   double copy = 0;
-  double total = 0;
+  double calls = 0;  // the executor's time for calls of global functions (op by op only)
+  double total = 0;  // compute + copy + calls
+  // The machine's fixed time of one run of this plan (RunSeconds: a GPU run's, or the host's where
+  // every op and copy stays on CPUs), not in `total`: the predicted time of a run is total + run.
+  double run = 0;
   int unsupported = 0;  // op calls on a device that does not implement them (costed all the same)
   // How the executor runs the plan, whose per-op times `compute` counts: replayed as a CUDA graph
   // (a straight-line @main, every op on a GPU) or op by op.
@@ -86,7 +90,8 @@ struct OptimizedPlan {
 
 // The cost of a plan on a machine: every op call (not on_device/device_copy, nor a view such as
 // reshape) by the roofline of its inferred type on its planned device plus the device's per-op time
-// in the plan's launch mode, every copy by its link. InvalidArgument when a planned
+// in the plan's launch mode, every copy by its link, every call of a global function by the
+// machine's call time (op by op); `run` is the machine's RunSeconds for it. InvalidArgument when a planned
 // device is not one of the machine's.
 absl::StatusOr<PlanCost> EvaluatePlanCost(const PlanResult& plan, const Machine& machine);
 
