@@ -120,16 +120,17 @@ std::string OpChain(const std::string& device, int ops, ChainForm form, KernelKi
   const bool in_if = form == ChainForm::kOpByOp || form == ChainForm::kCalls;
   const bool condition = in_if || form == ChainForm::kIfs;
   const std::string value = absl::StrCat("f32[", shape.rows, ",", shape.cols, "]");
-  const std::string params = absl::StrCat("%a: ", value, ", %g: f32[", shape.cols, "], %w: f32[", shape.cols, ",",
-                                          shape.cols, "]");
+  const std::string params =
+      absl::StrCat("%a: ", value, ", %g: f32[", shape.cols, "], %w: f32[", shape.cols, ",", shape.cols, "]");
   // @step takes what a chain's op reads, and runs the op on the previous value %p.
   const std::string callee =
-      form != ChainForm::kCalls ? ""
-                                : absl::StrCat("def @step(%p: ", value, ", ", params, ") -> ", value, " {\n  %s = ",
-                                               absl::StrReplaceAll(ChainOp(kind), {{"$", "%p"}}), "\n  return %s\n}\n");
-  const std::string head = absl::StrCat("config { targets = [llvm, cuda], default = ", device, ", host = cpu:0 }\n",
-                                        callee, "def @main(", params, condition ? ", %c: bool[]" : "",
-                                        form == ChainForm::kAlternating ? ", %b: " + value : "", ") -> ", value, " {\n");
+      form != ChainForm::kCalls
+          ? ""
+          : absl::StrCat("def @step(%p: ", value, ", ", params, ") -> ", value,
+                         " {\n  %s = ", absl::StrReplaceAll(ChainOp(kind), {{"$", "%p"}}), "\n  return %s\n}\n");
+  const std::string head = absl::StrCat(
+      "config { targets = [llvm, cuda], default = ", device, ", host = cpu:0 }\n", callee, "def @main(", params,
+      condition ? ", %c: bool[]" : "", form == ChainForm::kAlternating ? ", %b: " + value : "", ") -> ", value, " {\n");
   if (!in_if) return absl::StrCat(head, chain("x"), "}\n");
   return absl::StrCat(head, "  %r = if %c {\n", chain("x"), "  } else {\n", chain("y"), "  }\n  return %r\n}\n");
 }

@@ -196,9 +196,9 @@ absl::StatusOr<Machine> MachineBuilder::Build() const {
   Machine m = machine_;
   const size_t n = m.devices.size();
   if (n == 0) return absl::InvalidArgumentError("machine: no devices");
-  for (const auto& [key, seconds] : {std::pair{"run_us", m.run_seconds},
-                                     std::pair{"host_run_us", m.host_run_seconds.value_or(0)},
-                                     std::pair{"call_us", m.call_seconds}}) {
+  for (const auto& [key, seconds] :
+       {std::pair{"run_us", m.run_seconds}, std::pair{"host_run_us", m.host_run_seconds.value_or(0)},
+        std::pair{"call_us", m.call_seconds}}) {
     if (!(seconds >= 0 && seconds < 1)) {
       return absl::InvalidArgumentError(absl::StrCat("machine: \"", key, "\" must be 0 to 1 s"));
     }

@@ -97,7 +97,8 @@ TEST(CallRunTimeTest, ACopyFromAGpuMakesItAGpuRun) {
   ASSERT_TRUE(m.ok()) << m.status();
   absl::StatusOr<PlanCost> cost = CostOf(
       "config { targets = [llvm, cuda], default = cpu:0, host = cpu:0 }\n"
-      "def @main(%a: f32[1] on cuda:0) -> f32[1] {\n  %c = on_device(%a, cpu:0, constrain_body=false, constrain_result=true)\n  %b = add(%c, %c)\n  return %b\n}\n",
+      "def @main(%a: f32[1] on cuda:0) -> f32[1] {\n  %c = on_device(%a, cpu:0, constrain_body=false, "
+      "constrain_result=true)\n  %b = add(%c, %c)\n  return %b\n}\n",
       *m);
   ASSERT_TRUE(cost.ok()) << cost.status();
   EXPECT_GT(cost->copy, 0);
