@@ -18,6 +18,7 @@
 #include "src/planner/internal/capacity.h"
 #include "src/planner/internal/capacity_rounds.h"
 #include "src/planner/internal/identical_devices.h"
+#include "src/planner/internal/op_work.h"
 #include "src/planner/internal/placement_model.h"
 #include "src/planner/internal/planner.h"
 #include "src/planner/internal/runs_per_binding.h"
@@ -77,7 +78,8 @@ Work WorkOf(const ir::Module& m, ir::BindingId b) {
   if (binding.expr.kind != ir::ExprKind::kOpCall) return w;
   absl::string_view op = m.OpName(binding.expr);
   if (IsView(op)) return Work{.bytes = 0, .runs = false};
-  w.kind = KernelKindOf(op);
+  const planner_internal::OpWork work = planner_internal::OpWorkOf(op);
+  w.kind = work.kind;
   // A gather reads the rows it returns and its indices, not the whole table.
   if (op == "take" && first != ir::kNoType) w.bytes -= SizeOf(m, first).bytes - out.bytes;
   auto dim = [&](int from_end) -> double {
@@ -86,13 +88,11 @@ Work WorkOf(const ir::Module& m, ir::BindingId b) {
     if (static_cast<int>(dims.size()) < from_end || dims[dims.size() - from_end] == ir::kDynamicDim) return 1;
     return static_cast<double>(dims[dims.size() - from_end]);
   };
-  if (op == "matmul" || op == "nn.dense" || op == "nn.batch_matmul" || op == "nn.matmul") {
-    w.flops = 2 * out.elements * dim(1);
-  } else if (op == "attention") {
-    w.flops = 4 * out.elements * dim(2);
-  } else if (op == "nn.softmax" || op == "softmax" || op == "layer_norm" || op == "rms_norm" || op == "gelu" ||
-             op == "silu" || op == "silu_mul") {
-    w.flops = 5 * out.elements;
+  switch (work.flops) {
+    case planner_internal::FlopRule::kContraction: w.flops = 2 * out.elements * dim(1); break;
+    case planner_internal::FlopRule::kAttention: w.flops = 4 * out.elements * dim(2); break;
+    case planner_internal::FlopRule::kPerElement: w.flops = 5 * out.elements; break;
+    case planner_internal::FlopRule::kNone: break;
   }
   return w;
 }

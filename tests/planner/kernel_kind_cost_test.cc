@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/plan_test_util.h"
+#include "src/planner/internal/op_work.h"
 #include "vdev/ir/ir_text.h"
 #include "vdev/planner/machine.h"
 #include "vdev/planner/optimize_placement.h"
@@ -45,6 +46,24 @@ TEST(KernelKindCostTest, OpsAreClassifiedByTheKernelTheyRun) {
   EXPECT_EQ(KernelKindOf("silu"), KernelKind::kElementwise);
   for (KernelKind kind : kKernelKinds) EXPECT_EQ(KernelKindFromName(KernelKindName(kind)), kind);
   EXPECT_EQ(KernelKindFromName("gemm"), std::nullopt);
+}
+
+// One table gives an op's kind and its flops: the ops counted by their contraction are the matmul
+// kind, and ops the table does not list are elementwise and memory-bound.
+TEST(KernelKindCostTest, TheOpTableGivesKindAndFlopsTogether) {
+  using planner_internal::FlopRule;
+  using planner_internal::OpWorkOf;
+  for (const char* op : {"matmul", "nn.dense", "nn.matmul", "nn.batch_matmul"}) {
+    EXPECT_EQ(OpWorkOf(op).kind, KernelKind::kMatmul) << op;
+    EXPECT_EQ(OpWorkOf(op).flops, FlopRule::kContraction) << op;
+  }
+  EXPECT_EQ(OpWorkOf("attention").flops, FlopRule::kAttention);
+  EXPECT_EQ(OpWorkOf("rms_norm").flops, FlopRule::kPerElement);
+  EXPECT_EQ(OpWorkOf("silu_mul").kind, KernelKind::kElementwise);
+  EXPECT_EQ(OpWorkOf("silu_mul").flops, FlopRule::kPerElement);
+  EXPECT_EQ(OpWorkOf("sum").flops, FlopRule::kNone);
+  EXPECT_EQ(OpWorkOf("add").kind, KernelKind::kElementwise);
+  EXPECT_EQ(OpWorkOf("add").flops, FlopRule::kNone);
 }
 
 TEST(KernelKindCostTest, PerKindTimesAreReadWrittenBackAndFallBackToThePerOpTime) {
