@@ -5,7 +5,9 @@
 # tokens (vdev fused / unfused / with NCCL, the PyTorch peer in the same call), --profile, --check
 # with fusion on and off, and compute-sanitizer memcheck and racecheck on a bounded all-reduce run
 # (one op per batch, 8-256 KB) that covers the fused kernel; last, the compiled channel plans against the
-# hand-written kernels 4 KB-4 MB.
+# hand-written kernels 4 KB-4 MB. Stage zerocopy (not in the default list) sets the in-place kernel
+# against the copy-in kernels 4 KB-16 MB, and against the same kernel of the tree before where the pack
+# holds bin/allreduce_bench_before.
 # Run from the repository root after `bash scripts/gpu_pack.sh .gpu` here:
 #   device run (kind nvidia-h100-x2): bash .gpu/scripts/gpu_fusion_run.sh   (carry .gpu)
 # STAGES="test model torch check profile bench sanitize plans" selects stages. Logs go to $OUT.
@@ -54,6 +56,15 @@ for stage in ${STAGES:-test model torch check profile bench sanitize plans}; do
     profile)
       run_model profile_fused "$out/tp256.vdev" --repeat 3 --profile
       run_model profile_unfused "$out/tp256.vdev" --repeat 3 --profile --no-fuse-allreduce ;;
+    zerocopy)
+      for build in before after; do
+        bench=$bin/allreduce_bench
+        [ $build = after ] || bench=$bin/allreduce_bench_before
+        [ -x "$bench" ] || continue
+        step "zerocopy_$build" 150 "$bin/vdev" launch -n 2 -- "$bench" --csv "$out/zerocopy_$build.csv" \
+          --min-bytes 4096 --max-bytes 16777216 --no-llm --no-eager --reps 9 --variants \
+          vdev-auto,vdev-1shot-sentinel,vdev-1shot,vdev-2shot,vdev-inplace,vdev-inplace-noexit
+      done ;;
     plans)
       # Compiled channel plans (NVRTC on the device) against the hand-written kernels of their algorithm.
       step plans 180 "$bin/vdev" launch -n 2 -- "$bin/allreduce_bench" --csv "$out/plans2.csv" --min-bytes 4096 \
