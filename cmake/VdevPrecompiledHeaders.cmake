@@ -60,9 +60,10 @@ endfunction()
 # Targets that would compile the same header the same way share one compile of it (REUSE_FROM): the
 # same header, the same kind of code (libraries are position-independent, executables PIE, and a
 # compiler refuses a header precompiled for the other) and the same target compile options. The
-# target that compiles it for the group is the first with no compile definitions of its own, so its
-# header holds no macro a member lacks (clang refuses such a header; GCC and clang accept a member's
-# extra definitions, which no third-party header reads). Sharing saves ~10 s of compile per target.
+# target that compiles it for the group is the first with no compile definitions of its own, so no
+# macro of its header differs from a member's definition of it (clang refuses the header then; a macro
+# defined on one side only is accepted, and no third-party header reads vdev's). Sharing saves ~10 s
+# of compile per target.
 function(_vdev_pch_group target header out)
   get_target_property(type ${target} TYPE)
   set(kind library)
