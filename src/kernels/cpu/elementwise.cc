@@ -1,18 +1,16 @@
 // Element-wise CPU kernels: add/subtract/multiply/divide/power/maximum/minimum with NumPy
 // broadcasting, and the unary activations and math functions. f16/bf16 compute in f32 and round
 // once per stored value; f64 computes in f64; integers (i8, u8, i32, i64) wrap around like unsigned
-// arithmetic, and divide and power are internal/integer_math.h's.
+// arithmetic; the arithmetic itself is internal/elementwise_math.h's, shared with the CUDA kernels.
 #include <cmath>
 #include <type_traits>
 
 #include "internal/cpu_util.h"
-#include "internal/integer_math.h"
+#include "internal/elementwise_math.h"
 #include "vdev/support/status_macros.h"
 
 namespace vdev::kernels_internal {
 namespace {
-
-enum class BinaryOp { kAdd, kSubtract, kMultiply, kDivide, kPower, kMaximum, kMinimum };
 
 constexpr KernelOp BinaryName(BinaryOp op) {
   switch (op) {
@@ -27,49 +25,31 @@ constexpr KernelOp BinaryName(BinaryOp op) {
   return KernelOp::Cpu("?");
 }
 
-template <BinaryOp kOp, typename V>
-V Arithmetic(V a, V b) {
-  if constexpr (kOp == BinaryOp::kAdd) return a + b;
-  if constexpr (kOp == BinaryOp::kSubtract) return a - b;
-  if constexpr (kOp == BinaryOp::kMultiply) return a * b;
-  if constexpr (kOp == BinaryOp::kDivide) return a / b;
-  if constexpr (kOp == BinaryOp::kPower) return std::pow(a, b);
-  if constexpr (kOp == BinaryOp::kMaximum) return a != a || a > b ? a : b;  // NaN propagates
-  if constexpr (kOp == BinaryOp::kMinimum) return a != a || a < b ? a : b;
-}
-
-// Integers compute in their unsigned type, so they wrap; f64 computes in f64; the other floats
-// compute in f32, rounded once.
-template <BinaryOp kOp, typename T>
-T ApplyBinary(T x, T y) {
-  if constexpr (std::is_same_v<T, double> ||
-                (std::is_integral_v<T> && (kOp == BinaryOp::kMaximum || kOp == BinaryOp::kMinimum))) {
-    return Arithmetic<kOp>(x, y);
-  } else if constexpr (std::is_integral_v<T> && kOp == BinaryOp::kDivide) {
-    return IntegerDivide(x, y);
-  } else if constexpr (std::is_integral_v<T> && kOp == BinaryOp::kPower) {
-    return IntegerPower(x, y);
-  } else if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(Arithmetic<kOp>(static_cast<U>(x), static_cast<U>(y)));
-  } else {
-    return FromFloat<T>(Arithmetic<kOp>(ToFloat(x), ToFloat(y)));
+// half.h's conversions, for ApplyBinary (internal/elementwise_math.h).
+struct CpuFloat {
+  template <typename T>
+  static float ToFloat(T v) {
+    return kernels_internal::ToFloat(v);
   }
-}
+  template <typename T>
+  static T FromFloat(float f) {
+    return kernels_internal::FromFloat<T>(f);
+  }
+};
 
 template <BinaryOp kOp, typename T>
 void RunBinary(const BroadcastWalk& walk, const T* a, const T* b, T* out) {
   walk.ForEachRun([&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t sa, int64_t sb) {
     if (sa == 1 && sb == 1) {
-      for (int64_t i = 0; i < n; ++i) out[o + i] = ApplyBinary<kOp>(a[ia + i], b[ib + i]);
+      for (int64_t i = 0; i < n; ++i) out[o + i] = ApplyBinary<kOp, CpuFloat>(a[ia + i], b[ib + i]);
     } else if (sb == 0) {
       const T y = b[ib];
-      for (int64_t i = 0; i < n; ++i) out[o + i] = ApplyBinary<kOp>(a[ia + i * sa], y);
+      for (int64_t i = 0; i < n; ++i) out[o + i] = ApplyBinary<kOp, CpuFloat>(a[ia + i * sa], y);
     } else if (sa == 0) {
       const T x = a[ia];
-      for (int64_t i = 0; i < n; ++i) out[o + i] = ApplyBinary<kOp>(x, b[ib + i * sb]);
+      for (int64_t i = 0; i < n; ++i) out[o + i] = ApplyBinary<kOp, CpuFloat>(x, b[ib + i * sb]);
     } else {
-      for (int64_t i = 0; i < n; ++i) out[o + i] = ApplyBinary<kOp>(a[ia + i * sa], b[ib + i * sb]);
+      for (int64_t i = 0; i < n; ++i) out[o + i] = ApplyBinary<kOp, CpuFloat>(a[ia + i * sa], b[ib + i * sb]);
     }
   });
 }
@@ -87,46 +67,6 @@ absl::Status BinaryKernel(const KernelCall& call) {
     RunBinary<kOp>(walk, static_cast<const T*>(a.data), static_cast<const T*>(b.data), static_cast<T*>(out.data));
     return absl::OkStatus();
   });
-}
-
-enum class UnaryOp {
-  kRelu,
-  kGeluErf,
-  kGeluTanh,
-  kSilu,
-  kExp,
-  kTanh,
-  kSigmoid,
-  kNegative,
-  kSqrt,
-  kRsqrt,
-  kLog,
-  kErf,
-  kAbs,
-  kReciprocal
-};
-
-template <UnaryOp kOp>
-float ApplyUnary(float x) {
-  if constexpr (kOp == UnaryOp::kRelu) return x < 0.0f ? 0.0f : x;  // NaN stays NaN
-  // erfc and the logistic form of 0.5 (1 + tanh u) keep the negative tail accurate, where
-  // 1 + erf and 1 + tanh cancel.
-  if constexpr (kOp == UnaryOp::kGeluErf) return 0.5f * x * std::erfc(x * -0.70710678118654752f);
-  if constexpr (kOp == UnaryOp::kGeluTanh) {
-    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);  // sqrt(2/pi) (x + 0.044715 x^3)
-    return x / (1.0f + std::exp(-2.0f * u));
-  }
-  if constexpr (kOp == UnaryOp::kSilu) return x / (1.0f + std::exp(-x));
-  if constexpr (kOp == UnaryOp::kExp) return std::exp(x);
-  if constexpr (kOp == UnaryOp::kTanh) return std::tanh(x);
-  if constexpr (kOp == UnaryOp::kSigmoid) return 1.0f / (1.0f + std::exp(-x));
-  if constexpr (kOp == UnaryOp::kNegative) return -x;
-  if constexpr (kOp == UnaryOp::kSqrt) return std::sqrt(x);
-  if constexpr (kOp == UnaryOp::kRsqrt) return 1.0f / std::sqrt(x);
-  if constexpr (kOp == UnaryOp::kLog) return std::log(x);
-  if constexpr (kOp == UnaryOp::kErf) return std::erf(x);
-  if constexpr (kOp == UnaryOp::kAbs) return std::fabs(x);
-  if constexpr (kOp == UnaryOp::kReciprocal) return 1.0f / x;
 }
 
 template <UnaryOp kOp>

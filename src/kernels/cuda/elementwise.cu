@@ -1,7 +1,7 @@
 // Element-wise CUDA kernels: the unary activations and math functions, add/subtract/multiply/divide/
 // power/maximum/minimum with NumPy broadcasting, silu_mul and cast. Float values are computed in f32
-// (f64 in f64) and rounded once on store; integers wrap, and integer divide and power are
-// src/kernels/internal/integer_math.h's, the CPU kernels' own.
+// (f64 in f64) and rounded once on store; integers wrap; the arithmetic is
+// src/kernels/internal/elementwise_math.h's, the CPU kernels' own.
 // Where every operand is contiguous and 16-byte aligned each thread moves 16-byte packs; the
 // elements past the last whole pack (and misaligned tensors) go element by element.
 #include <cmath>
@@ -9,67 +9,27 @@
 #include <type_traits>
 
 #include "internal/device_math.cuh"
-#include "src/kernels/internal/integer_math.h"
+#include "src/kernels/internal/elementwise_math.h"
 
 namespace vdev::cuda_ops {
 namespace {
 
-template <Unary kOp>
-__device__ __forceinline__ float ApplyUnary(float x) {
-  if constexpr (kOp == Unary::kRelu) return x < 0.0f ? 0.0f : x;  // NaN stays NaN
-  // erfc and the logistic form keep the negative tail accurate, where 1 + erf and 1 + tanh cancel.
-  if constexpr (kOp == Unary::kGeluErf) return 0.5f * x * erfcf(x * -0.70710678118654752f);
-  if constexpr (kOp == Unary::kGeluTanh) {
-    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-    return x / (1.0f + expf(-2.0f * u));
+// CUDA's conversions, for ApplyBinary (src/kernels/internal/elementwise_math.h).
+struct DeviceFloat {
+  template <typename T>
+  __device__ static float ToFloat(T v) {
+    return ToF32(v);
   }
-  if constexpr (kOp == Unary::kSilu) return x / (1.0f + expf(-x));
-  if constexpr (kOp == Unary::kExp) return expf(x);
-  if constexpr (kOp == Unary::kTanh) return tanhf(x);
-  if constexpr (kOp == Unary::kSigmoid) return 1.0f / (1.0f + expf(-x));
-  if constexpr (kOp == Unary::kNegative) return -x;
-  if constexpr (kOp == Unary::kSqrt) return sqrtf(x);
-  if constexpr (kOp == Unary::kRsqrt) return 1.0f / sqrtf(x);
-  if constexpr (kOp == Unary::kLog) return logf(x);
-  if constexpr (kOp == Unary::kErf) return erff(x);
-  if constexpr (kOp == Unary::kAbs) return fabsf(x);
-  if constexpr (kOp == Unary::kReciprocal) return 1.0f / x;
-}
+  template <typename T>
+  __device__ static T FromFloat(float v) {
+    return FromF32<T>(v);
+  }
+};
+using kernels_internal::ApplyUnary;
 
 template <Binary kOp, typename T>
 __device__ __forceinline__ T ApplyBinary(T x, T y) {
-  if constexpr (std::is_integral_v<T> && kOp == Binary::kMaximum) {
-    return x > y ? x : y;
-  } else if constexpr (std::is_integral_v<T> && kOp == Binary::kMinimum) {
-    return x < y ? x : y;
-  } else if constexpr (std::is_integral_v<T> && kOp == Binary::kDivide) {
-    return kernels_internal::IntegerDivide(x, y);
-  } else if constexpr (std::is_integral_v<T> && kOp == Binary::kPower) {
-    return kernels_internal::IntegerPower(x, y);
-  } else if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    const U a = static_cast<U>(x), b = static_cast<U>(y);
-    if constexpr (kOp == Binary::kAdd) return static_cast<T>(a + b);
-    if constexpr (kOp == Binary::kSubtract) return static_cast<T>(a - b);
-    return static_cast<T>(a * b);
-  } else if constexpr (std::is_same_v<T, double>) {
-    if constexpr (kOp == Binary::kAdd) return x + y;
-    if constexpr (kOp == Binary::kSubtract) return x - y;
-    if constexpr (kOp == Binary::kMultiply) return x * y;
-    if constexpr (kOp == Binary::kDivide) return x / y;
-    if constexpr (kOp == Binary::kPower) return pow(x, y);
-    if constexpr (kOp == Binary::kMaximum) return x != x || x > y ? x : y;  // NaN propagates
-    if constexpr (kOp == Binary::kMinimum) return x != x || x < y ? x : y;
-  } else {
-    const float a = ToF32(x), b = ToF32(y);
-    if constexpr (kOp == Binary::kAdd) return FromF32<T>(a + b);
-    if constexpr (kOp == Binary::kSubtract) return FromF32<T>(a - b);
-    if constexpr (kOp == Binary::kMultiply) return FromF32<T>(a * b);
-    if constexpr (kOp == Binary::kDivide) return FromF32<T>(a / b);
-    if constexpr (kOp == Binary::kPower) return FromF32<T>(powf(a, b));
-    if constexpr (kOp == Binary::kMaximum) return FromF32<T>(a != a || a > b ? a : b);  // NaN propagates
-    if constexpr (kOp == Binary::kMinimum) return FromF32<T>(a != a || a < b ? a : b);
-  }
+  return kernels_internal::ApplyBinary<kOp, DeviceFloat>(x, y);
 }
 
 // Applies f to element i of every stream: packs first (when `packed`), then the remainder.

@@ -6,11 +6,7 @@
 
 #include <type_traits>
 
-#if defined(__CUDACC__)
-#define VDEV_HOST_DEVICE __host__ __device__
-#else
-#define VDEV_HOST_DEVICE
-#endif
+#include "host_device.h"
 
 namespace vdev::kernels_internal {
 
@@ -48,7 +44,5 @@ VDEV_HOST_DEVICE inline T IntegerPower(T base, T exponent) {
 }
 
 }  // namespace vdev::kernels_internal
-
-#undef VDEV_HOST_DEVICE
 
 #endif  // VDEV_SRC_KERNELS_INTERNAL_INTEGER_MATH_H_

@@ -12,27 +12,15 @@
 
 #include <cstdint>
 
+#include "src/kernels/internal/elementwise_math.h"
+
 namespace vdev::cuda_ops {
 
 enum class Elem { kF32, kF16, kBF16, kI32, kI64, kF64, kI8, kU8 };
 
-enum class Unary {
-  kRelu,
-  kGeluErf,
-  kGeluTanh,
-  kSilu,
-  kExp,
-  kTanh,
-  kSigmoid,
-  kNegative,
-  kSqrt,
-  kRsqrt,
-  kLog,
-  kErf,
-  kAbs,
-  kReciprocal
-};
-enum class Binary { kAdd, kSubtract, kMultiply, kDivide, kPower, kMaximum, kMinimum };
+// The element-wise ops, as the CPU kernels name them (their arithmetic is shared too).
+using Unary = kernels_internal::UnaryOp;
+using Binary = kernels_internal::BinaryOp;
 
 // Dims of a broadcast after adjacent dims were merged: out index -> element offsets of a and b
 // (stride 0 where an operand is broadcast).
