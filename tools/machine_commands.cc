@@ -47,8 +47,7 @@ void PrintSummary(const Machine& m) {
         ramps.empty() ? "" : absl::StrCat(", ramp us (op by op/replayed):", ramps));
   }
   std::cerr << absl::StrFormat("vdev machine probe: per run %.3g us (%.3g us on the CPU alone), per call %.3g us\n",
-                               m.run_seconds * 1e6, m.host_run_seconds.value_or(m.run_seconds) * 1e6,
-                               m.call_seconds * 1e6);
+                               m.run_seconds * 1e6, RunSeconds(m, /*uses_gpu=*/false) * 1e6, m.call_seconds * 1e6);
   for (size_t a = 0; a < m.devices.size(); ++a) {
     for (size_t b = a + 1; b < m.devices.size(); ++b) {
       const LinkSpec& l = m.Link(a, b);

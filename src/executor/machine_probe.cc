@@ -199,7 +199,8 @@ struct RunTimes {
 
 constexpr char kCpuConfig[] = "config { targets = [llvm], default = cpu:0, host = cpu:0 }\n";
 
-absl::StatusOr<DeviceSpec> ProbeCpu(int repetitions, RunTimes* times) {
+// `with_call`: also a call's time, which only a machine without GPUs takes from the CPU (else cuda:0's).
+absl::StatusOr<DeviceSpec> ProbeCpu(int repetitions, bool with_call, RunTimes* times) {
   DeviceSpec spec;
   spec.memory_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   // 2^24 f32 per operand: 192 MiB moved per add, past every cache.
@@ -231,7 +232,9 @@ absl::StatusOr<DeviceSpec> ProbeCpu(int repetitions, RunTimes* times) {
   spec.kind_graph_kernel_seconds = spec.kind_kernel_seconds;
   VDEV_RETURN_IF_ERROR(ProbeIfWait(backend.get(), "cpu:0", repetitions, &spec));
   times->run = times->host_run = per_run;
-  VDEV_ASSIGN_OR_RETURN(times->call, ProbeCallTime(backend.get(), "cpu:0", repetitions, spec));
+  if (with_call) {
+    VDEV_ASSIGN_OR_RETURN(times->call, ProbeCallTime(backend.get(), "cpu:0", repetitions, spec));
+  }
   return spec;
 }
 
@@ -266,7 +269,8 @@ absl::Status ProbeGraphCopy(int from, int to, int repetitions, double add_second
 
 // cuda:`gpu`'s per-op times per kind, op by op and replayed, and its waits on the host, through the
 // CUDA backend (one worker: the program's cuda:`gpu` is GPU `gpu`); a replayed run's fixed time,
-// a call's op by op, and a run's whose ops all run on the CPU.
+// and for cuda:0, whose run times are the machine's, a call's op by op and a run's whose ops all run
+// on the CPU.
 // A copy's wait: a chain alternating an op on the CPU (`cpu_op`) and one on the GPU pays per pair of
 // ops two copies, each its link's time (`to_cpu`, 256 bytes) and the wait.
 absl::Status ProbeGpuPerOp(int gpu, int repetitions, double cpu_op, const LinkSpec& to_cpu, DeviceSpec* spec,
@@ -279,12 +283,14 @@ absl::Status ProbeGpuPerOp(int gpu, int repetitions, double cpu_op, const LinkSp
   VDEV_ASSIGN_OR_RETURN(times->run, ProbeKinds(backend.get(), device, ChainForm::kReplayed, repetitions,
                                                &spec->kind_graph_kernel_seconds, &spec->graph_kernel_seconds));
   VDEV_RETURN_IF_ERROR(ProbeIfWait(backend.get(), device, repetitions, spec));
-  VDEV_ASSIGN_OR_RETURN(times->call, ProbeCallTime(backend.get(), device, repetitions, *spec));
-  // A run of CPU ops alone through the CUDA backend, as `vdev run --backend cuda` runs one: its
-  // fixed time is the backend's, not the thread backend's.
-  VDEV_ASSIGN_OR_RETURN(FixedTimes host, ProbeFixedTimes(backend.get(), "cpu:0", ChainForm::kReplayed,
-                                                         KernelKind::kElementwise, repetitions));
-  times->host_run = host.per_run;
+  if (gpu == 0) {
+    VDEV_ASSIGN_OR_RETURN(times->call, ProbeCallTime(backend.get(), device, repetitions, *spec));
+    // A run of CPU ops alone through the CUDA backend, as `vdev run --backend cuda` runs one: its
+    // fixed time is the backend's, not the thread backend's.
+    VDEV_ASSIGN_OR_RETURN(FixedTimes host, ProbeFixedTimes(backend.get(), "cpu:0", ChainForm::kReplayed,
+                                                           KernelKind::kElementwise, repetitions));
+    times->host_run = host.per_run;
+  }
   VDEV_RETURN_IF_ERROR(ProbeRamps(backend.get(), device, repetitions, spec));
   VDEV_ASSIGN_OR_RETURN(FixedTimes alternating, ProbeFixedTimes(backend.get(), device, ChainForm::kAlternating,
                                                                 KernelKind::kElementwise, repetitions));
@@ -357,7 +363,7 @@ absl::StatusOr<Machine> ProbeMachine(const ProbeOptions& options) {
   // Through the thread backend, and where there is a GPU, through cuda:0's CUDA backend: what a
   // run pays once and per call.
   RunTimes times;
-  VDEV_ASSIGN_OR_RETURN(DeviceSpec cpu, ProbeCpu(std::max(1, options.repetitions), &times));
+  VDEV_ASSIGN_OR_RETURN(DeviceSpec cpu, ProbeCpu(std::max(1, options.repetitions), gpus == 0, &times));
   b.AddDevice(VirtualDevice::ForDevice(DeviceType::kCPU, 0), cpu);
 #ifdef VDEV_PROBE_CUDA
   if (gpus > 0) {
