@@ -67,10 +67,9 @@ for name in "${het[@]}"; do
 done
 step het_full_profile 120 "$bin/vdev" run "$out/het_full.vdev" --backend cuda --repeat 3 --profile
 mv "$out"/*.log "$out"/*.vdev "$logs/"
-python3 - "$out" "$machine" "${het[@]}" <<'EOF' | tee "$out/diag.tsv"
+python3 - "$out" "${het[@]}" <<'EOF' | tee "$out/diag.tsv"
 import glob, json, re, sys
-out, machine, het = sys.argv[1], sys.argv[2], sys.argv[3:]
-run_us = json.load(open(machine)).get("run_us", 0)
+out, het = sys.argv[1], sys.argv[2:]
 def best(pattern):
     times = []
     for f in sorted(glob.glob(f"{out}/diag_logs/{pattern}.log")):
@@ -85,7 +84,7 @@ for name in ("peer_decoder_opt", "peer_decoder_hand_gpu"):
 for name in het:
     try:
         cost = json.load(open(f"{out}/diag_logs/{name}.plan.json"))["default_cost"]
-        predicted = (cost["total"] + cost.get("run", run_us * 1e-6)) * 1e3
+        predicted = (cost["total"] + cost["run"]) * 1e3
         launch = cost.get("launch", "?")
     except Exception:
         predicted, launch = float("nan"), "?"

@@ -83,9 +83,8 @@ out, rows = sys.argv[1], sys.argv[2:]
 probe = json.load(open(f"{out}/probe.json"))
 print("program\tworkers\tplacement\tpredicted_ms\tmeasured_ms\tratio\tlaunch\tmeasured_rounds_ms")
 for row in rows:
-    name, _, machine, workers = row.split()[:4]
+    name, _, _, workers = row.split()[:4]
     tag = f"{name}_w{workers}"
-    run_us = json.load(open(f"{out}/{machine}")).get("run_us", 0)
     try:
         plan = json.load(open(f"{out}/logs/{tag}.plan.json"))
     except Exception:
@@ -94,7 +93,7 @@ for row in rows:
     # (with W workers the optimiser shares the CPU's rates among them).
     for placement, key in (("default", "default_cost"), ("optimized", "cost")):
         cost = plan.get(key) or {}
-        predicted = (cost["total"] + cost.get("run", run_us * 1e-6)) * 1e3 if "total" in cost else float("nan")
+        predicted = (cost["total"] + cost["run"]) * 1e3 if "total" in cost else float("nan")
         measured = []
         for r in (1, 2):
             text = open(f"{out}/logs/{tag}_{placement}_{r}.log").read()

@@ -45,17 +45,19 @@ else
   stage "build + tests under address,undefined (build-asan)"
   bash scripts/sanitize.sh address,undefined
 fi
-# The fuzzers (built in build-asan/, the sanitizer build): ${FUZZ_SECONDS:-20} s on the parser, ${FUZZ_PIPELINE_SECONDS:-10} s each on the PlanDevices,
-# LowerMemory and channel-plan targets (FUZZ_PIPELINE_SECONDS=0 leaves those three out, saying so).
+# The fuzzers (built in build-asan/, the sanitizer build): FUZZ_SECONDS (20) on the parser, FUZZ_PIPELINE_SECONDS (10)
+# each on the PlanDevices, LowerMemory and channel-plan targets (0 leaves those three out, saying so).
+parser_seconds=${FUZZ_SECONDS:-20}
+pipeline_seconds=${FUZZ_PIPELINE_SECONDS:-10}
 targets="parser"
-if [ "${FUZZ_PIPELINE_SECONDS:-10}" -gt 0 ]; then
+if [ "$pipeline_seconds" -gt 0 ]; then
   targets="parser plan lower channels"
 else
   stage "plan, lower and channels fuzzers: left out (FUZZ_PIPELINE_SECONDS=0)"
 fi
 for target in $targets; do
-  seconds=${FUZZ_SECONDS:-20}
-  [ "$target" = parser ] || seconds=${FUZZ_PIPELINE_SECONDS:-10}
+  seconds=$parser_seconds
+  [ "$target" = parser ] || seconds=$pipeline_seconds
   stage "$target fuzzer, $seconds s"
   if ! bash scripts/fuzz.sh "$seconds" "$target" > "build/fuzz-$target.log" 2>&1; then
     tail -n 60 "build/fuzz-$target.log"
